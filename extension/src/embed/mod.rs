@@ -1,0 +1,248 @@
+//! The embedding organ: `dionysus.embed(text) → vector(384)`.
+//!
+//! Every function that takes text embeds through [`embed_texts`], so callers never handle
+//! vectors. Results are cached per (model, sha256(content)) in `dionysus.embedding_cache`.
+pub mod http;
+pub mod local;
+
+use crate::errors;
+use crate::settings::{self, EMBEDDING_API_KEY, EMBEDDING_MODEL, EMBEDDING_PROVIDER, EMBEDDING_TIMEOUT_MS, EMBEDDING_URL, MODEL_PATH};
+use pgrx::prelude::*;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use local::DIMENSIONS;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Provider {
+    Local,
+    Http,
+}
+
+pub fn provider() -> Provider {
+    match settings::string(&EMBEDDING_PROVIDER).trim().to_ascii_lowercase().as_str() {
+        "" | "local" => Provider::Local,
+        "http" => Provider::Http,
+        other => errors::invalid_arg(
+            "dionysus.embedding_provider",
+            format!("unknown provider '{other}' (expected 'local' or 'http')"),
+        ),
+    }
+}
+
+/// Where the local model is looked for.
+pub fn model_path() -> PathBuf {
+    let configured = settings::string(&MODEL_PATH);
+    if !configured.trim().is_empty() {
+        return PathBuf::from(configured.trim());
+    }
+    let mut buf = vec![0 as std::ffi::c_char; pg_sys::MAXPGPATH as usize];
+    unsafe { pg_sys::get_share_path(std::ptr::addr_of!(pg_sys::my_exec_path).cast(), buf.as_mut_ptr()) };
+    let share = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned();
+    PathBuf::from(share).join("dionysus").join("all-MiniLM-L6-v2")
+}
+
+/// The cache key's model part: provider plus model identity.
+pub fn model_key() -> String {
+    match provider() {
+        Provider::Local => format!(
+            "local:{}",
+            model_path().file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+        ),
+        Provider::Http => format!("http:{}", settings::string(&EMBEDDING_MODEL)),
+    }
+}
+
+/// Computes embeddings without the cache.
+pub fn compute(texts: &[&str]) -> Vec<Vec<f32>> {
+    if texts.is_empty() {
+        return Vec::new();
+    }
+    let (vectors, name) = match provider() {
+        Provider::Local => {
+            let path = model_path();
+            let model = local::model(&path).unwrap_or_else(|e| match e {
+                local::LoadError::Missing { path, file } => errors::model_missing(
+                    format!("embedding model not found: {} has no {file}", path.display()),
+                    format!(
+                        "Run scripts/fetch-model.sh (or: scripts/fetch-model.sh {}) to fetch all-MiniLM-L6-v2, \
+                         or point dionysus.model_path at a directory holding model.safetensors, tokenizer.json and config.json.",
+                        path.display()
+                    ),
+                ),
+                local::LoadError::Broken { path, reason } => errors::model_missing(
+                    format!("embedding model at {} cannot be loaded: {reason}", path.display()),
+                    "Fetch it again with scripts/fetch-model.sh.",
+                ),
+            });
+            (model.embed(texts).unwrap_or_else(|e| errors::embedding_failed(format!("local embedding failed: {e}"))), "local")
+        }
+        Provider::Http => {
+            let url = settings::string(&EMBEDDING_URL);
+            let model = settings::string(&EMBEDDING_MODEL);
+            let key = settings::string(&EMBEDDING_API_KEY);
+            let ep = http::Endpoint {
+                url: &url,
+                model: &model,
+                api_key: Some(key.as_str()),
+                timeout: Duration::from_millis(EMBEDDING_TIMEOUT_MS.get().max(1) as u64),
+            };
+            (http::embed(&ep, texts).unwrap_or_else(|e| errors::embedding_failed(e)), "http")
+        }
+    };
+    for v in &vectors {
+        if v.len() != DIMENSIONS {
+            errors::dimension_mismatch(v.len(), DIMENSIONS, name);
+        }
+        if v.iter().any(|x| !x.is_finite()) {
+            errors::embedding_failed(format!("the {name} embedding provider returned a non-finite value"));
+        }
+    }
+    vectors
+}
+
+fn content_hash(text: &str) -> Vec<u8> {
+    Sha256::digest(text.as_bytes()).to_vec()
+}
+
+fn can_write() -> bool {
+    unsafe { !pg_sys::XactReadOnly && !pg_sys::RecoveryInProgress() }
+}
+
+/// Embeds texts through the cache: hits are read, misses computed in one batch and stored.
+pub fn embed_texts(texts: &[&str]) -> Vec<Vec<f32>> {
+    if texts.is_empty() {
+        return Vec::new();
+    }
+    let key = model_key();
+    let hashes: Vec<Vec<u8>> = texts.iter().map(|t| content_hash(t)).collect();
+    let mut found: HashMap<Vec<u8>, Vec<f32>> = HashMap::new();
+    Spi::connect(|client| {
+        let rows = client
+            .select(
+                "SELECT content_hash, embedding::real[] FROM dionysus.embedding_cache \
+                 WHERE model = $1 AND content_hash = ANY($2)",
+                None,
+                &[key.clone().into(), hashes.clone().into()],
+            )
+            .unwrap_or_else(|e| errors::embedding_failed(format!("embedding cache: {e}")));
+        for row in rows {
+            if let (Ok(Some(h)), Ok(Some(v))) = (row.get::<Vec<u8>>(1), row.get::<Vec<f32>>(2)) {
+                found.insert(h, v);
+            }
+        }
+    });
+    // Each distinct missing text is computed once.
+    let mut missing: Vec<usize> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (i, h) in hashes.iter().enumerate() {
+        if !found.contains_key(h) && seen.insert(h.clone()) {
+            missing.push(i);
+        }
+    }
+    if !missing.is_empty() {
+        let computed = compute(&missing.iter().map(|&i| texts[i]).collect::<Vec<_>>());
+        if can_write() {
+            let miss_hashes: Vec<Vec<u8>> = missing.iter().map(|&i| hashes[i].clone()).collect();
+            let miss_vecs: Vec<String> = computed.iter().map(|v| vector_literal(v)).collect();
+            Spi::run_with_args(
+                &format!(
+                    "INSERT INTO dionysus.embedding_cache (model, content_hash, embedding) \
+                     SELECT $1, h, v::{} FROM unnest($2::bytea[], $3::text[]) AS u(h, v) \
+                     ON CONFLICT (model, content_hash) DO NOTHING",
+                    crate::spi_util::vector_type()
+                ),
+                &[key.into(), miss_hashes.into(), miss_vecs.into()],
+            )
+            .unwrap_or_else(|e| errors::embedding_failed(format!("embedding cache: {e}")));
+        }
+        for (&i, v) in missing.iter().zip(computed) {
+            found.insert(hashes[i].clone(), v);
+        }
+    }
+    hashes.iter().map(|h| found[h].clone()).collect()
+}
+
+pub fn embed_one(text: &str) -> Vec<f32> {
+    embed_texts(&[text]).pop().expect("one embedding per text")
+}
+
+/// pgvector's text form, `[x,y,...]`.
+pub fn vector_literal(v: &[f32]) -> String {
+    let mut s = String::with_capacity(v.len() * 12 + 2);
+    s.push('[');
+    for (i, x) in v.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&x.to_string());
+    }
+    s.push(']');
+    s
+}
+
+/// Checks a text argument: not null, not blank, within `dionysus.max_content_length`.
+pub fn check_text<'a>(arg: &str, text: Option<&'a str>) -> &'a str {
+    let Some(t) = text else { errors::null_arg(arg) };
+    if t.trim().is_empty() {
+        errors::invalid_arg(arg, "must not be empty");
+    }
+    let limit = settings::MAX_CONTENT_LENGTH.get().max(1) as usize;
+    let len = t.chars().count();
+    if len > limit {
+        errors::too_long(arg, len, limit);
+    }
+    t
+}
+
+/// Embedding of `content` as real[]; `dionysus.embed(text) → vector` wraps it.
+#[pg_extern(volatile, parallel_unsafe)]
+fn embed_real(content: Option<&str>) -> Vec<f32> {
+    embed_one(check_text("content", content))
+}
+
+/// Embeddings of many texts at once (one forward pass per 16), in input order.
+#[pg_extern(volatile, parallel_unsafe)]
+fn embed_batch_real(
+    contents: Option<Vec<Option<String>>>,
+) -> TableIterator<'static, (name!(ord, i32), name!(embedding, Vec<f32>))> {
+    let Some(contents) = contents else { errors::null_arg("contents") };
+    let texts: Vec<String> = contents
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| check_text(&format!("contents[{}]", i + 1), t.as_deref()).to_string())
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(|s| s.as_str()).collect();
+    let out = embed_texts(&refs);
+    TableIterator::new(out.into_iter().enumerate().map(|(i, v)| ((i + 1) as i32, v)))
+}
+
+/// What the embedding organ is configured with, and whether it works: for `dionysus doctor`.
+#[pg_extern(volatile, parallel_unsafe)]
+fn embedding_info() -> pgrx::JsonB {
+    let provider = provider();
+    let mut info = serde_json::json!({
+        "provider": match provider { Provider::Local => "local", Provider::Http => "http" },
+        "model_key": model_key(),
+        "dimensions": DIMENSIONS,
+    });
+    match provider {
+        Provider::Local => {
+            let path = model_path();
+            info["model_path"] = path.display().to_string().into();
+            match local::model(&path) {
+                Ok(_) => info["loadable"] = true.into(),
+                Err(e) => {
+                    info["loadable"] = false.into();
+                    info["error"] = format!("{e:?}").into();
+                }
+            }
+        }
+        Provider::Http => {
+            info["url"] = settings::string(&EMBEDDING_URL).into();
+        }
+    }
+    pgrx::JsonB(info)
+}

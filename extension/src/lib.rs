@@ -1,0 +1,45 @@
+//! Dionysus: long-term memory for an AI companion, inside PostgreSQL.
+//!
+//! One module per organ:
+//! - [`embed`]: text → vector(384), in-process (candle) or over HTTP, with a cache
+//! - [`memory`]: the store — memories, episodes, facts, triples, graph, concepts
+//! - [`recall`]: hybrid retrieval (vector + lexical + association + temporal + importance/recency)
+//! - [`neighborhoods`]: precomputed associations, recomputed from a lock-free stale queue
+//! - [`workers`]: the background launcher and per-database maintenance passes
+//!
+//! The schema itself is hand-written SQL under `../sql`, loaded by `extension_sql_file!`.
+use pgrx::prelude::*;
+
+::pgrx::pg_module_magic!(name, version);
+
+pub mod embed;
+pub mod errors;
+pub mod memory;
+pub mod neighborhoods;
+pub mod recall;
+pub mod settings;
+pub mod spi_util;
+pub mod workers;
+
+// Tables, types, indexes: before every generated function.
+pgrx::extension_sql_file!("../../sql/001_schema.sql", name = "schema", bootstrap);
+// Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
+pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
+
+#[pg_guard]
+#[allow(non_snake_case)]
+pub extern "C-unwind" fn _PG_init() {
+    settings::register();
+    workers::register_launcher_if_preloaded();
+}
+
+/// Required by `cargo pgrx test`.
+#[cfg(test)]
+pub mod pg_test {
+    pub fn setup(_options: Vec<&str>) {}
+
+    #[must_use]
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec!["shared_preload_libraries = 'dionysus'", "dionysus.worker_interval = 1"]
+    }
+}

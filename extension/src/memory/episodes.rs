@@ -1,0 +1,126 @@
+//! Episodes: episodic memories of one source, grouped until a gap of more than
+//! `dionysus.episode_gap_minutes` (default 30), or opened and closed explicitly.
+//!
+//! Writers of one source serialise on a transaction-scoped advisory lock keyed by the source;
+//! writers of different sources never wait on each other.
+use super::validate;
+use crate::errors;
+use crate::settings::EPISODE_GAP_MINUTES;
+use crate::spi_util::first_or_none;
+use pgrx::datum::TimestampWithTimeZone;
+use pgrx::prelude::*;
+use pgrx::Uuid;
+
+pub const DEFAULT_SOURCE: &str = "default";
+/// Members within this many positions are temporal neighbours (seed 000 §6.3).
+pub const TEMPORAL_SPAN: i32 = 3;
+
+fn lock_source(source: &str) {
+    Spi::run_with_args(
+        "SELECT pg_advisory_xact_lock(hashtextextended('dionysus.episode:' || $1, 0))",
+        &[source.into()],
+    )
+    .expect("episode lock");
+}
+
+/// Adds an episodic memory to its source's open episode, opening a new one after a gap.
+/// Returns the members within [`TEMPORAL_SPAN`] positions before it (their neighborhoods change).
+pub fn assign(memory_id: Uuid, source: Option<&str>, at: TimestampWithTimeZone) -> Vec<Uuid> {
+    let source = source.unwrap_or(DEFAULT_SOURCE);
+    lock_source(source);
+    let gap_minutes = EPISODE_GAP_MINUTES.get();
+    // The open episode, if the memory falls within the gap (or the episode is explicit).
+    let open: Option<Uuid> = first_or_none(
+        "SELECT id FROM dionysus.episodes \
+         WHERE source = $1 AND ended_at IS NULL \
+           AND (explicit OR $2 - last_event_at <= make_interval(mins => $3))",
+        &[source.into(), at.into(), gap_minutes.into()],
+    );
+    let episode = match open {
+        Some(id) => id,
+        None => {
+            // Close the stale one at its last event, then start afresh at this memory.
+            Spi::run_with_args(
+                "UPDATE dionysus.episodes SET ended_at = greatest(last_event_at, started_at) \
+                 WHERE source = $1 AND ended_at IS NULL",
+                &[source.into()],
+            )
+            .expect("close episode");
+            Spi::get_one_with_args::<Uuid>(
+                "INSERT INTO dionysus.episodes (source, started_at, last_event_at) VALUES ($1, $2, $2) RETURNING id",
+                &[source.into(), at.into()],
+            )
+            .expect("open episode")
+            .expect("new episode id")
+        }
+    };
+    let seq = Spi::get_one_with_args::<i32>(
+        "UPDATE dionysus.episodes SET memory_count = memory_count + 1, \
+                last_event_at = greatest(last_event_at, $2), started_at = least(started_at, $2) \
+         WHERE id = $1 RETURNING (SELECT coalesce(max(sequence_order), 0) + 1 \
+                                  FROM dionysus.episode_memories WHERE episode_id = $1)",
+        &[episode.into(), at.into()],
+    )
+    .expect("advance episode")
+    .expect("sequence");
+    Spi::run_with_args(
+        "INSERT INTO dionysus.episode_memories (episode_id, memory_id, sequence_order) VALUES ($1, $2, $3)",
+        &[episode.into(), memory_id.into(), seq.into()],
+    )
+    .expect("join episode");
+    Spi::connect(|c| {
+        c.select(
+            "SELECT memory_id FROM dionysus.episode_memories \
+             WHERE episode_id = $1 AND sequence_order >= $2 - $3 AND sequence_order < $2",
+            None,
+            &[episode.into(), seq.into(), TEMPORAL_SPAN.into()],
+        )
+        .expect("episode neighbours")
+        .filter_map(|t| t.get::<Uuid>(1).ok().flatten())
+        .collect()
+    })
+}
+
+/// Opens an episode for a source explicitly, closing the one open before. Episodic memories
+/// of that source join it until `close_episode`, whatever the gap.
+#[pg_extern(volatile, parallel_unsafe)]
+fn open_episode(
+    source: default!(Option<&str>, "'default'"),
+    title: default!(Option<&str>, "NULL"),
+    started_at: default!(Option<TimestampWithTimeZone>, "NULL"),
+) -> Uuid {
+    let source = validate::required_name("source", source);
+    let title = validate::optional_text("title", title);
+    lock_source(&source);
+    Spi::run_with_args(
+        "UPDATE dionysus.episodes SET ended_at = greatest(last_event_at, started_at) \
+         WHERE source = $1 AND ended_at IS NULL",
+        &[source.clone().into()],
+    )
+    .expect("close previous episode");
+    Spi::get_one_with_args::<Uuid>(
+        "INSERT INTO dionysus.episodes (source, title, started_at, last_event_at, explicit) \
+         VALUES ($1, $2, coalesce($3, now()), coalesce($3, now()), true) RETURNING id",
+        &[source.into(), title.into(), started_at.into()],
+    )
+    .expect("open episode")
+    .expect("episode id")
+}
+
+/// Closes an episode (at its last event, or at `ended_at`). Closing a closed one is an error.
+#[pg_extern(volatile, parallel_unsafe)]
+fn close_episode(episode_id: Option<Uuid>, ended_at: default!(Option<TimestampWithTimeZone>, "NULL")) -> bool {
+    let Some(id) = episode_id else { errors::null_arg("episode_id") };
+    let state = first_or_none::<bool>("SELECT ended_at IS NULL FROM dionysus.episodes WHERE id = $1", &[id.into()]);
+    match state {
+        None => errors::not_found("episode_id", "episode", id),
+        Some(false) => errors::invalid_arg("episode_id", format!("episode {id} is already closed")),
+        Some(true) => {}
+    }
+    Spi::run_with_args(
+        "UPDATE dionysus.episodes SET ended_at = greatest(coalesce($2, last_event_at), started_at) WHERE id = $1",
+        &[id.into(), ended_at.into()],
+    )
+    .expect("close episode");
+    true
+}

@@ -1,0 +1,96 @@
+//! Argument checks shared by the memory functions. Each failure names its argument.
+use crate::errors;
+use pgrx::JsonB;
+
+pub const MEMORY_TYPES: [&str; 4] = ["episodic", "semantic", "procedural", "strategic"];
+pub const RELATIONS: [&str; 8] = [
+    "TEMPORAL_NEXT",
+    "CAUSES",
+    "DERIVED_FROM",
+    "CONTRADICTS",
+    "SUPPORTS",
+    "INSTANCE_OF",
+    "PARENT_OF",
+    "ASSOCIATED",
+];
+
+/// A memory type, case-insensitive; unknown types are an error.
+pub fn memory_type(arg: &str, t: Option<&str>) -> &'static str {
+    let Some(t) = t else { errors::null_arg(arg) };
+    let t = t.trim().to_ascii_lowercase();
+    MEMORY_TYPES
+        .iter()
+        .find(|&&k| k == t)
+        .copied()
+        .unwrap_or_else(|| errors::invalid_arg(arg, format!("unknown memory type '{t}' (expected one of {})", MEMORY_TYPES.join(", "))))
+}
+
+/// A graph relation, case-insensitive; unknown relations are an error.
+pub fn relation(arg: &str, r: Option<&str>) -> &'static str {
+    let Some(r) = r else { errors::null_arg(arg) };
+    let r = r.trim().to_ascii_uppercase();
+    RELATIONS
+        .iter()
+        .find(|&&k| k == r)
+        .copied()
+        .unwrap_or_else(|| errors::invalid_arg(arg, format!("unknown relation '{r}' (expected one of {})", RELATIONS.join(", "))))
+}
+
+pub fn unit(arg: &str, v: Option<f64>) -> f64 {
+    let Some(v) = v else { errors::null_arg(arg) };
+    errors::check_range(arg, v, 0.0, 1.0)
+}
+
+pub fn signed_unit(arg: &str, v: Option<f64>) -> f64 {
+    let Some(v) = v else { errors::null_arg(arg) };
+    errors::check_range(arg, v, -1.0, 1.0)
+}
+
+/// A jsonb object (NULL becomes `{}`); arrays and scalars are an error.
+pub fn object(arg: &str, v: Option<JsonB>) -> serde_json::Value {
+    match v {
+        None => serde_json::json!({}),
+        Some(JsonB(serde_json::Value::Object(m))) => serde_json::Value::Object(m),
+        Some(JsonB(other)) => errors::invalid_arg(arg, format!("must be a JSON object, not {}", json_kind(&other))),
+    }
+}
+
+pub fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// Optional short text: trimmed, empty becomes None, bounded by the content limit.
+pub fn optional_text(arg: &str, v: Option<&str>) -> Option<String> {
+    let v = v?.trim();
+    if v.is_empty() {
+        return None;
+    }
+    Some(crate::embed::check_text(arg, Some(v)).to_string())
+}
+
+pub fn required_name(arg: &str, v: Option<&str>) -> String {
+    let Some(v) = v else { errors::null_arg(arg) };
+    let v = v.trim();
+    if v.is_empty() {
+        errors::invalid_arg(arg, "must not be empty");
+    }
+    if v.chars().count() > 1000 {
+        errors::too_long(arg, v.chars().count(), 1000);
+    }
+    v.to_string()
+}
+
+pub fn positive(arg: &str, v: Option<i32>, max: i32) -> i32 {
+    let Some(v) = v else { errors::null_arg(arg) };
+    if v < 1 || v > max {
+        errors::invalid_arg(arg, format!("{v} is outside [1, {max}]"));
+    }
+    v
+}

@@ -1,0 +1,239 @@
+//! Memory neighborhoods (seed 000 §6.3): each memory's top-20 associations, precomputed so
+//! recall can expand through them without walking the graph at query time.
+//!
+//! Staleness lives in the append-only `neighborhood_queue`. Writers only INSERT into it, so
+//! they never wait on each other or on the worker. Recomputing a memory deletes the queue rows
+//! it saw; a row queued meanwhile survives and triggers another pass. A memory whose
+//! recomputation fails is retried with exponential back-off and never blocks the others.
+use crate::errors;
+use crate::memory::episodes::TEMPORAL_SPAN;
+use crate::spi_util::{cosine_op, first_or_none, in_subtransaction, vector_type, with_iterative_scan};
+use pgrx::prelude::*;
+use pgrx::Uuid;
+use std::collections::HashMap;
+use std::time::Instant;
+
+pub const KEEP: usize = 20;
+pub const VECTOR_NEIGHBORS: i64 = 10;
+pub const VECTOR_THRESHOLD: f64 = 0.75;
+pub const TEMPORAL_BONUS: f64 = 0.3;
+const MAX_FIRST_HOP: i64 = 50;
+const MAX_SECOND_HOP: i64 = 200;
+/// Retries of a failing row before it waits an hour between attempts.
+const MAX_BACKOFF_SECONDS: i64 = 3600;
+
+/// Queues memories for recomputation.
+pub fn enqueue(ids: &[Uuid]) {
+    if ids.is_empty() {
+        return;
+    }
+    Spi::run_with_args(
+        "INSERT INTO dionysus.neighborhood_queue (memory_id) \
+         SELECT DISTINCT u FROM unnest($1::uuid[]) u WHERE EXISTS (SELECT 1 FROM dionysus.memories m WHERE m.id = u)",
+        &[ids.to_vec().into()],
+    )
+    .expect("queue neighborhoods");
+}
+
+/// A new memory: its own neighborhood, and those of its nearest existing memories and of the
+/// turns just before it in its episode, are stale — old memories learn about new ones.
+pub fn on_new_memory(id: Uuid, embedding: &[f32], episode_neighbors: &[Uuid]) {
+    Spi::run_with_args(
+        "INSERT INTO dionysus.memory_neighborhoods (memory_id) VALUES ($1) ON CONFLICT DO NOTHING",
+        &[id.into()],
+    )
+    .expect("neighborhood row");
+    let mut ids = vec![id];
+    ids.extend(vector_neighbors(id, embedding).into_iter().filter(|(_, s)| *s > VECTOR_THRESHOLD).map(|(n, _)| n));
+    ids.extend_from_slice(episode_neighbors);
+    enqueue(&ids);
+}
+
+/// Memories whose neighborhood contains `id` (they must forget or re-rank it), and `id` itself.
+pub fn mark_neighbors_of(id: Uuid) {
+    let mut ids: Vec<Uuid> = Spi::connect(|c| {
+        c.select(
+            "SELECT memory_id FROM dionysus.memory_neighborhoods WHERE neighbor_ids @> ARRAY[$1::uuid]",
+            None,
+            &[id.into()],
+        )
+        .expect("neighborhoods containing memory")
+        .filter_map(|t| t.get::<Uuid>(1).ok().flatten())
+        .collect()
+    });
+    ids.push(id);
+    enqueue(&ids);
+}
+
+/// After an edge change: both ends and their direct graph neighbours (whose 2-hop sets changed).
+pub fn mark_graph_around(ends: &[Uuid]) {
+    let mut ids: Vec<Uuid> = Spi::connect(|c| {
+        c.select(
+            "SELECT DISTINCT CASE WHEN from_id = ANY($1) THEN to_id ELSE from_id END \
+             FROM dionysus.memory_edges WHERE from_id = ANY($1) OR to_id = ANY($1) LIMIT 200",
+            None,
+            &[ends.to_vec().into()],
+        )
+        .expect("graph neighbours")
+        .filter_map(|t| t.get::<Uuid>(1).ok().flatten())
+        .collect()
+    });
+    ids.extend_from_slice(ends);
+    enqueue(&ids);
+}
+
+/// The nearest active memories to an embedding (excluding `id`), with cosine similarity.
+fn vector_neighbors(id: Uuid, embedding: &[f32]) -> Vec<(Uuid, f64)> {
+    with_iterative_scan(40, || {
+        Spi::connect(|c| {
+            c.select(
+                &format!(
+                    "SELECT id, 1 - (embedding {op} $1::real[]::{vt}) FROM dionysus.memories \
+                     WHERE status = 'active' AND id <> $2 \
+                     ORDER BY embedding {op} $1::real[]::{vt} LIMIT $3",
+                    op = cosine_op(),
+                    vt = vector_type()
+                ),
+                None,
+                &[embedding.to_vec().into(), id.into(), VECTOR_NEIGHBORS.into()],
+            )
+            .expect("vector neighbours")
+            .filter_map(|t| Some((t.get::<Uuid>(1).ok()??, t.get::<f64>(2).ok()??)))
+            .collect()
+        })
+    })
+}
+
+/// Computes one memory's neighborhood per seed 000 §6.3 and stores it.
+pub fn recompute_one(id: Uuid) {
+    let embedding =
+        first_or_none::<Vec<f32>>("SELECT embedding::real[] FROM dionysus.memories WHERE id = $1", &[id.into()]);
+    let Some(embedding) = embedding else {
+        return; // deleted meanwhile: its queue rows went with it
+    };
+    let mut weights: HashMap<Uuid, f64> = HashMap::new();
+    // 1. Graph neighbours within two hops: 1.0 for one hop, 0.5 for two, times the edge weight.
+    Spi::connect(|c| {
+        let rows = c
+            .select(
+                "WITH e1 AS ( \
+                   SELECT CASE WHEN from_id = $1 THEN to_id ELSE from_id END AS n, max(weight) AS w \
+                   FROM dionysus.memory_edges WHERE from_id = $1 OR to_id = $1 GROUP BY 1 LIMIT $2), \
+                 e2 AS ( \
+                   SELECT CASE WHEN e.from_id = e1.n THEN e.to_id ELSE e.from_id END AS n, max(e.weight * e1.w) AS w \
+                   FROM dionysus.memory_edges e JOIN e1 ON e.from_id = e1.n OR e.to_id = e1.n GROUP BY 1 LIMIT $3) \
+                 SELECT n, w::float8 FROM e1 \
+                 UNION ALL \
+                 SELECT n, 0.5 * w::float8 FROM e2 WHERE n <> $1 AND n NOT IN (SELECT n FROM e1)",
+                None,
+                &[id.into(), MAX_FIRST_HOP.into(), MAX_SECOND_HOP.into()],
+            )
+            .expect("graph neighbours");
+        for t in rows {
+            if let (Ok(Some(n)), Ok(Some(w))) = (t.get::<Uuid>(1), t.get::<f64>(2)) {
+                weights.insert(n, w);
+            }
+        }
+    });
+    // 2. Vector neighbours above 0.75 similarity boost (capped at 1.5).
+    for (n, sim) in vector_neighbors(id, &embedding) {
+        if sim > VECTOR_THRESHOLD {
+            let w = weights.entry(n).or_insert(0.0);
+            *w = (*w + sim * 0.5).min(1.5);
+        }
+    }
+    // 3. Temporal neighbours: within three positions in the same episode, +0.3.
+    Spi::connect(|c| {
+        let rows = c
+            .select(
+                "SELECT em2.memory_id FROM dionysus.episode_memories em1 \
+                 JOIN dionysus.episode_memories em2 ON em2.episode_id = em1.episode_id \
+                 WHERE em1.memory_id = $1 AND em2.memory_id <> $1 \
+                   AND abs(em1.sequence_order - em2.sequence_order) <= $2",
+                None,
+                &[id.into(), TEMPORAL_SPAN.into()],
+            )
+            .expect("temporal neighbours");
+        for t in rows {
+            if let Ok(Some(n)) = t.get::<Uuid>(1) {
+                *weights.entry(n).or_insert(0.0) += TEMPORAL_BONUS;
+            }
+        }
+    });
+    // 4. Keep the top 20 (ties broken by id, so the result is deterministic).
+    let mut ranked: Vec<(Uuid, f64)> = weights.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.as_bytes().cmp(b.0.as_bytes())));
+    ranked.truncate(KEEP);
+    let ids: Vec<Uuid> = ranked.iter().map(|r| r.0).collect();
+    let ws: Vec<f32> = ranked.iter().map(|r| r.1 as f32).collect();
+    Spi::run_with_args(
+        "INSERT INTO dionysus.memory_neighborhoods (memory_id, neighbor_ids, neighbor_weights, computed_at) \
+         VALUES ($1, $2, $3, now()) \
+         ON CONFLICT (memory_id) DO UPDATE SET neighbor_ids = EXCLUDED.neighbor_ids, \
+           neighbor_weights = EXCLUDED.neighbor_weights, computed_at = EXCLUDED.computed_at",
+        &[id.into(), ids.into(), ws.into()],
+    )
+    .expect("store neighborhood");
+}
+
+/// Outcome of one pass over the queue.
+#[derive(Default, Debug)]
+pub struct Pass {
+    pub done: i64,
+    pub failed: i64,
+    pub last_error: Option<String>,
+}
+
+/// Recomputes up to `batch` due memories, oldest queued first, stopping early at `deadline`.
+pub fn process_queue(batch: i64, deadline: Option<Instant>) -> Pass {
+    let due: Vec<(Uuid, i64)> = Spi::connect(|c| {
+        c.select(
+            "SELECT memory_id, max(seq) FROM dionysus.neighborhood_queue WHERE not_before <= now() \
+             GROUP BY memory_id ORDER BY min(seq) LIMIT $1",
+            None,
+            &[batch.into()],
+        )
+        .expect("due neighborhoods")
+        .filter_map(|t| Some((t.get::<Uuid>(1).ok()??, t.get::<i64>(2).ok()??)))
+        .collect()
+    });
+    let mut pass = Pass::default();
+    for (id, max_seq) in due {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        match in_subtransaction(|| recompute_one(id)) {
+            Ok(()) => {
+                Spi::run_with_args(
+                    "DELETE FROM dionysus.neighborhood_queue WHERE memory_id = $1 AND seq <= $2",
+                    &[id.into(), max_seq.into()],
+                )
+                .expect("dequeue");
+                pass.done += 1;
+            }
+            Err(msg) => {
+                Spi::run_with_args(
+                    "UPDATE dionysus.neighborhood_queue SET attempts = attempts + 1, last_error = $3, \
+                       not_before = now() + make_interval(secs => least(power(2, attempts + 1), $4)) \
+                     WHERE memory_id = $1 AND seq <= $2",
+                    &[id.into(), max_seq.into(), msg.clone().into(), (MAX_BACKOFF_SECONDS as f64).into()],
+                )
+                .expect("back off");
+                pass.failed += 1;
+                pass.last_error = Some(format!("neighborhood of {id}: {msg}"));
+            }
+        }
+    }
+    pass
+}
+
+/// Recomputes up to `batch` stale neighborhoods now (the worker does this on its own).
+/// Returns how many were recomputed.
+#[pg_extern(volatile, parallel_unsafe)]
+fn recompute_neighborhoods(batch: default!(Option<i32>, 50)) -> i64 {
+    let Some(batch) = batch else { errors::null_arg("batch") };
+    if !(1..=1_000_000).contains(&batch) {
+        errors::invalid_arg("batch", format!("{batch} is outside [1, 1000000]"));
+    }
+    process_queue(batch as i64, None).done
+}

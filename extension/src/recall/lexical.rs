@@ -1,0 +1,131 @@
+//! BM25 over Postgres full-text search.
+//!
+//! `ts_rank` has no inverse document frequency, so a name that occurs in half the store
+//! outweighs the one rare word that matters. Here the query's lexemes are weighted by IDF from
+//! `dionysus.lexicon` (refreshed like ANALYZE), candidates are found through the GIN index by
+//! the rarest lexemes only (bounded work), and scored with BM25 (k1, b from recall_config).
+use super::{Config, Filters, FILTER_SQL};
+use crate::errors;
+use pgrx::prelude::*;
+use pgrx::Uuid;
+
+/// A query lexeme with its document frequency.
+struct Term {
+    lexeme: String,
+    ndoc: i64,
+}
+
+/// The best `n` lexical matches, scored by BM25 and normalised so the best is 1.0.
+pub fn search(query: &str, n: i64, filters: &Filters, cfg: &Config) -> Vec<(Uuid, f64)> {
+    let (terms, n_docs, avg_len) = Spi::connect(|c| {
+        let rows = c
+            .select(
+                "SELECT l.lexeme, coalesce(x.ndoc, 0)::int8, s.n_docs, s.avg_length \
+                 FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l(lexeme) \
+                 CROSS JOIN dionysus.lexicon_stats s LEFT JOIN dionysus.lexicon x ON x.lexeme = l.lexeme",
+                None,
+                &[query.into()],
+            )
+            .expect("query lexemes");
+        let mut terms = Vec::new();
+        let (mut n_docs, mut avg_len) = (0i64, 1.0f64);
+        for t in rows {
+            terms.push(Term { lexeme: t.get::<String>(1).unwrap().unwrap(), ndoc: t.get::<i64>(2).unwrap().unwrap_or(0) });
+            n_docs = t.get::<i64>(3).unwrap().unwrap_or(0);
+            avg_len = t.get::<f64>(4).unwrap().unwrap_or(1.0);
+        }
+        (terms, n_docs.max(1) as f64, avg_len.max(1.0))
+    });
+    // Too common to tell memories apart: dropped (BM25 would give them almost no weight anyway).
+    let mut usable: Vec<Term> =
+        terms.into_iter().filter(|t| (t.ndoc as f64) <= (cfg.lexical_max_df * n_docs).max(1.0)).collect();
+    if usable.is_empty() {
+        return Vec::new();
+    }
+    usable.sort_by(|a, b| a.ndoc.cmp(&b.ndoc).then_with(|| a.lexeme.cmp(&b.lexeme)));
+    let idf = |df: i64| (1.0 + (n_docs - df as f64 + 0.5).max(0.0) / (df as f64 + 0.5)).ln().max(1e-6);
+    // Candidates come from the rarest lexemes until their postings reach the budget.
+    let mut budget = 0i64;
+    let mut finders = Vec::new();
+    for t in &usable {
+        if !finders.is_empty() && budget + t.ndoc > cfg.lexical_candidates as i64 {
+            break;
+        }
+        budget += t.ndoc;
+        finders.push(tsquery_literal(&t.lexeme));
+    }
+    let tsquery = finders.join(" | ");
+    let lexemes: Vec<String> = usable.iter().map(|t| t.lexeme.clone()).collect();
+    let idfs: Vec<f64> = usable.iter().map(|t| idf(t.ndoc)).collect();
+    let mut args = vec![tsquery.into()];
+    args.extend(filters.args());
+    args.extend([
+        n.into(),
+        lexemes.into(),
+        idfs.into(),
+        (cfg.lexical_candidates.max(1.0) as i64).into(),
+        cfg.bm25_k1.into(),
+        cfg.bm25_b.into(),
+        avg_len.into(),
+    ]);
+    let scored: Vec<(Uuid, f64)> = Spi::connect(|c| {
+        c.select(
+            &format!(
+                "WITH q AS (SELECT * FROM unnest($8::text[], $9::float8[]) AS q(lexeme, idf)), \
+                 cand AS (SELECT m.id, m.search FROM dionysus.memories m \
+                          WHERE m.search @@ $1::tsquery AND {FILTER_SQL} LIMIT $10) \
+                 SELECT c.id, sum(q.idf * t.tf * ($11 + 1) / (t.tf + $11 * (1 - $12 + $12 * length(c.search) / $13))) AS score \
+                 FROM cand c \
+                 CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf \
+                                     FROM unnest(c.search) u) t \
+                 JOIN q ON q.lexeme = t.lexeme \
+                 GROUP BY c.id ORDER BY score DESC, c.id LIMIT $7"
+            ),
+            None,
+            &args,
+        )
+        .unwrap_or_else(|e| errors::invalid_arg("query", format!("lexical search failed: {e}")))
+        .filter_map(|t| Some((t.get::<Uuid>(1).ok()??, t.get::<f64>(2).ok()??)))
+        .collect()
+    });
+    let best = scored.first().map(|s| s.1).unwrap_or(1.0).max(1e-9);
+    scored.into_iter().map(|(id, s)| (id, s / best)).collect()
+}
+
+/// A lexeme quoted for the tsquery input syntax.
+fn tsquery_literal(lexeme: &str) -> String {
+    format!("'{}'", lexeme.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// Recounts document frequencies for BM25 (the worker does this when the store has grown
+/// by a tenth). Returns the number of active memories counted.
+#[pg_extern(volatile, parallel_unsafe)]
+pub fn refresh_lexicon() -> i64 {
+    Spi::run("SELECT pg_advisory_xact_lock(hashtextextended('dionysus.lexicon', 0))").expect("lexicon lock");
+    Spi::run("DELETE FROM dionysus.lexicon").expect("clear lexicon");
+    Spi::run(
+        "INSERT INTO dionysus.lexicon (lexeme, ndoc) \
+         SELECT word, ndoc FROM ts_stat('SELECT search FROM dionysus.memories WHERE status = ''active''')",
+    )
+    .expect("count lexemes");
+    Spi::get_one::<i64>(
+        "UPDATE dionysus.lexicon_stats SET \
+           (n_docs, avg_length, refreshed_at) = (SELECT count(*), coalesce(avg(length(search)), 1), now() \
+                                                 FROM dionysus.memories WHERE status = 'active') \
+         RETURNING n_docs",
+    )
+    .expect("lexicon stats")
+    .unwrap_or(0)
+}
+
+/// Whether the lexicon is out of date: the number of active memories moved by more than a
+/// tenth (any change at all while the store is small, where a refresh costs nothing).
+pub fn lexicon_is_stale() -> bool {
+    Spi::get_one::<bool>(
+        "SELECT abs((SELECT count(*) FROM dionysus.memories WHERE status = 'active') - n_docs) > n_docs / 10 \
+         FROM dionysus.lexicon_stats",
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(false)
+}

@@ -1,0 +1,123 @@
+//! Every `dionysus.*` GUC in one place. Recall weights live in the `recall_config` table
+//! instead, so they persist per database and show up in `\d`.
+use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
+use std::ffi::CString;
+
+pub static EMBEDDING_PROVIDER: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"local"));
+pub static MODEL_PATH: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static EMBEDDING_URL: GucSetting<Option<CString>> =
+    GucSetting::<Option<CString>>::new(Some(c"http://127.0.0.1:11434/v1/embeddings"));
+pub static EMBEDDING_MODEL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"all-minilm"));
+pub static EMBEDDING_API_KEY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static EMBEDDING_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+pub static MAX_CONTENT_LENGTH: GucSetting<i32> = GucSetting::<i32>::new(100_000);
+pub static EPISODE_GAP_MINUTES: GucSetting<i32> = GucSetting::<i32>::new(30);
+pub static WORKER_ENABLED: GucSetting<bool> = GucSetting::<bool>::new(true);
+pub static WORKER_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(30);
+pub static WORKER_PASS_SECONDS: GucSetting<i32> = GucSetting::<i32>::new(20);
+
+pub fn register() {
+    GucRegistry::define_string_guc(
+        c"dionysus.embedding_provider",
+        c"Embedding provider: 'local' (all-MiniLM-L6-v2 in-process) or 'http' (OpenAI-compatible /v1/embeddings).",
+        c"The store is vector(384); an http model must produce 384 dimensions.",
+        &EMBEDDING_PROVIDER,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"dionysus.model_path",
+        c"Directory holding model.safetensors, tokenizer.json and config.json for the local provider.",
+        c"Empty means $(pg_config --sharedir)/dionysus/all-MiniLM-L6-v2, where scripts/fetch-model.sh puts it.",
+        &MODEL_PATH,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"dionysus.embedding_url",
+        c"Full URL of the OpenAI-compatible embeddings endpoint for the http provider.",
+        c"For example http://127.0.0.1:11434/v1/embeddings (Ollama) or https://api.openai.com/v1/embeddings.",
+        &EMBEDDING_URL,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"dionysus.embedding_model",
+        c"Model name sent to the http embedding provider.",
+        c"",
+        &EMBEDDING_MODEL,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"dionysus.embedding_api_key",
+        c"Bearer key for the http embedding provider (hidden from non-superusers).",
+        c"",
+        &EMBEDDING_API_KEY,
+        GucContext::Suset,
+        GucFlags::SUPERUSER_ONLY | GucFlags::NO_SHOW_ALL,
+    );
+    GucRegistry::define_int_guc(
+        c"dionysus.embedding_timeout_ms",
+        c"Timeout of one http embedding request, in milliseconds.",
+        c"",
+        &EMBEDDING_TIMEOUT_MS,
+        100,
+        600_000,
+        GucContext::Userset,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"dionysus.max_content_length",
+        c"Longest memory content accepted, in characters.",
+        c"",
+        &MAX_CONTENT_LENGTH,
+        1,
+        10_000_000,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"dionysus.episode_gap_minutes",
+        c"A gap longer than this between episodic memories of one source starts a new episode.",
+        c"",
+        &EPISODE_GAP_MINUTES,
+        1,
+        10_080,
+        GucContext::Userset,
+        GucFlags::UNIT_MIN,
+    );
+    GucRegistry::define_bool_guc(
+        c"dionysus.worker_enabled",
+        c"Start the maintenance worker (needs dionysus in shared_preload_libraries).",
+        c"",
+        &WORKER_ENABLED,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"dionysus.worker_interval",
+        c"Seconds between maintenance passes over each database.",
+        c"",
+        &WORKER_INTERVAL,
+        1,
+        86_400,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
+    );
+    GucRegistry::define_int_guc(
+        c"dionysus.worker_pass_seconds",
+        c"Longest a maintenance pass works on one database before yielding.",
+        c"",
+        &WORKER_PASS_SECONDS,
+        1,
+        3_600,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
+    );
+}
+
+/// Reads a string GUC as an owned Rust string (empty when unset).
+pub fn string(setting: &GucSetting<Option<CString>>) -> String {
+    setting.get().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default()
+}

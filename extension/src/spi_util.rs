@@ -1,0 +1,96 @@
+//! Small helpers over SPI shared by the organs.
+use pgrx::prelude::*;
+use pgrx::spi::quote_identifier;
+use std::cell::OnceCell;
+
+thread_local! {
+    static VECTOR_SCHEMA: OnceCell<String> = const { OnceCell::new() };
+}
+
+/// The quoted schema pgvector lives in. Queries qualify its type and operators with it, so
+/// they work whatever the caller's search_path is.
+pub fn vector_schema() -> String {
+    VECTOR_SCHEMA.with(|cell| {
+        cell.get_or_init(|| {
+            let s = Spi::get_one::<String>(
+                "SELECT n.nspname::text FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace \
+                 WHERE e.extname = 'vector'",
+            )
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| "public".to_string());
+            quote_identifier(s)
+        })
+        .clone()
+    })
+}
+
+/// `<schema>.vector`, for casts such as `$1::real[]::<schema>.vector`.
+pub fn vector_type() -> String {
+    format!("{}.vector", vector_schema())
+}
+
+/// `OPERATOR(<schema>.<=>)`: cosine distance.
+pub fn cosine_op() -> String {
+    format!("OPERATOR({}.<=>)", vector_schema())
+}
+
+/// Runs `f` in an internal subtransaction: an ERROR inside rolls back only what `f` did and
+/// comes back as `Err(message)`, so one bad row never aborts a whole maintenance pass.
+pub fn in_subtransaction<T, F: FnOnce() -> T + std::panic::UnwindSafe>(f: F) -> Result<T, String> {
+    let (old_ctx, old_owner) = unsafe { (pg_sys::CurrentMemoryContext, pg_sys::CurrentResourceOwner) };
+    unsafe { pg_sys::BeginInternalSubTransaction(std::ptr::null()) };
+    let restore = move || unsafe {
+        pg_sys::MemoryContextSwitchTo(old_ctx);
+        pg_sys::CurrentResourceOwner = old_owner;
+    };
+    PgTryBuilder::new(move || {
+        let out = f();
+        unsafe { pg_sys::ReleaseCurrentSubTransaction() };
+        restore();
+        Ok(out)
+    })
+    .catch_others(move |e| {
+        unsafe { pg_sys::RollbackAndReleaseCurrentSubTransaction() };
+        restore();
+        Err(match e {
+            pg_sys::panic::CaughtError::PostgresError(r)
+            | pg_sys::panic::CaughtError::ErrorReport(r) => r.message().to_string(),
+            pg_sys::panic::CaughtError::RustPanic { ereport, .. } => ereport.message().to_string(),
+        })
+    })
+    .execute()
+}
+
+/// Runs `f` with pgvector 0.8's iterative index scan switched on (relaxed order) and a wider
+/// search list, so filtered kNN queries keep scanning until they have enough rows instead of
+/// starving. The caller's settings are restored afterwards.
+pub fn with_iterative_scan<T>(ef_search: i32, f: impl FnOnce() -> T) -> T {
+    let saved = Spi::get_two::<String, String>(
+        "SELECT current_setting('hnsw.iterative_scan', true), current_setting('hnsw.ef_search', true)",
+    )
+    .unwrap_or((None, None));
+    Spi::run_with_args(
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)",
+        &[ef_search.clamp(1, 1000).to_string().into()],
+    )
+    .expect("enable iterative scan");
+    let out = f();
+    let restore = |name: &str, v: Option<String>| {
+        if let Some(v) = v.filter(|v| !v.is_empty()) {
+            let _ = Spi::run_with_args("SELECT set_config($1, $2, true)", &[name.into(), v.into()]);
+        }
+    };
+    restore("hnsw.iterative_scan", saved.0);
+    restore("hnsw.ef_search", saved.1);
+    out
+}
+
+/// The first column of the first row, or None when the query returns no row (or NULL).
+/// `Spi::get_one` treats "no row" as an error; here it is an ordinary answer.
+pub fn first_or_none<T: FromDatum + IntoDatum>(query: &str, args: &[pgrx::datum::DatumWithOid<'_>]) -> Option<T> {
+    Spi::connect(|c| {
+        let rows = c.select(query, Some(1), args).unwrap_or_else(|e| pgrx::error!("dionysus: {e}"));
+        rows.into_iter().next().and_then(|r| r.get::<T>(1).ok().flatten())
+    })
+}

@@ -1,0 +1,238 @@
+//! Background maintenance: keeps memory healthy without anyone calling a function.
+//!
+//! A static *launcher* (registered only when `dionysus` is in `shared_preload_libraries`)
+//! wakes every `dionysus.worker_interval` seconds, lists the connectable databases and starts
+//! one short-lived *maintenance pass* per database, one after another. A pass connects, does
+//! nothing if the extension is not installed there, and otherwise, for at most
+//! `dionysus.worker_pass_seconds`: recomputes stale neighborhoods, folds the access log into
+//! access counts, refreshes the BM25 lexicon when the store has grown, and prunes the
+//! embedding cache. Passes exit when done, so no idle connection ever blocks DROP DATABASE.
+//!
+//! Errors are caught per step, recorded in `dionysus.worker_status` (shown by the
+//! `memory_health` view) and followed by exponential back-off; a crash of a pass is a normal
+//! worker exit, never a server restart. SIGTERM stops both cleanly.
+use crate::neighborhoods;
+use crate::recall::lexical;
+use crate::settings::{WORKER_ENABLED, WORKER_INTERVAL, WORKER_PASS_SECONDS};
+use crate::spi_util::in_subtransaction;
+use pgrx::bgworkers::*;
+use pgrx::prelude::*;
+use std::time::{Duration, Instant};
+
+/// Database the launcher itself connects to, to read the list of databases.
+const LAUNCHER_DATABASE: &str = "postgres";
+const NEIGHBORHOOD_BATCH: i64 = 50;
+/// Embedding cache entries older than this are pruned.
+const CACHE_DAYS: i32 = 30;
+
+pub fn register_launcher_if_preloaded() {
+    if !unsafe { pg_sys::process_shared_preload_libraries_in_progress } || !WORKER_ENABLED.get() {
+        return;
+    }
+    BackgroundWorkerBuilder::new("dionysus launcher")
+        .set_type("dionysus launcher")
+        .set_function("dionysus_launcher_main")
+        .set_library("dionysus")
+        .enable_spi_access()
+        .set_start_time(BgWorkerStartTime::RecoveryFinished)
+        .set_restart_time(Some(Duration::from_secs(10)))
+        .load();
+}
+
+fn reload_config_if_asked() {
+    if BackgroundWorker::sighup_received() {
+        unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+    }
+}
+
+#[pg_guard]
+#[no_mangle]
+pub extern "C-unwind" fn dionysus_launcher_main(_arg: pg_sys::Datum) {
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
+    BackgroundWorker::connect_worker_to_spi(Some(LAUNCHER_DATABASE), None);
+    log!("dionysus launcher started (interval {} s)", WORKER_INTERVAL.get());
+    let mut first = true;
+    loop {
+        let wait = if first { Duration::from_millis(500) } else { Duration::from_secs(WORKER_INTERVAL.get().max(1) as u64) };
+        first = false;
+        if !BackgroundWorker::wait_latch(Some(wait)) || BackgroundWorker::sigterm_received() {
+            break;
+        }
+        reload_config_if_asked();
+        let databases: Vec<String> = BackgroundWorker::transaction(|| {
+            Spi::connect(|c| {
+                c.select(
+                    "SELECT datname::text FROM pg_database WHERE datallowconn AND NOT datistemplate ORDER BY oid",
+                    None,
+                    &[],
+                )
+                .map(|rows| rows.filter_map(|t| t.get::<String>(1).ok().flatten()).collect())
+                .unwrap_or_default()
+            })
+        });
+        for db in databases {
+            if BackgroundWorker::sigterm_received() {
+                break;
+            }
+            run_pass(&db);
+        }
+    }
+    log!("dionysus launcher stopped");
+}
+
+/// Starts one maintenance pass for a database and waits for it to end.
+fn run_pass(db: &str) {
+    let started = BackgroundWorkerBuilder::new(&format!("dionysus maintenance {db}"))
+        .set_type("dionysus maintenance")
+        .set_function("dionysus_maintenance_main")
+        .set_library("dionysus")
+        .enable_spi_access()
+        .set_start_time(BgWorkerStartTime::RecoveryFinished)
+        .set_restart_time(None)
+        .set_extra(db)
+        .set_notify_pid(unsafe { pg_sys::MyProcPid })
+        .load_dynamic();
+    match started {
+        Ok(worker) => {
+            let _ = worker.wait_for_shutdown();
+        }
+        Err(_) => {
+            warning!("dionysus: could not start a maintenance pass for database {db} (raise max_worker_processes)");
+        }
+    }
+}
+
+#[pg_guard]
+#[no_mangle]
+pub extern "C-unwind" fn dionysus_maintenance_main(_arg: pg_sys::Datum) {
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
+    let db = BackgroundWorker::get_extra().to_string();
+    BackgroundWorker::connect_worker_to_spi(Some(&db), None);
+    let installed = BackgroundWorker::transaction(|| {
+        Spi::get_one::<bool>(
+            "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'dionysus') \
+                AND to_regclass('dionysus.worker_status') IS NOT NULL",
+        )
+        .ok()
+        .flatten()
+        .unwrap_or(false)
+    });
+    if !installed {
+        return;
+    }
+    if BackgroundWorker::transaction(in_back_off) {
+        return;
+    }
+    let begun = Instant::now();
+    let deadline = begun + Duration::from_secs(WORKER_PASS_SECONDS.get().max(1) as u64);
+    let mut done = 0i64;
+    let mut errors: Vec<String> = Vec::new();
+    // Neighborhoods first (they keep recall sharp), a batch per transaction.
+    loop {
+        if BackgroundWorker::sigterm_received() || Instant::now() >= deadline {
+            break;
+        }
+        let outcome = BackgroundWorker::transaction(|| {
+            in_subtransaction(|| neighborhoods::process_queue(NEIGHBORHOOD_BATCH, Some(deadline)))
+        });
+        match outcome {
+            Ok(pass) => {
+                done += pass.done;
+                if let Some(e) = pass.last_error {
+                    errors.push(e);
+                }
+                if pass.done + pass.failed == 0 {
+                    break; // nothing due
+                }
+            }
+            Err(e) => {
+                errors.push(format!("neighborhoods: {e}"));
+                break;
+            }
+        }
+    }
+    let steps: [(&str, fn()); 3] =
+        [("access log", fold_access_log), ("lexicon", refresh_lexicon_if_stale), ("embedding cache", prune_cache)];
+    for (name, step) in steps {
+        if BackgroundWorker::sigterm_received() {
+            break;
+        }
+        if let Err(e) = BackgroundWorker::transaction(|| in_subtransaction(step)) {
+            errors.push(format!("{name}: {e}"));
+        }
+    }
+    let elapsed_ms = begun.elapsed().as_secs_f64() * 1000.0;
+    let error = if errors.is_empty() { None } else { Some(errors.join("; ")) };
+    BackgroundWorker::transaction(|| record_pass(done, elapsed_ms, error));
+}
+
+/// After failures, passes wait 2^n intervals (at most an hour) before trying again.
+fn in_back_off() -> bool {
+    Spi::get_one_with_args::<bool>(
+        "SELECT consecutive_failures > 0 AND last_error_at IS NOT NULL \
+            AND now() < last_error_at + make_interval(secs => least(power(2, consecutive_failures) * $1, 3600)) \
+         FROM dionysus.worker_status WHERE id = 1",
+        &[(WORKER_INTERVAL.get() as f64).into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(false)
+}
+
+fn record_pass(done: i64, elapsed_ms: f64, error: Option<String>) {
+    let failed = error.is_some();
+    if failed {
+        warning!("dionysus maintenance: {}", error.as_deref().unwrap_or_default());
+    }
+    let _ = Spi::run_with_args(
+        "UPDATE dionysus.worker_status SET last_run_at = now(), last_pass_ms = $2, \
+           neighborhoods_done = neighborhoods_done + $1, \
+           last_success_at = CASE WHEN $3 IS NULL THEN now() ELSE last_success_at END, \
+           last_error = coalesce($3, last_error), \
+           last_error_at = CASE WHEN $3 IS NULL THEN last_error_at ELSE now() END, \
+           consecutive_failures = CASE WHEN $3 IS NULL THEN 0 ELSE consecutive_failures + 1 END \
+         WHERE id = 1",
+        &[done.into(), elapsed_ms.into(), error.into()],
+    );
+}
+
+/// Folds recall's access log into memories.access_count / last_accessed.
+pub fn fold_access_log() {
+    Spi::run(
+        "WITH taken AS (DELETE FROM dionysus.memory_access_log RETURNING memory_id, accessed_at), \
+              agg AS (SELECT memory_id, count(*)::int AS n, max(accessed_at) AS at FROM taken GROUP BY memory_id) \
+         UPDATE dionysus.memories m SET access_count = m.access_count + agg.n, \
+                last_accessed = greatest(m.last_accessed, agg.at) \
+         FROM agg WHERE m.id = agg.memory_id",
+    )
+    .expect("fold access log");
+}
+
+fn refresh_lexicon_if_stale() {
+    if lexical::lexicon_is_stale() {
+        lexical::refresh_lexicon();
+    }
+}
+
+fn prune_cache() {
+    Spi::run_with_args(
+        "DELETE FROM dionysus.embedding_cache WHERE created_at < now() - make_interval(days => $1)",
+        &[CACHE_DAYS.into()],
+    )
+    .expect("prune embedding cache");
+}
+
+/// Runs the worker's maintenance steps once, now, in this session (for tests and for servers
+/// without the preloaded worker). Returns what was done as jsonb.
+#[pg_extern(volatile, parallel_unsafe)]
+fn run_maintenance() -> pgrx::JsonB {
+    let pass = neighborhoods::process_queue(1_000_000, None);
+    fold_access_log();
+    refresh_lexicon_if_stale();
+    prune_cache();
+    pgrx::JsonB(serde_json::json!({
+        "neighborhoods_recomputed": pass.done,
+        "neighborhoods_failed": pass.failed,
+        "last_error": pass.last_error,
+    }))
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# A local PostgreSQL cluster owned by the postgres user (PostgreSQL refuses to run as root),
+# with dionysus preloaded so its maintenance worker runs.
+#
+#   scripts/cluster.sh start DATADIR PORT [extra postgresql.conf lines...]
+#   scripts/cluster.sh stop DATADIR
+#   scripts/cluster.sh restart DATADIR
+#
+# The socket lives in DATADIR, and the server listens on 127.0.0.1:PORT.
+set -euo pipefail
+PG_BIN="/usr/lib/postgresql/${PG_MAJOR:-15}/bin"
+cmd="${1:?usage: cluster.sh start|stop|restart DATADIR [PORT]}"
+data="${2:?data directory}"
+
+as_pg() {
+  if [ "$(id -un)" = postgres ]; then "$@"; else sudo -u postgres -- "$@"; fi
+}
+
+case "$cmd" in
+  start)
+    port="${3:?port}"; shift 3
+    if [ ! -f "$data/PG_VERSION" ]; then
+      mkdir -p "$data"
+      chown postgres:postgres "$data" 2>/dev/null || true
+      chmod 700 "$data"
+      as_pg "$PG_BIN/initdb" -D "$data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
+      {
+        echo "port = $port"
+        echo "listen_addresses = '127.0.0.1'"
+        echo "unix_socket_directories = '$data'"
+        echo "shared_preload_libraries = 'dionysus'"
+        echo "max_worker_processes = 16"
+        echo "logging_collector = off"
+        for line in "$@"; do echo "$line"; done
+      } | as_pg tee -a "$data/postgresql.conf" >/dev/null
+    fi
+    if ! as_pg "$PG_BIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
+      as_pg "$PG_BIN/pg_ctl" -D "$data" -l "$data/server.log" -w -t 60 start >/dev/null
+    fi
+    ;;
+  stop)
+    if [ -f "$data/PG_VERSION" ]; then
+      as_pg "$PG_BIN/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 || true
+    fi
+    ;;
+  restart)
+    as_pg "$PG_BIN/pg_ctl" -D "$data" -l "$data/server.log" -m fast -w -t 60 restart >/dev/null
+    ;;
+  *)
+    echo "unknown command $cmd" >&2; exit 2 ;;
+esac

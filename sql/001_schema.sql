@@ -1,0 +1,274 @@
+-- Dionysus schema: the memory store of one agent (one agent per database).
+--
+-- Loaded first by CREATE EXTENSION (pgrx `bootstrap`). The extension's own schema is
+-- `dionysus` (see dionysus.control); pgvector's `vector` type resolves through the
+-- search_path CREATE EXTENSION sets up for the script.
+--
+-- Organisation:
+--   enumerations · episodes · memories · episode membership · facts · entities/triples
+--   graph edges · concepts · neighborhoods (+ their stale queue) · embedding cache
+--   access log · recall configuration · worker status
+
+-- ---------------------------------------------------------------------------------------
+-- Enumerations
+-- ---------------------------------------------------------------------------------------
+CREATE TYPE memory_type AS ENUM ('episodic', 'semantic', 'procedural', 'strategic');
+CREATE TYPE memory_status AS ENUM ('active', 'archived', 'superseded');
+-- 002's fact lifecycle: learned → confirmed → superseded → deactivated.
+CREATE TYPE fact_state AS ENUM ('learned', 'confirmed', 'superseded', 'deactivated');
+CREATE TYPE edge_relation AS ENUM (
+    'TEMPORAL_NEXT', 'CAUSES', 'DERIVED_FROM', 'CONTRADICTS',
+    'SUPPORTS', 'INSTANCE_OF', 'PARENT_OF', 'ASSOCIATED'
+);
+
+-- ---------------------------------------------------------------------------------------
+-- Episodes: a run of episodic memories from one source without a long gap.
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE episodes (
+    id                uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    source            text NOT NULL DEFAULT 'default',
+    title             text,
+    started_at        timestamptz NOT NULL DEFAULT now(),
+    last_event_at     timestamptz NOT NULL DEFAULT now(),
+    ended_at          timestamptz,
+    memory_count      integer NOT NULL DEFAULT 0,
+    -- Opened by open_episode(): the gap rule does not close it, close_episode() does.
+    explicit          boolean NOT NULL DEFAULT false,
+    summary           text,
+    summary_embedding vector(384),
+    metadata          jsonb NOT NULL DEFAULT '{}'::jsonb
+        CHECK (jsonb_typeof(metadata) = 'object'),
+    CHECK (ended_at IS NULL OR ended_at >= started_at)
+);
+-- At most one open episode per source; writers of different sources never wait on each other.
+CREATE UNIQUE INDEX episodes_one_open_per_source ON episodes (source) WHERE ended_at IS NULL;
+CREATE INDEX episodes_started ON episodes (started_at DESC);
+
+-- ---------------------------------------------------------------------------------------
+-- Memories
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE memories (
+    id            uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    type          memory_type NOT NULL,
+    content       text NOT NULL CHECK (length(btrim(content)) > 0),
+    -- 002's three detail levels: micro (~20 tokens), summary (50–100 tokens), content (full).
+    summary       text,
+    micro         text,
+    embedding     vector(384) NOT NULL,
+    importance    real NOT NULL DEFAULT 0.5 CHECK (importance >= 0 AND importance <= 1),
+    confidence    real NOT NULL DEFAULT 1.0 CHECK (confidence >= 0 AND confidence <= 1),
+    valence       real NOT NULL DEFAULT 0.0 CHECK (valence >= -1 AND valence <= 1),
+    status        memory_status NOT NULL DEFAULT 'active',
+    source        text,
+    metadata      jsonb NOT NULL DEFAULT '{}'::jsonb CHECK (jsonb_typeof(metadata) = 'object'),
+    access_count  integer NOT NULL DEFAULT 0,
+    last_accessed timestamptz,
+    superseded_by uuid REFERENCES memories (id) ON DELETE SET NULL,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    updated_at    timestamptz NOT NULL DEFAULT now(),
+    -- Lexical side of recall; 'simple' keeps every word, 'english' stems and drops stop words.
+    search        tsvector GENERATED ALWAYS AS (
+        to_tsvector('english'::regconfig, coalesce(summary, '') || ' ' || content)
+    ) STORED
+);
+CREATE INDEX memories_embedding_hnsw ON memories USING hnsw (embedding vector_cosine_ops);
+CREATE INDEX memories_search_gin ON memories USING gin (search);
+CREATE INDEX memories_created ON memories (created_at DESC);
+CREATE INDEX memories_type_status ON memories (type, status);
+
+-- ---------------------------------------------------------------------------------------
+-- Episode membership, in order.
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE episode_memories (
+    episode_id     uuid NOT NULL REFERENCES episodes (id) ON DELETE CASCADE,
+    memory_id      uuid NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+    sequence_order integer NOT NULL CHECK (sequence_order > 0),
+    PRIMARY KEY (episode_id, sequence_order),
+    UNIQUE (memory_id)
+);
+
+-- ---------------------------------------------------------------------------------------
+-- Facts: semantic memories with 002's lifecycle.
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE facts (
+    memory_id      uuid PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
+    subject        text,
+    category       text,
+    state          fact_state NOT NULL DEFAULT 'learned',
+    confirmations  integer NOT NULL DEFAULT 0,
+    learned_at     timestamptz NOT NULL DEFAULT now(),
+    last_confirmed timestamptz,
+    source_episode uuid REFERENCES episodes (id) ON DELETE SET NULL
+);
+CREATE INDEX facts_subject ON facts (lower(subject)) WHERE state IN ('learned', 'confirmed');
+
+-- ---------------------------------------------------------------------------------------
+-- Entities and subject–predicate–object triples, with provenance.
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE entities (
+    id         uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    name       text NOT NULL CHECK (length(btrim(name)) > 0),
+    -- Case- and space-insensitive identity, so "Alice" and " alice" are one entity.
+    name_key   text GENERATED ALWAYS AS (lower(btrim(regexp_replace(name, '\s+', ' ', 'g')))) STORED UNIQUE,
+    kind       text,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE triples (
+    id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    subject_id  uuid NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+    predicate   text NOT NULL CHECK (length(btrim(predicate)) > 0),
+    object_id   uuid NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+    confidence  real NOT NULL DEFAULT 1.0 CHECK (confidence >= 0 AND confidence <= 1),
+    source      text,
+    memory_id   uuid REFERENCES memories (id) ON DELETE SET NULL,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    updated_at  timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (subject_id, predicate, object_id)
+);
+CREATE INDEX triples_object ON triples (object_id);
+
+-- ---------------------------------------------------------------------------------------
+-- The memory graph: typed, weighted, one edge per (from, to, relation).
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE memory_edges (
+    from_id    uuid NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+    to_id      uuid NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+    relation   edge_relation NOT NULL,
+    weight     real NOT NULL DEFAULT 1.0 CHECK (weight >= 0 AND weight <= 1),
+    properties jsonb NOT NULL DEFAULT '{}'::jsonb CHECK (jsonb_typeof(properties) = 'object'),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (from_id, to_id, relation),
+    CHECK (from_id <> to_id)
+);
+CREATE INDEX memory_edges_to ON memory_edges (to_id);
+
+-- ---------------------------------------------------------------------------------------
+-- Concepts: a hierarchy, and memory–concept links with strength.
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE concepts (
+    id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    name        text NOT NULL CHECK (length(btrim(name)) > 0),
+    name_key    text GENERATED ALWAYS AS (lower(btrim(name))) STORED UNIQUE,
+    parent_id   uuid REFERENCES concepts (id) ON DELETE SET NULL,
+    description text,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    CHECK (parent_id IS NULL OR parent_id <> id)
+);
+CREATE INDEX concepts_parent ON concepts (parent_id);
+
+CREATE TABLE memory_concepts (
+    memory_id  uuid NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+    concept_id uuid NOT NULL REFERENCES concepts (id) ON DELETE CASCADE,
+    strength   real NOT NULL DEFAULT 1.0 CHECK (strength >= 0 AND strength <= 1),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (memory_id, concept_id)
+);
+CREATE INDEX memory_concepts_concept ON memory_concepts (concept_id);
+
+-- ---------------------------------------------------------------------------------------
+-- Neighborhoods (seed 000 §6.3): each memory's top-20 associations, precomputed.
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE memory_neighborhoods (
+    memory_id        uuid PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
+    neighbor_ids     uuid[] NOT NULL DEFAULT '{}',
+    neighbor_weights real[] NOT NULL DEFAULT '{}',
+    computed_at      timestamptz,
+    CHECK (cardinality(neighbor_ids) = cardinality(neighbor_weights))
+);
+
+-- Staleness is an append-only queue rather than a flag: marking never updates a shared row,
+-- so concurrent writers never wait on or deadlock with each other or with the worker.
+-- A memory is stale while it has rows here; recomputing deletes the rows it saw.
+CREATE TABLE neighborhood_queue (
+    seq        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    memory_id  uuid NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+    queued_at  timestamptz NOT NULL DEFAULT now(),
+    -- A row that failed waits (exponential back-off) so it never blocks the rest.
+    attempts   integer NOT NULL DEFAULT 0,
+    not_before timestamptz NOT NULL DEFAULT '-infinity',
+    last_error text
+);
+CREATE INDEX neighborhood_queue_memory ON neighborhood_queue (memory_id);
+CREATE INDEX neighborhood_queue_due ON neighborhood_queue (not_before, seq);
+
+-- ---------------------------------------------------------------------------------------
+-- Embedding cache: (model, sha256(content)) → vector.
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE embedding_cache (
+    model        text NOT NULL,
+    content_hash bytea NOT NULL,
+    embedding    vector(384) NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (model, content_hash)
+);
+CREATE INDEX embedding_cache_created ON embedding_cache (created_at);
+
+-- ---------------------------------------------------------------------------------------
+-- Access log: recall appends here instead of updating memories, so readers never take row
+-- locks; the worker folds it into memories.access_count / last_accessed.
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE memory_access_log (
+    memory_id   uuid NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+    accessed_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX memory_access_log_memory ON memory_access_log (memory_id);
+
+-- ---------------------------------------------------------------------------------------
+-- Recall configuration: every weight and knob of recall, in one place.
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE recall_config (
+    key         text PRIMARY KEY,
+    value       double precision NOT NULL CHECK (value <> 'NaN'::float8 AND value >= 0),
+    description text NOT NULL
+);
+INSERT INTO recall_config (key, value, description) VALUES
+    ('weight_vector',      1.00, 'cosine similarity of the memory to the query'),
+    ('weight_lexical',     0.35, 'full-text match of the query words (normalised rank)'),
+    ('weight_association', 0.30, 'reached through a seed''s precomputed neighborhood or graph edges'),
+    ('weight_temporal',    0.35, 'an episode-adjacent turn of a strong seed'),
+    ('weight_importance',  0.10, 'the memory''s importance'),
+    ('weight_recency',     0.05, 'recency decay of the memory''s creation time'),
+    ('recency_half_life_days', 30, 'age at which the recency component halves'),
+    ('seed_multiplier',    4,    'vector and lexical seeds fetched per result asked for'),
+    ('min_seeds',          40,   'fewest seeds fetched from each index'),
+    ('expand_seeds',       10,   'how many of the best seeds are expanded through neighborhoods, edges and episodes'),
+    ('temporal_window',    2,    'turns either side of a seed taken as episodic context'),
+    ('temporal_decay',     0.5,  'factor per turn of distance from the seed'),
+    ('bm25_k1',            1.2,  'BM25 term-frequency saturation'),
+    ('bm25_b',             0.75, 'BM25 length normalisation'),
+    ('lexical_max_df',     0.25, 'lexemes in more than this share of memories are not matched (too common to tell memories apart)'),
+    ('lexical_candidates', 4000, 'most memories scored by BM25 per query (the rarest query words pick them)');
+
+-- ---------------------------------------------------------------------------------------
+-- Worker status (singleton row per database), read by the health view.
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE worker_status (
+    id                   integer PRIMARY KEY DEFAULT 1 CHECK (id = 1),
+    last_run_at          timestamptz,
+    last_success_at      timestamptz,
+    last_error           text,
+    last_error_at        timestamptz,
+    consecutive_failures integer NOT NULL DEFAULT 0,
+    neighborhoods_done   bigint NOT NULL DEFAULT 0,
+    last_pass_ms         double precision
+);
+INSERT INTO worker_status (id) VALUES (1);
+
+-- ---------------------------------------------------------------------------------------
+-- Lexicon: document frequencies for BM25-weighted lexical recall, refreshed like ANALYZE
+-- (by the worker when the store has grown, or by refresh_lexicon()).
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE lexicon (
+    lexeme text PRIMARY KEY,
+    ndoc   integer NOT NULL
+);
+CREATE TABLE lexicon_stats (
+    id           integer PRIMARY KEY DEFAULT 1 CHECK (id = 1),
+    n_docs       bigint NOT NULL DEFAULT 0,
+    avg_length   double precision NOT NULL DEFAULT 1,
+    refreshed_at timestamptz
+);
+INSERT INTO lexicon_stats (id) VALUES (1);
+CREATE INDEX memory_neighborhoods_members ON memory_neighborhoods USING gin (neighbor_ids);

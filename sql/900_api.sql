@@ -1,0 +1,121 @@
+-- Dionysus public SQL surface: wrappers over the Rust core, views, and the documentation
+-- every function carries (`\df+ dionysus.*` and `\dv dionysus.*` read it back).
+-- Loaded last by CREATE EXTENSION (pgrx `finalize`).
+
+-- ---------------------------------------------------------------------------------------
+-- Embeddings as pgvector values. SQL-standard bodies are parsed now, with pgvector's
+-- schema on the search_path, so they work whatever the caller's search_path is.
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION embed(content text) RETURNS vector
+    LANGUAGE sql VOLATILE PARALLEL UNSAFE
+    RETURN embed_real(content)::vector;
+
+CREATE FUNCTION embed_batch(contents text[]) RETURNS TABLE (ord integer, embedding vector)
+    LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT b.ord, b.embedding::vector FROM embed_batch_real(contents) AS b;
+END;
+
+-- ---------------------------------------------------------------------------------------
+-- Health
+-- ---------------------------------------------------------------------------------------
+CREATE VIEW memory_health AS
+SELECT
+    (SELECT count(*) FROM memories)                                   AS memories,
+    (SELECT count(*) FROM memories WHERE status = 'active')           AS active_memories,
+    (SELECT count(DISTINCT memory_id) FROM neighborhood_queue)        AS stale_neighborhoods,
+    (SELECT now() - min(queued_at) FROM neighborhood_queue)           AS oldest_stale_age,
+    (SELECT count(DISTINCT memory_id) FROM neighborhood_queue
+      WHERE attempts > 0)                                             AS failing_neighborhoods,
+    (SELECT min(last_error) FROM neighborhood_queue
+      WHERE last_error IS NOT NULL)                                   AS neighborhood_error,
+    w.last_run_at                                                     AS last_worker_run,
+    w.last_success_at                                                 AS last_worker_success,
+    w.last_error                                                      AS last_worker_error,
+    w.last_error_at                                                   AS last_worker_error_at,
+    w.consecutive_failures                                            AS worker_consecutive_failures,
+    w.neighborhoods_done                                              AS neighborhoods_recomputed,
+    w.last_pass_ms                                                    AS last_pass_ms,
+    (SELECT count(*) FROM memory_access_log)                          AS pending_access_log,
+    (SELECT count(*) FROM embedding_cache)                            AS cached_embeddings,
+    l.refreshed_at                                                    AS lexicon_refreshed_at
+FROM worker_status w CROSS JOIN lexicon_stats l;
+
+COMMENT ON VIEW memory_health IS
+    'Memory maintenance at a glance: stale neighborhood backlog and its oldest age, failing rows, the '
+    'maintenance worker''s last run, success and error, the pending access log and the cache size.';
+
+-- ---------------------------------------------------------------------------------------
+-- Documentation of every table and function.
+-- ---------------------------------------------------------------------------------------
+COMMENT ON TABLE memories IS
+    'Every memory: episodic, semantic (facts), procedural, strategic. Embedded with all-MiniLM-L6-v2 '
+    '(vector(384), HNSW cosine) and indexed for full text (search, GIN).';
+COMMENT ON TABLE episodes IS
+    'Runs of episodic memories from one source; a gap over dionysus.episode_gap_minutes starts a new one.';
+COMMENT ON TABLE episode_memories IS 'Which episode each episodic memory belongs to, in order.';
+COMMENT ON TABLE facts IS 'Lifecycle of semantic memories learned as facts: learned, confirmed, superseded, deactivated.';
+COMMENT ON TABLE entities IS 'Things triples talk about; identity is case- and space-insensitive.';
+COMMENT ON TABLE triples IS 'Subject–predicate–object statements over entities, with provenance.';
+COMMENT ON TABLE memory_edges IS 'The memory graph: typed, weighted edges, one per (from, to, relation).';
+COMMENT ON TABLE concepts IS 'Concepts, in a hierarchy (parent_id).';
+COMMENT ON TABLE memory_concepts IS 'Memory–concept links with strength.';
+COMMENT ON TABLE memory_neighborhoods IS 'Precomputed top-20 associations of each memory (seed 000 §6.3).';
+COMMENT ON TABLE neighborhood_queue IS
+    'Append-only queue of stale neighborhoods; rows that failed wait with back-off (not_before).';
+COMMENT ON TABLE embedding_cache IS 'Embeddings by (model, sha256 of the text).';
+COMMENT ON TABLE memory_access_log IS 'Recall hits not yet folded into memories.access_count by the worker.';
+COMMENT ON TABLE recall_config IS 'Every weight and knob of recall, in one place. UPDATE to tune.';
+COMMENT ON TABLE lexicon IS 'Document frequency of each lexeme, for BM25 (refresh_lexicon()).';
+COMMENT ON TABLE worker_status IS 'The maintenance worker''s last pass in this database.';
+
+COMMENT ON FUNCTION embed(text) IS
+    'Embedding of a text as vector(384), computed inside the database (dionysus.embedding_provider: '
+    'local all-MiniLM-L6-v2, or an OpenAI-compatible http endpoint). Cached by content hash.';
+COMMENT ON FUNCTION embed_batch(text[]) IS
+    'Embeddings of many texts in one call (batched forward passes), with their 1-based position.';
+COMMENT ON FUNCTION embed_real IS 'embed() as real[]: for clients without the vector type.';
+COMMENT ON FUNCTION embed_batch_real IS 'embed_batch() as real[] rows.';
+COMMENT ON FUNCTION embedding_info IS
+    'The embedding provider in use, its model and whether it loads: for diagnostics (dionysus doctor).';
+
+COMMENT ON FUNCTION remember IS
+    'Stores a memory from plain text and returns its id. type: episodic (default), semantic, procedural, '
+    'strategic. importance and confidence in [0,1], valence in [-1,1], metadata a JSON object, source names '
+    'the conversation or channel (episodic memories of one source form episodes), created_at defaults to '
+    'now() and may be set for imported history; summary and micro are shorter detail levels.';
+COMMENT ON FUNCTION remember_batch IS
+    'Stores a JSON array of memories (objects with the keys of remember) in one statement, embedding them '
+    'in batches. Returns (ord, memory_id) in input order. One bad element rejects the whole batch.';
+COMMENT ON FUNCTION learn IS
+    'Learns a fact (a semantic memory). If an active fact is at least 0.95 similar it is confirmed instead '
+    '(state confirmed, confirmations + 1, confidence raised) and its id returned.';
+COMMENT ON FUNCTION supersede IS
+    'Replaces a memory with new content: the old one becomes superseded and points to the new one, '
+    'whose id is returned. A superseded fact hands on its subject and category.';
+COMMENT ON FUNCTION archive IS 'Archives a memory: recall stops returning it; a fact becomes deactivated.';
+COMMENT ON FUNCTION forget IS 'Deletes a memory with its edges, links and episode membership.';
+COMMENT ON FUNCTION connect IS
+    'Adds or updates a typed, weighted edge between two memories (relation: TEMPORAL_NEXT, CAUSES, '
+    'DERIVED_FROM, CONTRADICTS, SUPPORTS, INSTANCE_OF, PARENT_OF, ASSOCIATED). Returns true if new.';
+COMMENT ON FUNCTION add_triple IS
+    'Records subject–predicate–object over entities (created as needed). The same triple again updates '
+    'confidence (the higher wins) and provenance. Returns the triple id.';
+COMMENT ON FUNCTION triples_about IS 'Triples where the named entity is subject or object.';
+COMMENT ON FUNCTION link_concept IS
+    'Links a memory to a concept by name (created if new, optionally under a parent concept).';
+COMMENT ON FUNCTION open_episode IS
+    'Opens an episode for a source explicitly (closing the open one); it stays open until close_episode.';
+COMMENT ON FUNCTION close_episode IS 'Closes an open episode.';
+COMMENT ON FUNCTION recall IS
+    'Hybrid recall of the k memories most relevant to a text: HNSW vector and BM25 lexical seeds, expanded '
+    'through neighborhoods, graph edges and episode-adjacent turns, weighted by importance and recency '
+    '(weights in dionysus.recall_config). Filters: types, since/until, min_importance, episode_id. Returns '
+    'each score component and found_by, the channel that found the memory.';
+COMMENT ON FUNCTION recall_recent IS 'The k most recent active memories, optionally of some types or one source.';
+COMMENT ON FUNCTION recall_by_id IS 'One memory with every field (access counts include the unfolded log).';
+COMMENT ON FUNCTION recompute_neighborhoods IS
+    'Recomputes up to batch stale neighborhoods now and returns how many; the worker does this on its own.';
+COMMENT ON FUNCTION refresh_lexicon IS 'Recounts lexeme document frequencies for BM25; returns the memories counted.';
+COMMENT ON FUNCTION run_maintenance IS
+    'One maintenance pass in this session: neighborhoods, access log, lexicon, cache. Returns a summary.';
