@@ -1,1 +1,89 @@
+//! Helpers for the integration tests and benchmarks: each test gets a database of its own,
+//! with the real extension, on the cluster `scripts/test.sh` starts (dionysus preloaded).
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio_postgres::{Client, NoTls};
 
+/// libpq-style connection string of the test cluster, without a database name.
+pub fn cluster_conninfo() -> String {
+    std::env::var("DIONYSUS_TEST_CONNINFO").unwrap_or_else(|_| {
+        panic!(
+            "DIONYSUS_TEST_CONNINFO is not set: run the tests through scripts/test.sh, which starts a \
+             cluster with dionysus preloaded (or set it to e.g. 'host=127.0.0.1 port=54329 user=postgres')"
+        )
+    })
+}
+
+pub async fn connect(dbname: &str) -> Client {
+    let conninfo = format!("{} dbname={dbname}", cluster_conninfo());
+    let (client, conn) = tokio_postgres::connect(&conninfo, NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to {conninfo}: {e}"));
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    client
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A fresh database with `CREATE EXTENSION dionysus CASCADE`, unique to the caller.
+pub struct TestDb {
+    pub name: String,
+    pub client: Client,
+}
+
+impl TestDb {
+    pub async fn new(label: &str) -> TestDb {
+        let name = format!(
+            "t_{}_{}_{}",
+            label,
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::SeqCst)
+        );
+        let admin = connect("postgres").await;
+        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+        admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+        let client = connect(&name).await;
+        client.batch_execute("CREATE EXTENSION dionysus CASCADE").await.expect("CREATE EXTENSION dionysus");
+        TestDb { name, client }
+    }
+
+    /// Another connection to the same database.
+    pub async fn connect(&self) -> Client {
+        connect(&self.name).await
+    }
+}
+
+/// The SQLSTATE of a failed statement ("" if it was not a database error).
+pub fn sqlstate(e: &tokio_postgres::Error) -> String {
+    e.code().map(|c| c.code().to_string()).unwrap_or_default()
+}
+
+/// The full message, hint included, of a failed statement.
+pub fn message(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} {}", db.message(), db.hint().unwrap_or_default()),
+        None => e.to_string(),
+    }
+}
+
+/// Runs a statement that must fail, and returns (sqlstate, message).
+pub async fn expect_error(client: &Client, sql: &str) -> (String, String) {
+    match client.batch_execute(sql).await {
+        Ok(()) => panic!("expected an error from: {sql}"),
+        Err(e) => (sqlstate(&e), message(&e)),
+    }
+}
+
+/// Counts rows of a dionysus table.
+pub async fn count(client: &Client, table: &str) -> i64 {
+    client.query_one(&format!("SELECT count(*) FROM dionysus.{table}"), &[]).await.unwrap().get(0)
+}
+
+/// Median and 95th percentile of a set of durations in milliseconds.
+pub fn p50_p95(samples: &mut [f64]) -> (f64, f64) {
+    assert!(!samples.is_empty(), "no samples");
+    samples.sort_by(|a, b| a.total_cmp(b));
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
+    (at(0.5), at(0.95))
+}

@@ -1,0 +1,91 @@
+//! Bad input: a clear error with an SQLSTATE that names the argument, and nothing half-written.
+use dionysus_tests::*;
+
+/// (statement, expected SQLSTATE, text the message must contain)
+const CASES: &[(&str, &str, &str)] = &[
+    ("SELECT dionysus.remember('')", "22023", "\"content\""),
+    ("SELECT dionysus.remember('   ')", "22023", "\"content\""),
+    ("SELECT dionysus.remember(NULL)", "22004", "\"content\""),
+    ("SELECT dionysus.remember('x', 'dream')", "22023", "\"type\""),
+    ("SELECT dionysus.remember('x', importance => 1.5)", "22023", "\"importance\""),
+    ("SELECT dionysus.remember('x', importance => 'NaN')", "22023", "\"importance\""),
+    ("SELECT dionysus.remember('x', importance => '-Infinity')", "22023", "\"importance\""),
+    ("SELECT dionysus.remember('x', valence => -2)", "22023", "\"valence\""),
+    ("SELECT dionysus.remember('x', confidence => -0.1)", "22023", "\"confidence\""),
+    ("SELECT dionysus.remember('x', metadata => '[1, 2]')", "22023", "\"metadata\""),
+    ("SELECT dionysus.remember(repeat('a', 100001))", "22001", "\"content\""),
+    ("SELECT * FROM dionysus.remember_batch('{\"content\": \"x\"}')", "22P02", "\"items\""),
+    ("SELECT * FROM dionysus.remember_batch('[\"just text\"]')", "22P02", "element 0"),
+    ("SELECT * FROM dionysus.remember_batch('[{\"content\": \"x\", \"typo\": 1}]')", "22P02", "\"typo\""),
+    ("SELECT * FROM dionysus.remember_batch('[{\"content\": 5}]')", "22P02", "items[0].content"),
+    ("SELECT * FROM dionysus.remember_batch('[{\"content\": \"x\", \"created_at\": \"yesterday-ish\"}]')", "22P02", "items[0].created_at"),
+    ("SELECT * FROM dionysus.remember_batch('[{\"content\": \"ok\"}, {\"content\": \"\"}]')", "22023", "items[1].content"),
+    ("SELECT dionysus.learn('fact', confidence => 2)", "22023", "\"confidence\""),
+    ("SELECT dionysus.connect(gen_random_uuid(), gen_random_uuid())", "P0002", "\"from_id\""),
+    ("SELECT dionysus.archive(gen_random_uuid())", "P0002", "\"memory_id\""),
+    ("SELECT dionysus.forget(NULL)", "22004", "\"memory_id\""),
+    ("SELECT dionysus.supersede(gen_random_uuid(), 'new')", "P0002", "\"old_id\""),
+    ("SELECT * FROM dionysus.recall_by_id(gen_random_uuid())", "P0002", "\"memory_id\""),
+    ("SELECT dionysus.close_episode(gen_random_uuid())", "P0002", "\"episode_id\""),
+    ("SELECT * FROM dionysus.recall('')", "22023", "\"query\""),
+    ("SELECT * FROM dionysus.recall('x', 0)", "22023", "\"k\""),
+    ("SELECT * FROM dionysus.recall('x', 5, types => ARRAY['nope'])", "22023", "\"types\""),
+    ("SELECT * FROM dionysus.recall('x', 5, min_importance => 7)", "22023", "\"min_importance\""),
+    ("SELECT * FROM dionysus.recall('x', 5, since => '2024-02-01', until => '2024-01-01')", "22023", "\"since\""),
+    ("SELECT dionysus.add_triple('', 'likes', 'tea')", "22023", "\"subject\""),
+    ("SELECT dionysus.add_triple('a', 'likes', 'tea', confidence => 9)", "22023", "\"confidence\""),
+    ("SELECT dionysus.link_concept(gen_random_uuid(), 'x')", "P0002", "\"memory_id\""),
+    ("SELECT dionysus.recompute_neighborhoods(0)", "22023", "\"batch\""),
+    ("SELECT dionysus.embed(NULL)", "22004", "\"content\""),
+];
+
+#[tokio::test]
+async fn every_bad_input_is_a_clear_error_and_writes_nothing() {
+    let db = TestDb::new("bad").await;
+    let c = &db.client;
+    let a: uuid::Uuid = c.query_one("SELECT dionysus.remember('anchor a')", &[]).await.unwrap().get(0);
+    let b: uuid::Uuid = c.query_one("SELECT dionysus.remember('anchor b')", &[]).await.unwrap().get(0);
+    let tables = ["memories", "episodes", "facts", "memory_edges", "triples", "entities", "concepts", "neighborhood_queue"];
+    let mut before = Vec::new();
+    for t in tables {
+        before.push(count(c, t).await);
+    }
+    let mut extra: Vec<(String, &str, &str)> = CASES.iter().map(|(s, st, m)| (s.to_string(), *st, *m)).collect();
+    extra.push((format!("SELECT dionysus.connect('{a}', '{b}', 'LOVES')"), "22023", "\"relation\""));
+    extra.push((format!("SELECT dionysus.connect('{a}', '{a}')"), "22023", "\"to_id\""));
+    extra.push((format!("SELECT dionysus.connect('{a}', '{b}', weight => 1.01)"), "22023", "\"weight\""));
+    extra.push((format!("SELECT dionysus.link_concept('{a}', 'x', strength => -1)"), "22023", "\"strength\""));
+    extra.push((format!("SELECT dionysus.link_concept('{a}', 'x', parent_concept => 'X')"), "22023", "\"parent_concept\""));
+    for (sql, state, needle) in &extra {
+        let (got, msg) = expect_error(c, sql).await;
+        assert_eq!(&got, state, "{sql}: {msg}");
+        assert!(msg.contains(needle), "{sql}: message '{msg}' does not name {needle}");
+    }
+    for (t, n) in tables.iter().zip(before) {
+        assert_eq!(count(c, t).await, n, "{t} changed after failed statements");
+    }
+}
+
+#[tokio::test]
+async fn the_content_limit_is_a_setting() {
+    let db = TestDb::new("limit").await;
+    let c = &db.client;
+    c.batch_execute("SET dionysus.max_content_length = 10").await.unwrap();
+    let (state, msg) = expect_error(c, "SELECT dionysus.remember('eleven chars')").await;
+    assert_eq!(state, "22001");
+    assert!(msg.contains("limit of 10"));
+    c.batch_execute("SELECT dionysus.remember('ten chars!')").await.unwrap();
+}
+
+#[tokio::test]
+async fn a_missing_model_names_the_path_and_the_fix() {
+    let db = TestDb::new("nomodel").await;
+    let c = &db.client;
+    c.batch_execute("SET dionysus.model_path = '/nonexistent/minilm'").await.unwrap();
+    let (state, msg) = expect_error(c, "SELECT dionysus.embed('hello')").await;
+    assert_eq!(state, "58P01");
+    assert!(msg.contains("/nonexistent/minilm"), "{msg}");
+    assert!(msg.contains("fetch-model.sh"), "{msg}");
+    let (state, _) = expect_error(c, "SET dionysus.embedding_provider = 'carrier-pigeon'; SELECT dionysus.embed('x')").await;
+    assert_eq!(state, "22023");
+}

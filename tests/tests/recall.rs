@@ -1,0 +1,189 @@
+//! Recall with the real model: paraphrases, filters, score components, access statistics.
+use dionysus_tests::*;
+use std::collections::HashSet;
+
+const MEMORIES: [(&str, &str); 6] = [
+    ("The user prefers dark mode in every editor", "which colour scheme does she like when writing code?"),
+    ("My sister Maria moved to Lisbon last spring", "where does my sibling live now?"),
+    ("I am allergic to peanuts and must avoid them", "what nut causes a reaction when eaten?"),
+    ("We adopted a golden retriever puppy named Biscuit", "what kind of dog did they get?"),
+    ("The quarterly tax filing is due on April 15", "when must the government paperwork be submitted?"),
+    ("Our flight to Tokyo leaves at 7am on Friday", "what time does the plane to Japan depart?"),
+];
+
+const STOP: [&str; 40] = [
+    "the", "a", "an", "in", "on", "at", "to", "of", "is", "are", "and", "my", "our", "i", "we", "she", "they",
+    "does", "did", "do", "what", "which", "when", "where", "how", "must", "be", "am", "every", "when", "now",
+    "them", "get", "kind", "like", "last", "time", "writing", "named", "due",
+];
+
+fn content_words(s: &str) -> HashSet<String> {
+    s.split(|c: char| !c.is_alphanumeric())
+        .map(|w| w.to_lowercase())
+        .filter(|w| !w.is_empty() && !STOP.contains(&w.as_str()))
+        .collect()
+}
+
+#[tokio::test]
+async fn paraphrases_recall_their_memory_first() {
+    let db = TestDb::new("paraphrase").await;
+    let mut ids = Vec::new();
+    for (memory, paraphrase) in MEMORIES {
+        let shared: Vec<_> = content_words(memory).intersection(&content_words(paraphrase)).cloned().collect();
+        assert!(shared.is_empty(), "paraphrase of '{memory}' shares words {shared:?}");
+        let row = db.client.query_one("SELECT dionysus.remember($1, 'semantic')", &[&memory]).await.unwrap();
+        ids.push(row.get::<_, uuid::Uuid>(0));
+    }
+    for (i, (memory, paraphrase)) in MEMORIES.iter().enumerate() {
+        let rows = db
+            .client
+            .query("SELECT memory_id, content, score FROM dionysus.recall($1, 3)", &[paraphrase])
+            .await
+            .unwrap();
+        let top: uuid::Uuid = rows[0].get(0);
+        assert_eq!(top, ids[i], "'{paraphrase}' should recall '{memory}' first, got '{}'", rows[0].get::<_, String>(1));
+    }
+}
+
+#[tokio::test]
+async fn the_readme_example_ranks_first_with_its_score_broken_down() {
+    let db = TestDb::new("readme").await;
+    let c = &db.client;
+    c.batch_execute(
+        "SELECT dionysus.remember('The user prefers dark mode in every editor', 'semantic', importance => 0.8);
+         SELECT dionysus.remember('We talked about the weather in Berlin', 'episodic');
+         SELECT dionysus.remember('The user drinks green tea every morning', 'semantic');",
+    )
+    .await
+    .unwrap();
+    let rows = c
+        .query(
+            "SELECT content, score, vector_score, lexical_score, association_score, temporal_score, \
+                    importance_score, recency_score, found_by FROM dionysus.recall('what UI theme does the user like?', 5)",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0].get::<_, String>(0), "The user prefers dark mode in every editor");
+    let score: f64 = rows[0].get(1);
+    let parts: Vec<f64> = (2..8).map(|i| rows[0].get::<_, f64>(i)).collect();
+    assert!(parts[0] > 0.3, "vector component {parts:?}");
+    assert!((parts[4] - 0.8).abs() < 1e-6, "importance component is the memory's importance: {parts:?}");
+    assert!(score > 0.0 && rows.windows(2).all(|w| w[0].get::<_, f64>(1) >= w[1].get::<_, f64>(1)), "sorted by score");
+    assert!(rows[0].get::<_, String>(8).starts_with("vector"));
+}
+
+#[tokio::test]
+async fn filters_do_not_starve_results() {
+    let db = TestDb::new("starve").await;
+    let c = &db.client;
+    // 300 episodic memories about cooking, 5 semantic ones about something else entirely.
+    let items: Vec<serde_json::Value> = (0..300)
+        .map(|i| serde_json::json!({"content": format!("We cooked pasta with tomato sauce, evening number {i}"), "type": "episodic"}))
+        .chain((0..5).map(|i| serde_json::json!({"content": format!("Server {i} runs Debian with 4 GB of memory"), "type": "semantic"})))
+        .collect();
+    c.query("SELECT * FROM dionysus.remember_batch($1)", &[&serde_json::Value::Array(items)]).await.unwrap();
+    let rows = c
+        .query("SELECT type FROM dionysus.recall('cooking pasta dinner', 10, types => ARRAY['semantic'])", &[])
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 5, "all five semantic memories come back despite 300 closer episodic ones");
+    assert!(rows.iter().all(|r| r.get::<_, String>(0) == "semantic"));
+}
+
+#[tokio::test]
+async fn time_importance_and_episode_filters_apply() {
+    let db = TestDb::new("filters").await;
+    let c = &db.client;
+    c.batch_execute(
+        "SELECT dionysus.remember('Bought a red bicycle', 'episodic', importance => 0.2, source => 'a', created_at => '2023-01-01 10:00+00');
+         SELECT dionysus.remember('Repaired the red bicycle tyre', 'episodic', importance => 0.9, source => 'b', created_at => '2024-06-01 10:00+00');",
+    )
+    .await
+    .unwrap();
+    let q = |sql: &'static str| async move { c.query(sql, &[]).await.unwrap().iter().map(|r| r.get::<_, String>(0)).collect::<Vec<_>>() };
+    assert_eq!(q("SELECT content FROM dionysus.recall('bicycle', 5, since => '2024-01-01')").await, vec!["Repaired the red bicycle tyre"]);
+    assert_eq!(q("SELECT content FROM dionysus.recall('bicycle', 5, until => '2023-12-31')").await, vec!["Bought a red bicycle"]);
+    assert_eq!(q("SELECT content FROM dionysus.recall('bicycle', 5, min_importance => 0.5)").await, vec!["Repaired the red bicycle tyre"]);
+    assert_eq!(
+        q("SELECT content FROM dionysus.recall('bicycle', 5, episode_id => (SELECT id FROM dionysus.episodes WHERE source = 'a'))").await,
+        vec!["Bought a red bicycle"]
+    );
+    assert!(q("SELECT content FROM dionysus.recall('bicycle', 5, types => ARRAY['procedural'])").await.is_empty());
+}
+
+#[tokio::test]
+async fn episode_neighbours_come_back_as_temporal_context() {
+    let db = TestDb::new("temporal").await;
+    let c = &db.client;
+    c.batch_execute(
+        "SELECT dionysus.remember('Alice: did you see the match yesterday?', 'episodic', source => 's', created_at => '2024-01-01 10:00+00');
+         SELECT dionysus.remember('Bob: yes, the goalkeeper saved three penalties', 'episodic', source => 's', created_at => '2024-01-01 10:01+00');
+         SELECT dionysus.remember('Alice: unbelievable, I have never seen that', 'episodic', source => 's', created_at => '2024-01-01 10:02+00');
+         SELECT dionysus.remember('Carol: the bakery on Main Street closed down', 'episodic', source => 'other', created_at => '2024-01-01 10:00+00');",
+    )
+    .await
+    .unwrap();
+    let rows = c
+        .query("SELECT content, temporal_score, found_by FROM dionysus.recall('goalkeeper penalties', 4)", &[])
+        .await
+        .unwrap();
+    assert!(rows[0].get::<_, String>(0).contains("goalkeeper"));
+    let neighbour = rows.iter().find(|r| r.get::<_, String>(0).contains("match yesterday")).expect("previous turn recalled");
+    assert!(neighbour.get::<_, f64>(1) > 0.0, "the adjacent turn carries a temporal score");
+    let unrelated = rows.iter().find(|r| r.get::<_, String>(0).contains("bakery"));
+    assert!(unrelated.map(|r| r.get::<_, f64>(1) == 0.0).unwrap_or(true), "another episode gets no temporal score");
+}
+
+#[tokio::test]
+async fn graph_edges_pull_in_associated_memories() {
+    let db = TestDb::new("assoc").await;
+    let c = &db.client;
+    let a: uuid::Uuid = c.query_one("SELECT dionysus.remember('The kitchen tap is leaking again', 'episodic')", &[]).await.unwrap().get(0);
+    let b: uuid::Uuid = c.query_one("SELECT dionysus.remember('Plumber Jonas charges 80 euros per visit', 'semantic')", &[]).await.unwrap().get(0);
+    c.execute("SELECT dionysus.connect($1, $2, 'ASSOCIATED', 1.0)", &[&a, &b]).await.unwrap();
+    c.query_one("SELECT dionysus.recompute_neighborhoods(100)", &[]).await.unwrap();
+    let rows = c.query("SELECT memory_id, association_score FROM dionysus.recall('dripping faucet', 2)", &[]).await.unwrap();
+    assert_eq!(rows[0].get::<_, uuid::Uuid>(0), a);
+    let jonas = rows.iter().find(|r| r.get::<_, uuid::Uuid>(0) == b).expect("the plumber comes along through the edge");
+    assert!(jonas.get::<_, f64>(1) > 0.5);
+}
+
+#[tokio::test]
+async fn recall_counts_access_but_never_inflates_importance() {
+    let db = TestDb::new("access").await;
+    let c = &db.client;
+    let id: uuid::Uuid =
+        c.query_one("SELECT dionysus.remember('Favourite number is 7', 'semantic', importance => 1.0)", &[]).await.unwrap().get(0);
+    for _ in 0..25 {
+        c.query("SELECT * FROM dionysus.recall('favourite number', 1)", &[]).await.unwrap();
+    }
+    c.query_one("SELECT dionysus.run_maintenance()", &[]).await.unwrap();
+    let row = c
+        .query_one("SELECT access_count, importance, last_accessed IS NOT NULL FROM dionysus.memories WHERE id = $1", &[&id])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i32>(0), 25);
+    assert_eq!(row.get::<_, f32>(1), 1.0);
+    assert!(row.get::<_, bool>(2));
+    assert_eq!(count(c, "memory_access_log").await, 0, "the log is folded");
+}
+
+#[tokio::test]
+async fn weights_are_configurable_in_one_place() {
+    let db = TestDb::new("weights").await;
+    let c = &db.client;
+    c.batch_execute(
+        "SELECT dionysus.remember('zebra crossing near the school', 'semantic', importance => 0.0);
+         SELECT dionysus.remember('an unrelated but very important note', 'semantic', importance => 1.0);",
+    )
+    .await
+    .unwrap();
+    let sql = "SELECT content FROM dionysus.recall('zebra crossing', 1)";
+    assert_eq!(c.query_one(sql, &[]).await.unwrap().get::<_, String>(0), "zebra crossing near the school");
+    c.batch_execute("UPDATE dionysus.recall_config SET value = 100 WHERE key = 'weight_importance'").await.unwrap();
+    assert_eq!(c.query_one(sql, &[]).await.unwrap().get::<_, String>(0), "an unrelated but very important note");
+    let (state, _) = expect_error(c, "UPDATE dionysus.recall_config SET value = 'NaN' WHERE key = 'weight_vector'").await;
+    assert_eq!(state, "23514");
+}
