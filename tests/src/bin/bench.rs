@@ -1,1 +1,323 @@
-fn main(){}
+//! `dionysus-bench`: figures, not assertions. Run through `scripts/bench.sh`.
+//!
+//!   dionysus-bench locomo PATH            retrieval quality on LoCoMo (recall@1/5/10/20)
+//!   dionysus-bench recall N [QUERIES]     recall latency at N memories vs bare pgvector kNN,
+//!                                         plus remember and neighborhood throughput
+use chrono::NaiveDateTime;
+use dionysus_tests::{connect, p50_p95, TestDb};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::time::Instant;
+use tokio_postgres::Client;
+use uuid::Uuid;
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("locomo") => locomo(args.get(2).expect("usage: dionysus-bench locomo PATH")).await,
+        Some("recall") => {
+            let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000);
+            let q: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(200);
+            recall_latency(n, q).await
+        }
+        _ => eprintln!("usage: dionysus-bench locomo PATH | recall N [QUERIES]"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// LoCoMo retrieval quality
+// ---------------------------------------------------------------------------------------
+
+/// "1:56 pm on 8 May, 2023" → a timestamp.
+fn locomo_time(s: &str) -> NaiveDateTime {
+    NaiveDateTime::parse_from_str(s.trim(), "%I:%M %p on %d %B, %Y")
+        .unwrap_or_else(|e| panic!("unreadable session time '{s}': {e}"))
+}
+
+fn pg_time(t: NaiveDateTime) -> String {
+    format!("{}+00", t.format("%Y-%m-%d %H:%M:%S"))
+}
+
+#[derive(Default)]
+struct Tally {
+    questions: usize,
+    hits: [f64; 4],
+}
+
+const KS: [usize; 4] = [1, 5, 10, 20];
+
+impl Tally {
+    fn add(&mut self, evidence: &[String], ranked: &[String]) {
+        self.questions += 1;
+        for (i, k) in KS.iter().enumerate() {
+            let top = &ranked[..ranked.len().min(*k)];
+            let found = evidence.iter().filter(|e| top.contains(e)).count();
+            self.hits[i] += found as f64 / evidence.len() as f64;
+        }
+    }
+    fn line(&self, name: &str) -> String {
+        let r: Vec<String> = self.hits.iter().map(|h| format!("{:.3}", h / self.questions.max(1) as f64)).collect();
+        format!("| {name:<34} | {} | {} | {} | {} |", r[0], r[1], r[2], r[3])
+    }
+}
+
+async fn locomo(path: &str) {
+    let data: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(path).expect("read LoCoMo file")).expect("LoCoMo JSON");
+    let mut hybrid = Tally::default();
+    let mut vector = Tally::default();
+    let mut per_category: HashMap<i64, Tally> = HashMap::new();
+    let mut latencies = Vec::new();
+    for conv in &data {
+        let name = conv["sample_id"].as_str().unwrap_or("conv").replace('-', "_");
+        let db = TestDb::new(&format!("locomo_{name}")).await;
+        let c = &db.client;
+        let conversation = conv["conversation"].as_object().expect("conversation");
+        let mut sessions: Vec<(usize, &Value, NaiveDateTime)> = conversation
+            .iter()
+            .filter_map(|(k, v)| {
+                let n: usize = k.strip_prefix("session_")?.parse().ok()?;
+                let when = conversation.get(&format!("session_{n}_date_time"))?.as_str()?;
+                Some((n, v, locomo_time(when)))
+            })
+            .collect();
+        sessions.sort_by_key(|s| s.0);
+        let mut dia_of: HashMap<Uuid, String> = HashMap::new();
+        let started = Instant::now();
+        let mut turns_total = 0;
+        for (n, turns, when) in &sessions {
+            let ep: Uuid = c
+                .query_one("SELECT dionysus.open_episode($1, $2, $3::text::timestamptz)", &[&name, &format!("session {n}"), &pg_time(*when)])
+                .await
+                .unwrap()
+                .get(0);
+            let items: Vec<Value> = turns
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    serde_json::json!({
+                        "content": format!("{}: {}", t["speaker"].as_str().unwrap_or(""), t["text"].as_str().unwrap_or("")),
+                        "type": "episodic",
+                        "source": name,
+                        // Turns keep their order within the session: one second apart.
+                        "created_at": pg_time(*when + chrono::Duration::seconds(i as i64)),
+                        "metadata": {"dia_id": t["dia_id"]},
+                    })
+                })
+                .collect();
+            turns_total += items.len();
+            let rows = c.query("SELECT ord, memory_id FROM dionysus.remember_batch($1)", &[&Value::Array(items.clone())]).await.unwrap();
+            for r in rows {
+                let ord: i32 = r.get(0);
+                dia_of.insert(r.get(1), items[ord as usize - 1]["metadata"]["dia_id"].as_str().unwrap().to_string());
+            }
+            c.execute("SELECT dionysus.close_episode($1)", &[&ep]).await.unwrap();
+        }
+        let ingest = started.elapsed().as_secs_f64();
+        let m: Value = c.query_one("SELECT dionysus.run_maintenance()", &[]).await.unwrap().get(0);
+        c.query_one("SELECT dionysus.refresh_lexicon()", &[]).await.unwrap();
+        eprintln!("{name}: {turns_total} turns ingested in {ingest:.1} s, maintenance {m}");
+        for qa in conv["qa"].as_array().unwrap() {
+            let cat = qa["category"].as_i64().unwrap_or(0);
+            let evidence: Vec<String> = qa["evidence"].as_array().map(|a| a.iter().filter_map(|e| e.as_str().map(String::from)).collect()).unwrap_or_default();
+            if !(1..=4).contains(&cat) || evidence.is_empty() {
+                continue;
+            }
+            let question = qa["question"].as_str().unwrap();
+            let t = Instant::now();
+            let ranked: Vec<String> = c
+                .query("SELECT memory_id FROM dionysus.recall($1, 20)", &[&question])
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| dia_of.get(&r.get::<_, Uuid>(0)).cloned().unwrap_or_default())
+                .collect();
+            latencies.push(t.elapsed().as_secs_f64() * 1000.0);
+            hybrid.add(&evidence, &ranked);
+            per_category.entry(cat).or_default().add(&evidence, &ranked);
+            let bare: Vec<String> = c
+                .query(
+                    "SELECT id FROM dionysus.memories ORDER BY embedding <=> dionysus.embed($1) LIMIT 20",
+                    &[&question],
+                )
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| dia_of.get(&r.get::<_, Uuid>(0)).cloned().unwrap_or_default())
+                .collect();
+            vector.add(&evidence, &bare);
+        }
+    }
+    let (p50, p95) = p50_p95(&mut latencies);
+    println!("LoCoMo dev split: {} questions (categories 1-4)", hybrid.questions);
+    println!("| retriever                          | R@1   | R@5   | R@10  | R@20  |");
+    println!("|------------------------------------|-------|-------|-------|-------|");
+    println!("{}", vector.line("pure vector (same run)"));
+    println!("{}", hybrid.line("dionysus.recall"));
+    let mut cats: Vec<_> = per_category.into_iter().collect();
+    cats.sort_by_key(|c| c.0);
+    for (cat, t) in cats {
+        println!("{}", t.line(&format!("  recall, category {cat} ({} q)", t.questions)));
+    }
+    println!("recall latency on these stores: p50 {p50:.1} ms, p95 {p95:.1} ms");
+}
+
+// ---------------------------------------------------------------------------------------
+// Latency and throughput at scale
+// ---------------------------------------------------------------------------------------
+
+const WHO: [&str; 24] = [
+    "I", "My sister", "Our neighbour Tom", "The user", "Grandma", "My manager", "Priya", "The kids", "Jonas", "We",
+    "My best friend", "The landlord", "Dad", "Our team", "The doctor", "Lena", "My cousin Ahmed", "The teacher",
+    "Our dog", "Marco", "The plumber", "My partner", "Aunt Rosa", "The new intern",
+];
+const DID: [&str; 24] = [
+    "booked a trip to", "complained about", "started learning", "finally finished", "keeps forgetting", "fell in love with",
+    "wrote an essay on", "cooked dinner inspired by", "argued about", "donated money to", "painted a picture of",
+    "read three books about", "signed up for a class on", "lost the keys near", "took photos of", "dreamed about",
+    "asked for advice on", "got a promotion thanks to", "is worried about", "laughed for an hour at", "bought tickets for",
+    "ran a half marathon through", "planted tomatoes next to", "recorded a podcast about",
+];
+const WHAT: [&str; 32] = [
+    "Lisbon", "the old harbour", "jazz piano", "quantum computing", "the garden shed", "Italian cooking", "the city marathon",
+    "a rescue shelter", "the mountain cabin", "Japanese pottery", "climate policy", "the school play", "vintage cameras",
+    "the tax return", "a broken laptop", "the birthday party", "Rust programming", "the dentist appointment", "salsa dancing",
+    "the football final", "an abandoned lighthouse", "sourdough bread", "the wedding speech", "medieval history",
+    "the electricity bill", "a road trip to Norway", "the chess tournament", "bird watching", "the new apartment",
+    "a vegan bakery", "the science fair", "late-night astronomy",
+];
+const WHEN: [&str; 16] = [
+    "last weekend", "this morning", "two years ago", "during the storm", "after work on Tuesday", "in the summer holidays",
+    "right before Christmas", "on a rainy afternoon", "while travelling", "at midnight", "since the spring", "yesterday",
+    "at the family reunion", "over lunch", "on the night train", "before the exam",
+];
+const HOW: [&str; 12] = [
+    "and it felt wonderful.", "but nobody believed it.", "which surprised everyone.", "and wants to do it again.",
+    "though it cost too much.", "and told the whole story twice.", "and it changed a lot of plans.", "with a lot of patience.",
+    "and took careful notes.", "despite feeling tired.", "and shared it with friends.", "and still talks about it.",
+];
+
+/// A varied, natural-looking sentence from a deterministic index (no two alike for i < 2.6M).
+fn sentence(i: usize) -> String {
+    let mut x = i;
+    let mut pick = |n: usize| {
+        let r = x % n;
+        x /= n;
+        r
+    };
+    format!("{} {} {} {} {}", WHO[pick(24)], DID[pick(24)], WHAT[pick(32)], WHEN[pick(16)], HOW[pick(12)])
+}
+
+async fn recall_latency(n: usize, queries: usize) {
+    let db = TestDb::new(&format!("bench_{n}")).await;
+    let c = &db.client;
+    println!("Recall benchmark at {n} memories ({queries} queries; server GUCs as configured)");
+    // Fill: batches of 200 from two connections in parallel (the machine has two cores).
+    let t = Instant::now();
+    let chunk = 200;
+    let mut handles = Vec::new();
+    for lane in 0..2usize {
+        let client = db.connect().await;
+        handles.push(tokio::spawn(async move {
+            let mut start = lane * chunk;
+            while start < n {
+                let end = (start + chunk).min(n);
+                let items: Vec<Value> = (start..end)
+                    .map(|i| {
+                        serde_json::json!({"content": sentence(i.wrapping_mul(2_654_435_761) % 2_654_208), "type": if i % 5 == 0 { "semantic" } else { "episodic" },
+                                           "source": format!("chat{}", i % 7), "importance": (i % 10) as f64 / 10.0,
+                                           "created_at": format!("2024-01-01T00:00:00Z")})
+                    })
+                    .collect();
+                client.query("SELECT * FROM dionysus.remember_batch($1)", &[&Value::Array(items)]).await.unwrap();
+                start += 2 * chunk;
+            }
+        }));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    let fill = t.elapsed().as_secs_f64();
+    println!("remember_batch throughput: {:.0} memories/s ({n} in {fill:.1} s, 2 connections)", n as f64 / fill);
+    // Single remember throughput.
+    let mut singles = Vec::new();
+    for i in 0..100 {
+        let t = Instant::now();
+        c.execute("SELECT dionysus.remember($1)", &[&format!("single insert number {i}: {}", sentence(i * 7919))]).await.unwrap();
+        singles.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let (s50, s95) = p50_p95(&mut singles);
+    println!("remember (single): p50 {s50:.1} ms, p95 {s95:.1} ms → {:.0} memories/s", 1000.0 / s50);
+    // Neighborhoods: drain the backlog and time it.
+    let backlog: i64 = c.query_one("SELECT stale_neighborhoods FROM dionysus.memory_health", &[]).await.unwrap().get(0);
+    let t = Instant::now();
+    let mut done = 0i64;
+    let sample = backlog.min(5000);
+    while done < sample {
+        let d: i64 = c.query_one("SELECT dionysus.recompute_neighborhoods(500)", &[]).await.unwrap().get(0);
+        if d == 0 {
+            break;
+        }
+        done += d;
+    }
+    let secs = t.elapsed().as_secs_f64();
+    println!("neighborhood recompute: {:.0} memories/s ({done} of a backlog of {backlog} in {secs:.1} s)", done as f64 / secs);
+    c.query_one("SELECT dionysus.run_maintenance()", &[]).await.ok();
+    c.batch_execute("VACUUM ANALYZE dionysus.memories").await.unwrap();
+
+    let qs: Vec<String> = (0..queries).map(|i| sentence((i * 104_729 + 17) % 2_654_208)).map(|s| {
+        // Questions rather than statements, with some words swapped out.
+        format!("what happened with {}?", s.split_whitespace().skip(2).take(5).collect::<Vec<_>>().join(" "))
+    }).collect();
+    // Warm up the model and caches, then measure each part.
+    for q in qs.iter().take(5) {
+        c.query("SELECT * FROM dionysus.recall($1, 10)", &[q]).await.unwrap();
+    }
+    c.batch_execute("SET hnsw.ef_search = 40").await.unwrap();
+    let mut embed_ms = Vec::new();
+    let mut recall_ms = Vec::new();
+    let mut bare_ms = Vec::new();
+    let mut vectors = Vec::new();
+    for (i, q) in qs.iter().enumerate() {
+        // Embedding alone (a text not in the cache).
+        let fresh = format!("{q} #{i}");
+        let t = Instant::now();
+        let v: String = c.query_one("SELECT dionysus.embed($1)::text", &[&fresh]).await.unwrap().get(0);
+        embed_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        vectors.push(v);
+        // Full recall including its embedding (uncached query text).
+        let fresh = format!("{q} ({i})");
+        let t = Instant::now();
+        c.query("SELECT * FROM dionysus.recall($1, 10)", &[&fresh]).await.unwrap();
+        recall_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    for v in &vectors {
+        let t = Instant::now();
+        c.query("SELECT id FROM dionysus.memories ORDER BY embedding <=> $1::text::vector LIMIT 10", &[v]).await.unwrap();
+        bare_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let (e50, e95) = p50_p95(&mut embed_ms);
+    let (r50, r95) = p50_p95(&mut recall_ms);
+    let (b50, b95) = p50_p95(&mut bare_ms);
+    let (s50, s95) = (r50 - e50, r95 - e95);
+    println!("| part                                   | p50 ms | p95 ms |");
+    println!("|----------------------------------------|--------|--------|");
+    println!("| query embedding alone                  | {e50:6.2} | {e95:6.2} |");
+    println!("| dionysus.recall, k=10, with embedding  | {r50:6.2} | {r95:6.2} |");
+    println!("| recall search part (recall − embed)    | {s50:6.2} | {s95:6.2} |");
+    println!("| bare pgvector ORDER BY <=> LIMIT 10    | {b50:6.2} | {b95:6.2} |");
+    println!("search / bare kNN ratio: p50 {:.2}×, p95 {:.2}×", s50 / b50, s95 / b95);
+    let rss = backend_rss(c).await;
+    println!("backend resident memory with the model loaded: {rss}");
+    let _ = connect("postgres").await;
+}
+
+/// VmRSS of the backend serving `c` (it has the model loaded by now).
+async fn backend_rss(c: &Client) -> String {
+    let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| status.lines().find(|l| l.starts_with(name)).map(|l| l.split_whitespace().nth(1).unwrap_or("?").to_string()).unwrap_or("?".into());
+    format!("VmRSS {} kB (RssAnon {} kB, RssFile {} kB)", field("VmRSS:"), field("RssAnon:"), field("RssFile:"))
+}
