@@ -1,0 +1,240 @@
+//! `dionysus doctor`: one line per part of the stack, each failure with its fix.
+use crate::config::{redact, Config};
+use std::process::ExitCode;
+use std::time::Duration;
+use tokio_postgres::{Client, NoTls};
+
+pub const MIN_SERVER: u32 = 15;
+pub const MIN_PGVECTOR: (u32, u32, u32) = (0, 8, 0);
+
+#[derive(Debug, PartialEq)]
+pub enum Status {
+    Ok,
+    Warn,
+    Fail,
+}
+
+pub struct Check {
+    pub status: Status,
+    pub name: &'static str,
+    pub detail: String,
+    pub fix: Option<String>,
+}
+
+impl Check {
+    fn ok(name: &'static str, detail: impl Into<String>) -> Check {
+        Check { status: Status::Ok, name, detail: detail.into(), fix: None }
+    }
+    fn fail(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check { status: Status::Fail, name, detail: detail.into(), fix: Some(fix.into()) }
+    }
+    fn warn(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check { status: Status::Warn, name, detail: detail.into(), fix: Some(fix.into()) }
+    }
+    pub fn render(&self) -> String {
+        let tag = match self.status {
+            Status::Ok => "ok  ",
+            Status::Warn => "WARN",
+            Status::Fail => "FAIL",
+        };
+        let mut s = format!("{tag}  {:<10} {}", self.name, self.detail);
+        if let Some(fix) = &self.fix {
+            s.push_str(&format!("\n      {:<10} fix: {fix}", ""));
+        }
+        s
+    }
+}
+
+/// "0.8.0" → (0, 8, 0); missing parts are 0.
+pub fn parse_version(v: &str) -> (u32, u32, u32) {
+    let mut parts = v.trim().split(|c: char| !c.is_ascii_digit()).filter(|p| !p.is_empty()).map(|p| p.parse().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
+
+pub async fn run(config: &Config) -> ExitCode {
+    println!("dionysus doctor — {}", redact(&config.database_url));
+    let checks = checks(config).await;
+    for c in &checks {
+        println!("{}", c.render());
+    }
+    if checks.iter().any(|c| c.status == Status::Fail) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+pub async fn checks(config: &Config) -> Vec<Check> {
+    let mut out = Vec::new();
+    let client = match connect(&config.database_url).await {
+        Ok(c) => {
+            out.push(Check::ok("postgres", "connected"));
+            c
+        }
+        Err(e) => {
+            out.push(Check::fail(
+                "postgres",
+                format!("cannot connect: {e}"),
+                "start the cluster (scripts/run.sh does), or set DIONYSUS_DATABASE_URL",
+            ));
+            return out;
+        }
+    };
+    out.push(server_version(&client).await);
+    out.push(pgvector(&client).await);
+    let installed = extension(&client).await;
+    let ext_ok = installed.status == Status::Ok;
+    out.push(installed);
+    out.push(preload(&client).await);
+    if ext_ok {
+        out.push(worker(&client).await);
+        out.push(model(&client).await);
+    }
+    out
+}
+
+async fn connect(url: &str) -> Result<Client, String> {
+    let fut = tokio_postgres::connect(url, NoTls);
+    let (client, conn) = tokio::time::timeout(Duration::from_secs(10), fut)
+        .await
+        .map_err(|_| "timed out after 10 s".to_string())?
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(client)
+}
+
+async fn one(client: &Client, sql: &str) -> Result<Option<String>, String> {
+    client.query_opt(sql, &[]).await.map(|r| r.and_then(|r| r.get::<_, Option<String>>(0))).map_err(|e| e.to_string())
+}
+
+async fn server_version(c: &Client) -> Check {
+    match one(c, "SELECT current_setting('server_version')").await {
+        Ok(Some(v)) if parse_version(&v).0 >= MIN_SERVER => Check::ok("server", format!("PostgreSQL {v}")),
+        Ok(Some(v)) => Check::fail("server", format!("PostgreSQL {v} is too old"), format!("use PostgreSQL {MIN_SERVER} or newer")),
+        Ok(None) | Err(_) => Check::fail("server", "cannot read server_version", "check the connection's permissions"),
+    }
+}
+
+async fn pgvector(c: &Client) -> Check {
+    let installed = one(c, "SELECT extversion FROM pg_extension WHERE extname = 'vector'").await.ok().flatten();
+    let available = one(c, "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'").await.ok().flatten();
+    match (installed, available) {
+        (Some(v), _) if parse_version(&v) >= MIN_PGVECTOR => Check::ok("pgvector", format!("{v} installed")),
+        (Some(v), _) => Check::fail(
+            "pgvector",
+            format!("{v} installed, 0.8.0 or newer needed (iterative index scans)"),
+            "install pgvector 0.8 (scripts/setup.sh builds it), then ALTER EXTENSION vector UPDATE",
+        ),
+        (None, Some(v)) => Check::warn("pgvector", format!("{v} available, not yet installed"), "CREATE EXTENSION dionysus CASCADE installs it"),
+        (None, None) => Check::fail("pgvector", "not available on this server", "scripts/setup.sh builds and installs pgvector 0.8.0"),
+    }
+}
+
+async fn extension(c: &Client) -> Check {
+    let installed = one(c, "SELECT extversion FROM pg_extension WHERE extname = 'dionysus'").await.ok().flatten();
+    let available = one(c, "SELECT default_version FROM pg_available_extensions WHERE name = 'dionysus'").await.ok().flatten();
+    match (installed, available) {
+        (Some(v), Some(a)) if v == a => Check::ok("extension", format!("dionysus {v} installed")),
+        (Some(v), Some(a)) => Check::warn("extension", format!("dionysus {v} installed, {a} available"), "ALTER EXTENSION dionysus UPDATE"),
+        (Some(v), None) => Check::ok("extension", format!("dionysus {v} installed")),
+        (None, Some(a)) => Check::fail("extension", format!("dionysus {a} available but not created in this database"), "CREATE EXTENSION dionysus CASCADE;"),
+        (None, None) => Check::fail(
+            "extension",
+            "dionysus is not installed on this server",
+            "build and install it: cd extension && cargo pgrx install --release (scripts/run.sh does)",
+        ),
+    }
+}
+
+async fn preload(c: &Client) -> Check {
+    match one(c, "SELECT current_setting('shared_preload_libraries')").await {
+        Ok(Some(v)) if v.split(',').any(|l| l.trim().trim_matches('"') == "dionysus") => {
+            Check::ok("preload", format!("shared_preload_libraries = '{v}'"))
+        }
+        Ok(v) => Check::fail(
+            "preload",
+            format!("dionysus is not in shared_preload_libraries ('{}'): no maintenance worker", v.unwrap_or_default()),
+            "ALTER SYSTEM SET shared_preload_libraries = 'dionysus'; then restart PostgreSQL",
+        ),
+        Err(e) => Check::fail("preload", e, "check the connection's permissions"),
+    }
+}
+
+async fn worker(c: &Client) -> Check {
+    let row = c
+        .query_one(
+            "SELECT extract(epoch FROM now() - last_worker_run)::float8, last_worker_error, stale_neighborhoods \
+             FROM dionysus.memory_health",
+            &[],
+        )
+        .await;
+    match row {
+        Ok(r) => {
+            let age: Option<f64> = r.get(0);
+            let error: Option<String> = r.get(1);
+            let stale: i64 = r.get(2);
+            match (age, error) {
+                (None, _) => Check::warn(
+                    "worker",
+                    format!("no maintenance pass has run in this database yet ({stale} stale neighborhoods)"),
+                    "preload dionysus and wait dionysus.worker_interval seconds; SELECT dionysus.run_maintenance() works meanwhile",
+                ),
+                (Some(a), Some(e)) => Check::warn("worker", format!("last pass {a:.0} s ago reported: {e}"), "see the server log and SELECT * FROM dionysus.memory_health"),
+                (Some(a), None) => Check::ok("worker", format!("last pass {a:.0} s ago, {stale} stale neighborhoods")),
+            }
+        }
+        Err(e) => Check::fail("worker", e.to_string(), "ALTER EXTENSION dionysus UPDATE"),
+    }
+}
+
+async fn model(c: &Client) -> Check {
+    let info: Result<serde_json::Value, String> =
+        c.query_one("SELECT dionysus.embedding_info()", &[]).await.map(|r| r.get(0)).map_err(|e| e.to_string());
+    let info = match info {
+        Ok(i) => i,
+        Err(e) => return Check::fail("model", e, "see the server log"),
+    };
+    let provider = info["provider"].as_str().unwrap_or("?").to_string();
+    if provider == "local" && info["loadable"] != serde_json::Value::Bool(true) {
+        return Check::fail(
+            "model",
+            format!("{} — {}", info["model_path"].as_str().unwrap_or("?"), info["error"].as_str().unwrap_or("not loadable")),
+            format!("scripts/fetch-model.sh {}", info["model_path"].as_str().unwrap_or("")),
+        );
+    }
+    match c.query_one("SELECT vector_dims(dionysus.embed('dionysus doctor'))", &[]).await {
+        Ok(r) => {
+            let dims: i32 = r.get(0);
+            let where_ = info["model_path"].as_str().or(info["url"].as_str()).unwrap_or("").to_string();
+            Check::ok("model", format!("{provider} embedding works ({dims} dimensions) — {where_}"))
+        }
+        Err(e) => {
+            let msg = e.as_db_error().map(|d| format!("{} {}", d.message(), d.hint().unwrap_or(""))).unwrap_or(e.to_string());
+            Check::fail("model", msg, "see dionysus.embedding_provider, dionysus.model_path / dionysus.embedding_url")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_compare_numerically() {
+        assert_eq!(parse_version("0.8.0"), (0, 8, 0));
+        assert_eq!(parse_version("15.18 (Debian 15.18-0+deb12u1)"), (15, 18, 0));
+        assert!(parse_version("0.10.1") > MIN_PGVECTOR);
+        assert!(parse_version("0.7.4") < MIN_PGVECTOR);
+    }
+
+    #[test]
+    fn failures_carry_their_fix() {
+        let c = Check::fail("preload", "missing", "ALTER SYSTEM ...");
+        let text = c.render();
+        assert!(text.starts_with("FAIL  preload"));
+        assert!(text.contains("fix: ALTER SYSTEM ..."));
+        assert!(!Check::ok("server", "PostgreSQL 15").render().contains("fix"));
+    }
+}
