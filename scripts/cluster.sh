@@ -40,7 +40,12 @@ case "$cmd" in
     ;;
   stop)
     if [ -f "$data/PG_VERSION" ]; then
-      as_pg "$PG_BIN/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 || true
+      as_pg "$PG_BIN/pg_ctl" -D "$data" -m fast -w -t 60 stop >/dev/null 2>&1 || true
+    fi
+    # A postmaster whose data directory was removed under it cannot be reached by pg_ctl.
+    if pgrep -f -- "postgres -D $data\$" >/dev/null; then
+      pkill -INT -f -- "postgres -D $data\$" || true
+      for _ in $(seq 1 50); do pgrep -f -- "postgres -D $data\$" >/dev/null || break; sleep 0.2; done
     fi
     ;;
   restart)

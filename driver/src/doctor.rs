@@ -45,9 +45,10 @@ impl Check {
     }
 }
 
-/// "0.8.0" → (0, 8, 0); missing parts are 0.
+/// "0.8.0" → (0, 8, 0), "15.18 (Debian ...)" → (15, 18, 0); missing parts are 0.
 pub fn parse_version(v: &str) -> (u32, u32, u32) {
-    let mut parts = v.trim().split(|c: char| !c.is_ascii_digit()).filter(|p| !p.is_empty()).map(|p| p.parse().unwrap_or(0));
+    let head = v.split_whitespace().next().unwrap_or("");
+    let mut parts = head.split(['.', '-']).map(|p| p.parse().unwrap_or(0));
     (parts.next().unwrap_or(0), parts.next().unwrap_or(0), parts.next().unwrap_or(0))
 }
 

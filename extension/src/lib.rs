@@ -30,6 +30,9 @@ pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 #[allow(non_snake_case)]
 pub extern "C-unwind" fn _PG_init() {
     settings::register();
+    if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+        embed::preload_in_postmaster();
+    }
     workers::register_launcher_if_preloaded();
 }
 

@@ -64,26 +64,62 @@ pub fn in_subtransaction<T, F: FnOnce() -> T + std::panic::UnwindSafe>(f: F) -> 
 
 /// Runs `f` with pgvector 0.8's iterative index scan switched on (relaxed order) and a wider
 /// search list, so filtered kNN queries keep scanning until they have enough rows instead of
-/// starving. The caller's settings are restored afterwards.
+/// starving. Scoped like a function's SET clause: a GUC nest level, popped afterwards (and by
+/// the transaction machinery if `f` raises an error).
 pub fn with_iterative_scan<T>(ef_search: i32, f: impl FnOnce() -> T) -> T {
-    let saved = Spi::get_two::<String, String>(
-        "SELECT current_setting('hnsw.iterative_scan', true), current_setting('hnsw.ef_search', true)",
-    )
-    .unwrap_or((None, None));
-    Spi::run_with_args(
-        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)",
-        &[ef_search.clamp(1, 1000).to_string().into()],
-    )
-    .expect("enable iterative scan");
+    let level = unsafe { pg_sys::NewGUCNestLevel() };
+    set_guc(c"hnsw.iterative_scan", c"relaxed_order");
+    let ef = std::ffi::CString::new(ef_search.clamp(1, 1000).to_string()).expect("digits");
+    set_guc(c"hnsw.ef_search", &ef);
     let out = f();
-    let restore = |name: &str, v: Option<String>| {
-        if let Some(v) = v.filter(|v| !v.is_empty()) {
-            let _ = Spi::run_with_args("SELECT set_config($1, $2, true)", &[name.into(), v.into()]);
-        }
-    };
-    restore("hnsw.iterative_scan", saved.0);
-    restore("hnsw.ef_search", saved.1);
+    unsafe { pg_sys::AtEOXact_GUC(true, level) };
     out
+}
+
+fn set_guc(name: &std::ffi::CStr, value: &std::ffi::CStr) {
+    unsafe {
+        pg_sys::set_config_option(
+            name.as_ptr(),
+            value.as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            0,
+            false,
+        );
+    }
+}
+
+thread_local! {
+    /// Plans of the hot read queries, prepared once per backend (SPI_keepplan). Postgres
+    /// revalidates them itself when the tables they use change.
+    static PLANS: std::cell::RefCell<std::collections::HashMap<String, pgrx::spi::OwnedPreparedStatement>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// Runs a read-only query through the backend's plan cache and maps its rows.
+pub fn select_prepared<R>(
+    query: &str,
+    args: &[pgrx::datum::DatumWithOid<'_>],
+    mut row: impl FnMut(pgrx::spi::SpiHeapTupleData) -> Option<R>,
+) -> Vec<R> {
+    Spi::connect(|client| {
+        PLANS.with(|plans| {
+            let mut plans = plans.borrow_mut();
+            if !plans.contains_key(query) {
+                let oids: Vec<pgrx::PgOid> = args.iter().map(|a| pgrx::PgOid::from(a.oid())).collect();
+                let stmt = client.prepare(query, &oids).unwrap_or_else(|e| pgrx::error!("dionysus: preparing a query: {e}"));
+                plans.insert(query.to_string(), stmt.keep());
+            }
+            let stmt = &plans[query];
+            client
+                .select(stmt, None, args)
+                .unwrap_or_else(|e| pgrx::error!("dionysus: {e}"))
+                .filter_map(&mut row)
+                .collect()
+        })
+    })
 }
 
 /// The first column of the first row, or None when the query returns no row (or NULL).

@@ -45,7 +45,7 @@ async fn every_bad_input_is_a_clear_error_and_writes_nothing() {
     let c = &db.client;
     let a: uuid::Uuid = c.query_one("SELECT dionysus.remember('anchor a')", &[]).await.unwrap().get(0);
     let b: uuid::Uuid = c.query_one("SELECT dionysus.remember('anchor b')", &[]).await.unwrap().get(0);
-    let tables = ["memories", "episodes", "facts", "memory_edges", "triples", "entities", "concepts", "neighborhood_queue"];
+    let tables = ["memories", "episodes", "facts", "memory_edges", "triples", "entities", "concepts", "memory_concepts", "episode_memories"];
     let mut before = Vec::new();
     for t in tables {
         before.push(count(c, t).await);

@@ -55,6 +55,22 @@ pub fn model_key() -> String {
     }
 }
 
+/// In the postmaster, while `shared_preload_libraries` loads: loads the local model once so
+/// every backend inherits the weights copy-on-write instead of holding its own copy. Nothing
+/// is computed here, so no thread pool exists before the fork. Failure is only logged: the
+/// backends then load lazily and report the problem to whoever embeds.
+pub fn preload_in_postmaster() {
+    if settings::string(&EMBEDDING_PROVIDER).trim().to_ascii_lowercase() != "local" {
+        return;
+    }
+    let configured = settings::string(&MODEL_PATH);
+    let path = if configured.trim().is_empty() { model_path() } else { PathBuf::from(configured.trim()) };
+    match local::model(&path) {
+        Ok(_) => pgrx::log!("dionysus: embedding model loaded from {} (shared with every backend)", path.display()),
+        Err(e) => pgrx::log!("dionysus: embedding model not preloaded ({e:?}); backends will load it on first use"),
+    }
+}
+
 /// Computes embeddings without the cache.
 pub fn compute(texts: &[&str]) -> Vec<Vec<f32>> {
     if texts.is_empty() {
@@ -118,22 +134,14 @@ pub fn embed_texts(texts: &[&str]) -> Vec<Vec<f32>> {
     }
     let key = model_key();
     let hashes: Vec<Vec<u8>> = texts.iter().map(|t| content_hash(t)).collect();
-    let mut found: HashMap<Vec<u8>, Vec<f32>> = HashMap::new();
-    Spi::connect(|client| {
-        let rows = client
-            .select(
-                "SELECT content_hash, embedding::real[] FROM dionysus.embedding_cache \
-                 WHERE model = $1 AND content_hash = ANY($2)",
-                None,
-                &[key.clone().into(), hashes.clone().into()],
-            )
-            .unwrap_or_else(|e| errors::embedding_failed(format!("embedding cache: {e}")));
-        for row in rows {
-            if let (Ok(Some(h)), Ok(Some(v))) = (row.get::<Vec<u8>>(1), row.get::<Vec<f32>>(2)) {
-                found.insert(h, v);
-            }
-        }
-    });
+    let mut found: HashMap<Vec<u8>, Vec<f32>> = crate::spi_util::select_prepared(
+        "SELECT content_hash, embedding::real[] FROM dionysus.embedding_cache \
+         WHERE model = $1 AND content_hash = ANY($2)",
+        &[key.clone().into(), hashes.clone().into()],
+        |row| Some((row.get::<Vec<u8>>(1).ok()??, row.get::<Vec<f32>>(2).ok()??)),
+    )
+    .into_iter()
+    .collect();
     // Each distinct missing text is computed once.
     let mut missing: Vec<usize> = Vec::new();
     let mut seen = std::collections::HashSet::new();

@@ -5,7 +5,7 @@
 //! `dionysus.lexicon` (refreshed like ANALYZE), candidates are found through the GIN index by
 //! the rarest lexemes only (bounded work), and scored with BM25 (k1, b from recall_config).
 use super::{Config, Filters, FILTER_SQL};
-use crate::errors;
+use crate::spi_util::{cosine_op, select_prepared, vector_type};
 use pgrx::prelude::*;
 use pgrx::Uuid;
 
@@ -15,27 +15,25 @@ struct Term {
     ndoc: i64,
 }
 
-/// The best `n` lexical matches, scored by BM25 and normalised so the best is 1.0.
-pub fn search(query: &str, n: i64, filters: &Filters, cfg: &Config) -> Vec<(Uuid, f64)> {
-    let (terms, n_docs, avg_len) = Spi::connect(|c| {
-        let rows = c
-            .select(
-                "SELECT l.lexeme, coalesce(x.ndoc, 0)::int8, s.n_docs, s.avg_length \
-                 FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l(lexeme) \
-                 CROSS JOIN dionysus.lexicon_stats s LEFT JOIN dionysus.lexicon x ON x.lexeme = l.lexeme",
-                None,
-                &[query.into()],
-            )
-            .expect("query lexemes");
-        let mut terms = Vec::new();
-        let (mut n_docs, mut avg_len) = (0i64, 1.0f64);
-        for t in rows {
-            terms.push(Term { lexeme: t.get::<String>(1).unwrap().unwrap(), ndoc: t.get::<i64>(2).unwrap().unwrap_or(0) });
-            n_docs = t.get::<i64>(3).unwrap().unwrap_or(0);
-            avg_len = t.get::<f64>(4).unwrap().unwrap_or(1.0);
-        }
-        (terms, n_docs.max(1) as f64, avg_len.max(1.0))
-    });
+/// A lexical match: BM25 normalised so the best is 1.0, and its cosine similarity to the query.
+pub struct Match {
+    pub id: Uuid,
+    pub score: f64,
+    pub similarity: f64,
+}
+
+/// The best `n` lexical matches.
+pub fn search(query: &str, qv: &[f32], n: i64, filters: &Filters, cfg: &Config) -> Vec<Match> {
+    let rows = select_prepared(
+        "SELECT l.lexeme, coalesce(x.ndoc, 0)::int8, s.n_docs, s.avg_length \
+         FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l(lexeme) \
+         CROSS JOIN dionysus.lexicon_stats s LEFT JOIN dionysus.lexicon x ON x.lexeme = l.lexeme",
+        &[query.into()],
+        |t| Some((t.get::<String>(1).ok()??, t.get::<i64>(2).ok()??, t.get::<i64>(3).ok()??, t.get::<f64>(4).ok()??)),
+    );
+    let n_docs = rows.first().map(|r| r.2).unwrap_or(0).max(1) as f64;
+    let avg_len = rows.first().map(|r| r.3).unwrap_or(1.0).max(1.0);
+    let terms: Vec<Term> = rows.into_iter().map(|(lexeme, ndoc, _, _)| Term { lexeme, ndoc }).collect();
     // Too common to tell memories apart: dropped (BM25 would give them almost no weight anyway).
     let mut usable: Vec<Term> =
         terms.into_iter().filter(|t| (t.ndoc as f64) <= (cfg.lexical_max_df * n_docs).max(1.0)).collect();
@@ -67,29 +65,30 @@ pub fn search(query: &str, n: i64, filters: &Filters, cfg: &Config) -> Vec<(Uuid
         cfg.bm25_k1.into(),
         cfg.bm25_b.into(),
         avg_len.into(),
+        qv.to_vec().into(),
     ]);
-    let scored: Vec<(Uuid, f64)> = Spi::connect(|c| {
-        c.select(
-            &format!(
-                "WITH q AS (SELECT * FROM unnest($8::text[], $9::float8[]) AS q(lexeme, idf)), \
-                 cand AS (SELECT m.id, m.search FROM dionysus.memories m \
-                          WHERE m.search @@ $1::tsquery AND {FILTER_SQL} LIMIT $10) \
-                 SELECT c.id, sum(q.idf * t.tf * ($11 + 1) / (t.tf + $11 * (1 - $12 + $12 * length(c.search) / $13))) AS score \
-                 FROM cand c \
-                 CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf \
-                                     FROM unnest(c.search) u) t \
-                 JOIN q ON q.lexeme = t.lexeme \
-                 GROUP BY c.id ORDER BY score DESC, c.id LIMIT $7"
-            ),
-            None,
-            &args,
-        )
-        .unwrap_or_else(|e| errors::invalid_arg("query", format!("lexical search failed: {e}")))
-        .filter_map(|t| Some((t.get::<Uuid>(1).ok()??, t.get::<f64>(2).ok()??)))
-        .collect()
-    });
-    let best = scored.first().map(|s| s.1).unwrap_or(1.0).max(1e-9);
-    scored.into_iter().map(|(id, s)| (id, s / best)).collect()
+    let scored: Vec<Match> = select_prepared(
+        &format!(
+            "WITH q AS (SELECT * FROM unnest($8::text[], $9::float8[]) AS q(lexeme, idf)), \
+             cand AS (SELECT m.id, m.search, m.embedding FROM dionysus.memories m \
+                      WHERE m.search @@ $1::tsquery AND {FILTER_SQL} LIMIT $10), \
+             scored AS ( \
+               SELECT c.id, sum(q.idf * t.tf * ($11 + 1) / (t.tf + $11 * (1 - $12 + $12 * length(c.search) / $13))) AS score \
+               FROM cand c \
+               CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf \
+                                   FROM unnest(c.search) u) t \
+               JOIN q ON q.lexeme = t.lexeme \
+               GROUP BY c.id ORDER BY score DESC, c.id LIMIT $7) \
+             SELECT s.id, s.score, 1 - (c.embedding {op} $14::real[]::{vt}) FROM scored s JOIN cand c ON c.id = s.id \
+             ORDER BY s.score DESC, s.id",
+            op = cosine_op(),
+            vt = vector_type()
+        ),
+        &args,
+        |t| Some(Match { id: t.get::<Uuid>(1).ok()??, score: t.get::<f64>(2).ok()??, similarity: t.get::<f64>(3).ok()?? }),
+    );
+    let best = scored.first().map(|m| m.score).unwrap_or(1.0).max(1e-9);
+    scored.into_iter().map(|m| Match { score: m.score / best, ..m }).collect()
 }
 
 /// A lexeme quoted for the tsquery input syntax.

@@ -14,7 +14,7 @@ pub mod lexical;
 use crate::embed::{self, check_text};
 use crate::errors;
 use crate::memory::validate;
-use crate::spi_util::{cosine_op, vector_type, with_iterative_scan};
+use crate::spi_util::{cosine_op, select_prepared, vector_type, with_iterative_scan};
 use pgrx::datum::TimestampWithTimeZone;
 use pgrx::prelude::*;
 use pgrx::Uuid;
@@ -43,12 +43,12 @@ pub struct Config {
 
 impl Config {
     pub fn load() -> Config {
-        let map: HashMap<String, f64> = Spi::connect(|c| {
-            c.select("SELECT key, value FROM dionysus.recall_config", None, &[])
-                .expect("recall_config")
-                .filter_map(|t| Some((t.get::<String>(1).ok()??, t.get::<f64>(2).ok()??)))
-                .collect()
-        });
+        let map: HashMap<String, f64> =
+            select_prepared("SELECT key, value FROM dionysus.recall_config", &[], |t| {
+                Some((t.get::<String>(1).ok()??, t.get::<f64>(2).ok()??))
+            })
+            .into_iter()
+            .collect();
         let get = |k: &str, d: f64| map.get(k).copied().unwrap_or(d);
         Config {
             weight_vector: get("weight_vector", 1.0),
@@ -150,32 +150,27 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     let vector_seeds: Vec<(Uuid, f64)> = with_iterative_scan((n_seeds as i32).max(40), || {
         let mut args = base_args();
         args.push(n_seeds.into());
-        Spi::connect(|c| {
-            c.select(
-                &format!(
-                    "SELECT id, sim FROM (SELECT m.id, 1 - (m.embedding {op} $1::real[]::{vt}) AS sim \
-                       FROM dionysus.memories m WHERE {FILTER_SQL} \
-                       ORDER BY m.embedding {op} $1::real[]::{vt} LIMIT $7) s ORDER BY sim DESC",
-                    op = cosine_op(),
-                    vt = vector_type()
-                ),
-                None,
-                &args,
-            )
-            .expect("vector seeds")
-            .filter_map(|t| Some((t.get::<Uuid>(1).ok()??, t.get::<f64>(2).ok()??)))
-            .collect()
-        })
+        select_prepared(
+            &format!(
+                "SELECT id, sim FROM (SELECT m.id, 1 - (m.embedding {op} $1::real[]::{vt}) AS sim \
+                   FROM dionysus.memories m WHERE {FILTER_SQL} \
+                   ORDER BY m.embedding {op} $1::real[]::{vt} LIMIT $7) s ORDER BY sim DESC",
+                op = cosine_op(),
+                vt = vector_type()
+            ),
+            &args,
+            |t| Some((t.get::<Uuid>(1).ok()??, t.get::<f64>(2).ok()??)),
+        )
     });
     // 1b. Lexical seeds (BM25, normalised to the best match of this query).
-    let lexical_seeds = lexical::search(query, n_seeds, filters, cfg);
+    let lexical_seeds = lexical::search(query, &qv, n_seeds, filters, cfg);
 
     let mut cands: HashMap<Uuid, Candidate> = HashMap::new();
     for (id, _) in &vector_seeds {
         cands.entry(*id).or_default().vector_seed = true;
     }
-    for (id, l) in &lexical_seeds {
-        cands.entry(*id).or_default().lexical = *l;
+    for m in &lexical_seeds {
+        cands.entry(m.id).or_default().lexical = m.score;
     }
     if cands.is_empty() {
         return Vec::new();
@@ -183,10 +178,8 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     let vector_of: HashMap<Uuid, f64> = vector_seeds.iter().copied().collect();
 
     // 2. Seed strength: the fused vector + lexical relevance, normalised to the best seed.
-    // Lexical-only seeds need their similarity to be ranked fairly.
-    let missing: Vec<Uuid> = cands.keys().filter(|id| !vector_of.contains_key(id)).copied().collect();
-    let mut sims = vector_of.clone();
-    sims.extend(similarities(&qv, &missing));
+    let mut sims = vector_of;
+    sims.extend(lexical_seeds.iter().map(|m| (m.id, m.similarity)));
     let relevance = |id: &Uuid, c: &Candidate| {
         cfg.weight_vector * sims.get(id).copied().unwrap_or(0.0) + cfg.weight_lexical * c.lexical
     };
@@ -198,20 +191,13 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     let seed_ids: Vec<Uuid> = seeds.iter().map(|s| s.0).collect();
 
     // 3. Expansion: neighborhoods, graph edges, episode-adjacent turns.
-    for (seed, n, w) in expansions_by_association(&seed_ids) {
-        let a = strength[&seed] * (w / 1.5).clamp(0.0, 1.0);
-        let c = cands.entry(n).or_default();
-        if a > c.association {
-            c.association = a;
-        }
-    }
     let window = cfg.temporal_window.max(0.0) as i32;
-    if window > 0 {
-        for (seed, n, dist) in expansions_by_episode(&seed_ids, window) {
-            let t = strength[&seed] * cfg.temporal_decay.powi(dist - 1);
-            let c = cands.entry(n).or_default();
-            if t > c.temporal {
-                c.temporal = t;
+    for e in expansions(&seed_ids, window) {
+        let c = cands.entry(e.neighbour).or_default();
+        match e.kind {
+            Expansion::Association(w) => c.association = c.association.max(strength[&e.seed] * (w / 1.5).clamp(0.0, 1.0)),
+            Expansion::Temporal(dist) => {
+                c.temporal = c.temporal.max(strength[&e.seed] * cfg.temporal_decay.powi(dist - 1))
             }
         }
     }
@@ -220,20 +206,16 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     let ids: Vec<Uuid> = cands.keys().copied().collect();
     let mut args = base_args();
     args.push(ids.into());
-    let rows: Vec<(Uuid, String, String, TimestampWithTimeZone, f64, f64, f64)> = Spi::connect(|c| {
-        c.select(
-            &format!(
-                "SELECT m.id, m.content, m.type::text, m.created_at, 1 - (m.embedding {op} $1::real[]::{vt}), \
-                        m.importance::float8, extract(epoch FROM now() - m.created_at)::float8 / 86400 \
-                 FROM dionysus.memories m WHERE m.id = ANY($7) AND {FILTER_SQL}",
-                op = cosine_op(),
-                vt = vector_type()
-            ),
-            None,
-            &args,
-        )
-        .expect("score candidates")
-        .filter_map(|t| {
+    let rows: Vec<(Uuid, String, String, TimestampWithTimeZone, f64, f64, f64)> = select_prepared(
+        &format!(
+            "SELECT m.id, m.content, m.type::text, m.created_at, 1 - (m.embedding {op} $1::real[]::{vt}), \
+                    m.importance::float8, extract(epoch FROM now() - m.created_at)::float8 / 86400 \
+             FROM dionysus.memories m WHERE m.id = ANY($7) AND {FILTER_SQL}",
+            op = cosine_op(),
+            vt = vector_type()
+        ),
+        &args,
+        |t| {
             Some((
                 t.get::<Uuid>(1).ok()??,
                 t.get::<String>(2).ok()??,
@@ -243,9 +225,8 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
                 t.get::<f64>(6).ok()??,
                 t.get::<f64>(7).ok()??,
             ))
-        })
-        .collect()
-    });
+        },
+    );
     let mut hits: Vec<Hit> = rows
         .into_iter()
         .map(|(id, content, kind, created_at, vector, importance, age_days)| {
@@ -287,71 +268,51 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     hits
 }
 
-/// Cosine similarity of the query to given memories.
-fn similarities(qv: &[f32], ids: &[Uuid]) -> Vec<(Uuid, f64)> {
-    if ids.is_empty() {
-        return Vec::new();
-    }
-    Spi::connect(|c| {
-        c.select(
-            &format!(
-                "SELECT id, 1 - (embedding {op} $1::real[]::{vt}) FROM dionysus.memories WHERE id = ANY($2)",
-                op = cosine_op(),
-                vt = vector_type()
-            ),
-            None,
-            &[qv.to_vec().into(), ids.to_vec().into()],
-        )
-        .expect("similarities")
-        .filter_map(|t| Some((t.get::<Uuid>(1).ok()??, t.get::<f64>(2).ok()??)))
-        .collect()
-    })
+enum Expansion {
+    /// Through a neighborhood or a graph edge, with its weight.
+    Association(f64),
+    /// An episode-adjacent turn, at this distance.
+    Temporal(i32),
 }
 
-/// (seed, neighbour, weight) through precomputed neighborhoods and direct graph edges
-/// (edges added since the last recompute count at once).
-fn expansions_by_association(seeds: &[Uuid]) -> Vec<(Uuid, Uuid, f64)> {
+struct Expanded {
+    seed: Uuid,
+    neighbour: Uuid,
+    kind: Expansion,
+}
+
+/// Everything one hop from the seeds, in one query: precomputed neighborhoods, direct graph
+/// edges (edges added since the last recompute count at once) and turns within `window`
+/// positions in the same episode.
+fn expansions(seeds: &[Uuid], window: i32) -> Vec<Expanded> {
     if seeds.is_empty() {
         return Vec::new();
     }
-    Spi::connect(|c| {
-        c.select(
-            "SELECT memory_id, n, w::float8 FROM dionysus.memory_neighborhoods, \
-                    unnest(neighbor_ids, neighbor_weights) AS u(n, w) \
-             WHERE memory_id = ANY($1) \
-             UNION ALL \
-             SELECT CASE WHEN from_id = ANY($1) THEN from_id ELSE to_id END, \
-                    CASE WHEN from_id = ANY($1) THEN to_id ELSE from_id END, weight::float8 \
-             FROM dionysus.memory_edges WHERE from_id = ANY($1) OR to_id = ANY($1)",
-            None,
-            &[seeds.to_vec().into()],
-        )
-        .expect("association expansion")
-        .filter_map(|t| Some((t.get::<Uuid>(1).ok()??, t.get::<Uuid>(2).ok()??, t.get::<f64>(3).ok()??)))
-        .collect()
-    })
-}
-
-/// (seed, neighbour, distance) for turns within `window` positions of a seed in its episode.
-fn expansions_by_episode(seeds: &[Uuid], window: i32) -> Vec<(Uuid, Uuid, i32)> {
-    if seeds.is_empty() {
-        return Vec::new();
-    }
-    Spi::connect(|c| {
-        c.select(
-            "SELECT a.memory_id, b.memory_id, abs(a.sequence_order - b.sequence_order) \
-             FROM dionysus.episode_memories a \
-             JOIN dionysus.episode_memories b ON b.episode_id = a.episode_id \
-              AND b.sequence_order BETWEEN a.sequence_order - $2 AND a.sequence_order + $2 \
-              AND b.memory_id <> a.memory_id \
-             WHERE a.memory_id = ANY($1)",
-            None,
-            &[seeds.to_vec().into(), window.into()],
-        )
-        .expect("episode expansion")
-        .filter_map(|t| Some((t.get::<Uuid>(1).ok()??, t.get::<Uuid>(2).ok()??, t.get::<i32>(3).ok()??)))
-        .collect()
-    })
+    select_prepared(
+        "SELECT 'a', memory_id, n, w::float8 FROM dionysus.memory_neighborhoods, \
+                unnest(neighbor_ids, neighbor_weights) AS u(n, w) WHERE memory_id = ANY($1) \
+         UNION ALL \
+         SELECT 'a', CASE WHEN from_id = ANY($1) THEN from_id ELSE to_id END, \
+                CASE WHEN from_id = ANY($1) THEN to_id ELSE from_id END, weight::float8 \
+         FROM dionysus.memory_edges WHERE from_id = ANY($1) OR to_id = ANY($1) \
+         UNION ALL \
+         SELECT 't', a.memory_id, b.memory_id, abs(a.sequence_order - b.sequence_order)::float8 \
+         FROM dionysus.episode_memories a \
+         JOIN dionysus.episode_memories b ON b.episode_id = a.episode_id \
+          AND b.sequence_order BETWEEN a.sequence_order - $2 AND a.sequence_order + $2 \
+          AND b.memory_id <> a.memory_id \
+         WHERE a.memory_id = ANY($1) AND $2 > 0",
+        &[seeds.to_vec().into(), window.into()],
+        |t| {
+            let kind = t.get::<String>(1).ok()??;
+            let value = t.get::<f64>(4).ok()??;
+            Some(Expanded {
+                seed: t.get::<Uuid>(2).ok()??,
+                neighbour: t.get::<Uuid>(3).ok()??,
+                kind: if kind == "t" { Expansion::Temporal(value as i32) } else { Expansion::Association(value) },
+            })
+        },
+    )
 }
 
 /// Records that memories were recalled (folded into access_count by the worker).

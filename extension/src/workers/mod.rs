@@ -92,12 +92,24 @@ fn run_pass(db: &str) {
         .set_extra(db)
         .set_notify_pid(unsafe { pg_sys::MyProcPid })
         .load_dynamic();
-    match started {
-        Ok(worker) => {
-            let _ = worker.wait_for_shutdown();
-        }
+    let worker = match started {
+        Ok(w) => w,
         Err(_) => {
             warning!("dionysus: could not start a maintenance pass for database {db} (raise max_worker_processes)");
+            return;
+        }
+    };
+    // Not WaitForBackgroundWorkerShutdown: it ignores our SIGTERM, and a pass registered while
+    // the server shuts down never starts, so it would wait forever.
+    loop {
+        match worker.pid() {
+            Err(BackgroundWorkerStatus::Stopped) | Err(BackgroundWorkerStatus::PostmasterDied) => return,
+            Err(BackgroundWorkerStatus::Untracked { .. }) => return,
+            Ok(_) | Err(BackgroundWorkerStatus::NotYetStarted) | Err(BackgroundWorkerStatus::Started) => {}
+        }
+        if !BackgroundWorker::wait_latch(Some(Duration::from_millis(200))) || BackgroundWorker::sigterm_received() {
+            let _ = worker.terminate();
+            return;
         }
     }
 }

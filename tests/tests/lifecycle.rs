@@ -1,0 +1,45 @@
+//! The server with the worker inside: it starts, works, and stops cleanly. Uses a cluster of
+//! its own so stopping it disturbs no other test.
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn cluster(args: &[&str]) -> bool {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    Command::new(format!("{root}/scripts/cluster.sh")).args(args).status().expect("scripts/cluster.sh").success()
+}
+
+#[tokio::test]
+async fn the_server_stops_cleanly_while_the_worker_runs() {
+    // Only under scripts/test.sh, which also provides sudo and the installed extension.
+    let _ = dionysus_tests::cluster_conninfo();
+    let port = 54400 + (std::process::id() % 90) as u16;
+    let data = format!("/tmp/dionysus-lifecycle-{port}");
+    cluster(&["stop", &data]);
+    let _ = std::fs::remove_dir_all(&data);
+    assert!(cluster(&["start", &data, &port.to_string(), "dionysus.worker_interval = 1"]));
+    let conninfo = format!("host=127.0.0.1 port={port} user=postgres dbname=postgres");
+    let (client, conn) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls).await.unwrap();
+    let conn = tokio::spawn(conn);
+    client.batch_execute("CREATE EXTENSION dionysus CASCADE").await.unwrap();
+    for i in 0..30 {
+        client.execute("SELECT dionysus.remember($1)", &[&format!("lifecycle memory {i}")]).await.unwrap();
+    }
+    // Let the worker start working on this database.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while client.query_one("SELECT last_worker_run FROM dionysus.memory_health", &[]).await.unwrap().get::<_, Option<std::time::SystemTime>>(0).is_none() {
+        assert!(Instant::now() < deadline, "no maintenance pass within 60 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    drop(client);
+    let _ = conn.await;
+    let started = Instant::now();
+    assert!(cluster(&["stop", &data]));
+    let took = started.elapsed();
+    let log = std::fs::read_to_string(format!("{data}/server.log")).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&data);
+    assert!(log.contains("dionysus launcher stopped"), "the launcher did not stop cleanly:\n{log}");
+    assert!(log.contains("database system is shut down"), "{log}");
+    assert!(!log.contains("terminated by signal"), "a worker crashed:\n{log}");
+    // A hang would be minutes (pg_ctl gives up after 60 s); this is not a speed check.
+    assert!(took < Duration::from_secs(55), "shutdown took {took:?}");
+}
