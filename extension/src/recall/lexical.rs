@@ -70,7 +70,7 @@ pub fn search(query: &str, qv: &[f32], n: i64, filters: &Filters, cfg: &Config) 
     let scored: Vec<Match> = select_prepared(
         &format!(
             "WITH q AS (SELECT * FROM unnest($8::text[], $9::float8[]) AS q(lexeme, idf)), \
-             cand AS (SELECT m.id, m.search, m.embedding FROM dionysus.memories m \
+             cand AS (SELECT m.id, m.search FROM dionysus.memories m \
                       WHERE m.search @@ $1::tsquery AND {FILTER_SQL} LIMIT $10), \
              scored AS ( \
                SELECT c.id, sum(q.idf * t.tf * ($11 + 1) / (t.tf + $11 * (1 - $12 + $12 * length(c.search) / $13))) AS score \
@@ -79,7 +79,7 @@ pub fn search(query: &str, qv: &[f32], n: i64, filters: &Filters, cfg: &Config) 
                                    FROM unnest(c.search) u) t \
                JOIN q ON q.lexeme = t.lexeme \
                GROUP BY c.id ORDER BY score DESC, c.id LIMIT $7) \
-             SELECT s.id, s.score, 1 - (c.embedding {op} $14::real[]::{vt}) FROM scored s JOIN cand c ON c.id = s.id \
+             SELECT s.id, s.score, 1 - (m.embedding {op} $14::real[]::{vt}) FROM scored s JOIN dionysus.memories m ON m.id = s.id \
              ORDER BY s.score DESC, s.id",
             op = cosine_op(),
             vt = vector_type()

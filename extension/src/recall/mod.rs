@@ -66,7 +66,7 @@ impl Config {
             bm25_k1: get("bm25_k1", 1.2),
             bm25_b: get("bm25_b", 0.75),
             lexical_max_df: get("lexical_max_df", 0.25),
-            lexical_candidates: get("lexical_candidates", 4000.0),
+            lexical_candidates: get("lexical_candidates", 1000.0),
         }
     }
 }
