@@ -43,10 +43,12 @@ case "$cmd" in
       as_pg "$PG_BIN/pg_ctl" -D "$data" -m fast -w -t 60 stop >/dev/null 2>&1 || true
     fi
     # A postmaster whose data directory was removed under it cannot be reached by pg_ctl.
-    if pgrep -f -- "postgres -D $data\$" >/dev/null; then
-      pkill -INT -f -- "postgres -D $data\$" || true
+    # Fast shutdown first; if it stalls, an immediate one.
+    for sig in INT QUIT KILL; do
+      pgrep -f -- "postgres -D $data\$" >/dev/null || break
+      pkill -"$sig" -f -- "postgres -D $data\$" || true
       for _ in $(seq 1 50); do pgrep -f -- "postgres -D $data\$" >/dev/null || break; sleep 0.2; done
-    fi
+    done
     ;;
   restart)
     as_pg "$PG_BIN/pg_ctl" -D "$data" -l "$data/server.log" -m fast -w -t 60 restart >/dev/null

@@ -22,7 +22,7 @@ if [ "${DIONYSUS_SKIP_PG_TEST:-0}" != 1 ]; then
   log "#[pg_test] units"
   pgtest_data="$root/target/pgrx-test-data"
   mkdir -p "$pgtest_data"; chown -R postgres:postgres "$pgtest_data" 2>/dev/null || true
-  (cd extension && cargo pgrx test pg15 --runas postgres --pgdata "$pgtest_data")
+  (cd extension && cargo pgrx test pg15 --release --runas postgres --pgdata "$pgtest_data")
 fi
 
 log "integration cluster on 127.0.0.1:$PORT ($DATA)"

@@ -102,22 +102,39 @@ thread_local! {
 pub fn select_prepared<R>(
     query: &str,
     args: &[pgrx::datum::DatumWithOid<'_>],
+    row: impl FnMut(pgrx::spi::SpiHeapTupleData) -> Option<R>,
+) -> Vec<R> {
+    run_cached(query, args, false, row)
+}
+
+/// Runs a statement that writes (INSERT/UPDATE/DELETE, RETURNING allowed) through the
+/// backend's plan cache and maps the rows it returns.
+pub fn write_prepared<R>(
+    query: &str,
+    args: &[pgrx::datum::DatumWithOid<'_>],
+    row: impl FnMut(pgrx::spi::SpiHeapTupleData) -> Option<R>,
+) -> Vec<R> {
+    run_cached(query, args, true, row)
+}
+
+fn run_cached<R>(
+    query: &str,
+    args: &[pgrx::datum::DatumWithOid<'_>],
+    mutating: bool,
     mut row: impl FnMut(pgrx::spi::SpiHeapTupleData) -> Option<R>,
 ) -> Vec<R> {
-    Spi::connect(|client| {
+    Spi::connect_mut(|client| {
         PLANS.with(|plans| {
             let mut plans = plans.borrow_mut();
             if !plans.contains_key(query) {
                 let oids: Vec<pgrx::PgOid> = args.iter().map(|a| pgrx::PgOid::from(a.oid())).collect();
-                let stmt = client.prepare(query, &oids).unwrap_or_else(|e| pgrx::error!("dionysus: preparing a query: {e}"));
+                let stmt = if mutating { client.prepare_mut(query, &oids) } else { client.prepare(query, &oids) }
+                    .unwrap_or_else(|e| pgrx::error!("dionysus: preparing a query: {e}"));
                 plans.insert(query.to_string(), stmt.keep());
             }
             let stmt = &plans[query];
-            client
-                .select(stmt, None, args)
-                .unwrap_or_else(|e| pgrx::error!("dionysus: {e}"))
-                .filter_map(&mut row)
-                .collect()
+            let table = if mutating { client.update(stmt, None, args) } else { client.select(stmt, None, args) };
+            table.unwrap_or_else(|e| pgrx::error!("dionysus: {e}")).filter_map(&mut row).collect()
         })
     })
 }

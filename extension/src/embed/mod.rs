@@ -254,3 +254,40 @@ fn embedding_info() -> pgrx::JsonB {
     }
     pgrx::JsonB(info)
 }
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+
+    #[pg_test]
+    fn embeddings_are_unit_length_and_384_wide() {
+        let v = super::embed_one("A quiet morning by the lake");
+        assert_eq!(v.len(), super::DIMENSIONS);
+        let norm: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "norm {norm}");
+    }
+
+    #[pg_test]
+    fn batch_and_single_agree_and_order_is_kept() {
+        let texts = ["first text", "a rather longer second text that pads the batch", "third"];
+        let batch = super::compute(&texts);
+        for (i, t) in texts.iter().enumerate() {
+            let single = super::compute(&[t]).pop().unwrap();
+            let diff: f32 = single.iter().zip(&batch[i]).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+            assert!(diff < 1e-5, "padding changed text {i} by {diff}");
+        }
+    }
+
+    #[pg_test]
+    fn vector_literal_is_pgvector_text() {
+        assert_eq!(super::vector_literal(&[1.0, -0.5, 0.25]), "[1,-0.5,0.25]");
+        let ok = Spi::get_one::<bool>(&format!("SELECT vector_dims('{}'::vector) = 3", super::vector_literal(&[1.0, 2.0, 3.0])));
+        assert_eq!(ok, Ok(Some(true)));
+    }
+
+    #[pg_test(error = "dionysus: invalid argument \"content\": must not be empty")]
+    fn blank_text_is_rejected() {
+        super::check_text("content", Some("  \n "));
+    }
+}

@@ -6,7 +6,7 @@
 use super::validate;
 use crate::errors;
 use crate::settings::EPISODE_GAP_MINUTES;
-use crate::spi_util::first_or_none;
+use crate::spi_util::{first_or_none, select_prepared, write_prepared};
 use pgrx::datum::TimestampWithTimeZone;
 use pgrx::prelude::*;
 use pgrx::Uuid;
@@ -16,11 +16,11 @@ pub const DEFAULT_SOURCE: &str = "default";
 pub const TEMPORAL_SPAN: i32 = 3;
 
 fn lock_source(source: &str) {
-    Spi::run_with_args(
+    select_prepared(
         "SELECT pg_advisory_xact_lock(hashtextextended('dionysus.episode:' || $1, 0))",
         &[source.into()],
-    )
-    .expect("episode lock");
+        |_| Some(()),
+    );
 }
 
 /// Adds an episodic memory to its source's open episode, opening a new one after a gap.
@@ -30,12 +30,14 @@ pub fn assign(memory_id: Uuid, source: Option<&str>, at: TimestampWithTimeZone) 
     lock_source(source);
     let gap_minutes = EPISODE_GAP_MINUTES.get();
     // The open episode, if the memory falls within the gap (or the episode is explicit).
-    let open: Option<Uuid> = first_or_none(
+    let open: Option<Uuid> = select_prepared(
         "SELECT id FROM dionysus.episodes \
          WHERE source = $1 AND ended_at IS NULL \
            AND (explicit OR $2 - last_event_at <= make_interval(mins => $3))",
         &[source.into(), at.into(), gap_minutes.into()],
-    );
+        |t| t.get::<Uuid>(1).ok()?,
+    )
+    .pop();
     let episode = match open {
         Some(id) => id,
         None => {
@@ -54,31 +56,27 @@ pub fn assign(memory_id: Uuid, source: Option<&str>, at: TimestampWithTimeZone) 
             .expect("new episode id")
         }
     };
-    let seq = Spi::get_one_with_args::<i32>(
+    let seq = write_prepared(
         "UPDATE dionysus.episodes SET memory_count = memory_count + 1, \
                 last_event_at = greatest(last_event_at, $2), started_at = least(started_at, $2) \
          WHERE id = $1 RETURNING (SELECT coalesce(max(sequence_order), 0) + 1 \
                                   FROM dionysus.episode_memories WHERE episode_id = $1)",
         &[episode.into(), at.into()],
+        |t| t.get::<i32>(1).ok()?,
     )
-    .expect("advance episode")
+    .pop()
     .expect("sequence");
-    Spi::run_with_args(
+    write_prepared(
         "INSERT INTO dionysus.episode_memories (episode_id, memory_id, sequence_order) VALUES ($1, $2, $3)",
         &[episode.into(), memory_id.into(), seq.into()],
+        |_| Some(()),
+    );
+    select_prepared(
+        "SELECT memory_id FROM dionysus.episode_memories \
+         WHERE episode_id = $1 AND sequence_order >= $2 - $3 AND sequence_order < $2",
+        &[episode.into(), seq.into(), TEMPORAL_SPAN.into()],
+        |t| t.get::<Uuid>(1).ok()?,
     )
-    .expect("join episode");
-    Spi::connect(|c| {
-        c.select(
-            "SELECT memory_id FROM dionysus.episode_memories \
-             WHERE episode_id = $1 AND sequence_order >= $2 - $3 AND sequence_order < $2",
-            None,
-            &[episode.into(), seq.into(), TEMPORAL_SPAN.into()],
-        )
-        .expect("episode neighbours")
-        .filter_map(|t| t.get::<Uuid>(1).ok().flatten())
-        .collect()
-    })
 }
 
 /// Opens an episode for a source explicitly, closing the one open before. Episodic memories

@@ -10,7 +10,7 @@ pub mod validate;
 use crate::embed::{self, check_text};
 use crate::errors;
 use crate::neighborhoods;
-use crate::spi_util::vector_type;
+use crate::spi_util::{vector_type, write_prepared};
 use pgrx::datum::TimestampWithTimeZone;
 use pgrx::prelude::*;
 use pgrx::{JsonB, Uuid};
@@ -39,7 +39,7 @@ impl NewMemory {
 /// Inserts a validated memory with its embedding, assigns episodic ones to their episode and
 /// queues the neighborhoods it changes. Returns the new id.
 pub fn store(m: &NewMemory, embedding: &[f32]) -> Uuid {
-    let (id, created_at) = Spi::get_two_with_args::<Uuid, TimestampWithTimeZone>(
+    let (id, created_at) = write_prepared(
         &format!(
             "INSERT INTO dionysus.memories \
                (type, content, summary, micro, embedding, importance, confidence, valence, metadata, source, created_at) \
@@ -60,10 +60,10 @@ pub fn store(m: &NewMemory, embedding: &[f32]) -> Uuid {
             m.source.clone().into(),
             m.created_at.into(),
         ],
+        |t| Some((t.get::<Uuid>(1).ok()??, t.get::<TimestampWithTimeZone>(2).ok()??)),
     )
-    .unwrap_or_else(|e| errors::invalid_arg("content", format!("could not store memory: {e}")));
-    let id = id.expect("INSERT ... RETURNING id");
-    let created_at = created_at.expect("INSERT ... RETURNING created_at");
+    .pop()
+    .expect("INSERT ... RETURNING id, created_at");
     let episode_neighbors = if m.kind == "episodic" {
         episodes::assign(id, m.source.as_deref(), created_at)
     } else {

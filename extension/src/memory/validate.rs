@@ -94,3 +94,25 @@ pub fn positive(arg: &str, v: Option<i32>, max: i32) -> i32 {
     }
     v
 }
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pgrx::pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+
+    #[pg_test]
+    fn names_are_case_insensitive() {
+        assert_eq!(super::memory_type("type", Some(" Semantic ")), "semantic");
+        assert_eq!(super::relation("relation", Some("causes")), "CAUSES");
+    }
+
+    #[pg_test(error = "dionysus: invalid argument \"weight\": NaN is not a finite number")]
+    fn nan_is_rejected() {
+        super::unit("weight", Some(f64::NAN));
+    }
+
+    #[pg_test(error = "dionysus: invalid argument \"relation\": unknown relation 'LOVES' (expected one of TEMPORAL_NEXT, CAUSES, DERIVED_FROM, CONTRADICTS, SUPPORTS, INSTANCE_OF, PARENT_OF, ASSOCIATED)")]
+    fn unknown_relations_are_listed() {
+        super::relation("relation", Some("loves"));
+    }
+}

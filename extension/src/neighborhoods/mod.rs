@@ -7,7 +7,7 @@
 //! recomputation fails is retried with exponential back-off and never blocks the others.
 use crate::errors;
 use crate::memory::episodes::TEMPORAL_SPAN;
-use crate::spi_util::{cosine_op, first_or_none, in_subtransaction, vector_type, with_iterative_scan};
+use crate::spi_util::{cosine_op, in_subtransaction, select_prepared, vector_type, with_iterative_scan, write_prepared};
 use pgrx::prelude::*;
 use pgrx::Uuid;
 use std::collections::HashMap;
@@ -27,22 +27,22 @@ pub fn enqueue(ids: &[Uuid]) {
     if ids.is_empty() {
         return;
     }
-    Spi::run_with_args(
+    write_prepared(
         "INSERT INTO dionysus.neighborhood_queue (memory_id) \
          SELECT DISTINCT u FROM unnest($1::uuid[]) u WHERE EXISTS (SELECT 1 FROM dionysus.memories m WHERE m.id = u)",
         &[ids.to_vec().into()],
-    )
-    .expect("queue neighborhoods");
+        |_| Some(()),
+    );
 }
 
 /// A new memory: its own neighborhood, and those of its nearest existing memories and of the
 /// turns just before it in its episode, are stale — old memories learn about new ones.
 pub fn on_new_memory(id: Uuid, embedding: &[f32], episode_neighbors: &[Uuid]) {
-    Spi::run_with_args(
+    write_prepared(
         "INSERT INTO dionysus.memory_neighborhoods (memory_id) VALUES ($1) ON CONFLICT DO NOTHING",
         &[id.into()],
-    )
-    .expect("neighborhood row");
+        |_| Some(()),
+    );
     let mut ids = vec![id];
     ids.extend(vector_neighbors(id, embedding).into_iter().filter(|(_, s)| *s > VECTOR_THRESHOLD).map(|(n, _)| n));
     ids.extend_from_slice(episode_neighbors);
@@ -85,56 +85,46 @@ pub fn mark_graph_around(ends: &[Uuid]) {
 /// The nearest active memories to an embedding (excluding `id`), with cosine similarity.
 fn vector_neighbors(id: Uuid, embedding: &[f32]) -> Vec<(Uuid, f64)> {
     with_iterative_scan(40, || {
-        Spi::connect(|c| {
-            c.select(
-                &format!(
-                    "SELECT id, 1 - (embedding {op} $1::real[]::{vt}) FROM dionysus.memories \
-                     WHERE status = 'active' AND id <> $2 \
-                     ORDER BY embedding {op} $1::real[]::{vt} LIMIT $3",
-                    op = cosine_op(),
-                    vt = vector_type()
-                ),
-                None,
-                &[embedding.to_vec().into(), id.into(), VECTOR_NEIGHBORS.into()],
-            )
-            .expect("vector neighbours")
-            .filter_map(|t| Some((t.get::<Uuid>(1).ok()??, t.get::<f64>(2).ok()??)))
-            .collect()
-        })
+        select_prepared(
+            &format!(
+                "SELECT id, 1 - (embedding {op} $1::real[]::{vt}) FROM dionysus.memories \
+                 WHERE status = 'active' AND id <> $2 \
+                 ORDER BY embedding {op} $1::real[]::{vt} LIMIT $3",
+                op = cosine_op(),
+                vt = vector_type()
+            ),
+            &[embedding.to_vec().into(), id.into(), VECTOR_NEIGHBORS.into()],
+            |t| Some((t.get::<Uuid>(1).ok()??, t.get::<f64>(2).ok()??)),
+        )
     })
 }
 
 /// Computes one memory's neighborhood per seed 000 §6.3 and stores it.
 pub fn recompute_one(id: Uuid) {
     let embedding =
-        first_or_none::<Vec<f32>>("SELECT embedding::real[] FROM dionysus.memories WHERE id = $1", &[id.into()]);
+        select_prepared("SELECT embedding::real[] FROM dionysus.memories WHERE id = $1", &[id.into()], |t| {
+            t.get::<Vec<f32>>(1).ok()?
+        })
+        .pop();
     let Some(embedding) = embedding else {
         return; // deleted meanwhile: its queue rows went with it
     };
     let mut weights: HashMap<Uuid, f64> = HashMap::new();
     // 1. Graph neighbours within two hops: 1.0 for one hop, 0.5 for two, times the edge weight.
-    Spi::connect(|c| {
-        let rows = c
-            .select(
-                "WITH e1 AS ( \
-                   SELECT CASE WHEN from_id = $1 THEN to_id ELSE from_id END AS n, max(weight) AS w \
-                   FROM dionysus.memory_edges WHERE from_id = $1 OR to_id = $1 GROUP BY 1 LIMIT $2), \
-                 e2 AS ( \
-                   SELECT CASE WHEN e.from_id = e1.n THEN e.to_id ELSE e.from_id END AS n, max(e.weight * e1.w) AS w \
-                   FROM dionysus.memory_edges e JOIN e1 ON e.from_id = e1.n OR e.to_id = e1.n GROUP BY 1 LIMIT $3) \
-                 SELECT n, w::float8 FROM e1 \
-                 UNION ALL \
-                 SELECT n, 0.5 * w::float8 FROM e2 WHERE n <> $1 AND n NOT IN (SELECT n FROM e1)",
-                None,
-                &[id.into(), MAX_FIRST_HOP.into(), MAX_SECOND_HOP.into()],
-            )
-            .expect("graph neighbours");
-        for t in rows {
-            if let (Ok(Some(n)), Ok(Some(w))) = (t.get::<Uuid>(1), t.get::<f64>(2)) {
-                weights.insert(n, w);
-            }
-        }
-    });
+    let graph = select_prepared(
+        "WITH e1 AS ( \
+           SELECT CASE WHEN from_id = $1 THEN to_id ELSE from_id END AS n, max(weight) AS w \
+           FROM dionysus.memory_edges WHERE from_id = $1 OR to_id = $1 GROUP BY 1 LIMIT $2), \
+         e2 AS ( \
+           SELECT CASE WHEN e.from_id = e1.n THEN e.to_id ELSE e.from_id END AS n, max(e.weight * e1.w) AS w \
+           FROM dionysus.memory_edges e JOIN e1 ON e.from_id = e1.n OR e.to_id = e1.n GROUP BY 1 LIMIT $3) \
+         SELECT n, w::float8 FROM e1 \
+         UNION ALL \
+         SELECT n, 0.5 * w::float8 FROM e2 WHERE n <> $1 AND n NOT IN (SELECT n FROM e1)",
+        &[id.into(), MAX_FIRST_HOP.into(), MAX_SECOND_HOP.into()],
+        |t| Some((t.get::<Uuid>(1).ok()??, t.get::<f64>(2).ok()??)),
+    );
+    weights.extend(graph);
     // 2. Vector neighbours above 0.75 similarity boost (capped at 1.5).
     for (n, sim) in vector_neighbors(id, &embedding) {
         if sim > VECTOR_THRESHOLD {
@@ -143,37 +133,31 @@ pub fn recompute_one(id: Uuid) {
         }
     }
     // 3. Temporal neighbours: within three positions in the same episode, +0.3.
-    Spi::connect(|c| {
-        let rows = c
-            .select(
-                "SELECT em2.memory_id FROM dionysus.episode_memories em1 \
-                 JOIN dionysus.episode_memories em2 ON em2.episode_id = em1.episode_id \
-                 WHERE em1.memory_id = $1 AND em2.memory_id <> $1 \
-                   AND abs(em1.sequence_order - em2.sequence_order) <= $2",
-                None,
-                &[id.into(), TEMPORAL_SPAN.into()],
-            )
-            .expect("temporal neighbours");
-        for t in rows {
-            if let Ok(Some(n)) = t.get::<Uuid>(1) {
-                *weights.entry(n).or_insert(0.0) += TEMPORAL_BONUS;
-            }
-        }
-    });
+    let temporal = select_prepared(
+        "SELECT em2.memory_id FROM dionysus.episode_memories em1 \
+         JOIN dionysus.episode_memories em2 ON em2.episode_id = em1.episode_id \
+         WHERE em1.memory_id = $1 AND em2.memory_id <> $1 \
+           AND em2.sequence_order BETWEEN em1.sequence_order - $2 AND em1.sequence_order + $2",
+        &[id.into(), TEMPORAL_SPAN.into()],
+        |t| t.get::<Uuid>(1).ok()?,
+    );
+    for n in temporal {
+        *weights.entry(n).or_insert(0.0) += TEMPORAL_BONUS;
+    }
     // 4. Keep the top 20 (ties broken by id, so the result is deterministic).
     let mut ranked: Vec<(Uuid, f64)> = weights.into_iter().collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.as_bytes().cmp(b.0.as_bytes())));
     ranked.truncate(KEEP);
     let ids: Vec<Uuid> = ranked.iter().map(|r| r.0).collect();
     let ws: Vec<f32> = ranked.iter().map(|r| r.1 as f32).collect();
-    Spi::run_with_args(
+    write_prepared(
         "INSERT INTO dionysus.memory_neighborhoods (memory_id, neighbor_ids, neighbor_weights, computed_at) \
          VALUES ($1, $2, $3, now()) \
          ON CONFLICT (memory_id) DO UPDATE SET neighbor_ids = EXCLUDED.neighbor_ids, \
            neighbor_weights = EXCLUDED.neighbor_weights, computed_at = EXCLUDED.computed_at",
         &[id.into(), ids.into(), ws.into()],
-    )
-    .expect("store neighborhood");
+        |_| Some(()),
+    );
 }
 
 /// Outcome of one pass over the queue.
@@ -186,29 +170,37 @@ pub struct Pass {
 
 /// Recomputes up to `batch` due memories, oldest queued first, stopping early at `deadline`.
 pub fn process_queue(batch: i64, deadline: Option<Instant>) -> Pass {
-    let due: Vec<(Uuid, i64)> = Spi::connect(|c| {
-        c.select(
-            "SELECT memory_id, max(seq) FROM dionysus.neighborhood_queue WHERE not_before <= now() \
-             GROUP BY memory_id ORDER BY min(seq) LIMIT $1",
-            None,
-            &[batch.into()],
-        )
-        .expect("due neighborhoods")
-        .filter_map(|t| Some((t.get::<Uuid>(1).ok()??, t.get::<i64>(2).ok()??)))
-        .collect()
-    });
+    // The oldest due rows, read in queue order through the index (no aggregate over the whole
+    // queue); a memory queued several times is computed once.
+    let mut due: Vec<Uuid> = select_prepared(
+        "SELECT memory_id FROM dionysus.neighborhood_queue WHERE not_before <= now() ORDER BY not_before, seq LIMIT $1",
+        &[(batch * 2).into()],
+        |t| t.get::<Uuid>(1).ok()?,
+    );
+    let mut seen = std::collections::HashSet::new();
+    due.retain(|id| seen.insert(*id));
+    due.truncate(batch.max(0) as usize);
     let mut pass = Pass::default();
-    for (id, max_seq) in due {
+    for id in due {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
+        // Rows queued after this point (seq above the mark) survive and trigger another pass.
+        let Some(mark) = select_prepared(
+            "SELECT max(seq) FROM dionysus.neighborhood_queue WHERE memory_id = $1",
+            &[id.into()],
+            |t| t.get::<i64>(1).ok()?,
+        )
+        .pop() else {
+            continue; // computed meanwhile by another session
+        };
         match in_subtransaction(|| recompute_one(id)) {
             Ok(()) => {
-                Spi::run_with_args(
+                write_prepared(
                     "DELETE FROM dionysus.neighborhood_queue WHERE memory_id = $1 AND seq <= $2",
-                    &[id.into(), max_seq.into()],
-                )
-                .expect("dequeue");
+                    &[id.into(), mark.into()],
+                    |_| Some(()),
+                );
                 pass.done += 1;
             }
             Err(msg) => {
@@ -216,7 +208,7 @@ pub fn process_queue(batch: i64, deadline: Option<Instant>) -> Pass {
                     "UPDATE dionysus.neighborhood_queue SET attempts = attempts + 1, last_error = $3, \
                        not_before = now() + make_interval(secs => least(power(2, attempts + 1), $4)) \
                      WHERE memory_id = $1 AND seq <= $2",
-                    &[id.into(), max_seq.into(), msg.clone().into(), (MAX_BACKOFF_SECONDS as f64).into()],
+                    &[id.into(), mark.into(), msg.clone().into(), (MAX_BACKOFF_SECONDS as f64).into()],
                 )
                 .expect("back off");
                 pass.failed += 1;
@@ -236,4 +228,79 @@ fn recompute_neighborhoods(batch: default!(Option<i32>, 50)) -> i64 {
         errors::invalid_arg("batch", format!("{batch} is outside [1, 1000000]"));
     }
     process_queue(batch as i64, None).done
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+    use pgrx::Uuid;
+
+    fn remember(text: &str, source: &str) -> Uuid {
+        Spi::get_one_with_args::<Uuid>("SELECT dionysus.remember($1, 'episodic', source => $2)", &[text.into(), source.into()])
+            .unwrap()
+            .unwrap()
+    }
+
+    fn weights_of(id: Uuid) -> Vec<(Uuid, f32)> {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT n, w FROM dionysus.memory_neighborhoods, unnest(neighbor_ids, neighbor_weights) u(n, w) WHERE memory_id = $1",
+                None,
+                &[id.into()],
+            )
+            .unwrap()
+            .map(|t| (t.get::<Uuid>(1).unwrap().unwrap(), t.get::<f32>(2).unwrap().unwrap()))
+            .collect()
+        })
+    }
+
+    #[pg_test]
+    fn graph_hops_weigh_one_and_a_half() {
+        // Unrelated texts in separate sources: no vector boost, no episode bonus.
+        let a = remember("Quarterly invoices are printed on Mondays", "s1");
+        let b = remember("A heron stood in the frozen river", "s2");
+        let c = remember("Violin strings should be changed yearly", "s3");
+        Spi::run_with_args("SELECT dionysus.connect($1, $2)", &[a.into(), b.into()]).unwrap();
+        Spi::run_with_args("SELECT dionysus.connect($1, $2, 'CAUSES', 0.5)", &[b.into(), c.into()]).unwrap();
+        super::recompute_one(a);
+        let w = weights_of(a);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w.iter().any(|(n, x)| *n == b && (*x - 1.0).abs() < 1e-6), "one hop weighs 1.0: {w:?}");
+        assert!(w.iter().any(|(n, x)| *n == c && (*x - 0.25).abs() < 1e-6), "two hops weigh 0.5 × edge weight: {w:?}");
+    }
+
+    #[pg_test]
+    fn episode_turns_within_three_add_point_three_and_near_duplicates_boost() {
+        let ids: Vec<Uuid> = (0..6).map(|i| remember(&format!("turn {i} about {}", ["apples", "trains", "clouds", "poems", "lamps", "boots"][i]), "ep")).collect();
+        super::recompute_one(ids[0]);
+        let w = weights_of(ids[0]);
+        for (n, x) in &w {
+            let pos = ids.iter().position(|i| i == n).expect("only episode members");
+            assert!((1..=3).contains(&pos), "turn {pos} is more than 3 away: {w:?}");
+            assert!(*x >= 0.3 - 1e-6, "{w:?}");
+        }
+        assert_eq!(w.len(), 3);
+        // A near-duplicate (similarity > 0.75) adds sim × 0.5, capped at 1.5.
+        let twin = remember("turn 0 about apples!", "elsewhere");
+        super::recompute_one(ids[0]);
+        let w = weights_of(ids[0]);
+        let (_, x) = w.iter().find(|(n, _)| *n == twin).expect("the near-duplicate is a neighbour");
+        assert!(*x > 0.375 && *x <= 0.5 + 1e-6, "vector boost is sim × 0.5: {x}");
+    }
+
+    #[pg_test]
+    fn new_memories_queue_their_nearest_neighbours() {
+        let a = remember("The blue kettle whistles loudly every morning", "k1");
+        Spi::run("DELETE FROM dionysus.neighborhood_queue").unwrap();
+        let b = remember("Every morning the blue kettle whistles loudly", "k2");
+        let queued: Vec<Uuid> = Spi::connect(|c| {
+            c.select("SELECT DISTINCT memory_id FROM dionysus.neighborhood_queue", None, &[])
+                .unwrap()
+                .map(|t| t.get::<Uuid>(1).unwrap().unwrap())
+                .collect()
+        });
+        assert!(queued.contains(&a), "the old memory learns about the new one");
+        assert!(queued.contains(&b));
+    }
 }

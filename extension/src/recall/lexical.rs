@@ -128,3 +128,31 @@ pub fn lexicon_is_stale() -> bool {
     .flatten()
     .unwrap_or(false)
 }
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+
+    #[pg_test]
+    fn lexemes_are_quoted_for_tsquery() {
+        assert_eq!(super::tsquery_literal("o'neil"), "'o''neil'");
+        let q = format!("{} | {}", super::tsquery_literal("o'neil"), super::tsquery_literal("back\\slash"));
+        assert_eq!(Spi::get_one::<bool>(&format!("SELECT '{}'::tsquery IS NOT NULL", q.replace('\'', "''"))), Ok(Some(true)));
+    }
+
+    #[pg_test]
+    fn rare_words_outweigh_common_ones() {
+        for i in 0..30 {
+            Spi::run(&format!("SELECT dionysus.remember('Caroline said hello number {i}')")).unwrap();
+        }
+        Spi::run("SELECT dionysus.remember('Caroline adopted a tortoise')").unwrap();
+        Spi::run("SELECT dionysus.refresh_lexicon()").unwrap();
+        let top = Spi::get_one::<String>(
+            "SELECT content FROM dionysus.recall('Caroline tortoise', 1)",
+        );
+        assert_eq!(top, Ok(Some("Caroline adopted a tortoise".to_string())));
+        let ndoc = Spi::get_one::<i32>("SELECT ndoc FROM dionysus.lexicon WHERE lexeme = 'carolin'");
+        assert_eq!(ndoc, Ok(Some(31)));
+    }
+}

@@ -14,7 +14,7 @@ pub mod lexical;
 use crate::embed::{self, check_text};
 use crate::errors;
 use crate::memory::validate;
-use crate::spi_util::{cosine_op, select_prepared, vector_type, with_iterative_scan};
+use crate::spi_util::{cosine_op, select_prepared, vector_type, with_iterative_scan, write_prepared};
 use pgrx::datum::TimestampWithTimeZone;
 use pgrx::prelude::*;
 use pgrx::Uuid;
@@ -321,11 +321,11 @@ fn log_access(ids: &[Uuid]) {
     if ids.is_empty() || !writable {
         return;
     }
-    Spi::run_with_args(
+    write_prepared(
         "INSERT INTO dionysus.memory_access_log (memory_id) SELECT unnest($1::uuid[])",
         &[ids.to_vec().into()],
-    )
-    .expect("access log");
+        |_| Some(()),
+    );
 }
 
 /// Hybrid recall of the k memories most relevant to a text query, with every score

@@ -319,5 +319,16 @@ async fn backend_rss(c: &Client) -> String {
     let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let field = |name: &str| status.lines().find(|l| l.starts_with(name)).map(|l| l.split_whitespace().nth(1).unwrap_or("?").to_string()).unwrap_or("?".into());
-    format!("VmRSS {} kB (RssAnon {} kB, RssFile {} kB)", field("VmRSS:"), field("RssAnon:"), field("RssFile:"))
+    // Pss splits pages shared with the postmaster (the preloaded model) among their users.
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
+    let pss = rollup.lines().find(|l| l.starts_with("Pss:")).and_then(|l| l.split_whitespace().nth(1)).unwrap_or("?").to_string();
+    let postmaster = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("PPid:")).and_then(|l| l.split_whitespace().nth(1)).map(String::from))
+        .and_then(|pp| std::fs::read_to_string(format!("/proc/{pp}/status")).ok())
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)).map(String::from))
+        .unwrap_or("?".into());
+    format!(
+        "VmRSS {} kB (RssAnon {} kB, RssFile {} kB), Pss {pss} kB; postmaster VmRSS {postmaster} kB",
+        field("VmRSS:"), field("RssAnon:"), field("RssFile:")
+    )
 }
