@@ -119,3 +119,69 @@ COMMENT ON FUNCTION recompute_neighborhoods IS
 COMMENT ON FUNCTION refresh_lexicon IS 'Recounts lexeme document frequencies for BM25; returns the memories counted.';
 COMMENT ON FUNCTION run_maintenance IS
     'One maintenance pass in this session: neighborhoods, access log, lexicon, cache. Returns a summary.';
+
+-- ---------------------------------------------------------------------------------------
+-- The heartbeat organ
+-- ---------------------------------------------------------------------------------------
+COMMENT ON TABLE heartbeat_config IS
+    'Energy parameters, action costs (cost_<action>), goal limits, cooldown and timeouts (seed 000 §2.2, §2.4). '
+    'Values must be finite and >= 0.';
+COMMENT ON TABLE heartbeat_state IS 'The single heartbeat state row: energy, count, schedule, session, in-flight heartbeat.';
+COMMENT ON TABLE energy_ledger IS 'Every change of energy, with the heartbeat and action it belongs to.';
+COMMENT ON TABLE goals IS 'The goal backlog (seed 000 §4): active, queued, backburner, completed, abandoned.';
+COMMENT ON TABLE goal_memory_links IS 'Goal–memory links: origin, progress, completion, blocker.';
+COMMENT ON TABLE identity_aspects IS 'Who the agent takes itself to be, with confidence (written by reflect).';
+COMMENT ON TABLE worldview_beliefs IS 'What the agent believes about the world, with confidence (written by reflect).';
+COMMENT ON TABLE heartbeat_log IS 'One row per heartbeat (§7.3): energy, snapshots, decision, actions with cost and result, narrative.';
+COMMENT ON TABLE work_queue IS 'Actions for the driver (LLM or network), claimed with SKIP LOCKED, each with an idempotency key.';
+COMMENT ON TABLE outbox IS 'Messages for the person (or public, after approval) that the driver delivers: pending → sent/failed.';
+
+COMMENT ON FUNCTION get_action_cost(text) IS 'Energy cost of an action (heartbeat_config.cost_<action>); unknown actions are an error.';
+COMMENT ON FUNCTION get_current_energy() IS 'The energy available now.';
+COMMENT ON FUNCTION update_energy(double precision, uuid, text, text) IS
+    'Adds delta to the energy, clamped to [min_energy, max_energy] under the state row''s lock; writes the ledger. Returns the new energy.';
+COMMENT ON FUNCTION heartbeat_begin() IS
+    'Starts a heartbeat (or returns the one in flight): regenerates energy, observes, orients, and returns the whole '
+    'context as jsonb: energy, environment, goal review, recent memories, activated themes, identity, worldview, '
+    'action costs and warnings.';
+COMMENT ON FUNCTION heartbeat_commit IS
+    'Applies a decision {reasoning, actions[{action, params}], goal_changes[{goal_id, change, note}]} to the heartbeat in '
+    'flight: each action validated against its schema, walked in order within the energy available, database actions '
+    'done now, the others queued for the driver; rejections recorded with their reason. One commit per heartbeat.';
+COMMENT ON FUNCTION heartbeat_finish(uuid, text, double precision) IS
+    'Records a committed heartbeat: the narrative becomes an episodic memory linked to the goals touched, and the log row is completed.';
+COMMENT ON FUNCTION heartbeat_default_decision() IS 'The fallback decision of §9.6 (reflect, then rest) for when the LLM fails.';
+COMMENT ON FUNCTION review_goals() IS
+    'The goal assessment of §4.4: active, queued, blocked, stale, promotion candidates, whether to brainstorm, a promotion to suggest.';
+COMMENT ON FUNCTION create_goal IS
+    'Adds a goal. Default priority by source (user_request → active, derived → the parent''s, else queued); over the '
+    'limits a goal is demoted one level, never dropped (a user''s request displaces the stalest active goal).';
+COMMENT ON FUNCTION change_goal_priority(uuid, text, text) IS
+    'Moves a goal: backburner ↔ queued ↔ active, active → completed, any open goal → abandoned (with a reason). '
+    'A parent completes when all its children have.';
+COMMENT ON FUNCTION add_goal_progress(uuid, text, uuid) IS 'Appends a progress note (and optionally links a memory); touches the goal.';
+COMMENT ON FUNCTION set_goal_blockers(uuid, jsonb) IS 'Sets what blocks a goal: goal ids (resolved when they complete) or free texts.';
+COMMENT ON FUNCTION link_goal_memory(uuid, uuid, text) IS 'Links a goal and a memory (origin, progress, completion, blocker).';
+COMMENT ON FUNCTION claim_work(text, text[], integer) IS
+    'Claims up to max_items pending work items (optionally of some actions) for a worker, with a lease; expired leases return to the queue.';
+COMMENT ON FUNCTION complete_work(uuid, jsonb) IS
+    'Applies a claimed work item''s result (memories, facts, goals, goal_progress, identity, worldview, message) and marks it done. '
+    'Completing again returns the first summary and repeats nothing.';
+COMMENT ON FUNCTION fail_work(uuid, text, boolean) IS 'Fails a claimed work item: back to pending while attempts remain, else failed.';
+COMMENT ON FUNCTION pending_outbox(integer) IS 'Messages ready to deliver (public ones only once approved).';
+COMMENT ON FUNCTION mark_outbox_sent(uuid, text) IS 'Marks a message delivered, exactly once.';
+COMMENT ON FUNCTION mark_outbox_failed(uuid, text, boolean) IS 'Records a failed delivery; the message stays pending until 5 attempts.';
+COMMENT ON FUNCTION approve_outbox(uuid) IS 'A human''s approval of a public message.';
+COMMENT ON FUNCTION session_start() IS 'The person is talking: heartbeats pause.';
+COMMENT ON FUNCTION note_user_message() IS 'The person spoke (ends the reach-out cooldown).';
+COMMENT ON FUNCTION session_end(boolean) IS 'The conversation ended; a significant one requests an immediate heartbeat.';
+COMMENT ON FUNCTION request_heartbeat(text) IS 'Asks for a heartbeat now (the scheduler notifies the driver).';
+COMMENT ON FUNCTION pause_heartbeats(boolean) IS 'Pauses or resumes scheduled heartbeats.';
+COMMENT ON FUNCTION heartbeat_due() IS 'Whether a heartbeat is due: not paused, no session, none in flight, and requested or past its time.';
+COMMENT ON FUNCTION scheduler_tick() IS
+    'What the scheduler worker does each tick: closes stalled heartbeats with the fallback, and NOTIFYs dionysus_heartbeat '
+    'when one is due, dionysus_work / dionysus_outbox while items wait.';
+COMMENT ON FUNCTION heartbeat_warnings() IS 'Warnings of §9: hoarding, reach-out spam, stagnation, loops.';
+COMMENT ON VIEW heartbeat_health IS 'Appendix A: heartbeats, energy, goals, reach-outs; plus queue depth, oldest pending work, outbox backlog and warnings.';
+COMMENT ON VIEW active_goals IS 'Active goals, most recently touched first.';
+COMMENT ON VIEW goal_backlog IS 'Open goals by priority.';

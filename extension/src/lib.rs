@@ -5,7 +5,8 @@
 //! - [`memory`]: the store — memories, episodes, facts, triples, graph, concepts
 //! - [`recall`]: hybrid retrieval (vector + lexical + association + temporal + importance/recency)
 //! - [`neighborhoods`]: precomputed associations, recomputed from a lock-free stale queue
-//! - [`workers`]: the background launcher and per-database maintenance passes
+//! - [`heartbeat`]: energy, actions, goals and the heartbeat (commit in Rust, the rest in SQL)
+//! - [`workers`]: the background launchers and their per-database passes (maintenance, scheduler)
 //!
 //! The schema itself is hand-written SQL under `../sql`, loaded by `extension_sql_file!`.
 use pgrx::prelude::*;
@@ -14,6 +15,7 @@ use pgrx::prelude::*;
 
 pub mod embed;
 pub mod errors;
+pub mod heartbeat;
 pub mod memory;
 pub mod neighborhoods;
 pub mod recall;
@@ -23,6 +25,9 @@ pub mod workers;
 
 // Tables, types, indexes: before every generated function.
 pgrx::extension_sql_file!("../../sql/001_schema.sql", name = "schema", bootstrap);
+// The heartbeat organ: its tables, then its SQL functions.
+pgrx::extension_sql_file!("../../sql/002_heartbeat.sql", name = "heartbeat_schema", requires = ["schema"]);
+pgrx::extension_sql_file!("../../sql/003_heartbeat_api.sql", name = "heartbeat_api", requires = ["heartbeat_schema"]);
 // Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 

@@ -15,6 +15,8 @@ pub static EPISODE_GAP_MINUTES: GucSetting<i32> = GucSetting::<i32>::new(30);
 pub static WORKER_ENABLED: GucSetting<bool> = GucSetting::<bool>::new(true);
 pub static WORKER_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(30);
 pub static WORKER_PASS_SECONDS: GucSetting<i32> = GucSetting::<i32>::new(20);
+pub static SCHEDULER_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(10);
+pub static HEARTBEAT_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(60);
 
 pub fn register() {
     GucRegistry::define_string_guc(
@@ -114,6 +116,27 @@ pub fn register() {
         3_600,
         GucContext::Sighup,
         GucFlags::UNIT_S,
+    );
+    GucRegistry::define_int_guc(
+        c"dionysus.scheduler_interval",
+        c"Seconds between scheduler ticks (is a heartbeat due? stalled ones closed, the driver woken).",
+        c"",
+        &SCHEDULER_INTERVAL,
+        1,
+        3_600,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
+    );
+    // Plain minutes (no unit flag) so SQL reads it back as a number.
+    GucRegistry::define_int_guc(
+        c"dionysus.heartbeat_interval",
+        c"Minutes between heartbeats.",
+        c"A heartbeat is also due at once when requested (request_heartbeat, a significant session).",
+        &HEARTBEAT_INTERVAL,
+        1,
+        10_080,
+        GucContext::Sighup,
+        GucFlags::default(),
     );
 }
 

@@ -37,7 +37,9 @@ async fn the_server_stops_cleanly_while_the_worker_runs() {
     let took = started.elapsed();
     let log = std::fs::read_to_string(format!("{data}/server.log")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&data);
-    assert!(log.contains("dionysus launcher stopped"), "the launcher did not stop cleanly:\n{log}");
+    for launcher in ["maintenance", "scheduler"] {
+        assert!(log.contains(&format!("dionysus {launcher} launcher stopped")), "the {launcher} launcher did not stop cleanly:\n{log}");
+    }
     assert!(log.contains("database system is shut down"), "{log}");
     assert!(!log.contains("terminated by signal"), "a worker crashed:\n{log}");
     // A hang would be minutes (pg_ctl gives up after 60 s); this is not a speed check.

@@ -13,7 +13,7 @@
 //! worker exit, never a server restart. SIGTERM stops both cleanly.
 use crate::neighborhoods;
 use crate::recall::lexical;
-use crate::settings::{WORKER_ENABLED, WORKER_INTERVAL, WORKER_PASS_SECONDS};
+use crate::settings::{SCHEDULER_INTERVAL, WORKER_ENABLED, WORKER_INTERVAL, WORKER_PASS_SECONDS};
 use crate::spi_util::in_subtransaction;
 use pgrx::bgworkers::*;
 use pgrx::prelude::*;
@@ -25,18 +25,64 @@ const NEIGHBORHOOD_BATCH: i64 = 50;
 /// Embedding cache entries older than this are pruned.
 const CACHE_DAYS: i32 = 30;
 
+/// The two kinds of per-database pass a launcher starts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Duty {
+    Maintenance = 0,
+    Scheduler = 1,
+}
+
+impl Duty {
+    fn from_arg(arg: pg_sys::Datum) -> Duty {
+        if arg.value() == 1 { Duty::Scheduler } else { Duty::Maintenance }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Duty::Maintenance => "maintenance",
+            Duty::Scheduler => "scheduler",
+        }
+    }
+    fn interval(self) -> Duration {
+        let secs = match self {
+            Duty::Maintenance => WORKER_INTERVAL.get(),
+            Duty::Scheduler => SCHEDULER_INTERVAL.get(),
+        };
+        Duration::from_secs(secs.max(1) as u64)
+    }
+    fn pass_function(self) -> &'static str {
+        match self {
+            Duty::Maintenance => "dionysus_maintenance_main",
+            Duty::Scheduler => "dionysus_scheduler_main",
+        }
+    }
+}
+
 pub fn register_launcher_if_preloaded() {
     if !unsafe { pg_sys::process_shared_preload_libraries_in_progress } || !WORKER_ENABLED.get() {
         return;
     }
-    BackgroundWorkerBuilder::new("dionysus launcher")
-        .set_type("dionysus launcher")
-        .set_function("dionysus_launcher_main")
-        .set_library("dionysus")
-        .enable_spi_access()
-        .set_start_time(BgWorkerStartTime::RecoveryFinished)
-        .set_restart_time(Some(Duration::from_secs(10)))
-        .load();
+    for duty in [Duty::Maintenance, Duty::Scheduler] {
+        let name = if duty == Duty::Maintenance { "dionysus launcher".to_string() } else { "dionysus scheduler".to_string() };
+        BackgroundWorkerBuilder::new(&name)
+            .set_type(&name)
+            .set_function("dionysus_launcher_main")
+            .set_library("dionysus")
+            .set_argument(Some(pg_sys::Datum::from(duty as i64)))
+            .enable_spi_access()
+            .set_start_time(BgWorkerStartTime::RecoveryFinished)
+            .set_restart_time(Some(Duration::from_secs(10)))
+            .load();
+    }
+}
+
+/// Whether SIGTERM arrived. pgrx's `sigterm_received()` clears its flag when read, so it is
+/// remembered here: every later check must see it too.
+fn stopping() -> bool {
+    static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if BackgroundWorker::sigterm_received() {
+        STOP.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    STOP.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 fn reload_config_if_asked() {
@@ -47,15 +93,16 @@ fn reload_config_if_asked() {
 
 #[pg_guard]
 #[no_mangle]
-pub extern "C-unwind" fn dionysus_launcher_main(_arg: pg_sys::Datum) {
+pub extern "C-unwind" fn dionysus_launcher_main(arg: pg_sys::Datum) {
+    let duty = Duty::from_arg(arg);
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
     BackgroundWorker::connect_worker_to_spi(Some(LAUNCHER_DATABASE), None);
-    log!("dionysus launcher started (interval {} s)", WORKER_INTERVAL.get());
+    log!("dionysus {} launcher started (interval {} s)", duty.name(), duty.interval().as_secs());
     let mut first = true;
     loop {
-        let wait = if first { Duration::from_millis(500) } else { Duration::from_secs(WORKER_INTERVAL.get().max(1) as u64) };
+        let wait = if first { Duration::from_millis(500) } else { duty.interval() };
         first = false;
-        if !BackgroundWorker::wait_latch(Some(wait)) || BackgroundWorker::sigterm_received() {
+        if !BackgroundWorker::wait_latch(Some(wait)) || stopping() {
             break;
         }
         reload_config_if_asked();
@@ -71,20 +118,20 @@ pub extern "C-unwind" fn dionysus_launcher_main(_arg: pg_sys::Datum) {
             })
         });
         for db in databases {
-            if BackgroundWorker::sigterm_received() {
+            if stopping() {
                 break;
             }
-            run_pass(&db);
+            run_pass(duty, &db);
         }
     }
-    log!("dionysus launcher stopped");
+    log!("dionysus {} launcher stopped", duty.name());
 }
 
-/// Starts one maintenance pass for a database and waits for it to end.
-fn run_pass(db: &str) {
-    let started = BackgroundWorkerBuilder::new(&format!("dionysus maintenance {db}"))
-        .set_type("dionysus maintenance")
-        .set_function("dionysus_maintenance_main")
+/// Starts one pass for a database and waits for it to end.
+fn run_pass(duty: Duty, db: &str) {
+    let started = BackgroundWorkerBuilder::new(&format!("dionysus {} {db}", duty.name()))
+        .set_type(&format!("dionysus {}", duty.name()))
+        .set_function(duty.pass_function())
         .set_library("dionysus")
         .enable_spi_access()
         .set_start_time(BgWorkerStartTime::RecoveryFinished)
@@ -107,7 +154,7 @@ fn run_pass(db: &str) {
             Err(BackgroundWorkerStatus::Untracked { .. }) => return,
             Ok(_) | Err(BackgroundWorkerStatus::NotYetStarted) | Err(BackgroundWorkerStatus::Started) => {}
         }
-        if !BackgroundWorker::wait_latch(Some(Duration::from_millis(200))) || BackgroundWorker::sigterm_received() {
+        if !BackgroundWorker::wait_latch(Some(Duration::from_millis(200))) || stopping() {
             let _ = worker.terminate();
             return;
         }
@@ -141,7 +188,7 @@ pub extern "C-unwind" fn dionysus_maintenance_main(_arg: pg_sys::Datum) {
     let mut errors: Vec<String> = Vec::new();
     // Neighborhoods first (they keep recall sharp), a batch per transaction.
     loop {
-        if BackgroundWorker::sigterm_received() || Instant::now() >= deadline {
+        if stopping() || Instant::now() >= deadline {
             break;
         }
         let outcome = BackgroundWorker::transaction(|| {
@@ -166,7 +213,7 @@ pub extern "C-unwind" fn dionysus_maintenance_main(_arg: pg_sys::Datum) {
     let steps: [(&str, fn()); 3] =
         [("access log", fold_access_log), ("lexicon", refresh_lexicon_if_stale), ("embedding cache", prune_cache)];
     for (name, step) in steps {
-        if BackgroundWorker::sigterm_received() {
+        if stopping() {
             break;
         }
         if let Err(e) = BackgroundWorker::transaction(|| in_subtransaction(step)) {
@@ -176,6 +223,30 @@ pub extern "C-unwind" fn dionysus_maintenance_main(_arg: pg_sys::Datum) {
     let elapsed_ms = begun.elapsed().as_secs_f64() * 1000.0;
     let error = if errors.is_empty() { None } else { Some(errors.join("; ")) };
     BackgroundWorker::transaction(|| record_pass(done, elapsed_ms, error));
+}
+
+/// One scheduler tick in a database: stalled heartbeats closed, the driver woken by NOTIFY
+/// when a heartbeat is due or work waits (`scheduler_tick()`).
+#[pg_guard]
+#[no_mangle]
+pub extern "C-unwind" fn dionysus_scheduler_main(_arg: pg_sys::Datum) {
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
+    let db = BackgroundWorker::get_extra().to_string();
+    BackgroundWorker::connect_worker_to_spi(Some(&db), None);
+    let installed = BackgroundWorker::transaction(|| {
+        Spi::get_one::<bool>("SELECT to_regprocedure('dionysus.scheduler_tick()') IS NOT NULL").ok().flatten().unwrap_or(false)
+    });
+    if !installed {
+        return;
+    }
+    let outcome = BackgroundWorker::transaction(|| {
+        in_subtransaction(|| Spi::get_one::<pgrx::JsonB>("SELECT dionysus.scheduler_tick()").map(|_| ()))
+    });
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => warning!("dionysus scheduler in {db}: {e}"),
+        Err(e) => warning!("dionysus scheduler in {db}: {e}"),
+    }
 }
 
 /// After failures, passes wait 2^n intervals (at most an hour) before trying again.

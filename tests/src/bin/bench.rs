@@ -2,7 +2,8 @@
 //!
 //!   dionysus-bench locomo PATH            retrieval quality on LoCoMo (recall@1/5/10/20)
 //!   dionysus-bench recall N [QUERIES]     recall latency at N memories vs bare pgvector kNN,
-//!                                         plus remember and neighborhood throughput
+//!                                         remember and neighborhood throughput, and the
+//!                                         heartbeat cycle with 1,000 goals
 use chrono::NaiveDateTime;
 use dionysus_tests::{connect, p50_p95, TestDb};
 use serde_json::Value;
@@ -311,7 +312,62 @@ async fn recall_latency(n: usize, queries: usize) {
     println!("search / bare kNN ratio: p50 {:.2}×, p95 {:.2}×", s50 / b50, s95 / b95);
     let rss = backend_rss(c).await;
     println!("backend resident memory with the model loaded: {rss}");
+    heartbeat_cycle(c, n).await;
     let _ = connect("postgres").await;
+}
+
+/// begin + commit + finish on the store just filled, with 1,000 goals in the backlog.
+async fn heartbeat_cycle(c: &Client, n: usize) {
+    c.batch_execute(
+        "SELECT dionysus.create_goal('goal number ' || i, source => (ARRAY['curiosity','identity','external'])[1 + i % 3])          FROM generate_series(1, 1000) i",
+    )
+    .await
+    .unwrap();
+    let ids: Vec<String> = c
+        .query("SELECT id::text FROM dionysus.memories ORDER BY created_at DESC LIMIT 2", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let goal: String = c.query_one("SELECT id::text FROM dionysus.goals WHERE priority = 'active' LIMIT 1", &[]).await
+        .map(|r| r.get(0))
+        .unwrap_or_else(|_| String::new());
+    let (mut begin_ms, mut commit_ms, mut finish_ms, mut total_ms) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for i in 0..100 {
+        c.batch_execute("SELECT dionysus.update_energy(20)").await.unwrap();
+        let t0 = Instant::now();
+        let ctx: Value = c.query_one("SELECT dionysus.heartbeat_begin()", &[]).await.unwrap().get(0);
+        let t1 = Instant::now();
+        let id: Uuid = ctx["heartbeat_id"].as_str().unwrap().parse().unwrap();
+        // The appendix-B shape without the embedding-bound recall: reflect, synthesize, connect, rest.
+        let decision = serde_json::json!({"reasoning": "steady work", "actions": [
+            {"action": "reflect", "params": {"focus": "recent learning"}},
+            {"action": "synthesize", "params": {"topic": "the week"}},
+            {"action": "connect", "params": {"from_id": ids[0], "to_id": ids[1], "relation": "ASSOCIATED"}},
+            {"action": "rest", "params": {}}],
+            "goal_changes": if goal.is_empty() { serde_json::json!([]) } else { serde_json::json!([{"goal_id": goal, "change": "progress", "note": format!("step {i}")}]) }});
+        c.query_one("SELECT dionysus.heartbeat_commit($1, $2)", &[&id, &decision]).await.unwrap();
+        let t2 = Instant::now();
+        c.query_one("SELECT dionysus.heartbeat_finish($1, $2, 0.1)", &[&id, &format!("Heartbeat {i}: reflected, synthesized and connected two memories.")]).await.unwrap();
+        let t3 = Instant::now();
+        let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1000.0;
+        begin_ms.push(ms(t0, t1));
+        commit_ms.push(ms(t1, t2));
+        finish_ms.push(ms(t2, t3));
+        total_ms.push(ms(t0, t3));
+    }
+    let (b50, b95) = p50_p95(&mut begin_ms);
+    let (c50, c95) = p50_p95(&mut commit_ms);
+    let (f50, f95) = p50_p95(&mut finish_ms);
+    let (t50, t95) = p50_p95(&mut total_ms);
+    println!("Heartbeat cycle at {n} memories and 1000 goals (100 heartbeats):");
+    println!("| part                                   | p50 ms | p95 ms |");
+    println!("|----------------------------------------|--------|--------|");
+    println!("| heartbeat_begin (context building)     | {b50:6.2} | {b95:6.2} |");
+    println!("| heartbeat_commit (4 actions, 1 change) | {c50:6.2} | {c95:6.2} |");
+    println!("| heartbeat_finish (narrative embedded)  | {f50:6.2} | {f95:6.2} |");
+    println!("| all three                              | {t50:6.2} | {t95:6.2} |");
 }
 
 /// VmRSS of the backend serving `c` (it has the model loaded by now).
@@ -321,14 +377,16 @@ async fn backend_rss(c: &Client) -> String {
     let field = |name: &str| status.lines().find(|l| l.starts_with(name)).map(|l| l.split_whitespace().nth(1).unwrap_or("?").to_string()).unwrap_or("?".into());
     // Pss splits pages shared with the postmaster (the preloaded model) among their users.
     let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
-    let pss = rollup.lines().find(|l| l.starts_with("Pss:")).and_then(|l| l.split_whitespace().nth(1)).unwrap_or("?").to_string();
+    let kb = |name: &str| rollup.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let pss = kb("Pss:");
+    let private = kb("Private_Clean:") + kb("Private_Dirty:");
     let postmaster = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()
         .and_then(|s| s.lines().find(|l| l.starts_with("PPid:")).and_then(|l| l.split_whitespace().nth(1)).map(String::from))
         .and_then(|pp| std::fs::read_to_string(format!("/proc/{pp}/status")).ok())
         .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)).map(String::from))
         .unwrap_or("?".into());
     format!(
-        "VmRSS {} kB (RssAnon {} kB, RssFile {} kB), Pss {pss} kB; postmaster VmRSS {postmaster} kB",
+        "VmRSS {} kB (RssAnon {} kB, RssFile {} kB, shared buffers included), private {private} kB, Pss {pss} kB; postmaster VmRSS {postmaster} kB",
         field("VmRSS:"), field("RssAnon:"), field("RssFile:")
     )
 }

@@ -1,0 +1,228 @@
+-- The heartbeat organ (seed 000 §2–5, §7, §9, appendix A): energy, actions, goals, the
+-- heartbeat log, the driver's work queue and outbox, sessions.
+--
+-- Everything here runs inside PostgreSQL with no LLM. The driver supplies decisions and
+-- performs the actions that need language or the network, through the queue.
+
+-- ---------------------------------------------------------------------------------------
+-- Configuration: energy parameters (§2.2), action costs (§2.4), goal limits (§4.2), cooldown (§9.3).
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE heartbeat_config (
+    key         text PRIMARY KEY,
+    value       double precision NOT NULL,
+    description text NOT NULL DEFAULT ''
+);
+
+-- Costs and limits must be finite, non-negative numbers: a bad value is refused with its key named.
+CREATE FUNCTION heartbeat_config_check() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.value IS NULL OR NEW.value = 'NaN'::float8 OR NEW.value IN ('Infinity'::float8, '-Infinity'::float8)
+       OR NEW.value < 0 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "heartbeat_config.%": % must be a finite number >= 0', NEW.key, NEW.value
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NEW.key IN ('carry_over') AND NEW.value > 1 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "heartbeat_config.carry_over": % must be within [0, 1]', NEW.value
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER heartbeat_config_check BEFORE INSERT OR UPDATE ON heartbeat_config
+    FOR EACH ROW EXECUTE FUNCTION heartbeat_config_check();
+
+INSERT INTO heartbeat_config (key, value, description) VALUES
+    ('base_regeneration', 10, 'energy regained at the start of each heartbeat'),
+    ('max_energy', 20, 'energy ceiling'),
+    ('min_energy', 0, 'energy floor: no debt'),
+    ('carry_over', 1.0, 'share of unused energy kept to the next heartbeat'),
+    ('cost_observe', 0, 'free, always performed'),
+    ('cost_review_goals', 0, 'free, always performed'),
+    ('cost_remember', 0, 'free, always performed'),
+    ('cost_recall', 1, 'retrieval'),
+    ('cost_connect', 1, 'memory'),
+    ('cost_reprioritize', 1, 'goals'),
+    ('cost_reflect', 2, 'internal'),
+    ('cost_maintain', 2, 'memory'),
+    ('cost_brainstorm_goals', 3, 'goals'),
+    ('cost_inquire_shallow', 3, 'research'),
+    ('cost_synthesize', 4, 'creative'),
+    ('cost_reach_out_user', 5, 'communication'),
+    ('cost_inquire_deep', 6, 'research'),
+    ('cost_reach_out_public', 7, 'communication'),
+    ('cost_rest', 0, 'meta: bank the remaining energy'),
+    ('max_active_goals', 3, 'active goals at most; overflow is demoted to queued'),
+    ('max_queued_goals', 10, 'queued goals at most; overflow is demoted to backburner'),
+    ('reach_out_cooldown_hours', 4, 'no reach_out_user this soon after the last one, unless the user spoke since'),
+    ('stale_goal_days', 7, 'an active goal untouched this long is stale'),
+    ('heartbeat_timeout_minutes', 15, 'an unfinished heartbeat older than this is closed with the fallback'),
+    ('work_max_attempts', 3, 'attempts of a queued action before it fails for good'),
+    ('work_lease_minutes', 10, 'a claimed action not completed within this goes back to the queue');
+
+-- ---------------------------------------------------------------------------------------
+-- Heartbeat state (singleton) and the energy ledger.
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE heartbeat_state (
+    id                       integer PRIMARY KEY DEFAULT 1 CHECK (id = 1),
+    current_energy           double precision NOT NULL DEFAULT 10 CHECK (current_energy >= 0),
+    heartbeat_count          integer NOT NULL DEFAULT 0,
+    last_heartbeat_at        timestamptz,
+    next_heartbeat_at        timestamptz,
+    in_flight                uuid,
+    paused                   boolean NOT NULL DEFAULT false,
+    requested_at             timestamptz,
+    request_reason           text,
+    session_active           boolean NOT NULL DEFAULT false,
+    session_started_at       timestamptz,
+    last_user_interaction_at timestamptz,
+    last_user_contact_at     timestamptz,
+    last_notified_at         timestamptz,
+    updated_at               timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO heartbeat_state (id) VALUES (1);
+
+-- Every change of energy, with the heartbeat and action it belongs to.
+CREATE TABLE energy_ledger (
+    id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at            timestamptz NOT NULL DEFAULT now(),
+    heartbeat_id  uuid,
+    action        text,
+    delta         double precision NOT NULL,
+    energy_before double precision NOT NULL,
+    energy_after  double precision NOT NULL,
+    reason        text
+);
+CREATE INDEX energy_ledger_heartbeat ON energy_ledger (heartbeat_id);
+
+-- ---------------------------------------------------------------------------------------
+-- Goals (§4, appendix A).
+-- ---------------------------------------------------------------------------------------
+CREATE TYPE goal_priority AS ENUM ('active', 'queued', 'backburner', 'completed', 'abandoned');
+CREATE TYPE goal_source AS ENUM ('curiosity', 'user_request', 'identity', 'derived', 'external');
+
+CREATE TABLE goals (
+    id                 uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    title              text NOT NULL CHECK (length(btrim(title)) > 0),
+    description        text,
+    priority           goal_priority NOT NULL DEFAULT 'queued',
+    source             goal_source NOT NULL DEFAULT 'curiosity',
+    parent_goal_id     uuid REFERENCES goals (id) ON DELETE SET NULL,
+    progress           jsonb NOT NULL DEFAULT '[]'::jsonb CHECK (jsonb_typeof(progress) = 'array'),
+    -- Goal ids (resolved when those goals complete) and/or free-text blockers.
+    blocked_by         jsonb CHECK (blocked_by IS NULL OR jsonb_typeof(blocked_by) = 'array'),
+    emotional_valence  double precision NOT NULL DEFAULT 0.0
+        CONSTRAINT valid_valence CHECK (emotional_valence >= -1 AND emotional_valence <= 1),
+    created_at         timestamptz NOT NULL DEFAULT now(),
+    last_touched       timestamptz NOT NULL DEFAULT now(),
+    completed_at       timestamptz,
+    abandoned_at       timestamptz,
+    abandonment_reason text,
+    CHECK (parent_goal_id IS NULL OR parent_goal_id <> id)
+);
+CREATE INDEX goals_priority ON goals (priority) WHERE priority IN ('active', 'queued');
+CREATE INDEX goals_parent ON goals (parent_goal_id);
+CREATE INDEX goals_last_touched ON goals (last_touched DESC);
+
+CREATE TABLE goal_memory_links (
+    goal_id    uuid NOT NULL REFERENCES goals (id) ON DELETE CASCADE,
+    memory_id  uuid NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+    link_type  text NOT NULL CHECK (link_type IN ('origin', 'progress', 'completion', 'blocker')),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (goal_id, memory_id, link_type)
+);
+CREATE INDEX goal_memory_links_memory ON goal_memory_links (memory_id);
+
+-- ---------------------------------------------------------------------------------------
+-- Identity aspects and worldview beliefs (seeded empty; reflect updates them).
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE identity_aspects (
+    id         uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    aspect     text NOT NULL CHECK (length(btrim(aspect)) > 0),
+    aspect_key text GENERATED ALWAYS AS (lower(btrim(aspect))) STORED UNIQUE,
+    confidence double precision NOT NULL DEFAULT 0.5 CHECK (confidence >= 0 AND confidence <= 1),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE worldview_beliefs (
+    id         uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    belief     text NOT NULL CHECK (length(btrim(belief)) > 0),
+    belief_key text GENERATED ALWAYS AS (lower(btrim(belief))) STORED UNIQUE,
+    confidence double precision NOT NULL DEFAULT 0.5 CHECK (confidence >= 0 AND confidence <= 1),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- ---------------------------------------------------------------------------------------
+-- The heartbeat log (§7.3).
+-- ---------------------------------------------------------------------------------------
+CREATE TYPE heartbeat_status AS ENUM ('in_flight', 'committed', 'finished', 'recovered');
+
+CREATE TABLE heartbeat_log (
+    id                   uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    heartbeat_number     integer NOT NULL,
+    status               heartbeat_status NOT NULL DEFAULT 'in_flight',
+    started_at           timestamptz NOT NULL DEFAULT now(),
+    committed_at         timestamptz,
+    ended_at             timestamptz,
+    energy_start         double precision NOT NULL,
+    energy_end           double precision,
+    context              jsonb NOT NULL DEFAULT '{}'::jsonb,
+    environment_snapshot jsonb,
+    goals_snapshot       jsonb,
+    decision             jsonb,
+    decision_reasoning   text,
+    actions_taken        jsonb NOT NULL DEFAULT '[]'::jsonb,
+    actions_rejected     jsonb NOT NULL DEFAULT '[]'::jsonb,
+    goals_modified       jsonb NOT NULL DEFAULT '[]'::jsonb,
+    narrative            text,
+    emotional_valence    double precision CHECK (emotional_valence IS NULL OR (emotional_valence >= -1 AND emotional_valence <= 1)),
+    memory_id            uuid REFERENCES memories (id) ON DELETE SET NULL
+);
+CREATE INDEX heartbeat_log_number ON heartbeat_log (heartbeat_number DESC);
+CREATE INDEX heartbeat_log_started ON heartbeat_log (started_at DESC);
+
+-- ---------------------------------------------------------------------------------------
+-- The driver's work queue: actions that need the LLM or the network.
+-- ---------------------------------------------------------------------------------------
+CREATE TYPE work_status AS ENUM ('pending', 'claimed', 'done', 'failed');
+
+CREATE TABLE work_queue (
+    id              uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    idempotency_key text NOT NULL UNIQUE,
+    heartbeat_id    uuid REFERENCES heartbeat_log (id) ON DELETE SET NULL,
+    action          text NOT NULL,
+    params          jsonb NOT NULL DEFAULT '{}'::jsonb,
+    status          work_status NOT NULL DEFAULT 'pending',
+    attempts        integer NOT NULL DEFAULT 0,
+    max_attempts    integer NOT NULL DEFAULT 3,
+    claimed_by      text,
+    claimed_at      timestamptz,
+    lease_until     timestamptz,
+    result          jsonb,
+    last_error      text,
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    completed_at    timestamptz
+);
+CREATE INDEX work_queue_pending ON work_queue (created_at) WHERE status IN ('pending', 'claimed');
+
+-- ---------------------------------------------------------------------------------------
+-- The outbox: messages for the person (or the public) that the driver delivers.
+-- ---------------------------------------------------------------------------------------
+CREATE TYPE outbox_status AS ENUM ('pending', 'sent', 'failed');
+
+CREATE TABLE outbox (
+    id                  uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    work_id             uuid UNIQUE REFERENCES work_queue (id) ON DELETE SET NULL,
+    audience            text NOT NULL CHECK (audience IN ('user', 'public')),
+    content             text NOT NULL CHECK (length(btrim(content)) > 0),
+    status              outbox_status NOT NULL DEFAULT 'pending',
+    -- Public messages wait for a human's approval.
+    requires_approval   boolean NOT NULL DEFAULT false,
+    approved_at         timestamptz,
+    attempts            integer NOT NULL DEFAULT 0,
+    platform_message_id text,
+    last_error          text,
+    created_at          timestamptz NOT NULL DEFAULT now(),
+    sent_at             timestamptz
+);
+CREATE INDEX outbox_pending ON outbox (created_at) WHERE status = 'pending';

@@ -1,0 +1,947 @@
+-- The heartbeat organ's SQL functions: energy, goals, the work queue and outbox, sessions,
+-- heartbeat_begin/finish, warnings and the scheduler's tick. heartbeat_commit (decision
+-- validation and trimming) is in Rust: extension/src/heartbeat/.
+--
+-- Conventions: every rejection raises an SQLSTATE with a message naming the argument; every
+-- function is one statement in the caller's transaction, so nothing is ever half-written.
+
+-- ---------------------------------------------------------------------------------------
+-- Configuration and energy (§2)
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION heartbeat_setting(setting_key text) RETURNS double precision
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE v double precision;
+BEGIN
+    SELECT value INTO v FROM dionysus.heartbeat_config WHERE key = setting_key;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "setting_key": no heartbeat_config key %', setting_key
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN v;
+END $$;
+
+CREATE FUNCTION get_action_cost(action_name text) RETURNS double precision
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE v double precision;
+BEGIN
+    IF action_name IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "action_name" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT value INTO v FROM dionysus.heartbeat_config WHERE key = 'cost_' || lower(btrim(action_name));
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "action_name": unknown action %', action_name
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN v;
+END $$;
+
+CREATE FUNCTION get_current_energy() RETURNS double precision
+    LANGUAGE sql STABLE AS $$ SELECT current_energy FROM dionysus.heartbeat_state WHERE id = 1 $$;
+
+-- Clamps to [min_energy, max_energy] under the state row's lock, and writes the ledger.
+CREATE FUNCTION update_energy(delta double precision, heartbeat_id uuid DEFAULT NULL,
+                              action text DEFAULT NULL, reason text DEFAULT NULL)
+    RETURNS double precision LANGUAGE plpgsql AS $$
+DECLARE
+    before double precision;
+    after double precision;
+BEGIN
+    IF delta IS NULL OR delta = 'NaN'::float8 OR delta IN ('Infinity'::float8, '-Infinity'::float8) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "delta": % is not a finite number', delta
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT current_energy INTO before FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
+    after := greatest(dionysus.heartbeat_setting('min_energy'),
+                      least(before + delta, dionysus.heartbeat_setting('max_energy')));
+    UPDATE dionysus.heartbeat_state SET current_energy = after, updated_at = now() WHERE id = 1;
+    INSERT INTO dionysus.energy_ledger (heartbeat_id, action, delta, energy_before, energy_after, reason)
+    VALUES (update_energy.heartbeat_id, update_energy.action, after - before, before, after, update_energy.reason);
+    RETURN after;
+END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- Goals (§4)
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION goal_level(p dionysus.goal_priority) RETURNS integer
+    LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE p WHEN 'active' THEN 3 WHEN 'queued' THEN 2 WHEN 'backburner' THEN 1 ELSE 0 END
+$$;
+
+-- Keeps the count limits: overflow is demoted one level (the least recently touched goal
+-- first, never `keep`), and never dropped.
+CREATE FUNCTION enforce_goal_limits(keep uuid DEFAULT NULL) RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    demoted integer := 0;
+    over integer;
+    g record;
+BEGIN
+    over := (SELECT count(*) FROM dionysus.goals WHERE priority = 'active') - dionysus.heartbeat_setting('max_active_goals');
+    FOR g IN SELECT id FROM dionysus.goals WHERE priority = 'active' AND id IS DISTINCT FROM keep
+             ORDER BY last_touched, created_at LIMIT greatest(over, 0) LOOP
+        UPDATE dionysus.goals SET priority = 'queued',
+               progress = progress || jsonb_build_array(jsonb_build_object('at', now(), 'note', 'demoted to queued: active limit reached'))
+         WHERE id = g.id;
+        demoted := demoted + 1;
+    END LOOP;
+    over := (SELECT count(*) FROM dionysus.goals WHERE priority = 'queued') - dionysus.heartbeat_setting('max_queued_goals');
+    FOR g IN SELECT id FROM dionysus.goals WHERE priority = 'queued' AND id IS DISTINCT FROM keep
+             ORDER BY last_touched, created_at LIMIT greatest(over, 0) LOOP
+        UPDATE dionysus.goals SET priority = 'backburner',
+               progress = progress || jsonb_build_array(jsonb_build_object('at', now(), 'note', 'demoted to backburner: queued limit reached'))
+         WHERE id = g.id;
+        demoted := demoted + 1;
+    END LOOP;
+    RETURN demoted;
+END $$;
+
+CREATE FUNCTION require_goal(goal_id uuid, arg text DEFAULT 'goal_id') RETURNS dionysus.goals
+    LANGUAGE plpgsql AS $$
+DECLARE g dionysus.goals;
+BEGIN
+    IF goal_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "%" must not be null', arg USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO g FROM dionysus.goals WHERE id = goal_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "%": no goal with id %', arg, goal_id USING ERRCODE = 'no_data_found';
+    END IF;
+    RETURN g;
+END $$;
+
+CREATE FUNCTION create_goal(title text, description text DEFAULT NULL, source text DEFAULT 'curiosity',
+                            priority text DEFAULT NULL, parent_goal_id uuid DEFAULT NULL,
+                            emotional_valence double precision DEFAULT 0.0, blocked_by jsonb DEFAULT NULL,
+                            origin_memory_id uuid DEFAULT NULL)
+    RETURNS uuid LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    src dionysus.goal_source;
+    prio dionysus.goal_priority;
+    parent dionysus.goals;
+    new_id uuid;
+BEGIN
+    IF title IS NULL OR btrim(title) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "title": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF source IS NULL OR lower(btrim(source)) NOT IN ('curiosity', 'user_request', 'identity', 'derived', 'external') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "source": unknown goal source % (expected curiosity, user_request, identity, derived, external)', source
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    src := lower(btrim(source))::dionysus.goal_source;
+    IF emotional_valence IS NULL OR emotional_valence = 'NaN'::float8 OR emotional_valence < -1 OR emotional_valence > 1 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "emotional_valence": % is outside [-1, 1]', emotional_valence
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF blocked_by IS NOT NULL AND jsonb_typeof(blocked_by) <> 'array' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "blocked_by": must be a JSON array of goal ids or texts'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF parent_goal_id IS NOT NULL THEN
+        parent := dionysus.require_goal(parent_goal_id, 'parent_goal_id');
+        IF parent.priority IN ('completed', 'abandoned') THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "parent_goal_id": goal % is %', parent_goal_id, parent.priority
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END IF;
+    -- Default priority by source (§4.5): user requests are active, derived goals inherit.
+    IF priority IS NOT NULL THEN
+        IF lower(btrim(priority)) NOT IN ('active', 'queued', 'backburner') THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "priority": a new goal is active, queued or backburner, not %', priority
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        prio := lower(btrim(priority))::dionysus.goal_priority;
+    ELSIF src = 'user_request' THEN
+        prio := 'active';
+    ELSIF src = 'derived' AND parent.id IS NOT NULL THEN
+        prio := parent.priority;
+    ELSE
+        prio := 'queued';
+    END IF;
+    IF origin_memory_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dionysus.memories WHERE id = origin_memory_id) THEN
+        RAISE EXCEPTION 'dionysus: argument "origin_memory_id": no memory with id %', origin_memory_id USING ERRCODE = 'no_data_found';
+    END IF;
+    -- Goal limits are counted under one lock so concurrent creators cannot both overflow.
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
+    -- A newcomer that does not fit takes the overflow itself, one level down at a time;
+    -- only a user's request displaces the stalest active goal instead.
+    IF src <> 'user_request' THEN
+        IF prio = 'active' AND (SELECT count(*) FROM dionysus.goals WHERE priority = 'active') >= dionysus.heartbeat_setting('max_active_goals') THEN
+            prio := 'queued';
+        END IF;
+        IF prio = 'queued' AND (SELECT count(*) FROM dionysus.goals WHERE priority = 'queued') >= dionysus.heartbeat_setting('max_queued_goals') THEN
+            prio := 'backburner';
+        END IF;
+    END IF;
+    INSERT INTO dionysus.goals (title, description, priority, source, parent_goal_id, emotional_valence, blocked_by)
+    VALUES (btrim(title), description, prio, src, parent_goal_id, emotional_valence, blocked_by)
+    RETURNING id INTO new_id;
+    IF origin_memory_id IS NOT NULL THEN
+        INSERT INTO dionysus.goal_memory_links (goal_id, memory_id, link_type) VALUES (new_id, origin_memory_id, 'origin');
+    END IF;
+    PERFORM dionysus.enforce_goal_limits(new_id);
+    RETURN new_id;
+END $$;
+
+-- Allowed moves (§4.3): backburner ↔ queued ↔ active, active → completed, any open → abandoned.
+CREATE FUNCTION change_goal_priority(goal_id uuid, new_priority text, reason text DEFAULT NULL)
+    RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    g dionysus.goals;
+    target dionysus.goal_priority;
+BEGIN
+    g := dionysus.require_goal(goal_id);
+    IF new_priority IS NULL OR lower(btrim(new_priority)) NOT IN ('active', 'queued', 'backburner', 'completed', 'abandoned') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "new_priority": unknown priority %', new_priority
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    target := lower(btrim(new_priority))::dionysus.goal_priority;
+    IF target = g.priority THEN
+        RETURN target::text;
+    END IF;
+    IF g.priority IN ('completed', 'abandoned') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "new_priority": goal % is % and cannot become %', goal_id, g.priority, target
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF target = 'completed' AND g.priority <> 'active' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "new_priority": only an active goal can be completed (goal % is %)', goal_id, g.priority
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF target IN ('active', 'queued', 'backburner') AND abs(dionysus.goal_level(target) - dionysus.goal_level(g.priority)) <> 1 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "new_priority": % → % skips a level (backburner ↔ queued ↔ active)', g.priority, target
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF target = 'abandoned' AND (reason IS NULL OR btrim(reason) = '') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "reason": abandoning a goal needs a reason' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
+    UPDATE dionysus.goals SET
+        priority = target,
+        last_touched = now(),
+        completed_at = CASE WHEN target = 'completed' THEN now() ELSE completed_at END,
+        abandoned_at = CASE WHEN target = 'abandoned' THEN now() ELSE abandoned_at END,
+        abandonment_reason = CASE WHEN target = 'abandoned' THEN reason ELSE abandonment_reason END,
+        progress = progress || jsonb_build_array(jsonb_build_object('at', now(),
+                     'note', format('%s → %s%s', g.priority, target, coalesce(': ' || reason, ''))))
+    WHERE id = goal_id;
+    IF target = 'completed' THEN
+        PERFORM dionysus.complete_parent_goals(goal_id);
+    END IF;
+    PERFORM dionysus.enforce_goal_limits(goal_id);
+    RETURN target::text;
+END $$;
+
+-- A parent completes when all its children have (§4.6), up the hierarchy.
+CREATE FUNCTION complete_parent_goals(child uuid) RETURNS void
+    LANGUAGE plpgsql AS $$
+DECLARE p uuid;
+BEGIN
+    SELECT parent_goal_id INTO p FROM dionysus.goals WHERE id = child;
+    WHILE p IS NOT NULL LOOP
+        EXIT WHEN EXISTS (SELECT 1 FROM dionysus.goals WHERE parent_goal_id = p AND priority <> 'completed');
+        EXIT WHEN (SELECT priority FROM dionysus.goals WHERE id = p) IN ('completed', 'abandoned');
+        UPDATE dionysus.goals SET priority = 'completed', completed_at = now(), last_touched = now(),
+               progress = progress || jsonb_build_array(jsonb_build_object('at', now(), 'note', 'completed: every sub-goal is done'))
+         WHERE id = p;
+        SELECT parent_goal_id INTO p FROM dionysus.goals WHERE id = p;
+    END LOOP;
+END $$;
+
+CREATE FUNCTION add_goal_progress(goal_id uuid, note text, memory_id uuid DEFAULT NULL) RETURNS void
+    LANGUAGE plpgsql AS $$
+DECLARE g dionysus.goals;
+BEGIN
+    g := dionysus.require_goal(goal_id);
+    IF note IS NULL OR btrim(note) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "note": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.goals SET last_touched = now(),
+           progress = progress || jsonb_build_array(jsonb_build_object('at', now(), 'note', note))
+     WHERE id = goal_id;
+    IF memory_id IS NOT NULL THEN
+        PERFORM dionysus.link_goal_memory(goal_id, memory_id, 'progress');
+    END IF;
+END $$;
+
+CREATE FUNCTION set_goal_blockers(goal_id uuid, blocked_by jsonb) RETURNS void
+    LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM dionysus.require_goal(goal_id);
+    IF blocked_by IS NOT NULL AND jsonb_typeof(blocked_by) <> 'array' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "blocked_by": must be a JSON array of goal ids or texts'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.goals g
+       SET blocked_by = CASE WHEN jsonb_array_length(coalesce(set_goal_blockers.blocked_by, '[]')) = 0 THEN NULL
+                             ELSE set_goal_blockers.blocked_by END,
+           last_touched = now()
+     WHERE g.id = set_goal_blockers.goal_id;
+END $$;
+
+CREATE FUNCTION link_goal_memory(goal_id uuid, memory_id uuid, link_type text) RETURNS void
+    LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM dionysus.require_goal(goal_id);
+    IF memory_id IS NULL OR NOT EXISTS (SELECT 1 FROM dionysus.memories m WHERE m.id = memory_id) THEN
+        RAISE EXCEPTION 'dionysus: argument "memory_id": no memory with id %', memory_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF link_type IS NULL OR link_type NOT IN ('origin', 'progress', 'completion', 'blocker') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "link_type": % (expected origin, progress, completion, blocker)', link_type
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO dionysus.goal_memory_links (goal_id, memory_id, link_type) VALUES (goal_id, memory_id, link_type)
+    ON CONFLICT DO NOTHING;
+END $$;
+
+-- Unresolved blockers of a goal: free texts, and goal ids whose goal is not completed.
+CREATE FUNCTION goal_open_blockers(g dionysus.goals) RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    SELECT coalesce(jsonb_agg(b), '[]'::jsonb)
+    FROM jsonb_array_elements(coalesce(g.blocked_by, '[]'::jsonb)) AS b
+    WHERE NOT (jsonb_typeof(b) = 'string'
+               AND (b #>> '{}') ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+               AND EXISTS (SELECT 1 FROM dionysus.goals d WHERE d.id = (b #>> '{}')::uuid AND d.priority = 'completed'))
+$$;
+
+CREATE FUNCTION goal_brief(g dionysus.goals) RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object('id', g.id, 'title', g.title, 'description', g.description, 'priority', g.priority,
+                              'source', g.source, 'parent_goal_id', g.parent_goal_id,
+                              'last_touched', g.last_touched, 'emotional_valence', g.emotional_valence,
+                              'last_progress', g.progress -> -1, 'open_blockers', dionysus.goal_open_blockers(g))
+$$;
+
+-- The assessment of §4.4: free, every heartbeat.
+CREATE FUNCTION review_goals() RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    stale_days double precision := dionysus.heartbeat_setting('stale_goal_days');
+    active jsonb; queued jsonb; blocked jsonb; stale jsonb; candidates jsonb;
+    n_active integer; n_queued integer; n_backburner integer;
+BEGIN
+    SELECT coalesce(jsonb_agg(dionysus.goal_brief(g) ORDER BY g.last_touched DESC), '[]'), count(*)
+      INTO active, n_active FROM dionysus.goals g WHERE g.priority = 'active';
+    SELECT coalesce(jsonb_agg(dionysus.goal_brief(g) ORDER BY g.last_touched DESC), '[]'), count(*)
+      INTO queued, n_queued FROM dionysus.goals g WHERE g.priority = 'queued';
+    SELECT count(*) INTO n_backburner FROM dionysus.goals WHERE priority = 'backburner';
+    SELECT coalesce(jsonb_agg(jsonb_build_object('id', g.id, 'title', g.title, 'blocked_by', dionysus.goal_open_blockers(g))), '[]')
+      INTO blocked FROM dionysus.goals g
+     WHERE g.priority = 'active' AND jsonb_array_length(dionysus.goal_open_blockers(g)) > 0;
+    SELECT coalesce(jsonb_agg(jsonb_build_object('id', g.id, 'title', g.title,
+                    'days_untouched', round((extract(epoch FROM now() - g.last_touched) / 86400)::numeric, 1))), '[]')
+      INTO stale FROM dionysus.goals g
+     WHERE g.priority = 'active' AND g.last_touched < now() - make_interval(secs => stale_days * 86400);
+    -- Queued goals that are unblocked, most recently touched (most relevant) first.
+    SELECT coalesce(jsonb_agg(jsonb_build_object('id', c.id, 'title', c.title)), '[]') INTO candidates
+      FROM (SELECT g.id, g.title FROM dionysus.goals g
+             WHERE g.priority = 'queued' AND jsonb_array_length(dionysus.goal_open_blockers(g)) = 0
+             ORDER BY g.last_touched DESC LIMIT 3) c;
+    RETURN jsonb_build_object(
+        'active', active, 'queued', queued, 'backburner_count', n_backburner,
+        'blocked', blocked, 'stale', stale, 'promotion_candidates', candidates,
+        'needs_brainstorm', n_active + n_queued + n_backburner = 0,
+        'suggest_promotion', CASE WHEN n_active = 0 AND jsonb_array_length(candidates) > 0 THEN candidates -> 0 END);
+END $$;
+
+CREATE VIEW active_goals AS
+SELECT * FROM goals WHERE priority = 'active' ORDER BY last_touched DESC;
+
+CREATE VIEW goal_backlog AS
+SELECT priority, count(*) AS count, array_agg(title ORDER BY last_touched DESC) AS titles
+FROM goals WHERE priority IN ('active', 'queued', 'backburner') GROUP BY priority;
+
+-- ---------------------------------------------------------------------------------------
+-- Identity and worldview (read by orient, written by reflect through complete_work)
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION set_identity_aspect(aspect text, confidence double precision DEFAULT 0.5) RETURNS uuid
+    LANGUAGE plpgsql AS $$
+DECLARE r uuid;
+BEGIN
+    IF aspect IS NULL OR btrim(aspect) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "aspect": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF confidence IS NULL OR confidence = 'NaN'::float8 OR confidence < 0 OR confidence > 1 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "confidence": % is outside [0, 1]', confidence USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO dionysus.identity_aspects (aspect, confidence) VALUES (btrim(aspect), confidence)
+    ON CONFLICT (aspect_key) DO UPDATE SET confidence = EXCLUDED.confidence, updated_at = now()
+    RETURNING id INTO r;
+    RETURN r;
+END $$;
+
+CREATE FUNCTION set_worldview_belief(belief text, confidence double precision DEFAULT 0.5) RETURNS uuid
+    LANGUAGE plpgsql AS $$
+DECLARE r uuid;
+BEGIN
+    IF belief IS NULL OR btrim(belief) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "belief": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF confidence IS NULL OR confidence = 'NaN'::float8 OR confidence < 0 OR confidence > 1 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "confidence": % is outside [0, 1]', confidence USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO dionysus.worldview_beliefs (belief, confidence) VALUES (btrim(belief), confidence)
+    ON CONFLICT (belief_key) DO UPDATE SET confidence = EXCLUDED.confidence, updated_at = now()
+    RETURNING id INTO r;
+    RETURN r;
+END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- Sessions (§5.3): heartbeats pause while the person is talking.
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION session_start() RETURNS void LANGUAGE sql AS $$
+    UPDATE dionysus.heartbeat_state SET session_active = true,
+           session_started_at = CASE WHEN session_active THEN session_started_at ELSE now() END,
+           last_user_interaction_at = now(), updated_at = now() WHERE id = 1;
+$$;
+
+CREATE FUNCTION note_user_message() RETURNS void LANGUAGE sql AS $$
+    UPDATE dionysus.heartbeat_state SET last_user_interaction_at = now(), updated_at = now() WHERE id = 1;
+$$;
+
+CREATE FUNCTION request_heartbeat(reason text DEFAULT 'requested') RETURNS void
+    LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE dionysus.heartbeat_state SET requested_at = now(), request_reason = reason, updated_at = now() WHERE id = 1;
+    PERFORM pg_notify('dionysus_heartbeat', jsonb_build_object('reason', reason, 'database', current_database())::text);
+END $$;
+
+CREATE FUNCTION session_end(significant boolean DEFAULT false) RETURNS void
+    LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE dionysus.heartbeat_state SET session_active = false, updated_at = now() WHERE id = 1;
+    IF significant THEN
+        PERFORM dionysus.request_heartbeat('significant session');
+    END IF;
+END $$;
+
+CREATE FUNCTION pause_heartbeats(paused boolean DEFAULT true) RETURNS void LANGUAGE sql AS $$
+    UPDATE dionysus.heartbeat_state SET paused = pause_heartbeats.paused, updated_at = now() WHERE id = 1;
+$$;
+
+-- ---------------------------------------------------------------------------------------
+-- Warnings (§9)
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION heartbeat_warnings() RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    w jsonb := '[]'::jsonb;
+    avg_unused double precision;
+    n integer;
+    reach_outs integer;
+    loop_sim double precision;
+BEGIN
+    -- Hoarding: average unused energy over 5 across the last 24 heartbeats.
+    SELECT avg(energy_end), count(*) INTO avg_unused, n
+      FROM (SELECT energy_end FROM dionysus.heartbeat_log WHERE energy_end IS NOT NULL
+             ORDER BY heartbeat_number DESC LIMIT 24) h;
+    IF n >= 3 AND avg_unused > 5 THEN
+        w := w || jsonb_build_array(jsonb_build_object('kind', 'hoarding', 'avg_unused_energy', round(avg_unused::numeric, 2),
+             'heartbeats', n, 'message', 'Energy keeps going unused; spend it on something that matters, or reflect on why not.'));
+    END IF;
+    -- Reach-out spam: 5 or more in 24 hours.
+    SELECT count(*) INTO reach_outs FROM dionysus.heartbeat_log h, jsonb_array_elements(h.actions_taken) a
+     WHERE h.started_at > now() - interval '24 hours' AND a ->> 'action' = 'reach_out_user';
+    IF reach_outs >= 5 THEN
+        w := w || jsonb_build_array(jsonb_build_object('kind', 'reach_out_spam', 'reach_outs_24h', reach_outs,
+             'message', 'You have messaged the user often today; let them come to you.'));
+    END IF;
+    -- Stagnation: active goals untouched for a week.
+    IF EXISTS (SELECT 1 FROM dionysus.goals WHERE priority = 'active'
+                AND last_touched < now() - make_interval(secs => dionysus.heartbeat_setting('stale_goal_days') * 86400)) THEN
+        w := w || jsonb_build_array(jsonb_build_object('kind', 'stagnation',
+             'goals', (SELECT jsonb_agg(title) FROM dionysus.goals WHERE priority = 'active'
+                        AND last_touched < now() - make_interval(secs => dionysus.heartbeat_setting('stale_goal_days') * 86400)),
+             'message', 'Some active goals have not moved in a week: progress, demote or abandon them.'));
+    END IF;
+    -- Loops: the last three narratives nearly the same (by embedding).
+    SELECT min(1 - (a.embedding <=> b.embedding)) INTO loop_sim
+      FROM (SELECT m.id, m.embedding, row_number() OVER (ORDER BY h.heartbeat_number DESC) AS r
+              FROM dionysus.heartbeat_log h JOIN dionysus.memories m ON m.id = h.memory_id
+             ORDER BY h.heartbeat_number DESC LIMIT 3) a
+      JOIN (SELECT m.id, m.embedding, row_number() OVER (ORDER BY h.heartbeat_number DESC) AS r
+              FROM dionysus.heartbeat_log h JOIN dionysus.memories m ON m.id = h.memory_id
+             ORDER BY h.heartbeat_number DESC LIMIT 3) b ON b.r = a.r + 1
+     HAVING count(*) = 2;
+    IF loop_sim IS NOT NULL AND loop_sim >= 0.9 THEN
+        w := w || jsonb_build_array(jsonb_build_object('kind', 'loop', 'similarity', round(loop_sim::numeric, 3),
+             'message', 'Your last heartbeats read almost the same. What else might deserve attention?'));
+    END IF;
+    RETURN w;
+END $$;
+
+-- Functions that compare vectors see pgvector's operators whatever the caller's search_path.
+DO $$
+DECLARE vschema text := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+                         WHERE e.extname = 'vector');
+BEGIN
+    EXECUTE format('ALTER FUNCTION dionysus.heartbeat_warnings() SET search_path = pg_catalog, dionysus, %I', vschema);
+END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- The work queue: actions the driver performs (LLM, network). Claimed with SKIP LOCKED,
+-- completed or failed exactly once; an expired lease hands the item back.
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION claim_work(worker text, actions text[] DEFAULT NULL, max_items integer DEFAULT 1)
+    RETURNS SETOF work_queue LANGUAGE plpgsql AS $$
+BEGIN
+    IF worker IS NULL OR btrim(worker) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "worker": must name the claimer' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_items IS NULL OR max_items < 1 OR max_items > 1000 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "max_items": % is outside [1, 1000]', max_items USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- Leases that ran out: back to pending, or failed once the attempts are used up.
+    UPDATE dionysus.work_queue SET status = CASE WHEN attempts >= max_attempts THEN 'failed'::dionysus.work_status ELSE 'pending' END,
+           last_error = 'lease expired (claimed by ' || coalesce(claimed_by, '?') || ')', lease_until = NULL,
+           completed_at = CASE WHEN attempts >= max_attempts THEN now() END
+     WHERE status = 'claimed' AND lease_until < now();
+    RETURN QUERY
+    UPDATE dionysus.work_queue w SET status = 'claimed', attempts = w.attempts + 1, claimed_by = worker, claimed_at = now(),
+           lease_until = now() + make_interval(mins => dionysus.heartbeat_setting('work_lease_minutes')::int)
+      FROM (SELECT q.id FROM dionysus.work_queue q
+             WHERE q.status = 'pending' AND (actions IS NULL OR q.action = ANY(actions))
+             ORDER BY q.created_at, q.id LIMIT max_items FOR UPDATE SKIP LOCKED) p
+     WHERE w.id = p.id
+    RETURNING w.*;
+END $$;
+
+CREATE FUNCTION require_claimed_work(work_id uuid) RETURNS dionysus.work_queue
+    LANGUAGE plpgsql AS $$
+DECLARE w dionysus.work_queue;
+BEGIN
+    IF work_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "work_id" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO w FROM dionysus.work_queue WHERE id = work_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "work_id": no work item with id %', work_id USING ERRCODE = 'no_data_found';
+    END IF;
+    RETURN w;
+END $$;
+
+-- Applies what the driver produced, then marks the item done. Completing a done item again
+-- changes nothing and returns the first summary: a retried call never repeats its effects.
+-- result keys (all optional): memories [{content, type, importance, valence}], facts
+-- [{content, subject, category, confidence}], goals [{title, description, source, priority}],
+-- goal_progress [{goal_id, note}], identity [{aspect, confidence}], worldview [{belief,
+-- confidence}], message (text: the reach-out to deliver), summary (text).
+CREATE FUNCTION complete_work(work_id uuid, result jsonb DEFAULT '{}') RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    w dionysus.work_queue;
+    item jsonb;
+    made jsonb := jsonb_build_object('memories', '[]'::jsonb, 'facts', '[]'::jsonb, 'goals', '[]'::jsonb);
+    new_id uuid;
+    msg_id uuid;
+    key text;
+BEGIN
+    w := dionysus.require_claimed_work(work_id);
+    IF w.status = 'done' THEN
+        RETURN w.result -> 'applied';
+    END IF;
+    IF w.status <> 'claimed' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "work_id": work item % is %, not claimed', work_id, w.status
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    result := coalesce(result, '{}'::jsonb);
+    IF jsonb_typeof(result) <> 'object' THEN
+        RAISE EXCEPTION 'dionysus: argument "result": must be a JSON object' USING ERRCODE = 'invalid_text_representation';
+    END IF;
+    FOR key IN SELECT jsonb_object_keys(result) LOOP
+        IF key NOT IN ('memories', 'facts', 'goals', 'goal_progress', 'identity', 'worldview', 'message', 'summary') THEN
+            RAISE EXCEPTION 'dionysus: argument "result": unknown key "%"', key USING ERRCODE = 'invalid_text_representation';
+        END IF;
+        IF key IN ('memories', 'facts', 'goals', 'goal_progress', 'identity', 'worldview') AND jsonb_typeof(result -> key) <> 'array' THEN
+            RAISE EXCEPTION 'dionysus: argument "result.%": must be an array', key USING ERRCODE = 'invalid_text_representation';
+        END IF;
+    END LOOP;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'memories', '[]')) LOOP
+        new_id := dionysus.remember(item ->> 'content', coalesce(item ->> 'type', 'semantic'),
+                                    coalesce((item ->> 'importance')::float8, 0.5), coalesce((item ->> 'valence')::float8, 0),
+                                    jsonb_build_object('work_id', w.id, 'action', w.action, 'heartbeat_id', w.heartbeat_id),
+                                    'heartbeat');
+        made := jsonb_set(made, '{memories}', (made -> 'memories') || to_jsonb(new_id));
+    END LOOP;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'facts', '[]')) LOOP
+        new_id := dionysus.learn(item ->> 'content', item ->> 'subject', item ->> 'category',
+                                 coalesce((item ->> 'confidence')::float8, 0.8), 'heartbeat:' || w.action);
+        made := jsonb_set(made, '{facts}', (made -> 'facts') || to_jsonb(new_id));
+    END LOOP;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'goals', '[]')) LOOP
+        new_id := dionysus.create_goal(item ->> 'title', item ->> 'description', coalesce(item ->> 'source', 'curiosity'),
+                                       item ->> 'priority', (item ->> 'parent_goal_id')::uuid);
+        made := jsonb_set(made, '{goals}', (made -> 'goals') || to_jsonb(new_id));
+    END LOOP;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'goal_progress', '[]')) LOOP
+        PERFORM dionysus.add_goal_progress((item ->> 'goal_id')::uuid, item ->> 'note');
+    END LOOP;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'identity', '[]')) LOOP
+        PERFORM dionysus.set_identity_aspect(item ->> 'aspect', coalesce((item ->> 'confidence')::float8, 0.5));
+    END LOOP;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'worldview', '[]')) LOOP
+        PERFORM dionysus.set_worldview_belief(item ->> 'belief', coalesce((item ->> 'confidence')::float8, 0.5));
+    END LOOP;
+    IF w.action IN ('reach_out_user', 'reach_out_public') THEN
+        IF coalesce(btrim(result ->> 'message'), '') = '' THEN
+            RAISE EXCEPTION 'dionysus: argument "result.message": a reach-out needs the message to send'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        INSERT INTO dionysus.outbox (work_id, audience, content, requires_approval)
+        VALUES (w.id, CASE w.action WHEN 'reach_out_user' THEN 'user' ELSE 'public' END, result ->> 'message',
+                w.action = 'reach_out_public')
+        RETURNING id INTO msg_id;
+        made := made || jsonb_build_object('outbox_id', msg_id);
+        IF w.action = 'reach_out_user' THEN
+            PERFORM pg_notify('dionysus_outbox', msg_id::text);
+        END IF;
+    END IF;
+    UPDATE dionysus.work_queue SET status = 'done', completed_at = now(), lease_until = NULL,
+           result = coalesce(complete_work.result, '{}') || jsonb_build_object('applied', made)
+     WHERE id = w.id;
+    RETURN made;
+END $$;
+
+CREATE FUNCTION fail_work(work_id uuid, error text, retry boolean DEFAULT true) RETURNS text
+    LANGUAGE plpgsql AS $$
+DECLARE
+    w dionysus.work_queue;
+    next_status dionysus.work_status;
+BEGIN
+    w := dionysus.require_claimed_work(work_id);
+    IF w.status <> 'claimed' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "work_id": work item % is %, not claimed', work_id, w.status
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    next_status := CASE WHEN retry AND w.attempts < w.max_attempts THEN 'pending' ELSE 'failed' END;
+    UPDATE dionysus.work_queue SET status = next_status, last_error = error, lease_until = NULL,
+           completed_at = CASE WHEN next_status = 'failed' THEN now() END
+     WHERE id = w.id;
+    IF next_status = 'pending' THEN
+        PERFORM pg_notify('dionysus_work', w.id::text);
+    END IF;
+    RETURN next_status::text;
+END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- The outbox: pending → sent | failed. Public messages need approve_outbox() first.
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION pending_outbox(max_items integer DEFAULT 10) RETURNS SETOF outbox
+    LANGUAGE sql STABLE AS $$
+    SELECT * FROM dionysus.outbox
+     WHERE status = 'pending' AND (NOT requires_approval OR approved_at IS NOT NULL)
+     ORDER BY created_at, id LIMIT max_items
+$$;
+
+CREATE FUNCTION require_outbox(outbox_id uuid) RETURNS dionysus.outbox
+    LANGUAGE plpgsql AS $$
+DECLARE o dionysus.outbox;
+BEGIN
+    SELECT * INTO o FROM dionysus.outbox WHERE id = outbox_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "outbox_id": no outbox message with id %', outbox_id USING ERRCODE = 'no_data_found';
+    END IF;
+    RETURN o;
+END $$;
+
+-- Marks a message sent exactly once: a second call for the same message is an error.
+CREATE FUNCTION mark_outbox_sent(outbox_id uuid, platform_message_id text DEFAULT NULL) RETURNS void
+    LANGUAGE plpgsql AS $$
+DECLARE o dionysus.outbox;
+BEGIN
+    o := dionysus.require_outbox(outbox_id);
+    IF o.status <> 'pending' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": message % is already %', outbox_id, o.status
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF o.requires_approval AND o.approved_at IS NULL THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": public message % is not approved', outbox_id
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.outbox SET status = 'sent', sent_at = now(), attempts = attempts + 1,
+           platform_message_id = mark_outbox_sent.platform_message_id WHERE id = outbox_id;
+    IF o.audience = 'user' THEN
+        UPDATE dionysus.heartbeat_state SET last_user_contact_at = now() WHERE id = 1;
+    END IF;
+END $$;
+
+CREATE FUNCTION mark_outbox_failed(outbox_id uuid, error text, retry boolean DEFAULT true) RETURNS text
+    LANGUAGE plpgsql AS $$
+DECLARE o dionysus.outbox;
+BEGIN
+    o := dionysus.require_outbox(outbox_id);
+    IF o.status <> 'pending' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": message % is already %', outbox_id, o.status
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.outbox SET attempts = attempts + 1, last_error = error,
+           status = CASE WHEN retry AND attempts + 1 < 5 THEN 'pending'::dionysus.outbox_status ELSE 'failed' END
+     WHERE id = outbox_id;
+    RETURN (SELECT status::text FROM dionysus.outbox WHERE id = outbox_id);
+END $$;
+
+CREATE FUNCTION approve_outbox(outbox_id uuid) RETURNS void
+    LANGUAGE plpgsql AS $$
+DECLARE o dionysus.outbox;
+BEGIN
+    o := dionysus.require_outbox(outbox_id);
+    IF o.status <> 'pending' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": message % is already %', outbox_id, o.status
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.outbox SET approved_at = coalesce(approved_at, now()) WHERE id = outbox_id;
+    PERFORM pg_notify('dionysus_outbox', outbox_id::text);
+END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- The heartbeat: begin (regenerate, observe, orient) and finish (record).
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION heartbeat_interval_minutes() RETURNS integer
+    LANGUAGE sql STABLE AS $$
+    SELECT coalesce(nullif(current_setting('dionysus.heartbeat_interval', true), '')::integer, 60)
+$$;
+
+-- PL/pgSQL so the memory_health view (defined later, in 900_api.sql) is looked up at run time.
+CREATE FUNCTION heartbeat_observe() RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT jsonb_build_object(
+        'timestamp', now(),
+        'weekday', to_char(now(), 'FMDay'),
+        'user_present', s.session_active,
+        'last_user_interaction', s.last_user_interaction_at,
+        'hours_since_user', round((extract(epoch FROM now() - s.last_user_interaction_at) / 3600)::numeric, 2),
+        'last_user_contact', s.last_user_contact_at,
+        'hours_since_contact', round((extract(epoch FROM now() - s.last_user_contact_at) / 3600)::numeric, 2),
+        'pending_events', jsonb_build_object(
+            'work_pending', (SELECT count(*) FROM dionysus.work_queue WHERE status IN ('pending', 'claimed')),
+            'outbox_pending', (SELECT count(*) FROM dionysus.outbox WHERE status = 'pending'),
+            'requested', s.request_reason),
+        'system_status', (SELECT jsonb_build_object('memories', h.memories, 'stale_neighborhoods', h.stale_neighborhoods,
+                                                    'last_worker_run', h.last_worker_run, 'last_worker_error', h.last_worker_error)
+                            FROM dionysus.memory_health h))
+    FROM dionysus.heartbeat_state s WHERE s.id = 1);
+END $$;
+
+-- Themes recall has touched lately: concepts of memories accessed in the last day, else
+-- the memories themselves.
+CREATE FUNCTION activated_themes(max_items integer DEFAULT 5) RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    WITH touched AS (
+        SELECT memory_id FROM dionysus.memory_access_log WHERE accessed_at > now() - interval '1 day'
+        UNION
+        SELECT id FROM dionysus.memories WHERE last_accessed > now() - interval '1 day'),
+    concepts AS (
+        SELECT c.name, count(*) AS hits FROM touched t
+          JOIN dionysus.memory_concepts mc ON mc.memory_id = t.memory_id JOIN dionysus.concepts c ON c.id = mc.concept_id
+         GROUP BY c.name ORDER BY hits DESC, c.name LIMIT max_items)
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM concepts)
+                THEN (SELECT jsonb_agg(jsonb_build_object('theme', name, 'hits', hits)) FROM concepts)
+                ELSE coalesce((SELECT jsonb_agg(jsonb_build_object('memory', left(m.content, 160)))
+                                 FROM (SELECT m.content FROM touched t JOIN dionysus.memories m ON m.id = t.memory_id
+                                        ORDER BY m.last_accessed DESC NULLS LAST LIMIT max_items) m), '[]'::jsonb)
+           END
+$$;
+
+CREATE FUNCTION action_costs() RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    SELECT jsonb_object_agg(substr(key, 6), value ORDER BY value, key) FROM dionysus.heartbeat_config WHERE key LIKE 'cost\_%'
+$$;
+
+-- Starts a heartbeat, or returns the one in flight: exactly one at a time. Regenerates energy
+-- (min(previous × carry_over + base_regeneration, max)), observes, orients, and returns the
+-- whole context the decision needs.
+CREATE FUNCTION heartbeat_begin() RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    st dionysus.heartbeat_state;
+    ctx jsonb;
+    hb uuid;
+    n integer;
+    energy double precision;
+    env jsonb;
+    goals jsonb;
+BEGIN
+    SELECT * INTO st FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
+    IF st.in_flight IS NOT NULL THEN
+        SELECT context INTO ctx FROM dionysus.heartbeat_log WHERE id = st.in_flight AND status IN ('in_flight', 'committed');
+        IF FOUND THEN
+            RETURN ctx || jsonb_build_object('resumed', true,
+                'status', (SELECT status FROM dionysus.heartbeat_log WHERE id = st.in_flight));
+        END IF;
+    END IF;
+    n := st.heartbeat_count + 1;
+    hb := gen_random_uuid();
+    energy := least(st.current_energy * dionysus.heartbeat_setting('carry_over') + dionysus.heartbeat_setting('base_regeneration'),
+                    dionysus.heartbeat_setting('max_energy'));
+    -- The log row first: the ledger entry of the regeneration points at it.
+    INSERT INTO dionysus.heartbeat_log (id, heartbeat_number, energy_start) VALUES (hb, n, energy);
+    PERFORM dionysus.update_energy(energy - st.current_energy, hb, 'regenerate', 'heartbeat start');
+    env := dionysus.heartbeat_observe();
+    goals := dionysus.review_goals();
+    ctx := jsonb_build_object(
+        'heartbeat_id', hb,
+        'heartbeat_number', n,
+        'energy', jsonb_build_object('available', energy, 'max', dionysus.heartbeat_setting('max_energy')),
+        'environment', env,
+        'goals', goals,
+        'recent_memories', coalesce((SELECT jsonb_agg(jsonb_build_object('id', m.id, 'content', m.content, 'created_at', m.created_at,
+                                                                         'valence', m.valence) ORDER BY m.created_at DESC)
+                                      FROM (SELECT * FROM dionysus.memories WHERE type = 'episodic' AND status = 'active'
+                                             ORDER BY created_at DESC LIMIT 5) m), '[]'::jsonb),
+        'activated_themes', dionysus.activated_themes(),
+        'identity', coalesce((SELECT jsonb_agg(jsonb_build_object('aspect', aspect, 'confidence', confidence) ORDER BY confidence DESC)
+                                FROM dionysus.identity_aspects), '[]'::jsonb),
+        'worldview', coalesce((SELECT jsonb_agg(jsonb_build_object('belief', belief, 'confidence', confidence) ORDER BY confidence DESC)
+                                 FROM dionysus.worldview_beliefs), '[]'::jsonb),
+        'action_costs', dionysus.action_costs(),
+        'warnings', dionysus.heartbeat_warnings(),
+        'reach_out_cooldown_hours', dionysus.heartbeat_setting('reach_out_cooldown_hours'));
+    UPDATE dionysus.heartbeat_log SET context = ctx, environment_snapshot = env, goals_snapshot = goals WHERE id = hb;
+    UPDATE dionysus.heartbeat_state SET in_flight = hb, heartbeat_count = n, requested_at = NULL, request_reason = NULL,
+           updated_at = now() WHERE id = 1;
+    RETURN ctx;
+END $$;
+
+-- The fallback of §9.6 for when the LLM fails: reflect, then rest.
+CREATE FUNCTION heartbeat_default_decision() RETURNS jsonb
+    LANGUAGE sql IMMUTABLE AS $$
+    SELECT '{"reasoning": "The decision could not be made (the language model failed or answered nonsense); reflecting on recent experience and resting instead.",
+             "actions": [{"action": "reflect", "params": {"focus": "recent experience"}}, {"action": "rest", "params": {}}],
+             "goal_changes": []}'::jsonb
+$$;
+
+-- Records the heartbeat: the narrative becomes an episodic memory linked to the goals it
+-- touched, and the log row is completed (§7.3).
+CREATE FUNCTION heartbeat_finish(heartbeat_id uuid, narrative text, emotional_valence double precision DEFAULT 0.0)
+    RETURNS uuid LANGUAGE plpgsql AS $$
+DECLARE
+    h dionysus.heartbeat_log;
+    mem uuid;
+    g uuid;
+BEGIN
+    IF heartbeat_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "heartbeat_id" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF narrative IS NULL OR btrim(narrative) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "narrative": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF emotional_valence IS NULL OR emotional_valence = 'NaN'::float8 OR emotional_valence < -1 OR emotional_valence > 1 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "emotional_valence": % is outside [-1, 1]', emotional_valence
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM 1 FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
+    SELECT * INTO h FROM dionysus.heartbeat_log l WHERE l.id = heartbeat_finish.heartbeat_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "heartbeat_id": no heartbeat with id %', heartbeat_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF h.status <> 'committed' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "heartbeat_id": heartbeat % is %, finish needs a committed one', h.heartbeat_number, h.status
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    mem := dionysus.remember(narrative, 'episodic', 0.5, emotional_valence,
+                             jsonb_build_object('heartbeat', h.heartbeat_number, 'heartbeat_id', h.id), 'heartbeat');
+    FOR g IN SELECT DISTINCT (c ->> 'goal_id')::uuid FROM jsonb_array_elements(h.goals_modified) c
+              WHERE c ->> 'goal_id' IS NOT NULL AND (c ->> 'applied')::boolean
+             UNION
+             SELECT DISTINCT (a -> 'params' ->> 'goal_id')::uuid FROM jsonb_array_elements(h.actions_taken) a
+              WHERE a ->> 'action' = 'reprioritize' LOOP
+        IF EXISTS (SELECT 1 FROM dionysus.goals WHERE id = g) THEN
+            INSERT INTO dionysus.goal_memory_links (goal_id, memory_id, link_type) VALUES (g, mem, 'progress') ON CONFLICT DO NOTHING;
+        END IF;
+    END LOOP;
+    UPDATE dionysus.heartbeat_log SET status = 'finished', ended_at = now(), narrative = heartbeat_finish.narrative,
+           emotional_valence = heartbeat_finish.emotional_valence, memory_id = mem,
+           energy_end = (SELECT current_energy FROM dionysus.heartbeat_state WHERE id = 1)
+     WHERE id = h.id;
+    UPDATE dionysus.heartbeat_state SET in_flight = NULL, last_heartbeat_at = now(),
+           next_heartbeat_at = now() + make_interval(mins => dionysus.heartbeat_interval_minutes()), updated_at = now()
+     WHERE id = 1;
+    RETURN mem;
+END $$;
+
+-- A heartbeat whose driver died part-way: committed with the fallback if need be, then
+-- finished with a plain narrative, so the schedule never stalls.
+CREATE FUNCTION recover_stalled_heartbeats() RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    h dionysus.heartbeat_log;
+    n integer := 0;
+BEGIN
+    FOR h IN SELECT * FROM dionysus.heartbeat_log
+              WHERE status IN ('in_flight', 'committed')
+                AND started_at < now() - make_interval(mins => dionysus.heartbeat_setting('heartbeat_timeout_minutes')::int)
+              ORDER BY heartbeat_number LOOP
+        IF h.status = 'in_flight' THEN
+            PERFORM dionysus.heartbeat_commit(h.id, dionysus.heartbeat_default_decision());
+        END IF;
+        PERFORM dionysus.heartbeat_finish(h.id, format('Heartbeat %s was interrupted before it finished; it was closed with the fallback decision (reflect and rest).', h.heartbeat_number), 0.0);
+        UPDATE dionysus.heartbeat_log SET status = 'recovered' WHERE id = h.id;
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END $$;
+
+CREATE FUNCTION heartbeat_due() RETURNS boolean
+    LANGUAGE sql STABLE AS $$
+    SELECT NOT s.paused AND NOT s.session_active AND s.in_flight IS NULL
+           AND (s.requested_at IS NOT NULL OR s.next_heartbeat_at IS NULL OR s.next_heartbeat_at <= now())
+      FROM dionysus.heartbeat_state s WHERE s.id = 1
+$$;
+
+-- One tick of the scheduler (the worker calls it): recovers stalled heartbeats, then wakes
+-- the driver on 'dionysus_heartbeat' when one is due, and again on 'dionysus_work' /
+-- 'dionysus_outbox' while work or messages wait, at most once a minute each.
+CREATE FUNCTION scheduler_tick() RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    recovered integer;
+    due boolean;
+    st dionysus.heartbeat_state;
+    work_waiting bigint;
+    outbox_waiting bigint;
+BEGIN
+    recovered := dionysus.recover_stalled_heartbeats();
+    SELECT * INTO st FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
+    due := dionysus.heartbeat_due();
+    IF due AND (st.last_notified_at IS NULL OR st.last_notified_at < now() - interval '1 minute'
+                OR st.requested_at > st.last_notified_at) THEN
+        PERFORM pg_notify('dionysus_heartbeat', jsonb_build_object('reason', coalesce(st.request_reason, 'scheduled'),
+                                                                  'database', current_database())::text);
+        UPDATE dionysus.heartbeat_state SET last_notified_at = now() WHERE id = 1;
+    END IF;
+    SELECT count(*) INTO work_waiting FROM dionysus.work_queue
+     WHERE status = 'pending' AND created_at < now() - interval '1 minute';
+    IF work_waiting > 0 THEN
+        PERFORM pg_notify('dionysus_work', jsonb_build_object('waiting', work_waiting)::text);
+    END IF;
+    SELECT count(*) INTO outbox_waiting FROM dionysus.outbox
+     WHERE status = 'pending' AND (NOT requires_approval OR approved_at IS NOT NULL) AND created_at < now() - interval '1 minute';
+    IF outbox_waiting > 0 THEN
+        PERFORM pg_notify('dionysus_outbox', jsonb_build_object('waiting', outbox_waiting)::text);
+    END IF;
+    RETURN jsonb_build_object('recovered', recovered, 'due', due, 'work_waiting', work_waiting, 'outbox_waiting', outbox_waiting);
+END $$;
+
+-- Appendix A, plus the queue, the outbox and the warnings.
+CREATE VIEW heartbeat_health AS
+SELECT
+    s.heartbeat_count                                                       AS total_heartbeats,
+    s.current_energy,
+    s.last_heartbeat_at                                                     AS last_heartbeat,
+    s.next_heartbeat_at                                                     AS next_heartbeat,
+    s.in_flight,
+    s.paused,
+    s.session_active,
+    (SELECT count(*) FROM goals WHERE priority = 'active')                  AS active_goals,
+    (SELECT count(*) FROM goals WHERE priority = 'queued')                  AS queued_goals,
+    (SELECT avg(energy_end - energy_start) FROM heartbeat_log
+      WHERE started_at > now() - interval '24 hours')                       AS avg_energy_delta_24h,
+    (SELECT count(*) FROM heartbeat_log h, jsonb_array_elements(h.actions_taken) a
+      WHERE h.started_at > now() - interval '24 hours' AND a ->> 'action' = 'reach_out_user') AS reach_outs_24h,
+    (SELECT count(*) FROM work_queue WHERE status IN ('pending', 'claimed')) AS queue_depth,
+    (SELECT now() - min(created_at) FROM work_queue WHERE status = 'pending') AS oldest_pending_work,
+    (SELECT count(*) FROM work_queue WHERE status = 'failed')               AS failed_work,
+    (SELECT count(*) FROM outbox WHERE status = 'pending')                  AS outbox_backlog,
+    (SELECT count(*) FROM outbox WHERE status = 'pending' AND requires_approval AND approved_at IS NULL) AS awaiting_approval,
+    heartbeat_warnings()                                                    AS warnings
+FROM heartbeat_state s WHERE s.id = 1;
