@@ -7,7 +7,6 @@
 #      and the driver's tests against it
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root="$PWD"
 PG_CONFIG="/usr/lib/postgresql/${PG_MAJOR:-15}/bin/pg_config"
 PORT="${DIONYSUS_TEST_PORT:-54329}"
 DATA="${DIONYSUS_TEST_DATA:-/tmp/dionysus-test-$PORT}"
@@ -20,7 +19,8 @@ log "building and installing the extension"
 
 if [ "${DIONYSUS_SKIP_PG_TEST:-0}" != 1 ]; then
   log "#[pg_test] units"
-  pgtest_data="$root/target/pgrx-test-data"
+  # Outside the checkout: the postgres user must reach it whatever the clone's parent permissions.
+  pgtest_data="/tmp/dionysus-pgrx-test-data"
   mkdir -p "$pgtest_data"; chown -R postgres:postgres "$pgtest_data" 2>/dev/null || true
   (cd extension && cargo pgrx test pg15 --release --runas postgres --pgdata "$pgtest_data")
 fi
