@@ -80,6 +80,16 @@ CREATE TABLE heartbeat_state (
 );
 INSERT INTO heartbeat_state (id) VALUES (1);
 
+-- The scheduler's last tick in this database (errors are followed by back-off).
+CREATE TABLE scheduler_status (
+    id                   integer PRIMARY KEY DEFAULT 1 CHECK (id = 1),
+    last_tick_at         timestamptz,
+    last_error           text,
+    last_error_at        timestamptz,
+    consecutive_failures integer NOT NULL DEFAULT 0
+);
+INSERT INTO scheduler_status (id) VALUES (1);
+
 -- Every change of energy, with the heartbeat and action it belongs to.
 CREATE TABLE energy_ledger (
     id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -943,5 +943,7 @@ SELECT
     (SELECT count(*) FROM work_queue WHERE status = 'failed')               AS failed_work,
     (SELECT count(*) FROM outbox WHERE status = 'pending')                  AS outbox_backlog,
     (SELECT count(*) FROM outbox WHERE status = 'pending' AND requires_approval AND approved_at IS NULL) AS awaiting_approval,
+    sc.last_tick_at                                                         AS last_scheduler_tick,
+    sc.last_error                                                           AS last_scheduler_error,
     heartbeat_warnings()                                                    AS warnings
-FROM heartbeat_state s WHERE s.id = 1;
+FROM heartbeat_state s CROSS JOIN scheduler_status sc WHERE s.id = 1;

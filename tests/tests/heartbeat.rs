@@ -599,8 +599,11 @@ async fn the_scheduler_wakes_the_driver_by_notify_unasked() {
     let p: Value = serde_json::from_str(&payload).unwrap();
     assert_eq!(p["database"], json!(db.name));
     assert_eq!(p["reason"], json!("scheduled"));
-    // Paused or in a session: not due.
     let c = &db.client;
+    let tick = c.query_one("SELECT last_scheduler_tick IS NOT NULL, last_scheduler_error FROM dionysus.heartbeat_health", &[]).await.unwrap();
+    assert!(tick.get::<_, bool>(0));
+    assert_eq!(tick.get::<_, Option<String>>(1), None);
+    // Paused or in a session: not due.
     c.batch_execute("SELECT dionysus.session_start()").await.unwrap();
     assert!(!c.query_one("SELECT dionysus.heartbeat_due()", &[]).await.unwrap().get::<_, bool>(0));
     c.batch_execute("SELECT dionysus.session_end(significant => true)").await.unwrap();

@@ -179,7 +179,7 @@ pub extern "C-unwind" fn dionysus_maintenance_main(_arg: pg_sys::Datum) {
     if !installed {
         return;
     }
-    if BackgroundWorker::transaction(in_back_off) {
+    if BackgroundWorker::transaction(|| in_back_off("dionysus.worker_status", Duty::Maintenance)) {
         return;
     }
     let begun = Instant::now();
@@ -239,23 +239,42 @@ pub extern "C-unwind" fn dionysus_scheduler_main(_arg: pg_sys::Datum) {
     if !installed {
         return;
     }
+    if BackgroundWorker::transaction(|| in_back_off("dionysus.scheduler_status", Duty::Scheduler)) {
+        return;
+    }
     let outcome = BackgroundWorker::transaction(|| {
         in_subtransaction(|| Spi::get_one::<pgrx::JsonB>("SELECT dionysus.scheduler_tick()").map(|_| ()))
     });
-    match outcome {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => warning!("dionysus scheduler in {db}: {e}"),
-        Err(e) => warning!("dionysus scheduler in {db}: {e}"),
+    let error = match outcome {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(e) => Some(e),
+    };
+    if let Some(e) = &error {
+        warning!("dionysus scheduler in {db}: {e}");
     }
+    BackgroundWorker::transaction(|| {
+        let _ = Spi::run_with_args(
+            "UPDATE dionysus.scheduler_status SET last_tick_at = now(), \
+               last_error = coalesce($1, last_error), \
+               last_error_at = CASE WHEN $1 IS NULL THEN last_error_at ELSE now() END, \
+               consecutive_failures = CASE WHEN $1 IS NULL THEN 0 ELSE consecutive_failures + 1 END \
+             WHERE id = 1",
+            &[error.clone().into()],
+        );
+    });
 }
 
 /// After failures, passes wait 2^n intervals (at most an hour) before trying again.
-fn in_back_off() -> bool {
+/// `status_table` has `consecutive_failures` and `last_error_at`.
+fn in_back_off(status_table: &str, duty: Duty) -> bool {
     Spi::get_one_with_args::<bool>(
-        "SELECT consecutive_failures > 0 AND last_error_at IS NOT NULL \
-            AND now() < last_error_at + make_interval(secs => least(power(2, consecutive_failures) * $1, 3600)) \
-         FROM dionysus.worker_status WHERE id = 1",
-        &[(WORKER_INTERVAL.get() as f64).into()],
+        &format!(
+            "SELECT consecutive_failures > 0 AND last_error_at IS NOT NULL \
+                AND now() < last_error_at + make_interval(secs => least(power(2, consecutive_failures) * $1, 3600)) \
+             FROM {status_table} WHERE id = 1"
+        ),
+        &[(duty.interval().as_secs() as f64).into()],
     )
     .ok()
     .flatten()
