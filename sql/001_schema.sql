@@ -75,6 +75,8 @@ CREATE INDEX memories_embedding_hnsw ON memories USING hnsw (embedding vector_co
 CREATE INDEX memories_search_gin ON memories USING gin (search);
 CREATE INDEX memories_created ON memories (created_at DESC);
 CREATE INDEX memories_type_status ON memories (type, status);
+-- Recently recalled memories (activated themes of the heartbeat).
+CREATE INDEX memories_last_accessed ON memories (last_accessed DESC) WHERE last_accessed IS NOT NULL;
 
 -- ---------------------------------------------------------------------------------------
 -- Episode membership, in order.

@@ -700,7 +700,6 @@ CREATE FUNCTION heartbeat_interval_minutes() RETURNS integer
     SELECT coalesce(nullif(current_setting('dionysus.heartbeat_interval', true), '')::integer, 60)
 $$;
 
--- PL/pgSQL so the memory_health view (defined later, in 900_api.sql) is looked up at run time.
 CREATE FUNCTION heartbeat_observe() RETURNS jsonb
     LANGUAGE plpgsql STABLE AS $$
 BEGIN
@@ -716,9 +715,12 @@ BEGIN
             'work_pending', (SELECT count(*) FROM dionysus.work_queue WHERE status IN ('pending', 'claimed')),
             'outbox_pending', (SELECT count(*) FROM dionysus.outbox WHERE status = 'pending'),
             'requested', s.request_reason),
-        'system_status', (SELECT jsonb_build_object('memories', h.memories, 'stale_neighborhoods', h.stale_neighborhoods,
-                                                    'last_worker_run', h.last_worker_run, 'last_worker_error', h.last_worker_error)
-                            FROM dionysus.memory_health h))
+        -- Cheap on any store size: the planner's row estimate, not count(*).
+        'system_status', (SELECT jsonb_build_object(
+                              'memories_estimate', (SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'dionysus.memories'::regclass),
+                              'stale_neighborhoods', (SELECT count(DISTINCT memory_id) FROM dionysus.neighborhood_queue),
+                              'last_worker_run', w.last_run_at, 'last_worker_error', w.last_error)
+                            FROM dionysus.worker_status w WHERE w.id = 1))
     FROM dionysus.heartbeat_state s WHERE s.id = 1);
 END $$;
 
@@ -729,7 +731,7 @@ CREATE FUNCTION activated_themes(max_items integer DEFAULT 5) RETURNS jsonb
     WITH touched AS (
         SELECT memory_id FROM dionysus.memory_access_log WHERE accessed_at > now() - interval '1 day'
         UNION
-        SELECT id FROM dionysus.memories WHERE last_accessed > now() - interval '1 day'),
+        SELECT id FROM dionysus.memories WHERE last_accessed > now() - interval '1 day' AND last_accessed IS NOT NULL),
     concepts AS (
         SELECT c.name, count(*) AS hits FROM touched t
           JOIN dionysus.memory_concepts mc ON mc.memory_id = t.memory_id JOIN dionysus.concepts c ON c.id = mc.concept_id
