@@ -216,6 +216,7 @@ CREATE TABLE memory_access_log (
     accessed_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX memory_access_log_memory ON memory_access_log (memory_id);
+CREATE INDEX memory_access_log_at ON memory_access_log (accessed_at DESC);
 
 -- ---------------------------------------------------------------------------------------
 -- Recall configuration: every weight and knob of recall, in one place.

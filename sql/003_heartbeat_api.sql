@@ -715,10 +715,11 @@ BEGIN
             'work_pending', (SELECT count(*) FROM dionysus.work_queue WHERE status IN ('pending', 'claimed')),
             'outbox_pending', (SELECT count(*) FROM dionysus.outbox WHERE status = 'pending'),
             'requested', s.request_reason),
-        -- Cheap on any store size: the planner's row estimate, not count(*).
+        -- Cheap on any store size: estimates and the worker's own record, no scans
+        -- (memory_health has the exact counts).
         'system_status', (SELECT jsonb_build_object(
                               'memories_estimate', (SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'dionysus.memories'::regclass),
-                              'stale_neighborhoods', (SELECT count(DISTINCT memory_id) FROM dionysus.neighborhood_queue),
+                              'neighborhood_backlog', EXISTS (SELECT 1 FROM dionysus.neighborhood_queue),
                               'last_worker_run', w.last_run_at, 'last_worker_error', w.last_error)
                             FROM dionysus.worker_status w WHERE w.id = 1))
     FROM dionysus.heartbeat_state s WHERE s.id = 1);
@@ -729,9 +730,11 @@ END $$;
 CREATE FUNCTION activated_themes(max_items integer DEFAULT 5) RETURNS jsonb
     LANGUAGE sql STABLE AS $$
     WITH touched AS (
-        SELECT memory_id FROM dionysus.memory_access_log WHERE accessed_at > now() - interval '1 day'
+        (SELECT memory_id FROM dionysus.memory_access_log WHERE accessed_at > now() - interval '1 day'
+          ORDER BY accessed_at DESC LIMIT 200)
         UNION
-        SELECT id FROM dionysus.memories WHERE last_accessed > now() - interval '1 day' AND last_accessed IS NOT NULL),
+        (SELECT id FROM dionysus.memories WHERE last_accessed > now() - interval '1 day'
+          ORDER BY last_accessed DESC LIMIT 200)),
     concepts AS (
         SELECT c.name, count(*) AS hits FROM touched t
           JOIN dionysus.memory_concepts mc ON mc.memory_id = t.memory_id JOIN dionysus.concepts c ON c.id = mc.concept_id

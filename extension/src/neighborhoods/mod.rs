@@ -9,7 +9,7 @@ use crate::errors;
 use crate::memory::episodes::TEMPORAL_SPAN;
 use crate::spi_util::{cosine_op, in_subtransaction, select_prepared, vector_type, with_iterative_scan, write_prepared};
 use pgrx::prelude::*;
-use pgrx::Uuid;
+use pgrx::{PgMemoryContexts, Uuid};
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -181,42 +181,57 @@ pub fn process_queue(batch: i64, deadline: Option<Instant>) -> Pass {
     due.retain(|id| seen.insert(*id));
     due.truncate(batch.max(0) as usize);
     let mut pass = Pass::default();
+    // Each row's allocations (arrays, datums) go to a scratch context reset after the row, so
+    // a long call (run_maintenance over a large backlog) stays flat in memory.
+    let mut scratch = PgMemoryContexts::new("dionysus neighborhood recompute");
     for id in due {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        // Rows queued after this point (seq above the mark) survive and trigger another pass.
-        let Some(mark) = select_prepared(
-            "SELECT max(seq) FROM dionysus.neighborhood_queue WHERE memory_id = $1",
-            &[id.into()],
-            |t| t.get::<i64>(1).ok()?,
-        )
-        .pop() else {
-            continue; // computed meanwhile by another session
-        };
-        match in_subtransaction(|| recompute_one(id)) {
-            Ok(()) => {
-                write_prepared(
-                    "DELETE FROM dionysus.neighborhood_queue WHERE memory_id = $1 AND seq <= $2",
-                    &[id.into(), mark.into()],
-                    |_| Some(()),
-                );
-                pass.done += 1;
-            }
-            Err(msg) => {
-                Spi::run_with_args(
-                    "UPDATE dionysus.neighborhood_queue SET attempts = attempts + 1, last_error = $3, \
-                       not_before = now() + make_interval(secs => least(power(2, attempts + 1), $4)) \
-                     WHERE memory_id = $1 AND seq <= $2",
-                    &[id.into(), mark.into(), msg.clone().into(), (MAX_BACKOFF_SECONDS as f64).into()],
-                )
-                .expect("back off");
+        let outcome = unsafe { scratch.switch_to(|_| recompute_queued(id)) };
+        unsafe { scratch.reset() };
+        match outcome {
+            None => {}
+            Some(Ok(())) => pass.done += 1,
+            Some(Err(msg)) => {
                 pass.failed += 1;
                 pass.last_error = Some(format!("neighborhood of {id}: {msg}"));
             }
         }
     }
     pass
+}
+
+/// Recomputes one queued memory and settles its queue rows: deleted on success, backed off on
+/// failure. None when another session already took care of it.
+fn recompute_queued(id: Uuid) -> Option<Result<(), String>> {
+    // Rows queued after this point (seq above the mark) survive and trigger another pass.
+    let mark = select_prepared(
+        "SELECT max(seq) FROM dionysus.neighborhood_queue WHERE memory_id = $1",
+        &[id.into()],
+        |t| t.get::<i64>(1).ok()?,
+    )
+    .pop()?;
+    match in_subtransaction(|| recompute_one(id)) {
+        Ok(()) => {
+            write_prepared(
+                "DELETE FROM dionysus.neighborhood_queue WHERE memory_id = $1 AND seq <= $2",
+                &[id.into(), mark.into()],
+                |_| Some(()),
+            );
+            Some(Ok(()))
+        }
+        Err(msg) => {
+            Spi::run_with_args(
+                "UPDATE dionysus.neighborhood_queue SET attempts = attempts + 1, last_error = $3, \
+                   not_before = now() + make_interval(secs => least(power(2, attempts + 1), $4)) \
+                 WHERE memory_id = $1 AND seq <= $2",
+                &[id.into(), mark.into(), msg.clone().into(), (MAX_BACKOFF_SECONDS as f64).into()],
+            )
+            .expect("back off");
+            Some(Err(msg))
+        }
+    }
 }
 
 /// Recomputes up to `batch` stale neighborhoods now (the worker does this on its own).
