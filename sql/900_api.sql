@@ -115,10 +115,11 @@ COMMENT ON FUNCTION recall IS
 COMMENT ON FUNCTION recall_recent IS 'The k most recent active memories, optionally of some types or one source.';
 COMMENT ON FUNCTION recall_by_id IS 'One memory with every field (access counts include the unfolded log).';
 COMMENT ON FUNCTION recompute_neighborhoods IS
-    'Recomputes up to batch stale neighborhoods now and returns how many; the worker does this on its own.';
+    'Recomputes up to batch (at most 10000) stale neighborhoods now and returns how many; the worker does this on its own.';
 COMMENT ON FUNCTION refresh_lexicon IS 'Recounts lexeme document frequencies for BM25; returns the memories counted.';
 COMMENT ON FUNCTION run_maintenance IS
-    'One maintenance pass in this session: neighborhoods, access log, lexicon, cache. Returns a summary.';
+    'One maintenance pass in this session: up to 5000 neighborhoods, the access log, the lexicon, the cache. '
+    'Returns a summary with neighborhoods_remaining: call again while it is above zero.';
 
 -- ---------------------------------------------------------------------------------------
 -- The heartbeat organ

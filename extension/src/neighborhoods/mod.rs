@@ -234,13 +234,13 @@ fn recompute_queued(id: Uuid) -> Option<Result<(), String>> {
     }
 }
 
-/// Recomputes up to `batch` stale neighborhoods now (the worker does this on its own).
-/// Returns how many were recomputed.
+/// Recomputes up to `batch` (at most 10,000: see MAINTENANCE_CALL_LIMIT) stale neighborhoods
+/// now (the worker does this on its own). Returns how many were recomputed.
 #[pg_extern(volatile, parallel_unsafe)]
 fn recompute_neighborhoods(batch: default!(Option<i32>, 50)) -> i64 {
     let Some(batch) = batch else { errors::null_arg("batch") };
-    if !(1..=1_000_000).contains(&batch) {
-        errors::invalid_arg("batch", format!("{batch} is outside [1, 1000000]"));
+    if !(1..=10_000).contains(&batch) {
+        errors::invalid_arg("batch", format!("{batch} is outside [1, 10000]"));
     }
     process_queue(batch as i64, None).done
 }

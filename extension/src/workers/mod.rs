@@ -242,18 +242,13 @@ pub extern "C-unwind" fn dionysus_scheduler_main(_arg: pg_sys::Datum) {
     if BackgroundWorker::transaction(|| in_back_off("dionysus.scheduler_status", Duty::Scheduler)) {
         return;
     }
-    let outcome = BackgroundWorker::transaction(|| {
-        in_subtransaction(|| Spi::get_one::<pgrx::JsonB>("SELECT dionysus.scheduler_tick()").map(|_| ()))
-    });
-    let error = match outcome {
-        Ok(Ok(())) => None,
-        Ok(Err(e)) => Some(e.to_string()),
-        Err(e) => Some(e),
-    };
-    if let Some(e) = &error {
-        warning!("dionysus scheduler in {db}: {e}");
-    }
-    BackgroundWorker::transaction(|| {
+    // The tick and its record commit together: whoever hears the NOTIFY sees the tick.
+    let error = BackgroundWorker::transaction(|| {
+        let error = match in_subtransaction(|| Spi::get_one::<pgrx::JsonB>("SELECT dionysus.scheduler_tick()").map(|_| ())) {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e.to_string()),
+            Err(e) => Some(e),
+        };
         let _ = Spi::run_with_args(
             "UPDATE dionysus.scheduler_status SET last_tick_at = now(), \
                last_error = coalesce($1, last_error), \
@@ -262,7 +257,11 @@ pub extern "C-unwind" fn dionysus_scheduler_main(_arg: pg_sys::Datum) {
              WHERE id = 1",
             &[error.clone().into()],
         );
+        error
     });
+    if let Some(e) = &error {
+        warning!("dionysus scheduler in {db}: {e}");
+    }
 }
 
 /// After failures, passes wait 2^n intervals (at most an hour) before trying again.
@@ -324,17 +323,26 @@ fn prune_cache() {
     .expect("prune embedding cache");
 }
 
+/// Neighborhoods one `run_maintenance()` call recomputes at most: every row runs in a
+/// subtransaction whose memory lives until the call's transaction ends, so a call is bounded
+/// (the worker commits every 50 rows and has no such limit).
+pub const MAINTENANCE_CALL_LIMIT: i64 = 5_000;
+
 /// Runs the worker's maintenance steps once, now, in this session (for tests and for servers
-/// without the preloaded worker). Returns what was done as jsonb.
+/// without the preloaded worker). Returns what was done, and how many stale neighborhoods
+/// remain (call again while it is above zero).
 #[pg_extern(volatile, parallel_unsafe)]
 fn run_maintenance() -> pgrx::JsonB {
-    let pass = neighborhoods::process_queue(1_000_000, None);
+    let pass = neighborhoods::process_queue(MAINTENANCE_CALL_LIMIT, None);
     fold_access_log();
     refresh_lexicon_if_stale();
     prune_cache();
     pgrx::JsonB(serde_json::json!({
         "neighborhoods_recomputed": pass.done,
         "neighborhoods_failed": pass.failed,
+        "neighborhoods_remaining": Spi::get_one::<i64>(
+            "SELECT count(DISTINCT memory_id) FROM dionysus.neighborhood_queue WHERE not_before <= now()"
+        ).ok().flatten().unwrap_or(0),
         "last_error": pass.last_error,
     }))
 }

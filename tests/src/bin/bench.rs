@@ -117,7 +117,7 @@ async fn locomo(path: &str) {
             c.execute("SELECT dionysus.close_episode($1)", &[&ep]).await.unwrap();
         }
         let ingest = started.elapsed().as_secs_f64();
-        let m: Value = c.query_one("SELECT dionysus.run_maintenance()", &[]).await.unwrap().get(0);
+        let m = run_maintenance_to_the_end(c).await;
         c.query_one("SELECT dionysus.refresh_lexicon()", &[]).await.unwrap();
         eprintln!("{name}: {turns_total} turns ingested in {ingest:.1} s, maintenance {m}");
         for qa in conv["qa"].as_array().unwrap() {
@@ -163,6 +163,16 @@ async fn locomo(path: &str) {
         println!("{}", t.line(&format!("  recall, category {cat} ({} q)", t.questions)));
     }
     println!("recall latency on these stores: p50 {p50:.1} ms, p95 {p95:.1} ms");
+}
+
+/// Calls run_maintenance() until no stale neighborhood remains; returns the last summary.
+async fn run_maintenance_to_the_end(c: &Client) -> Value {
+    loop {
+        let m: Value = c.query_one("SELECT dionysus.run_maintenance()", &[]).await.unwrap().get(0);
+        if m["neighborhoods_remaining"].as_i64().unwrap_or(0) == 0 || m["neighborhoods_recomputed"].as_i64().unwrap_or(0) == 0 {
+            return m;
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -265,7 +275,7 @@ async fn recall_latency(n: usize, queries: usize) {
     }
     let secs = t.elapsed().as_secs_f64();
     println!("neighborhood recompute: {:.0} memories/s ({done} of a backlog of {backlog} in {secs:.1} s)", done as f64 / secs);
-    c.query_one("SELECT dionysus.run_maintenance()", &[]).await.ok();
+    run_maintenance_to_the_end(c).await;
     c.batch_execute("VACUUM ANALYZE dionysus.memories").await.unwrap();
 
     let qs: Vec<String> = (0..queries).map(|i| sentence((i * 104_729 + 17) % 2_654_208)).map(|s| {
