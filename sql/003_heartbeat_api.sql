@@ -353,16 +353,23 @@ FROM goals WHERE priority IN ('active', 'queued', 'backburner') GROUP BY priorit
 -- ---------------------------------------------------------------------------------------
 -- Identity and worldview (read by orient, written by reflect through complete_work)
 -- ---------------------------------------------------------------------------------------
-CREATE FUNCTION set_identity_aspect(aspect text, confidence double precision DEFAULT 0.5) RETURNS uuid
-    LANGUAGE plpgsql AS $$
-DECLARE r uuid;
+-- Shared checks of the self-model setters: a non-empty statement and a confidence in [0, 1].
+CREATE FUNCTION check_self_model(arg text, statement text, confidence double precision) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
-    IF aspect IS NULL OR btrim(aspect) = '' THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "aspect": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    IF statement IS NULL OR btrim(statement) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "%": must not be empty', arg USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF confidence IS NULL OR confidence = 'NaN'::float8 OR confidence < 0 OR confidence > 1 THEN
         RAISE EXCEPTION 'dionysus: invalid argument "confidence": % is outside [0, 1]', confidence USING ERRCODE = 'invalid_parameter_value';
     END IF;
+END $$;
+
+CREATE FUNCTION set_identity_aspect(aspect text, confidence double precision DEFAULT 0.5) RETURNS uuid
+    LANGUAGE plpgsql AS $$
+DECLARE r uuid;
+BEGIN
+    PERFORM dionysus.check_self_model('aspect', aspect, confidence);
     INSERT INTO dionysus.identity_aspects (aspect, confidence) VALUES (btrim(aspect), confidence)
     ON CONFLICT (aspect_key) DO UPDATE SET confidence = EXCLUDED.confidence, updated_at = now()
     RETURNING id INTO r;
@@ -373,12 +380,7 @@ CREATE FUNCTION set_worldview_belief(belief text, confidence double precision DE
     LANGUAGE plpgsql AS $$
 DECLARE r uuid;
 BEGIN
-    IF belief IS NULL OR btrim(belief) = '' THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "belief": must not be empty' USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF confidence IS NULL OR confidence = 'NaN'::float8 OR confidence < 0 OR confidence > 1 THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "confidence": % is outside [0, 1]', confidence USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    PERFORM dionysus.check_self_model('belief', belief, confidence);
     INSERT INTO dionysus.worldview_beliefs (belief, confidence) VALUES (btrim(belief), confidence)
     ON CONFLICT (belief_key) DO UPDATE SET confidence = EXCLUDED.confidence, updated_at = now()
     RETURNING id INTO r;
