@@ -18,7 +18,7 @@ log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
 
 # 1. Debian packages ----------------------------------------------------------------
 need_pkgs=()
-for p in "postgresql-${PG_MAJOR}" "postgresql-server-dev-${PG_MAJOR}" clang libclang-dev sudo \
+for p in "postgresql-${PG_MAJOR}" "postgresql-server-dev-${PG_MAJOR}" clang libclang-dev sudo make \
          pkg-config libssl-dev dpkg-dev unzip; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need_pkgs+=("$p")
 done

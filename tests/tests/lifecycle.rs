@@ -32,9 +32,7 @@ async fn the_server_stops_cleanly_while_the_worker_runs() {
     }
     drop(client);
     let _ = conn.await;
-    let started = Instant::now();
     assert!(cluster(&["stop", &data]));
-    let took = started.elapsed();
     let log = std::fs::read_to_string(format!("{data}/server.log")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&data);
     for launcher in ["maintenance", "scheduler"] {
@@ -42,6 +40,6 @@ async fn the_server_stops_cleanly_while_the_worker_runs() {
     }
     assert!(log.contains("database system is shut down"), "{log}");
     assert!(!log.contains("terminated by signal"), "a worker crashed:\n{log}");
-    // A hang would be minutes (pg_ctl gives up after 60 s); this is not a speed check.
-    assert!(took < Duration::from_secs(55), "shutdown took {took:?}");
+    // A hung launcher makes scripts/cluster.sh escalate to an immediate shutdown.
+    assert!(!log.contains("immediate shutdown request"), "fast shutdown did not complete:\n{log}");
 }
