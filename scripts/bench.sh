@@ -8,8 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT="${DIONYSUS_BENCH_PORT:-54339}"
 DATA="${DIONYSUS_BENCH_DATA:-/tmp/dionysus-bench-$PORT}"
-scripts/setup.sh
-(cd extension && cargo pgrx install --release --pg-config "/usr/lib/postgresql/${PG_MAJOR:-15}/bin/pg_config" >/dev/null)
+scripts/install.sh
 cargo build --release -p dionysus-tests --bin dionysus-bench
 scripts/cluster.sh stop "$DATA"; rm -rf "$DATA"
 scripts/cluster.sh start "$DATA" "$PORT" "shared_buffers = 512MB" "maintenance_work_mem = 512MB" "dionysus.worker_interval = 3600"

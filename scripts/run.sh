@@ -8,15 +8,12 @@
 #              (default: doctor).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PG_CONFIG="/usr/lib/postgresql/${PG_MAJOR:-15}/bin/pg_config"
 PORT="${DIONYSUS_PORT:-5433}"
 DATA="${DIONYSUS_DATA:-/var/lib/dionysus/pgdata}"
 DB="${DIONYSUS_DB:-dionysus}"
 log() { printf '\033[1;34m[run]\033[0m %s\n' "$*"; }
 
-scripts/setup.sh
-log "building and installing the extension"
-(cd extension && cargo pgrx install --release --pg-config "$PG_CONFIG" >/dev/null)
+scripts/install.sh
 log "building the driver"
 cargo build --release -p dionysus-driver --quiet
 

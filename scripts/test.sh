@@ -7,15 +7,11 @@
 #      and the driver's tests against it
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PG_CONFIG="/usr/lib/postgresql/${PG_MAJOR:-15}/bin/pg_config"
 PORT="${DIONYSUS_TEST_PORT:-54329}"
 DATA="${DIONYSUS_TEST_DATA:-/tmp/dionysus-test-$PORT}"
 log() { printf '\033[1;34m[test]\033[0m %s\n' "$*"; }
 
-scripts/setup.sh
-
-log "building and installing the extension"
-(cd extension && cargo pgrx install --release --pg-config "$PG_CONFIG" >/dev/null)
+scripts/install.sh
 
 if [ "${DIONYSUS_SKIP_PG_TEST:-0}" != 1 ]; then
   log "#[pg_test] units"

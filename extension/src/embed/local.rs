@@ -47,10 +47,6 @@ pub fn model(path: &Path) -> Result<Rc<LocalModel>, LoadError> {
     })
 }
 
-pub fn is_loaded() -> bool {
-    MODEL.with(|cell| cell.borrow().is_some())
-}
-
 fn load(path: &Path) -> Result<LocalModel, LoadError> {
     for file in ["model.safetensors", "tokenizer.json", "config.json"] {
         if !path.join(file).is_file() {

@@ -49,6 +49,13 @@ impl Duty {
         };
         Duration::from_secs(secs.max(1) as u64)
     }
+    /// The per-database status row: its existence says the extension (this version) is installed.
+    fn status_table(self) -> &'static str {
+        match self {
+            Duty::Maintenance => "dionysus.worker_status",
+            Duty::Scheduler => "dionysus.scheduler_status",
+        }
+    }
     fn pass_function(self) -> &'static str {
         match self {
             Duty::Maintenance => "dionysus_maintenance_main",
@@ -164,22 +171,7 @@ fn run_pass(duty: Duty, db: &str) {
 #[pg_guard]
 #[no_mangle]
 pub extern "C-unwind" fn dionysus_maintenance_main(_arg: pg_sys::Datum) {
-    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
-    let db = BackgroundWorker::get_extra().to_string();
-    BackgroundWorker::connect_worker_to_spi(Some(&db), None);
-    let installed = BackgroundWorker::transaction(|| {
-        Spi::get_one::<bool>(
-            "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'dionysus') \
-                AND to_regclass('dionysus.worker_status') IS NOT NULL",
-        )
-        .ok()
-        .flatten()
-        .unwrap_or(false)
-    });
-    if !installed {
-        return;
-    }
-    if BackgroundWorker::transaction(|| in_back_off("dionysus.worker_status", Duty::Maintenance)) {
+    if open_pass(Duty::Maintenance).is_none() {
         return;
     }
     let begun = Instant::now();
@@ -230,18 +222,9 @@ pub extern "C-unwind" fn dionysus_maintenance_main(_arg: pg_sys::Datum) {
 #[pg_guard]
 #[no_mangle]
 pub extern "C-unwind" fn dionysus_scheduler_main(_arg: pg_sys::Datum) {
-    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
-    let db = BackgroundWorker::get_extra().to_string();
-    BackgroundWorker::connect_worker_to_spi(Some(&db), None);
-    let installed = BackgroundWorker::transaction(|| {
-        Spi::get_one::<bool>("SELECT to_regprocedure('dionysus.scheduler_tick()') IS NOT NULL").ok().flatten().unwrap_or(false)
-    });
-    if !installed {
+    let Some(db) = open_pass(Duty::Scheduler) else {
         return;
-    }
-    if BackgroundWorker::transaction(|| in_back_off("dionysus.scheduler_status", Duty::Scheduler)) {
-        return;
-    }
+    };
     // The tick and its record commit together: whoever hears the NOTIFY sees the tick.
     let error = BackgroundWorker::transaction(|| {
         let error = match in_subtransaction(|| Spi::get_one::<pgrx::JsonB>("SELECT dionysus.scheduler_tick()").map(|_| ())) {
@@ -262,6 +245,26 @@ pub extern "C-unwind" fn dionysus_scheduler_main(_arg: pg_sys::Datum) {
     if let Some(e) = &error {
         warning!("dionysus scheduler in {db}: {e}");
     }
+}
+
+/// The start of every per-database pass: signals, the connection named in bgw_extra, and
+/// whether there is anything to do (extension installed, not backing off). Returns the
+/// database name when the pass should go on.
+fn open_pass(duty: Duty) -> Option<String> {
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
+    let db = BackgroundWorker::get_extra().to_string();
+    BackgroundWorker::connect_worker_to_spi(Some(&db), None);
+    let table = duty.status_table();
+    let installed = BackgroundWorker::transaction(|| {
+        Spi::get_one_with_args::<bool>("SELECT to_regclass($1) IS NOT NULL", &[table.into()])
+            .ok()
+            .flatten()
+            .unwrap_or(false)
+    });
+    if !installed || BackgroundWorker::transaction(|| in_back_off(table, duty)) {
+        return None;
+    }
+    Some(db)
 }
 
 /// After failures, passes wait 2^n intervals (at most an hour) before trying again.
