@@ -56,7 +56,12 @@ INSERT INTO heartbeat_config (key, value, description) VALUES
     ('stale_goal_days', 7, 'an active goal untouched this long is stale'),
     ('heartbeat_timeout_minutes', 15, 'an unfinished heartbeat older than this is closed with the fallback'),
     ('work_max_attempts', 3, 'attempts of a queued action before it fails for good'),
-    ('work_lease_minutes', 10, 'a claimed action not completed within this goes back to the queue');
+    ('work_lease_minutes', 10, 'a claimed action not completed within this goes back to the queue'),
+    ('work_retry_seconds', 30, 'first retry delay of a failed action; doubles with each attempt'),
+    ('session_idle_minutes', 15, 'a conversation with no message for this long is ended'),
+    ('significant_session_turns', 3, 'a session with at least this many messages from the person requests a heartbeat when it ends'),
+    ('summary_delay_minutes', 5, 'a closed episode waits this long before it is summarised (§6.4)'),
+    ('concept_window_hours', 24, 'memories younger than this get their concepts extracted (§6.5)');
 
 -- ---------------------------------------------------------------------------------------
 -- Heartbeat state (singleton) and the energy ledger.
@@ -211,9 +216,13 @@ CREATE TABLE work_queue (
     result          jsonb,
     last_error      text,
     created_at      timestamptz NOT NULL DEFAULT now(),
+    -- Not claimable before this: retry back-off, and the grace the conversation gives itself
+    -- to extract right after its reply before the queue's other workers may.
+    available_at    timestamptz NOT NULL DEFAULT now(),
     completed_at    timestamptz
 );
 CREATE INDEX work_queue_pending ON work_queue (created_at) WHERE status IN ('pending', 'claimed');
+CREATE INDEX work_queue_heartbeat ON work_queue (heartbeat_id) WHERE heartbeat_id IS NOT NULL;
 
 -- ---------------------------------------------------------------------------------------
 -- The outbox: messages for the person (or the public) that the driver delivers.

@@ -483,7 +483,8 @@ END $$;
 -- The work queue: actions the driver performs (LLM, network). Claimed with SKIP LOCKED,
 -- completed or failed exactly once; an expired lease hands the item back.
 -- ---------------------------------------------------------------------------------------
-CREATE FUNCTION claim_work(worker text, actions text[] DEFAULT NULL, max_items integer DEFAULT 1)
+CREATE FUNCTION claim_work(worker text, actions text[] DEFAULT NULL, max_items integer DEFAULT 1,
+                           heartbeat_id uuid DEFAULT NULL)
     RETURNS SETOF work_queue LANGUAGE plpgsql AS $$
 BEGIN
     IF worker IS NULL OR btrim(worker) = '' THEN
@@ -492,19 +493,69 @@ BEGIN
     IF max_items IS NULL OR max_items < 1 OR max_items > 1000 THEN
         RAISE EXCEPTION 'dionysus: invalid argument "max_items": % is outside [1, 1000]', max_items USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    -- Leases that ran out: back to pending, or failed once the attempts are used up.
-    UPDATE dionysus.work_queue SET status = CASE WHEN attempts >= max_attempts THEN 'failed'::dionysus.work_status ELSE 'pending' END,
-           last_error = 'lease expired (claimed by ' || coalesce(claimed_by, '?') || ')', lease_until = NULL,
-           completed_at = CASE WHEN attempts >= max_attempts THEN now() END
-     WHERE status = 'claimed' AND lease_until < now();
+    PERFORM dionysus.expire_work_leases();
     RETURN QUERY
     UPDATE dionysus.work_queue w SET status = 'claimed', attempts = w.attempts + 1, claimed_by = worker, claimed_at = now(),
            lease_until = now() + make_interval(mins => dionysus.heartbeat_setting('work_lease_minutes')::int)
       FROM (SELECT q.id FROM dionysus.work_queue q
-             WHERE q.status = 'pending' AND (actions IS NULL OR q.action = ANY(actions))
+             WHERE q.status = 'pending' AND q.available_at <= now()
+               AND (actions IS NULL OR q.action = ANY(actions))
+               AND (claim_work.heartbeat_id IS NULL OR q.heartbeat_id = claim_work.heartbeat_id)
              ORDER BY q.created_at, q.id LIMIT max_items FOR UPDATE SKIP LOCKED) p
      WHERE w.id = p.id
     RETURNING w.*;
+END $$;
+
+-- Leases that ran out: back to pending, or failed once the attempts are used up.
+CREATE FUNCTION expire_work_leases() RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE n integer;
+BEGIN
+    UPDATE dionysus.work_queue SET status = CASE WHEN attempts >= max_attempts THEN 'failed'::dionysus.work_status ELSE 'pending' END,
+           last_error = 'lease expired (claimed by ' || coalesce(claimed_by, '?') || ')', lease_until = NULL,
+           completed_at = CASE WHEN attempts >= max_attempts THEN now() END
+     WHERE status = 'claimed' AND lease_until < now();
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END $$;
+
+-- Claims one known item, whatever its available_at: the conversation extracts its own
+-- message right after replying. NULL when it is not pending (someone else has it, or done).
+CREATE FUNCTION claim_work_item(work_id uuid, worker text) RETURNS SETOF work_queue
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF work_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "work_id" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF worker IS NULL OR btrim(worker) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "worker": must name the claimer' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY
+    UPDATE dionysus.work_queue w SET status = 'claimed', attempts = w.attempts + 1, claimed_by = worker, claimed_at = now(),
+           lease_until = now() + make_interval(mins => dionysus.heartbeat_setting('work_lease_minutes')::int)
+     WHERE w.id = (SELECT q.id FROM dionysus.work_queue q WHERE q.id = claim_work_item.work_id AND q.status = 'pending'
+                    FOR UPDATE SKIP LOCKED)
+    RETURNING w.*;
+END $$;
+
+-- Hands a claimed item back without spending an attempt: the item was fine, the driver could
+-- not work on it (LLM unreachable, shutting down). It becomes claimable after delay_seconds.
+CREATE FUNCTION release_work(work_id uuid, reason text DEFAULT NULL, delay_seconds integer DEFAULT 60) RETURNS void
+    LANGUAGE plpgsql AS $$
+DECLARE w dionysus.work_queue;
+BEGIN
+    IF delay_seconds IS NULL OR delay_seconds < 0 OR delay_seconds > 86400 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "delay_seconds": % is outside [0, 86400]', delay_seconds
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    w := dionysus.require_claimed_work(work_id);
+    IF w.status <> 'claimed' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "work_id": work item % is %, not claimed', work_id, w.status
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.work_queue SET status = 'pending', attempts = greatest(attempts - 1, 0), lease_until = NULL,
+           last_error = coalesce(reason, last_error), available_at = now() + make_interval(secs => delay_seconds)
+     WHERE id = w.id;
 END $$;
 
 CREATE FUNCTION require_claimed_work(work_id uuid) RETURNS dionysus.work_queue
@@ -524,9 +575,12 @@ END $$;
 -- Applies what the driver produced, then marks the item done. Completing a done item again
 -- changes nothing and returns the first summary: a retried call never repeats its effects.
 -- result keys (all optional): memories [{content, type, importance, valence}], facts
--- [{content, subject, category, confidence}], goals [{title, description, source, priority}],
--- goal_progress [{goal_id, note}], identity [{aspect, confidence}], worldview [{belief,
--- confidence}], message (text: the reach-out to deliver), summary (text).
+-- [{content, subject, category, confidence}], triples [{subject, predicate, object,
+-- confidence}], goals [{title, description, source, priority}], goal_progress [{goal_id,
+-- note}], identity [{aspect, confidence}], worldview [{belief, confidence}], concepts
+-- [{memory_id, name, strength}], episode_summary (text, for summarize_episode), message
+-- (text: the reach-out to deliver), summary (text: what was done, for the narrative).
+-- Facts and triples from a conversation turn (params.memory_id) keep it as provenance.
 CREATE FUNCTION complete_work(work_id uuid, result jsonb DEFAULT '{}') RETURNS jsonb
     LANGUAGE plpgsql AS $$
 DECLARE
@@ -550,10 +604,12 @@ BEGIN
         RAISE EXCEPTION 'dionysus: argument "result": must be a JSON object' USING ERRCODE = 'invalid_text_representation';
     END IF;
     FOR key IN SELECT jsonb_object_keys(result) LOOP
-        IF key NOT IN ('memories', 'facts', 'goals', 'goal_progress', 'identity', 'worldview', 'message', 'summary') THEN
+        IF key NOT IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts',
+                       'episode_summary', 'message', 'summary') THEN
             RAISE EXCEPTION 'dionysus: argument "result": unknown key "%"', key USING ERRCODE = 'invalid_text_representation';
         END IF;
-        IF key IN ('memories', 'facts', 'goals', 'goal_progress', 'identity', 'worldview') AND jsonb_typeof(result -> key) <> 'array' THEN
+        IF key IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts')
+           AND jsonb_typeof(result -> key) <> 'array' THEN
             RAISE EXCEPTION 'dionysus: argument "result.%": must be an array', key USING ERRCODE = 'invalid_text_representation';
         END IF;
     END LOOP;
@@ -566,9 +622,35 @@ BEGIN
     END LOOP;
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'facts', '[]')) LOOP
         new_id := dionysus.learn(item ->> 'content', item ->> 'subject', item ->> 'category',
-                                 coalesce((item ->> 'confidence')::float8, 0.8), 'heartbeat:' || w.action);
+                                 coalesce((item ->> 'confidence')::float8, 0.8),
+                                 coalesce(w.params ->> 'source', 'heartbeat:' || w.action));
         made := jsonb_set(made, '{facts}', (made -> 'facts') || to_jsonb(new_id));
     END LOOP;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'triples', '[]')) LOOP
+        new_id := dionysus.add_triple(item ->> 'subject', item ->> 'predicate', item ->> 'object',
+                                      coalesce((item ->> 'confidence')::float8, 0.8),
+                                      coalesce(w.params ->> 'source', 'heartbeat:' || w.action),
+                                      (w.params ->> 'memory_id')::uuid);
+        made := made || jsonb_build_object('triples', coalesce(made -> 'triples', '[]'::jsonb) || to_jsonb(new_id));
+    END LOOP;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'concepts', '[]')) LOOP
+        PERFORM dionysus.link_concept(coalesce((item ->> 'memory_id')::uuid, (w.params ->> 'memory_id')::uuid),
+                                      item ->> 'name', coalesce((item ->> 'strength')::float8, 1.0));
+        made := made || jsonb_build_object('concepts', coalesce((made ->> 'concepts')::int, 0) + 1);
+    END LOOP;
+    IF result ? 'episode_summary' THEN
+        IF w.action <> 'summarize_episode' OR (w.params ->> 'episode_id') IS NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "result.episode_summary": only a summarize_episode item carries one'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF coalesce(btrim(result ->> 'episode_summary'), '') = '' THEN
+            RAISE EXCEPTION 'dionysus: argument "result.episode_summary": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        UPDATE dionysus.episodes SET summary = result ->> 'episode_summary',
+               summary_embedding = dionysus.embed(result ->> 'episode_summary')
+         WHERE id = (w.params ->> 'episode_id')::uuid;
+        made := made || jsonb_build_object('episode_id', w.params ->> 'episode_id');
+    END IF;
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'goals', '[]')) LOOP
         new_id := dionysus.create_goal(item ->> 'title', item ->> 'description', coalesce(item ->> 'source', 'curiosity'),
                                        item ->> 'priority', (item ->> 'parent_goal_id')::uuid);
@@ -615,8 +697,11 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     next_status := CASE WHEN retry AND w.attempts < w.max_attempts THEN 'pending' ELSE 'failed' END;
+    -- Exponential back-off: work_retry_seconds × 2^(attempts − 1).
     UPDATE dionysus.work_queue SET status = next_status, last_error = error, lease_until = NULL,
-           completed_at = CASE WHEN next_status = 'failed' THEN now() END
+           completed_at = CASE WHEN next_status = 'failed' THEN now() END,
+           available_at = now() + make_interval(secs => dionysus.heartbeat_setting('work_retry_seconds')
+                                                        * power(2, greatest(w.attempts - 1, 0)))
      WHERE id = w.id;
     IF next_status = 'pending' THEN
         PERFORM pg_notify('dionysus_work', w.id::text);
@@ -906,8 +991,12 @@ DECLARE
     st dionysus.heartbeat_state;
     work_waiting bigint;
     outbox_waiting bigint;
+    ended_session boolean;
+    language_work integer;
 BEGIN
     recovered := dionysus.recover_stalled_heartbeats();
+    ended_session := dionysus.end_idle_session();
+    language_work := dionysus.enqueue_language_work();
     SELECT * INTO st FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
     due := dionysus.heartbeat_due();
     IF due AND (st.last_notified_at IS NULL OR st.last_notified_at < now() - interval '1 minute'
@@ -916,8 +1005,11 @@ BEGIN
                                                                   'database', current_database())::text);
         UPDATE dionysus.heartbeat_state SET last_notified_at = now() WHERE id = 1;
     END IF;
+    -- Items fresh from their producer were announced by it; these are the ones that waited,
+    -- or came out of a retry delay.
     SELECT count(*) INTO work_waiting FROM dionysus.work_queue
-     WHERE status = 'pending' AND created_at < now() - interval '1 minute';
+     WHERE status = 'pending' AND available_at <= now()
+       AND (created_at < now() - interval '1 minute' OR available_at > created_at OR language_work > 0);
     IF work_waiting > 0 THEN
         PERFORM pg_notify('dionysus_work', jsonb_build_object('waiting', work_waiting)::text);
     END IF;
@@ -926,7 +1018,8 @@ BEGIN
     IF outbox_waiting > 0 THEN
         PERFORM pg_notify('dionysus_outbox', jsonb_build_object('waiting', outbox_waiting)::text);
     END IF;
-    RETURN jsonb_build_object('recovered', recovered, 'due', due, 'work_waiting', work_waiting, 'outbox_waiting', outbox_waiting);
+    RETURN jsonb_build_object('recovered', recovered, 'due', due, 'work_waiting', work_waiting, 'outbox_waiting', outbox_waiting,
+                              'ended_session', ended_session, 'language_work_queued', language_work);
 END $$;
 
 -- Appendix A, plus the queue, the outbox and the warnings.

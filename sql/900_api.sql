@@ -163,12 +163,20 @@ COMMENT ON FUNCTION change_goal_priority(uuid, text, text) IS
 COMMENT ON FUNCTION add_goal_progress(uuid, text, uuid) IS 'Appends a progress note (and optionally links a memory); touches the goal.';
 COMMENT ON FUNCTION set_goal_blockers(uuid, jsonb) IS 'Sets what blocks a goal: goal ids (resolved when they complete) or free texts.';
 COMMENT ON FUNCTION link_goal_memory(uuid, uuid, text) IS 'Links a goal and a memory (origin, progress, completion, blocker).';
-COMMENT ON FUNCTION claim_work(text, text[], integer) IS
-    'Claims up to max_items pending work items (optionally of some actions) for a worker, with a lease; expired leases return to the queue.';
+COMMENT ON FUNCTION claim_work(text, text[], integer, uuid) IS
+    'Claims up to max_items available work items (optionally of some actions, or of one heartbeat) for a worker, with a lease; '
+    'expired leases return to the queue.';
+COMMENT ON FUNCTION claim_work_item(uuid, text) IS
+    'Claims one known pending item whatever its available_at (the conversation extracting its own turn); no row when it is not pending.';
+COMMENT ON FUNCTION release_work(uuid, text, integer) IS
+    'Hands a claimed item back without spending an attempt (the driver could not work on it: LLM down, shutting down); '
+    'claimable again after delay_seconds.';
+COMMENT ON FUNCTION expire_work_leases() IS 'Returns items whose lease ran out to the queue (or fails them when their attempts are spent).';
 COMMENT ON FUNCTION complete_work(uuid, jsonb) IS
-    'Applies a claimed work item''s result (memories, facts, goals, goal_progress, identity, worldview, message) and marks it done. '
-    'Completing again returns the first summary and repeats nothing.';
-COMMENT ON FUNCTION fail_work(uuid, text, boolean) IS 'Fails a claimed work item: back to pending while attempts remain, else failed.';
+    'Applies a claimed work item''s result (memories, facts, triples, goals, goal_progress, identity, worldview, concepts, '
+    'episode_summary, message, summary) and marks it done, in one transaction. Completing again returns the first summary and repeats nothing.';
+COMMENT ON FUNCTION fail_work(uuid, text, boolean) IS
+    'Fails a claimed work item: back to pending after an exponential back-off while attempts remain, else failed.';
 COMMENT ON FUNCTION pending_outbox(integer) IS 'Messages ready to deliver (public ones only once approved).';
 COMMENT ON FUNCTION mark_outbox_sent(uuid, text) IS 'Marks a message delivered, exactly once.';
 COMMENT ON FUNCTION mark_outbox_failed(uuid, text, boolean) IS 'Records a failed delivery; the message stays pending until 5 attempts.';
@@ -180,9 +188,35 @@ COMMENT ON FUNCTION request_heartbeat(text) IS 'Asks for a heartbeat now (the sc
 COMMENT ON FUNCTION pause_heartbeats(boolean) IS 'Pauses or resumes scheduled heartbeats.';
 COMMENT ON FUNCTION heartbeat_due() IS 'Whether a heartbeat is due: not paused, no session, none in flight, and requested or past its time.';
 COMMENT ON FUNCTION scheduler_tick() IS
-    'What the scheduler worker does each tick: closes stalled heartbeats with the fallback, and NOTIFYs dionysus_heartbeat '
-    'when one is due, dionysus_work / dionysus_outbox while items wait.';
+    'What the scheduler worker does each tick: closes stalled heartbeats with the fallback, ends an idle session, queues '
+    'language work, and NOTIFYs dionysus_heartbeat when one is due, dionysus_work / dionysus_outbox while items wait.';
 COMMENT ON FUNCTION heartbeat_warnings() IS 'Warnings of §9: hoarding, reach-out spam, stagnation, loops.';
 COMMENT ON VIEW heartbeat_health IS 'Appendix A: heartbeats, energy, goals, reach-outs; plus queue depth, oldest pending work, outbox backlog and warnings.';
 COMMENT ON VIEW active_goals IS 'Active goals, most recently touched first.';
 COMMENT ON VIEW goal_backlog IS 'Open goals by priority.';
+
+-- ---------------------------------------------------------------------------------------
+-- The conversation organ
+-- ---------------------------------------------------------------------------------------
+COMMENT ON TABLE messages IS
+    'The immutable message log (seed 004 raw_messages): every turn once per (platform, platform_message_id), chained to the '
+    'previous turn of its channel, with the episodic memory it became.';
+COMMENT ON TABLE prompt_templates IS
+    'Versioned prompt templates with {{placeholders}}, one active version per key; set_prompt_template() adds a version.';
+COMMENT ON FUNCTION log_message(text, text, text, text, text, boolean, boolean, uuid) IS
+    'Logs one turn in one transaction: deduplicated by the platform''s message id, chained, remembered as an episodic memory; '
+    'a person''s turn also starts the session and queues its extraction. Returns {message_id, duplicate, prev_message_id, memory_id, work_id}.';
+COMMENT ON FUNCTION chat_context(uuid, integer, integer) IS
+    'Everything a reply needs: the last turns of the channel, recalled memories (turns in view left out; facts marked), '
+    'triples about the entities named and the person, and the active goals.';
+COMMENT ON FUNCTION outbox_reply(text) IS 'Queues a reply the channel could not deliver; it goes out with the outbox when the channel is back.';
+COMMENT ON FUNCTION prompt_template(text) IS 'The active version of a prompt template: {key, version, template, temperature}.';
+COMMENT ON FUNCTION set_prompt_template(text, text, double precision, text) IS
+    'Adds a new active version of a prompt template (the previous stays, inactive); returns the version number.';
+COMMENT ON FUNCTION end_idle_session() IS
+    'Ends the session when the person has been silent for session_idle_minutes; with significant_session_turns or more of '
+    'their turns it requests a heartbeat. Returns whether it ended one.';
+COMMENT ON FUNCTION enqueue_language_work() IS
+    'Queues the worker''s language jobs for the driver (seed 000 §6.4–6.5): summaries of closed episodes, concepts of young memories. '
+    'Closes episodes left open past the gap first. Returns how many were queued.';
+COMMENT ON FUNCTION episode_transcript(uuid) IS 'An episode''s memories in order, for its summary.';

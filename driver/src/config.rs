@@ -1,20 +1,250 @@
-//! Configuration from the environment.
+//! Configuration: defaults, then an optional TOML file (`--config FILE` or `DIONYSUS_CONFIG`),
+//! then environment variables. Every key, its variable and its default are in the README.
+//! Secrets (API keys, the Discord token, a password in the database URL) never reach a log:
+//! `Debug` prints them redacted.
+use serde::Deserialize;
+use std::fmt;
+use std::time::Duration;
 
 pub const DEFAULT_DATABASE_URL: &str = "postgresql://postgres@127.0.0.1:5433/dionysus";
+/// Ollama's OpenAI-compatible endpoint at its usual address.
+pub const DEFAULT_LLM_BASE_URL: &str = "http://127.0.0.1:11434/v1";
+pub const DEFAULT_FAST_MODEL: &str = "llama3.2:3b";
+pub const DEFAULT_SMART_MODEL: &str = "llama3.1:8b";
 
-#[derive(Clone, Debug)]
+/// One model role: fast (classification, extraction) or smart (conversation, decisions).
+#[derive(Clone)]
+pub struct LlmRole {
+    pub name: &'static str,
+    pub base_url: String,
+    pub model: String,
+    pub api_key: Option<String>,
+    pub timeout: Duration,
+    /// Ask for `response_format: json_object` on JSON tasks (Ollama, OpenAI, OpenRouter support it).
+    pub json_mode: bool,
+}
+
+#[derive(Clone, Default)]
+pub struct DiscordConfig {
+    pub token: Option<String>,
+    pub allowed_user_ids: Vec<u64>,
+    pub home_channel_id: Option<u64>,
+}
+
+#[derive(Clone)]
 pub struct Config {
     pub database_url: String,
+    pub fast: LlmRole,
+    pub smart: LlmRole,
+    pub discord: DiscordConfig,
+    /// A SearXNG-style JSON search endpoint; without it the inquire actions are not offered.
+    pub search_url: Option<String>,
+    /// Recalled memories and recent turns in a reply's context.
+    pub max_memories: i32,
+    pub max_turns: i32,
+    /// The terminal's person (the terminal channel allows only them).
+    pub terminal_user: String,
+    /// Name this driver claims work under.
+    pub worker_name: String,
+    /// How long shutdown waits for in-flight work before handing it back.
+    pub shutdown_grace: Duration,
+    pub log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct File {
+    database_url: Option<String>,
+    search_url: Option<String>,
+    log_format: Option<String>,
+    llm: Option<LlmFile>,
+    discord: Option<DiscordFile>,
+    chat: Option<ChatFile>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct LlmFile {
+    base_url: Option<String>,
+    api_key: Option<String>,
+    timeout_seconds: Option<u64>,
+    json_mode: Option<bool>,
+    fast: Option<RoleFile>,
+    smart: Option<RoleFile>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RoleFile {
+    model: Option<String>,
+    base_url: Option<String>,
+    api_key: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct DiscordFile {
+    token: Option<String>,
+    allowed_user_ids: Option<Vec<u64>>,
+    home_channel_id: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ChatFile {
+    max_memories: Option<i32>,
+    max_turns: Option<i32>,
+    terminal_user: Option<String>,
+}
+
+fn env(key: &str) -> Option<String> {
+    std::env::var(key).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
+}
+
+fn parse_ids(key: &str, v: &str) -> Result<Vec<u64>, String> {
+    v.split([',', ' ']).filter(|s| !s.is_empty()).map(|s| s.parse::<u64>().map_err(|_| format!("{key}: \"{s}\" is not a Discord id"))).collect()
 }
 
 impl Config {
+    /// Defaults and the environment only (the tests and `doctor` without a file).
     pub fn from_env() -> Config {
-        Config {
-            database_url: std::env::var("DIONYSUS_DATABASE_URL")
-                .ok()
-                .filter(|s| !s.trim().is_empty())
-                .unwrap_or_else(|| DEFAULT_DATABASE_URL.to_string()),
+        Config::load(None).unwrap_or_else(|e| {
+            eprintln!("dionysus: {e}");
+            std::process::exit(2)
+        })
+    }
+
+    /// Defaults ← TOML file ← environment. An unreadable file or a bad value is an error naming the key.
+    pub fn load(path: Option<&str>) -> Result<Config, String> {
+        let path = path.map(str::to_string).or_else(|| env("DIONYSUS_CONFIG"));
+        let file: File = match &path {
+            Some(p) => {
+                let text = std::fs::read_to_string(p).map_err(|e| format!("config file {p}: {e}"))?;
+                toml::from_str(&text).map_err(|e| format!("config file {p}: {e}"))?
+            }
+            None => File::default(),
+        };
+        let llm = file.llm.unwrap_or_default();
+        let timeout_s = match env("DIONYSUS_LLM_TIMEOUT_SECONDS") {
+            Some(v) => v.parse::<u64>().map_err(|_| format!("DIONYSUS_LLM_TIMEOUT_SECONDS: \"{v}\" is not a number of seconds"))?,
+            None => llm.timeout_seconds.unwrap_or(120),
+        };
+        if timeout_s == 0 {
+            return Err("llm.timeout_seconds must be at least 1".into());
         }
+        let base = env("DIONYSUS_LLM_BASE_URL").or(llm.base_url).unwrap_or_else(|| DEFAULT_LLM_BASE_URL.into());
+        let key = env("DIONYSUS_LLM_API_KEY").or(llm.api_key).filter(|k| !k.is_empty());
+        let json_mode = match env("DIONYSUS_LLM_JSON_MODE") {
+            Some(v) => matches!(v.as_str(), "1" | "true" | "yes" | "on"),
+            None => llm.json_mode.unwrap_or(true),
+        };
+        let role = |name: &'static str, prefix: &str, file: Option<RoleFile>, default_model: &str| -> LlmRole {
+            let f = file.unwrap_or_default();
+            LlmRole {
+                name,
+                base_url: env(&format!("DIONYSUS_{prefix}_BASE_URL")).or(f.base_url).unwrap_or_else(|| base.clone()),
+                model: env(&format!("DIONYSUS_{prefix}_MODEL")).or(f.model).unwrap_or_else(|| default_model.into()),
+                api_key: env(&format!("DIONYSUS_{prefix}_API_KEY")).or(f.api_key).or_else(|| key.clone()).filter(|k| !k.is_empty()),
+                timeout: Duration::from_secs(timeout_s),
+                json_mode,
+            }
+        };
+        let fast = role("fast", "FAST", llm.fast, DEFAULT_FAST_MODEL);
+        let smart = role("smart", "SMART", llm.smart, DEFAULT_SMART_MODEL);
+        for r in [&fast, &smart] {
+            if !(r.base_url.starts_with("http://") || r.base_url.starts_with("https://")) {
+                return Err(format!("llm {} base_url \"{}\" must start with http:// or https://", r.name, r.base_url));
+            }
+        }
+        let d = file.discord.unwrap_or_default();
+        let allowed = match env("DIONYSUS_DISCORD_ALLOWED_USERS") {
+            Some(v) => parse_ids("DIONYSUS_DISCORD_ALLOWED_USERS", &v)?,
+            None => d.allowed_user_ids.unwrap_or_default(),
+        };
+        let home = match env("DIONYSUS_DISCORD_HOME_CHANNEL") {
+            Some(v) => Some(v.parse::<u64>().map_err(|_| format!("DIONYSUS_DISCORD_HOME_CHANNEL: \"{v}\" is not a Discord channel id"))?),
+            None => d.home_channel_id,
+        };
+        let chat = file.chat.unwrap_or_default();
+        let num = |key: &str, v: Option<i32>, default: i32, max: i32| -> Result<i32, String> {
+            let v = match env(key) {
+                Some(s) => s.parse::<i32>().map_err(|_| format!("{key}: \"{s}\" is not a number"))?,
+                None => v.unwrap_or(default),
+            };
+            if !(0..=max).contains(&v) {
+                return Err(format!("{key}: {v} is outside [0, {max}]"));
+            }
+            Ok(v)
+        };
+        let log_format = match env("DIONYSUS_LOG_FORMAT").or(file.log_format).as_deref() {
+            None | Some("text") => LogFormat::Text,
+            Some("json") => LogFormat::Json,
+            Some(other) => return Err(format!("DIONYSUS_LOG_FORMAT: \"{other}\" is neither text nor json")),
+        };
+        Ok(Config {
+            database_url: env("DIONYSUS_DATABASE_URL").or(file.database_url).unwrap_or_else(|| DEFAULT_DATABASE_URL.into()),
+            fast,
+            smart,
+            discord: DiscordConfig {
+                token: env("DIONYSUS_DISCORD_TOKEN").or_else(|| env("DISCORD_TOKEN")).or(d.token).filter(|t| !t.is_empty()),
+                allowed_user_ids: allowed,
+                home_channel_id: home,
+            },
+            search_url: env("DIONYSUS_SEARCH_URL").or(file.search_url).filter(|s| !s.is_empty()),
+            max_memories: num("DIONYSUS_CHAT_MAX_MEMORIES", chat.max_memories, 8, 100)?,
+            max_turns: num("DIONYSUS_CHAT_MAX_TURNS", chat.max_turns, 12, 200)?,
+            terminal_user: env("DIONYSUS_TERMINAL_USER").or(chat.terminal_user).or_else(|| env("USER")).unwrap_or_else(|| "you".into()),
+            worker_name: format!("dionysus@{}:{}", hostname(), std::process::id()),
+            shutdown_grace: Duration::from_secs(20),
+            log_format,
+        })
+    }
+
+    /// The actions this driver can perform (the decision prompt offers only these).
+    pub fn available_actions(&self) -> Vec<&'static str> {
+        let mut a = vec!["reflect", "maintain", "brainstorm_goals", "synthesize", "reach_out_user"];
+        if self.search_url.is_some() {
+            a.extend(["inquire_shallow", "inquire_deep"]);
+        }
+        a
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/etc/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "host".into())
+}
+
+fn secret(s: &Option<String>) -> &'static str {
+    if s.is_some() {
+        "***"
+    } else {
+        "(none)"
+    }
+}
+
+impl fmt::Debug for LlmRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} model {} at {} (key {}, timeout {:?})", self.name, self.model, self.base_url, secret(&self.api_key), self.timeout)
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("database_url", &redact(&self.database_url))
+            .field("fast", &self.fast)
+            .field("smart", &self.smart)
+            .field("discord_token", &secret(&self.discord.token))
+            .field("discord_allowed_user_ids", &self.discord.allowed_user_ids)
+            .field("discord_home_channel_id", &self.discord.home_channel_id)
+            .field("search_url", &self.search_url)
+            .finish()
     }
 }
 
@@ -38,7 +268,7 @@ pub fn redact(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::redact;
+    use super::*;
 
     #[test]
     fn passwords_never_reach_messages() {
@@ -46,5 +276,52 @@ mod tests {
         assert_eq!(redact("postgresql://bob@db/x"), "postgresql://bob@db/x");
         assert_eq!(redact("host=db user=bob password=s3cret dbname=x"), "host=db user=bob password=*** dbname=x");
         assert!(!redact("host=db PASSWORD=s3cret").contains("s3cret"));
+    }
+
+    #[test]
+    fn a_file_sets_every_section_and_debug_hides_secrets() {
+        let dir = std::env::temp_dir().join(format!("dionysus-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("dionysus.toml");
+        std::fs::write(
+            &path,
+            r#"
+database_url = "postgresql://me:pw@db/x"
+search_url = "http://search/search"
+[llm]
+base_url = "https://openrouter.ai/api/v1"
+api_key = "sk-secret"
+timeout_seconds = 30
+[llm.fast]
+model = "small"
+[llm.smart]
+model = "big"
+base_url = "http://gpu:8000/v1"
+[discord]
+token = "discord-secret"
+allowed_user_ids = [1, 2]
+home_channel_id = 3
+[chat]
+max_memories = 5
+"#,
+        )
+        .unwrap();
+        let c = Config::load(Some(path.to_str().unwrap())).unwrap();
+        assert_eq!(c.fast.model, "small");
+        assert_eq!(c.fast.base_url, "https://openrouter.ai/api/v1");
+        assert_eq!(c.smart.base_url, "http://gpu:8000/v1");
+        assert_eq!(c.smart.api_key.as_deref(), Some("sk-secret"));
+        assert_eq!(c.fast.timeout, Duration::from_secs(30));
+        assert_eq!(c.discord.allowed_user_ids, vec![1, 2]);
+        assert_eq!(c.discord.home_channel_id, Some(3));
+        assert_eq!(c.max_memories, 5);
+        assert!(c.available_actions().contains(&"inquire_deep"));
+        let shown = format!("{c:?}");
+        for s in ["sk-secret", "discord-secret", ":pw@"] {
+            assert!(!shown.contains(s), "{s} leaked: {shown}");
+        }
+        std::fs::write(&path, "[llm]\nmodle = \"typo\"\n").unwrap();
+        let err = Config::load(Some(path.to_str().unwrap())).err().unwrap();
+        assert!(err.contains("modle"), "{err}");
     }
 }

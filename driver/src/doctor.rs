@@ -1,5 +1,6 @@
 //! `dionysus doctor`: one line per part of the stack, each failure with its fix.
 use crate::config::{redact, Config};
+use crate::llm::Llm;
 use std::process::ExitCode;
 use std::time::Duration;
 use tokio_postgres::{Client, NoTls};
@@ -91,7 +92,61 @@ pub async fn checks(config: &Config) -> Vec<Check> {
         out.push(worker(&client).await);
         out.push(model(&client).await);
     }
+    out.extend(services(config).await);
     out
+}
+
+/// The LLM roles and the Discord token. An unreachable LLM is a warning: the driver still
+/// runs (honest fallback replies, default decisions) and catches up when it is back.
+pub async fn services(config: &Config) -> Vec<Check> {
+    let mut out = Vec::new();
+    for role in [&config.fast, &config.smart] {
+        let name = if role.name == "fast" { "llm fast" } else { "llm smart" };
+        let llm = Llm::new(role.clone());
+        out.push(match llm.models().await {
+            Ok(models) if models.is_empty() || models.iter().any(|m| m == &role.model) => {
+                Check::ok(name, format!("{} at {}", role.model, role.base_url))
+            }
+            Ok(models) => Check::warn(
+                name,
+                format!("{} is not among the {} models at {}", role.model, models.len(), role.base_url),
+                format!("pull it (ollama pull {}) or set DIONYSUS_{}_MODEL", role.model, role.name.to_uppercase()),
+            ),
+            Err(e) => Check::warn(
+                name,
+                format!("{} unreachable: {e}", role.base_url),
+                "start the LLM server (ollama serve) or set DIONYSUS_LLM_BASE_URL / DIONYSUS_LLM_API_KEY",
+            ),
+        });
+    }
+    out.push(match &config.discord.token {
+        None => Check::ok("discord", "no token: the terminal is the channel"),
+        Some(token) => match discord_identity(token).await {
+            Ok(name) if config.discord.allowed_user_ids.is_empty() => Check::warn(
+                "discord",
+                format!("token valid (bot {name}) but no allowed user ids: every message will be ignored"),
+                "set DIONYSUS_DISCORD_ALLOWED_USERS to your Discord user id",
+            ),
+            Ok(name) => Check::ok("discord", format!("bot {name}, {} allowed user(s)", config.discord.allowed_user_ids.len())),
+            Err(e) => Check::fail("discord", e, "check DIONYSUS_DISCORD_TOKEN (Developer Portal → Bot → Reset Token)"),
+        },
+    });
+    out
+}
+
+async fn discord_identity(token: &str) -> Result<String, String> {
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().map_err(|e| e.to_string())?;
+    let resp = http
+        .get("https://discord.com/api/v10/users/@me")
+        .header("Authorization", format!("Bot {token}"))
+        .send()
+        .await
+        .map_err(|e| format!("cannot reach Discord: {e}"))?;
+    match resp.status().as_u16() {
+        200 => Ok(resp.json::<serde_json::Value>().await.ok().and_then(|v| v["username"].as_str().map(str::to_string)).unwrap_or_default()),
+        401 => Err("Discord refused the token (401)".into()),
+        s => Err(format!("Discord answered HTTP {s}")),
+    }
 }
 
 async fn connect(url: &str) -> Result<Client, String> {

@@ -28,6 +28,8 @@ pgrx::extension_sql_file!("../../sql/001_schema.sql", name = "schema", bootstrap
 // The heartbeat organ: its tables, then its SQL functions.
 pgrx::extension_sql_file!("../../sql/002_heartbeat.sql", name = "heartbeat_schema", requires = ["schema"]);
 pgrx::extension_sql_file!("../../sql/003_heartbeat_api.sql", name = "heartbeat_api", requires = ["heartbeat_schema"]);
+// The conversation organ: message log, prompt templates, chat context, language jobs.
+pgrx::extension_sql_file!("../../sql/004_conversation.sql", name = "conversation", requires = ["heartbeat_api"]);
 // Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 

@@ -127,7 +127,14 @@ fn goal_change(item: &Value) -> Result<Value, String> {
 /// walked in order and an action that no longer fits the energy is dropped; reach_out_user is
 /// refused inside the cooldown unless the user spoke since. Committing twice is an error.
 #[pg_extern(volatile, parallel_unsafe)]
-fn heartbeat_commit(heartbeat_id: Option<Uuid>, decision: Option<JsonB>) -> JsonB {
+fn heartbeat_commit(
+    heartbeat_id: Option<Uuid>,
+    decision: Option<JsonB>,
+    available_actions: default!(Option<Vec<Option<String>>>, "NULL"),
+) -> JsonB {
+    // The driver's own abilities: an action it cannot perform is refused, not queued forever.
+    let available: Option<Vec<String>> =
+        available_actions.map(|v| v.into_iter().flatten().map(|s| s.trim().to_ascii_lowercase()).collect());
     let Some(hb) = heartbeat_id else { errors::null_arg("heartbeat_id") };
     let Some(JsonB(decision)) = decision else { errors::null_arg("decision") };
     let Value::Object(doc) = &decision else {
@@ -221,6 +228,10 @@ fn heartbeat_commit(heartbeat_id: Option<Uuid>, decision: Option<JsonB>) -> Json
         };
         if let Err(why) = actions::validate(action, &params) {
             reject(json!(name), why);
+            continue;
+        }
+        if action.performer == Performer::Driver && available.as_ref().is_some_and(|a| !a.contains(&name)) {
+            reject(json!(name), format!("\"{name}\" is not available to this driver"));
             continue;
         }
         let Some(&cost) = config.get(&format!("cost_{name}")) else {

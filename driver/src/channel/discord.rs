@@ -1,0 +1,140 @@
+//! Discord through serenity's gateway: direct messages and one home channel. Translation only;
+//! serenity reconnects the gateway by itself. Intents needed: GUILD_MESSAGES, DIRECT_MESSAGES
+//! and MESSAGE_CONTENT (enable "Message Content Intent" in the developer portal).
+use super::{split_message, Channel, Event, Incoming, SendError};
+use crate::config::DiscordConfig;
+use async_trait::async_trait;
+use serenity::all::{ChannelId, Context, EventHandler, GatewayIntents, Message, Ready, ResumedEvent, UserId};
+use serenity::http::Http;
+use std::sync::Arc;
+use tokio::sync::{mpsc, Mutex};
+use tokio_util::sync::CancellationToken;
+
+/// Discord's limit per message.
+pub const MAX_CHARS: usize = 2000;
+
+pub struct Discord {
+    config: DiscordConfig,
+    http: Arc<Http>,
+    dm_home: Mutex<Option<String>>,
+}
+
+impl Discord {
+    pub fn new(config: DiscordConfig) -> Discord {
+        let token = config.token.clone().unwrap_or_default();
+        Discord { http: Arc::new(Http::new(&token)), config, dm_home: Mutex::new(None) }
+    }
+}
+
+struct Handler {
+    events: mpsc::Sender<Event>,
+    home: Option<u64>,
+}
+
+#[serenity::async_trait]
+impl EventHandler for Handler {
+    async fn message(&self, _ctx: Context, msg: Message) {
+        if msg.author.bot {
+            return;
+        }
+        let is_dm = msg.guild_id.is_none();
+        if !is_dm && Some(msg.channel_id.get()) != self.home {
+            return;
+        }
+        let incoming = Incoming {
+            message_id: msg.id.get().to_string(),
+            channel_id: msg.channel_id.get().to_string(),
+            author_id: msg.author.id.get().to_string(),
+            content: msg.content.clone(),
+        };
+        let _ = self.events.send(Event::Message(incoming)).await;
+    }
+    async fn ready(&self, _ctx: Context, ready: Ready) {
+        tracing::info!(user = %ready.user.name, "Discord gateway ready");
+        let _ = self.events.send(Event::Ready).await;
+    }
+    async fn resume(&self, _ctx: Context, _: ResumedEvent) {
+        tracing::info!("Discord gateway resumed");
+        let _ = self.events.send(Event::Ready).await;
+    }
+}
+
+fn send_error(e: serenity::Error) -> SendError {
+    use serenity::http::HttpError;
+    match &e {
+        serenity::Error::Http(HttpError::UnsuccessfulRequest(r)) => {
+            let s = r.status_code.as_u16();
+            if s == 429 || s >= 500 {
+                SendError::Unavailable(e.to_string())
+            } else {
+                SendError::Rejected(e.to_string())
+            }
+        }
+        _ => SendError::Unavailable(e.to_string()),
+    }
+}
+
+#[async_trait]
+impl Channel for Discord {
+    fn platform(&self) -> &'static str {
+        "discord"
+    }
+    fn allowed(&self, author_id: &str) -> bool {
+        author_id.parse::<u64>().is_ok_and(|id| self.config.allowed_user_ids.contains(&id))
+    }
+    fn bot_id(&self) -> String {
+        "discord-bot".into()
+    }
+    /// The home channel, else a DM with the first allowed person.
+    async fn home(&self) -> Option<String> {
+        if let Some(h) = self.config.home_channel_id {
+            return Some(h.to_string());
+        }
+        let mut cached = self.dm_home.lock().await;
+        if cached.is_none() {
+            let user = *self.config.allowed_user_ids.first()?;
+            match UserId::new(user).create_dm_channel(&self.http).await {
+                Ok(c) => *cached = Some(c.id.get().to_string()),
+                Err(e) => tracing::warn!(error = %e, "cannot open a DM with the person"),
+            }
+        }
+        cached.clone()
+    }
+    async fn send(&self, channel_id: &str, text: &str) -> Result<String, SendError> {
+        let id: u64 = channel_id.parse().map_err(|_| SendError::Rejected(format!("bad channel id {channel_id}")))?;
+        let mut last = String::new();
+        for part in split_message(text, MAX_CHARS) {
+            let m = ChannelId::new(id).say(&self.http, part).await.map_err(send_error)?;
+            last = m.id.get().to_string();
+        }
+        Ok(last)
+    }
+    async fn typing(&self, channel_id: &str) {
+        if let Ok(id) = channel_id.parse::<u64>() {
+            let _ = ChannelId::new(id).broadcast_typing(&self.http).await;
+        }
+    }
+    async fn run(&self, events: mpsc::Sender<Event>, shutdown: CancellationToken) {
+        let token = self.config.token.clone().unwrap_or_default();
+        let intents = GatewayIntents::GUILD_MESSAGES | GatewayIntents::DIRECT_MESSAGES | GatewayIntents::MESSAGE_CONTENT;
+        let handler = Handler { events: events.clone(), home: self.config.home_channel_id };
+        let mut client = match serenity::Client::builder(&token, intents).event_handler(handler).await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot start the Discord client");
+                let _ = events.send(Event::Closed).await;
+                return;
+            }
+        };
+        let shards = client.shard_manager.clone();
+        tokio::select! {
+            r = client.start() => {
+                if let Err(e) = r {
+                    tracing::error!(error = %e, "Discord client stopped");
+                }
+                let _ = events.send(Event::Closed).await;
+            }
+            _ = shutdown.cancelled() => shards.shutdown_all().await,
+        }
+    }
+}

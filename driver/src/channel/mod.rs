@@ -1,0 +1,143 @@
+//! Channels carry words between the person and the driver: Discord, the terminal, and the
+//! test channel. An adapter only translates; who may talk, what is stored and what is said
+//! are decided by the conversation, the same for every channel.
+pub mod discord;
+pub mod terminal;
+pub mod test;
+
+use async_trait::async_trait;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// A message from someone, as the platform delivered it.
+#[derive(Clone, Debug)]
+pub struct Incoming {
+    /// The platform's id of the message: a redelivery carries the same id.
+    pub message_id: String,
+    pub channel_id: String,
+    pub author_id: String,
+    pub content: String,
+}
+
+#[derive(Clone, Debug)]
+pub enum Event {
+    Message(Incoming),
+    /// The channel (re)connected: pending outbox messages can go out.
+    Ready,
+    /// The channel ended (stdin closed): the driver shuts down.
+    Closed,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SendError {
+    /// The platform cannot be reached now; try again later without counting an attempt.
+    Unavailable(String),
+    /// The platform refused this message.
+    Rejected(String),
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SendError::Unavailable(e) => write!(f, "channel unavailable: {e}"),
+            SendError::Rejected(e) => write!(f, "message rejected: {e}"),
+        }
+    }
+}
+
+#[async_trait]
+pub trait Channel: Send + Sync {
+    /// "discord", "terminal", "test": the platform name stored with each message.
+    fn platform(&self) -> &'static str;
+    /// Whether a sender may talk to the companion (everyone else is ignored).
+    fn allowed(&self, author_id: &str) -> bool;
+    /// The bot's own author id in the message log.
+    fn bot_id(&self) -> String;
+    /// Where unprompted messages go (a home channel, a DM), if anywhere.
+    async fn home(&self) -> Option<String>;
+    /// Delivers a message; returns the platform's id of it (of its last part when split).
+    async fn send(&self, channel_id: &str, text: &str) -> Result<String, SendError>;
+    /// Shows that a reply is being written (best effort).
+    async fn typing(&self, _channel_id: &str) {}
+    /// Receives messages until shutdown, sending them to `events`.
+    async fn run(&self, events: mpsc::Sender<Event>, shutdown: CancellationToken);
+}
+
+/// Splits text into parts of at most `limit` characters, at the cleanest boundary available:
+/// paragraph, line, sentence, word, and only then mid-word. Code fences cut in two are closed
+/// and reopened, so each part renders on its own.
+pub fn split_message(text: &str, limit: usize) -> Vec<String> {
+    assert!(limit >= 16, "limit too small");
+    let mut parts = Vec::new();
+    let mut rest: &str = text.trim();
+    let mut reopen_fence: Option<String> = None;
+    while !rest.is_empty() {
+        let prefix = reopen_fence.take().map(|f| format!("{f}\n")).unwrap_or_default();
+        let budget = limit - prefix.chars().count() - 4; // room to close a fence
+        if prefix.chars().count() + rest.chars().count() <= limit {
+            parts.push(format!("{prefix}{rest}"));
+            break;
+        }
+        let hard = rest.char_indices().nth(budget).map(|(i, _)| i).unwrap_or(rest.len());
+        let window = &rest[..hard];
+        let cut = ["\n\n", "\n", ". ", "! ", "? ", " "]
+            .iter()
+            .find_map(|sep| window.rfind(sep).filter(|&i| i > hard / 3).map(|i| i + sep.len()))
+            .unwrap_or(hard);
+        let mut part = format!("{prefix}{}", rest[..cut].trim_end());
+        // An odd number of fences means the part ends inside a code block.
+        if part.matches("```").count() % 2 == 1 {
+            let lang = part.rfind("```").map(|i| part[i + 3..].lines().next().unwrap_or("").trim().to_string()).unwrap_or_default();
+            part.push_str("\n```");
+            reopen_fence = Some(format!("```{lang}"));
+        }
+        parts.push(part);
+        rest = rest[cut..].trim_start();
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_message;
+
+    #[test]
+    fn short_messages_stay_whole() {
+        assert_eq!(split_message("hello", 2000), vec!["hello"]);
+    }
+
+    #[test]
+    fn long_messages_split_at_clean_boundaries_within_the_limit() {
+        let para = "This is a sentence of moderate length. ".repeat(30);
+        let text = format!("{para}\n\n{para}\n\n{para}");
+        let parts = split_message(&text, 2000);
+        assert!(parts.len() >= 2);
+        for p in &parts {
+            assert!(p.chars().count() <= 2000, "{}", p.len());
+            assert!(p.ends_with('.'), "cut mid-sentence: {:?}", &p[p.len() - 20..]);
+        }
+        let joined: String = parts.join(" ").split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(joined, text.split_whitespace().collect::<Vec<_>>().join(" "));
+    }
+
+    #[test]
+    fn words_without_spaces_and_multibyte_text_are_cut_safely() {
+        let text = "é".repeat(4500);
+        let parts = split_message(&text, 2000);
+        assert_eq!(parts.iter().map(|p| p.chars().count()).sum::<usize>(), 4500);
+        assert!(parts.iter().all(|p| p.chars().count() <= 2000));
+    }
+
+    #[test]
+    fn code_blocks_are_closed_and_reopened() {
+        let code = (0..300).map(|i| format!("let x{i} = {i};")).collect::<Vec<_>>().join("\n");
+        let text = format!("Here:\n```rust\n{code}\n```\nDone.");
+        let parts = split_message(&text, 2000);
+        assert!(parts.len() >= 2);
+        for p in &parts {
+            assert!(p.chars().count() <= 2000);
+            assert_eq!(p.matches("```").count() % 2, 0, "unbalanced fence in {p:?}");
+        }
+        assert!(parts[1].starts_with("```rust"));
+    }
+}

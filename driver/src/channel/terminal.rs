@@ -1,0 +1,99 @@
+//! The terminal: one person at the keyboard. With `json` each stdin line is
+//! `{"id": "...", "author": "...", "text": "..."}` (or plain text) and each message out is a
+//! JSON line, for scripts and the driver benchmark.
+use super::{Channel, Event, Incoming, SendError};
+use async_trait::async_trait;
+use serde_json::json;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+pub const CHANNEL_ID: &str = "terminal";
+
+pub struct Terminal {
+    user: String,
+    json: bool,
+    sent: AtomicU64,
+}
+
+impl Terminal {
+    pub fn new(user: &str, json: bool) -> Terminal {
+        Terminal { user: user.to_string(), json, sent: AtomicU64::new(0) }
+    }
+
+    fn prompt(&self) {
+        if !self.json {
+            print!("{}> ", self.user);
+            let _ = std::io::stdout().flush();
+        }
+    }
+}
+
+#[async_trait]
+impl Channel for Terminal {
+    fn platform(&self) -> &'static str {
+        "terminal"
+    }
+    fn allowed(&self, author_id: &str) -> bool {
+        author_id == self.user
+    }
+    fn bot_id(&self) -> String {
+        "dionysus".into()
+    }
+    async fn home(&self) -> Option<String> {
+        Some(CHANNEL_ID.into())
+    }
+    async fn send(&self, channel_id: &str, text: &str) -> Result<String, SendError> {
+        let id = format!("out-{}-{}", std::process::id(), self.sent.fetch_add(1, Ordering::Relaxed));
+        let mut out = std::io::stdout().lock();
+        let r = if self.json {
+            writeln!(out, "{}", json!({"id": id, "channel": channel_id, "text": text}))
+        } else {
+            writeln!(out, "\rdionysus> {text}\n").and_then(|_| write!(out, "{}> ", self.user))
+        };
+        r.and_then(|_| out.flush()).map_err(|e| SendError::Unavailable(e.to_string()))?;
+        Ok(id)
+    }
+    async fn run(&self, events: mpsc::Sender<Event>, shutdown: CancellationToken) {
+        let mut lines = BufReader::new(tokio::io::stdin()).lines();
+        let session = format!("{}-{}", std::process::id(), chrono::Utc::now().timestamp_millis());
+        let mut n = 0u64;
+        let _ = events.send(Event::Ready).await;
+        self.prompt();
+        loop {
+            let line = tokio::select! {
+                l = lines.next_line() => l,
+                _ = shutdown.cancelled() => return,
+            };
+            let Ok(Some(line)) = line else {
+                let _ = events.send(Event::Closed).await;
+                return;
+            };
+            let line = line.trim();
+            if line.is_empty() {
+                self.prompt();
+                continue;
+            }
+            n += 1;
+            let msg = match (self.json, serde_json::from_str::<serde_json::Value>(line)) {
+                (true, Ok(v)) if v.is_object() => Incoming {
+                    message_id: v["id"].as_str().map(str::to_string).unwrap_or_else(|| format!("{session}-{n}")),
+                    channel_id: CHANNEL_ID.into(),
+                    author_id: v["author"].as_str().unwrap_or(&self.user).to_string(),
+                    content: v["text"].as_str().unwrap_or_default().to_string(),
+                },
+                _ => Incoming {
+                    message_id: format!("{session}-{n}"),
+                    channel_id: CHANNEL_ID.into(),
+                    author_id: self.user.clone(),
+                    content: line.to_string(),
+                },
+            };
+            if events.send(Event::Message(msg)).await.is_err() {
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! The test channel: messages are injected by the test, and what the driver sends is recorded.
+//! It can be "down" (sends fail as unavailable) to exercise the outbox.
+use super::{Channel, Event, Incoming, SendError};
+use async_trait::async_trait;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+pub struct TestChannel {
+    allowed: Vec<String>,
+    inbox: Mutex<Option<mpsc::Receiver<Event>>>,
+    feed: mpsc::Sender<Event>,
+    pub sent: Mutex<Vec<(String, String)>>,
+    pub typing_shown: AtomicU64,
+    down: AtomicBool,
+    next_id: AtomicU64,
+}
+
+impl TestChannel {
+    pub fn new(allowed: &[&str]) -> TestChannel {
+        let (feed, inbox) = mpsc::channel(64);
+        TestChannel {
+            allowed: allowed.iter().map(|s| s.to_string()).collect(),
+            inbox: Mutex::new(Some(inbox)),
+            feed,
+            sent: Mutex::new(Vec::new()),
+            typing_shown: AtomicU64::new(0),
+            down: AtomicBool::new(false),
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    /// Delivers a message as the platform would (the same id twice is a redelivery).
+    pub async fn deliver(&self, message_id: &str, author: &str, text: &str) {
+        let m = Incoming { message_id: message_id.into(), channel_id: "test-channel".into(), author_id: author.into(), content: text.into() };
+        self.feed.send(Event::Message(m)).await.expect("driver gone");
+    }
+
+    /// Takes the channel down, or brings it back (which announces Ready, as a reconnect does).
+    pub async fn set_down(&self, down: bool) {
+        self.down.store(down, Ordering::SeqCst);
+        if !down {
+            let _ = self.feed.send(Event::Ready).await;
+        }
+    }
+
+    pub fn sent(&self) -> Vec<(String, String)> {
+        self.sent.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl Channel for TestChannel {
+    fn platform(&self) -> &'static str {
+        "test"
+    }
+    fn allowed(&self, author_id: &str) -> bool {
+        self.allowed.iter().any(|a| a == author_id)
+    }
+    fn bot_id(&self) -> String {
+        "bot".into()
+    }
+    async fn home(&self) -> Option<String> {
+        Some("test-channel".into())
+    }
+    async fn send(&self, channel_id: &str, text: &str) -> Result<String, SendError> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(SendError::Unavailable("test channel is down".into()));
+        }
+        self.sent.lock().unwrap().push((channel_id.to_string(), text.to_string()));
+        Ok(format!("sent-{}", self.next_id.fetch_add(1, Ordering::SeqCst)))
+    }
+    async fn typing(&self, _channel_id: &str) {
+        self.typing_shown.fetch_add(1, Ordering::SeqCst);
+    }
+    async fn run(&self, events: mpsc::Sender<Event>, shutdown: CancellationToken) {
+        let Some(mut inbox) = self.inbox.lock().unwrap().take() else { return };
+        let _ = events.send(Event::Ready).await;
+        loop {
+            tokio::select! {
+                e = inbox.recv() => match e {
+                    Some(e) => if events.send(e).await.is_err() { return },
+                    None => return,
+                },
+                _ = shutdown.cancelled() => return,
+            }
+        }
+    }
+}

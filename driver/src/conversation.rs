@@ -1,0 +1,216 @@
+//! A message is an event, not a heartbeat (seed 000 §5.3, seed 004 §3): log it once →
+//! context from the database → the smart model's reply (or an honest fallback) → send →
+//! log the reply → extraction by the fast model, after the reply and without delaying it.
+use crate::channel::{Incoming, SendError};
+use crate::db::DbError;
+use crate::llm::Msg;
+use crate::prompt::{self, bullets, render};
+use crate::work::{self, Outcome};
+use crate::Mind;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinSet;
+use uuid::Uuid;
+
+/// What happened to one incoming message (the tests and the benchmark read it).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Handled {
+    Ignored,
+    Duplicate,
+    Replied { message_id: Uuid, fallback: bool },
+    /// The reply could not be delivered; it waits in the outbox.
+    Queued { message_id: Uuid },
+    /// The message could not be stored (the person was told).
+    NotStored(String),
+}
+
+pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>) -> Handled {
+    let ch = &mind.channel;
+    if !ch.allowed(&m.author_id) {
+        tracing::info!(platform = ch.platform(), author = %m.author_id, "ignored a message from someone not allowed");
+        return Handled::Ignored;
+    }
+    if m.content.trim().is_empty() {
+        return Handled::Ignored;
+    }
+    let logged = mind
+        .chat_db
+        .json(
+            "SELECT dionysus.log_message($1, $2, $3, $4, $5)",
+            &[&ch.platform(), &m.message_id, &m.channel_id, &m.author_id, &m.content],
+        )
+        .await;
+    let logged = match logged {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot store the message");
+            let text = match &e {
+                DbError::Down(_) => "My memory is unreachable right now, so I can't take this in. Please tell me again in a few minutes.".to_string(),
+                DbError::Sql { message, .. } => format!("I couldn't take that message in: {message}"),
+            };
+            let _ = ch.send(&m.channel_id, &text).await;
+            return Handled::NotStored(e.to_string());
+        }
+    };
+    let Some(message_id) = logged["message_id"].as_str().and_then(|s| Uuid::parse_str(s).ok()) else {
+        return Handled::NotStored("log_message returned no id".into());
+    };
+    if logged["duplicate"] == Value::Bool(true) && logged["replied"] == Value::Bool(true) {
+        tracing::info!(%message_id, "redelivered message ignored (already answered)");
+        return Handled::Duplicate;
+    }
+    let work_id = logged["work_id"].as_str().and_then(|s| Uuid::parse_str(s).ok());
+
+    // Typing while composing (Discord shows it for ~10 s, so it is renewed).
+    let typing = {
+        let ch = ch.clone();
+        let channel_id = m.channel_id.clone();
+        tokio::spawn(async move {
+            loop {
+                ch.typing(&channel_id).await;
+                tokio::time::sleep(Duration::from_secs(8)).await;
+            }
+        })
+    };
+    let (reply, fallback) = compose(mind, message_id, &m.content).await;
+    typing.abort();
+
+    let sent = send_with_retries(mind, &m.channel_id, &reply).await;
+    let outcome = match sent {
+        Ok(platform_id) => {
+            let r = mind
+                .chat_db
+                .query(
+                    "SELECT dionysus.log_message($1, $2, $3, $4, $5, true, false, $6)",
+                    &[&ch.platform(), &platform_id, &m.channel_id, &ch.bot_id(), &reply, &message_id],
+                )
+                .await;
+            if let Err(e) = r {
+                tracing::error!(error = %e, "reply sent but not stored");
+            }
+            Handled::Replied { message_id, fallback }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "reply not delivered; it waits in the outbox");
+            if let Err(e) = mind.chat_db.query("SELECT dionysus.outbox_reply($1)", &[&reply]).await {
+                tracing::error!(error = %e, "reply lost: neither delivered nor queued");
+            }
+            Handled::Queued { message_id }
+        }
+    };
+    // Extraction after the reply. With the model down it waits in the queue instead.
+    if let (Some(work_id), false) = (work_id, fallback) {
+        let mind = mind.clone();
+        extractions.spawn(async move { extract_now(&mind, work_id).await });
+    }
+    outcome
+}
+
+/// Runs the message's extraction now, if no other worker has it.
+pub async fn extract_now(mind: &Mind, work_id: Uuid) {
+    let item = match work::claim_item(&mind.work_db, work_id, &mind.config.worker_name).await {
+        Ok(Some(i)) => i,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot claim the extraction; the queue will retry it");
+            return;
+        }
+    };
+    let outcome = work::guarded(mind, work::execute(mind, &item)).await.unwrap_or(Outcome::Release("driver shutting down".into(), 0));
+    if let Err(e) = work::settle(&mind.work_db, &item, outcome).await {
+        tracing::warn!(error = %e, "cannot settle the extraction (its lease will expire)");
+    }
+}
+
+/// The reply, and whether it is the fallback (the model could not be used).
+async fn compose(mind: &Mind, message_id: Uuid, content: &str) -> (String, bool) {
+    let ctx = match mind
+        .chat_db
+        .json("SELECT dionysus.chat_context($1, $2, $3)", &[&message_id, &mind.config.max_memories, &mind.config.max_turns])
+        .await
+    {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot build the context");
+            Value::Null
+        }
+    };
+    let memories: Vec<String> = ctx["memories"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| {
+            let when = m["created_at"].as_str().and_then(|t| t.get(..10)).unwrap_or("");
+            let kind = if m["fact"] == Value::Bool(true) { "fact" } else { m["type"].as_str().unwrap_or("memory") };
+            let who = m["role"].as_str().map(|r| format!(", said by {}", if r == "user" { "them" } else { "you" })).unwrap_or_default();
+            format!("[{when}, {kind}{who}] {}", m["content"].as_str().unwrap_or(""))
+        })
+        .collect();
+    let triples: Vec<String> = ctx["triples"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| format!("{} {} {}", t["subject"].as_str().unwrap_or(""), t["predicate"].as_str().unwrap_or("").replace('_', " "), t["object"].as_str().unwrap_or("")))
+        .collect();
+    let goals: Vec<String> = ctx["goals"].as_array().into_iter().flatten().filter_map(|g| g["title"].as_str().map(str::to_string)).collect();
+
+    let reply = match prompt::load(&mind.chat_db, "chat_system").await {
+        Ok(t) => {
+            let system = render(
+                &t.text,
+                &[
+                    ("now", ctx["now"].as_str().unwrap_or("").to_string()),
+                    ("memories", bullets(memories.clone(), "(nothing relevant)")),
+                    ("triples", bullets(triples, "(nothing)")),
+                    ("goals", bullets(goals, "(none)")),
+                ],
+            );
+            let mut msgs = vec![Msg::system(system)];
+            for turn in ctx["recent_turns"].as_array().into_iter().flatten() {
+                let c = turn["content"].as_str().unwrap_or("").to_string();
+                msgs.push(if turn["role"] == "assistant" { Msg::assistant(c) } else { Msg::user(c) });
+            }
+            msgs.push(Msg::user(content));
+            mind.smart.chat(&msgs, t.temperature).await.map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    match reply {
+        Ok(r) => (r, false),
+        Err(e) => {
+            tracing::warn!(error = %e, "replying with the fallback");
+            (fallback_reply(mind, &memories).await, true)
+        }
+    }
+}
+
+async fn fallback_reply(mind: &Mind, memories: &[String]) -> String {
+    let recalled = if memories.is_empty() {
+        String::new()
+    } else {
+        format!("\n\nWhat I remember that seems related:\n{}", bullets(memories.iter().take(3).cloned(), ""))
+    };
+    let template = prompt::load(&mind.chat_db, "chat_unavailable").await.map(|t| t.text).unwrap_or_else(|_| {
+        "I can't reach my language model right now, so I can't answer you properly. Your message is saved.{{recalled}}".into()
+    });
+    render(&template, &[("recalled", recalled)])
+}
+
+/// Seed 003: a channel gets 3 retries. An unavailable channel is retried; a rejection is final.
+async fn send_with_retries(mind: &Mind, channel_id: &str, text: &str) -> Result<String, SendError> {
+    let mut delay = Duration::from_millis(500);
+    let mut attempt = 0;
+    loop {
+        match mind.channel.send(channel_id, text).await {
+            Ok(id) => return Ok(id),
+            Err(SendError::Unavailable(e)) if attempt < 3 && !mind.shutdown.is_cancelled() => {
+                tracing::warn!(error = %e, attempt, "send failed; retrying");
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! One heartbeat (seed 000 §5.1): heartbeat_begin → the §5.2 decision prompt, offering only
+//! the actions this driver can perform → the smart model's JSON decision, or the default
+//! decision when the model fails or answers nonsense → heartbeat_commit → the queued work →
+//! the narrative (model, or a plain template) → heartbeat_finish → the outbox.
+use crate::db::DbError;
+use crate::jsonish::{self, list, text};
+use crate::llm::Msg;
+use crate::prompt::{self, bullets, render};
+use crate::{outbox, work, Mind};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub heartbeat_id: Uuid,
+    pub number: i64,
+    /// "model" or "default".
+    pub decided_by: &'static str,
+    pub actions: Vec<String>,
+    pub rejected: usize,
+    pub work_settled: usize,
+    pub narrative: String,
+}
+
+/// Parameter hints for the prompt (the extension validates them).
+const PARAMS: &[(&str, &str)] = &[
+    ("recall", r#"{"query": "text", "k": 1-50}"#),
+    ("connect", r#"{"from_id": "memory uuid", "to_id": "memory uuid", "relation": "ASSOCIATED|CAUSES|SUPPORTS|CONTRADICTS|...", "weight": 0-1}"#),
+    ("reprioritize", r#"{"goal_id": "uuid", "priority": "active|queued|backburner|completed|abandoned", "reason": "text"}"#),
+    ("remember", r#"{"content": "text", "type": "episodic|semantic|procedural|strategic", "importance": 0-1}"#),
+    ("reflect", r#"{"focus": "optional text"}"#),
+    ("maintain", "{}"),
+    ("brainstorm_goals", r#"{"focus": "optional text"}"#),
+    ("inquire_shallow", r#"{"question": "text"}"#),
+    ("inquire_deep", r#"{"question": "text"}"#),
+    ("synthesize", r#"{"topic": "text", "memory_ids": ["optional uuids"]}"#),
+    ("reach_out_user", r#"{"intent": "why you write", "content": "optional draft"}"#),
+    ("rest", "{}"),
+];
+
+/// The decision's shape: an object; actions and goal_changes arrays of objects.
+pub fn decision_shape(v: Value) -> Result<Value, String> {
+    let actions = list(&v, "actions")?;
+    if actions.iter().any(|a| !a.is_object()) {
+        return Err("every action must be an object {action, params}".into());
+    }
+    if actions.iter().any(|a| text(a, "action").is_none()) {
+        return Err("every action needs an \"action\" name".into());
+    }
+    let changes = list(&v, "goal_changes")?;
+    if changes.iter().any(|c| !c.is_object()) {
+        return Err("every goal change must be an object".into());
+    }
+    let reasoning = match v.get("reasoning") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    };
+    Ok(json!({"reasoning": reasoning, "actions": actions, "goal_changes": changes}))
+}
+
+fn goal_lines(v: &Value) -> String {
+    bullets(
+        v.as_array().into_iter().flatten().map(|g| {
+            format!("{} (id {}){}", g["title"].as_str().unwrap_or("?"), g["id"].as_str().unwrap_or("?"),
+                g["description"].as_str().map(|d| format!(": {d}")).unwrap_or_default())
+        }),
+        "(none)",
+    )
+}
+
+/// Fills the §5.2 prompts from heartbeat_begin's context.
+pub fn decision_prompt(system: &str, user: &str, ctx: &Value, offered: &[&str]) -> (String, String) {
+    let env = &ctx["environment"];
+    let goals = &ctx["goals"];
+    let energy = ctx["energy"]["available"].as_f64().unwrap_or(0.0);
+    let costs: Vec<(String, f64)> = ctx["action_costs"]
+        .as_object()
+        .map(|m| m.iter().filter(|(k, _)| offered.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.as_f64().unwrap_or(0.0))).collect())
+        .unwrap_or_default();
+    let cost_table = bullets(costs.iter().map(|(k, c)| format!("{k}: {c}")), "(none)");
+    let params = bullets(
+        PARAMS.iter().filter(|(a, _)| offered.contains(a) && costs.iter().any(|(k, _)| k == a)).map(|(a, p)| format!("{a}: {p}")),
+        "(none)",
+    );
+    let mut issues = Vec::new();
+    for b in goals["blocked"].as_array().into_iter().flatten() {
+        issues.push(format!("blocked: {} by {}", b["title"].as_str().unwrap_or("?"), b["blocked_by"]));
+    }
+    for s in goals["stale"].as_array().into_iter().flatten() {
+        issues.push(format!("stale: {} ({} days untouched)", s["title"].as_str().unwrap_or("?"), s["days_untouched"]));
+    }
+    if goals["needs_brainstorm"] == Value::Bool(true) {
+        issues.push("no goals at all: consider brainstorm_goals".into());
+    }
+    if let Some(s) = goals["suggest_promotion"].as_object() {
+        issues.push(format!("no active goal: consider promoting {} (id {})", s["title"].as_str().unwrap_or("?"), s["id"].as_str().unwrap_or("?")));
+    }
+    let hours = env["hours_since_user"].as_f64().map(|h| format!("{h:.1} hours")).unwrap_or_else(|| "never".into());
+    let vars = [
+        ("energy", format!("{energy}")),
+        ("max_energy", format!("{}", ctx["energy"]["max"].as_f64().unwrap_or(20.0))),
+        ("action_cost_table", cost_table),
+        ("action_params", params),
+        ("timestamp", env["timestamp"].as_str().unwrap_or("").to_string()),
+        ("user_present", if env["user_present"] == Value::Bool(true) { "yes".into() } else { "no".into() }),
+        ("time_since_user", hours),
+        ("pending_events", env["pending_events"].to_string()),
+        ("active_goals", goal_lines(&goals["active"])),
+        ("queued_goals", goal_lines(&goals["queued"])),
+        ("goal_issues", bullets(issues, "(none)")),
+        ("recent_memories", bullets(prompt::contents(&ctx["recent_memories"], 400), "(nothing yet)")),
+        (
+            "activated_clusters",
+            bullets(
+                ctx["activated_themes"].as_array().into_iter().flatten().map(|t| t["theme"].as_str().or(t["memory"].as_str()).unwrap_or("").to_string()),
+                "(none)",
+            ),
+        ),
+        (
+            "identity_aspects",
+            bullets(ctx["identity"].as_array().into_iter().flatten().map(|a| a["aspect"].as_str().unwrap_or("").to_string()), "(not yet formed)"),
+        ),
+        (
+            "relevant_worldview",
+            bullets(ctx["worldview"].as_array().into_iter().flatten().map(|b| b["belief"].as_str().unwrap_or("").to_string()), "(not yet formed)"),
+        ),
+        ("warnings", bullets(ctx["warnings"].as_array().into_iter().flatten().map(|w| w["message"].as_str().unwrap_or("").to_string()), "(none)")),
+    ];
+    (render(system, &vars), render(user, &vars))
+}
+
+/// Every action the prompt offers: the database's own, and the driver's available ones.
+fn offered(mind: &Mind) -> Vec<&'static str> {
+    let mut a = vec!["recall", "connect", "reprioritize", "remember", "rest"];
+    a.extend(mind.config.available_actions());
+    a
+}
+
+async fn decide(mind: &Mind, ctx: &Value) -> Option<Value> {
+    let system = prompt::load(&mind.work_db, "heartbeat_system").await.ok()?;
+    let user = prompt::load(&mind.work_db, "heartbeat_user").await.ok()?;
+    let (s, u) = decision_prompt(&system.text, &user.text, ctx, &offered(mind));
+    match mind.smart.json(&[Msg::system(s), Msg::user(u)], system.temperature, decision_shape).await {
+        Ok(d) => Some(d),
+        Err(e) => {
+            tracing::warn!(error = %e, "no usable decision from the model; using the default decision");
+            None
+        }
+    }
+}
+
+async fn commit(mind: &Mind, hb: Uuid, decision: &Value) -> Result<Value, DbError> {
+    let available: Vec<String> = mind.config.available_actions().iter().map(|s| s.to_string()).collect();
+    mind.work_db.json("SELECT dionysus.heartbeat_commit($1, $2, $3)", &[&hb, decision, &available]).await
+}
+
+async fn default_decision(mind: &Mind) -> Result<Value, DbError> {
+    mind.work_db.json("SELECT dionysus.heartbeat_default_decision()", &[]).await
+}
+
+/// Runs one heartbeat to the end (or resumes the one in flight).
+pub async fn run_once(mind: &Mind) -> Result<Report, DbError> {
+    let ctx = mind.work_db.json("SELECT dionysus.heartbeat_begin()", &[]).await?;
+    let hb = ctx["heartbeat_id"].as_str().and_then(|s| Uuid::parse_str(s).ok()).ok_or_else(|| DbError::Sql {
+        code: "XX000".into(),
+        message: "heartbeat_begin returned no heartbeat_id".into(),
+    })?;
+    let number = ctx["heartbeat_number"].as_i64().unwrap_or(0);
+    tracing::info!(heartbeat = number, energy = %ctx["energy"]["available"], "heartbeat begins");
+    let mut decided_by = "model";
+    if !(ctx["resumed"] == Value::Bool(true) && ctx["status"] == "committed") {
+        let decision = match decide(mind, &ctx).await {
+            Some(d) => d,
+            None => {
+                decided_by = "default";
+                default_decision(mind).await?
+            }
+        };
+        match commit(mind, hb, &decision).await {
+            Ok(_) => {}
+            // 55000: committed already (a retried call whose first attempt landed).
+            Err(DbError::Sql { code, .. }) if code == "55000" => {}
+            // The decision's shape was refused as a whole: the default decision instead.
+            Err(DbError::Sql { code, message }) if code.starts_with("22") => {
+                tracing::warn!(%code, %message, "decision refused; committing the default decision");
+                decided_by = "default";
+                commit(mind, hb, &default_decision(mind).await?).await?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let work_settled = work::drain(mind, Some(hb)).await;
+    let log = mind
+        .work_db
+        .json(
+            "SELECT jsonb_build_object('reasoning', h.decision_reasoning, 'taken', h.actions_taken, 'rejected', h.actions_rejected, \
+                    'work', (SELECT coalesce(jsonb_agg(jsonb_build_object('action', w.action, 'status', w.status, \
+                                   'summary', w.result ->> 'summary', 'error', w.last_error) ORDER BY w.created_at), '[]') \
+                             FROM dionysus.work_queue w WHERE w.heartbeat_id = h.id)) \
+             FROM dionysus.heartbeat_log h WHERE h.id = $1",
+            &[&hb],
+        )
+        .await?;
+    let actions: Vec<String> = log["taken"].as_array().into_iter().flatten().filter_map(|a| a["action"].as_str().map(str::to_string)).collect();
+    let rejected = log["rejected"].as_array().map_or(0, Vec::len);
+    let (narrative, valence) = narrate(mind, number, &log, &actions).await;
+    mind.work_db.query("SELECT dionysus.heartbeat_finish($1, $2, $3)", &[&hb, &narrative, &valence]).await?;
+    tracing::info!(heartbeat = number, decided_by, actions = ?actions, rejected, "heartbeat finished");
+    outbox::deliver(mind).await;
+    Ok(Report { heartbeat_id: hb, number, decided_by, actions, rejected, work_settled, narrative })
+}
+
+async fn narrate(mind: &Mind, number: i64, log: &Value, actions: &[String]) -> (String, f64) {
+    let plain = || {
+        let done: Vec<String> = log["work"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|w| format!("{} ({}{})", w["action"].as_str().unwrap_or("?"), w["status"].as_str().unwrap_or("?"),
+                w["summary"].as_str().map(|s| format!(": {s}")).unwrap_or_default()))
+            .collect();
+        format!(
+            "Heartbeat {number}: {}. Actions: {}.{}",
+            log["reasoning"].as_str().filter(|s| !s.is_empty()).unwrap_or("no reasoning recorded"),
+            if actions.is_empty() { "none".to_string() } else { actions.join(", ") },
+            if done.is_empty() { String::new() } else { format!(" Work: {}.", done.join("; ")) }
+        )
+    };
+    let Ok(t) = prompt::load(&mind.work_db, "narrative").await else { return (plain(), 0.0) };
+    let system = render(
+        &t.text,
+        &[
+            ("reasoning", log["reasoning"].as_str().unwrap_or("").to_string()),
+            ("actions", actions.join(", ")),
+            ("rejected", log["rejected"].to_string()),
+            ("results", log["work"].to_string()),
+        ],
+    );
+    let shape = |v: Value| -> Result<Value, String> {
+        let n = text(&v, "narrative").ok_or("\"narrative\" must be a non-empty string")?;
+        Ok(json!({"narrative": n, "valence": jsonish::number(&v, "emotional_valence", -1.0, 1.0).unwrap_or(0.0)}))
+    };
+    match mind.fast.json(&[Msg::system(system), Msg::user("Answer with the JSON object now.")], t.temperature, shape).await {
+        Ok(v) => (v["narrative"].as_str().unwrap_or_default().to_string(), v["valence"].as_f64().unwrap_or(0.0)),
+        Err(e) => {
+            tracing::info!(error = %e, "plain narrative");
+            (plain(), 0.0)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decisions_are_checked_for_shape() {
+        assert!(decision_shape(json!({"actions": "reflect"})).is_err());
+        assert!(decision_shape(json!({"actions": [{"params": {}}]})).is_err());
+        assert!(decision_shape(json!({"actions": [1]})).is_err());
+        let d = decision_shape(json!({"reasoning": "x", "actions": [{"action": "rest"}]})).unwrap();
+        assert_eq!(d["goal_changes"], json!([]));
+        let _ = jsonish::kind(&d);
+    }
+
+    #[test]
+    fn the_prompt_offers_only_what_the_driver_can_do() {
+        let ctx = json!({
+            "energy": {"available": 12.0, "max": 20.0},
+            "environment": {"timestamp": "2026-11-22T10:00:00Z", "user_present": false, "hours_since_user": 5.5},
+            "goals": {"active": [{"id": "g1", "title": "Learn Rust"}], "queued": [], "blocked": [], "stale": [], "needs_brainstorm": false},
+            "action_costs": {"reflect": 2, "inquire_deep": 6, "reach_out_user": 5, "rest": 0},
+            "recent_memories": [{"content": "We talked about music"}],
+            "activated_themes": [{"theme": "music"}], "identity": [], "worldview": [], "warnings": []
+        });
+        let (s, u) = decision_prompt("costs:\n{{action_cost_table}}\n{{action_params}}", "{{active_goals}} {{time_since_user}} {{energy}}", &ctx, &["reflect", "reach_out_user", "rest"]);
+        assert!(s.contains("reflect: 2") && s.contains("reach_out_user: 5"));
+        assert!(!s.contains("inquire_deep"), "{s}");
+        assert!(u.contains("Learn Rust (id g1)") && u.contains("5.5 hours") && u.contains("12"), "{u}");
+    }
+}

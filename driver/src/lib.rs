@@ -1,0 +1,61 @@
+//! The `dionysus` driver: a thin tokio program beside PostgreSQL. It moves words between the
+//! LLM, the person and the extension's SQL functions, and keeps no memory logic of its own.
+//!
+//! - [`conversation`]: a message is an event: log → context → reply → extraction afterwards
+//! - [`heartbeat`]: begin → decision → commit → queued work → narrative → finish
+//! - [`work`]: the queued actions and language jobs, claimed/completed/failed via the queue
+//! - [`outbox`]: unprompted messages, delivered once
+//! - [`runtime`]: wiring, NOTIFY wake-ups, shutdown
+//! - [`channel`]: Discord, terminal and test channels behind one trait
+//! - [`llm`], [`db`]: the two outside services, each resilient to failure
+pub mod channel;
+pub mod config;
+pub mod conversation;
+pub mod db;
+pub mod doctor;
+pub mod heartbeat;
+pub mod jsonish;
+pub mod llm;
+pub mod outbox;
+pub mod prompt;
+pub mod runtime;
+pub mod search;
+pub mod status;
+pub mod work;
+
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Everything a running driver shares: configuration, the two model roles, one database
+/// connection per organ, the channel, and the shutdown signal.
+pub struct Mind {
+    pub config: config::Config,
+    pub fast: llm::Llm,
+    pub smart: llm::Llm,
+    pub chat_db: db::Db,
+    pub work_db: db::Db,
+    pub outbox_db: db::Db,
+    pub channel: Arc<dyn channel::Channel>,
+    pub web: reqwest::Client,
+    pub shutdown: CancellationToken,
+}
+
+impl Mind {
+    pub fn new(config: config::Config, channel: Arc<dyn channel::Channel>) -> Mind {
+        Mind {
+            fast: llm::Llm::new(config.fast.clone()),
+            smart: llm::Llm::new(config.smart.clone()),
+            chat_db: db::Db::new(&config.database_url, "conversation"),
+            work_db: db::Db::new(&config.database_url, "work"),
+            outbox_db: db::Db::new(&config.database_url, "outbox"),
+            web: reqwest::Client::builder()
+                .timeout(std::time::Duration::from_secs(15))
+                .user_agent("dionysus/0.1 (+https://github.com/)")
+                .build()
+                .expect("HTTP client"),
+            channel,
+            config,
+            shutdown: CancellationToken::new(),
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! OpenAI-compatible chat completions (Ollama, OpenRouter, OpenAI, vLLM, LM Studio), with the
+//! resilience of seed 003: a timeout per call, two retries with exponential back-off, and a
+//! circuit breaker that opens after 3 failures for 30 s. A JSON task's answer is parsed
+//! robustly and checked against the expected shape; an unusable answer counts as a failure.
+use crate::config::LlmRole;
+use crate::jsonish;
+use serde_json::{json, Value};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+pub const RETRIES: u32 = 2;
+pub const BREAKER_FAILURES: u32 = 3;
+pub const BREAKER_RESET: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum LlmError {
+    /// The breaker is open: the endpoint failed recently; no call was made.
+    CircuitOpen,
+    Timeout,
+    /// Connection refused, DNS, TLS…
+    Transport(String),
+    Http(u16, String),
+    /// The model declined (a `refusal`, or a content filter).
+    Refused(String),
+    /// The answer was empty, unparseable, or not the expected shape.
+    BadAnswer(String),
+}
+
+impl LlmError {
+    /// The endpoint is down (as opposed to the model answering badly): work waits, no attempt spent.
+    pub fn unavailable(&self) -> bool {
+        matches!(self, LlmError::CircuitOpen | LlmError::Timeout | LlmError::Transport(_))
+            || matches!(self, LlmError::Http(s, _) if *s >= 500 || *s == 429 || *s == 404 || *s == 401 || *s == 403)
+    }
+    fn retryable(&self) -> bool {
+        match self {
+            LlmError::Timeout | LlmError::Transport(_) | LlmError::BadAnswer(_) => true,
+            LlmError::Http(s, _) => *s >= 500 || *s == 429,
+            LlmError::CircuitOpen | LlmError::Refused(_) => false,
+        }
+    }
+}
+
+impl std::fmt::Display for LlmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LlmError::CircuitOpen => write!(f, "circuit open (the endpoint failed {BREAKER_FAILURES} times; waiting {}s)", BREAKER_RESET.as_secs()),
+            LlmError::Timeout => write!(f, "timed out"),
+            LlmError::Transport(e) => write!(f, "unreachable: {e}"),
+            LlmError::Http(s, b) => write!(f, "HTTP {s}: {b}"),
+            LlmError::Refused(r) => write!(f, "refused: {r}"),
+            LlmError::BadAnswer(e) => write!(f, "unusable answer: {e}"),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Breaker {
+    failures: u32,
+    open_until: Option<Instant>,
+}
+
+pub struct Llm {
+    pub role: LlmRole,
+    http: reqwest::Client,
+    breaker: Mutex<Breaker>,
+    backoff_base: Duration,
+}
+
+#[derive(Clone, Debug)]
+pub struct Msg {
+    pub role: &'static str,
+    pub content: String,
+}
+
+impl Msg {
+    pub fn system(c: impl Into<String>) -> Msg {
+        Msg { role: "system", content: c.into() }
+    }
+    pub fn user(c: impl Into<String>) -> Msg {
+        Msg { role: "user", content: c.into() }
+    }
+    pub fn assistant(c: impl Into<String>) -> Msg {
+        Msg { role: "assistant", content: c.into() }
+    }
+}
+
+impl Llm {
+    pub fn new(role: LlmRole) -> Llm {
+        let http = reqwest::Client::builder()
+            .timeout(role.timeout)
+            .connect_timeout(Duration::from_secs(10).min(role.timeout))
+            .build()
+            .expect("HTTP client");
+        Llm { role, http, breaker: Mutex::new(Breaker::default()), backoff_base: Duration::from_millis(500) }
+    }
+
+    /// Shorter back-off (tests).
+    pub fn with_backoff(mut self, base: Duration) -> Llm {
+        self.backoff_base = base;
+        self
+    }
+
+    pub fn is_open(&self) -> bool {
+        let b = self.breaker.lock().unwrap();
+        b.open_until.is_some_and(|t| Instant::now() < t)
+    }
+
+    fn admit(&self) -> Result<(), LlmError> {
+        let b = self.breaker.lock().unwrap();
+        match b.open_until {
+            Some(t) if Instant::now() < t => Err(LlmError::CircuitOpen),
+            _ => Ok(()), // closed, or half-open: one trial goes through
+        }
+    }
+
+    fn record(&self, ok: bool) {
+        let mut b = self.breaker.lock().unwrap();
+        if ok {
+            *b = Breaker::default();
+        } else {
+            b.failures += 1;
+            if b.failures >= BREAKER_FAILURES {
+                b.open_until = Some(Instant::now() + BREAKER_RESET);
+                tracing::warn!(role = self.role.name, "LLM circuit open for {}s after {} failures", BREAKER_RESET.as_secs(), b.failures);
+            }
+        }
+    }
+
+    /// A text answer.
+    pub async fn chat(&self, messages: &[Msg], temperature: f64) -> Result<String, LlmError> {
+        self.call(messages, temperature, false, |text| {
+            let t = text.trim();
+            if t.is_empty() {
+                Err("empty answer".to_string())
+            } else {
+                Ok(Value::String(t.to_string()))
+            }
+        })
+        .await
+        .map(|v| v.as_str().unwrap_or_default().to_string())
+    }
+
+    /// A JSON object answer, checked by `shape` (which may also normalise it).
+    pub async fn json(
+        &self,
+        messages: &[Msg],
+        temperature: f64,
+        shape: impl Fn(Value) -> Result<Value, String>,
+    ) -> Result<Value, LlmError> {
+        self.call(messages, temperature, true, |text| shape(Value::Object(jsonish::object(text)?))).await
+    }
+
+    async fn call(
+        &self,
+        messages: &[Msg],
+        temperature: f64,
+        json_task: bool,
+        accept: impl Fn(&str) -> Result<Value, String>,
+    ) -> Result<Value, LlmError> {
+        let mut attempt = 0;
+        loop {
+            self.admit()?;
+            let started = Instant::now();
+            let outcome = match self.once(messages, temperature, json_task).await {
+                Ok(text) => accept(&text).map_err(LlmError::BadAnswer),
+                Err(e) => Err(e),
+            };
+            match outcome {
+                Ok(v) => {
+                    self.record(true);
+                    tracing::debug!(role = self.role.name, ms = started.elapsed().as_millis() as u64, "LLM answered");
+                    return Ok(v);
+                }
+                Err(e) => {
+                    // A refusal is the model's answer, not the endpoint failing.
+                    if !matches!(e, LlmError::Refused(_)) {
+                        self.record(false);
+                    }
+                    tracing::warn!(role = self.role.name, attempt, error = %e, "LLM call failed");
+                    if attempt >= RETRIES || !e.retryable() {
+                        return Err(e);
+                    }
+                    tokio::time::sleep(self.backoff_base * 2u32.pow(attempt)).await;
+                    attempt += 1;
+                }
+            }
+        }
+    }
+
+    async fn once(&self, messages: &[Msg], temperature: f64, json_task: bool) -> Result<String, LlmError> {
+        let mut body = json!({
+            "model": self.role.model,
+            "messages": messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
+            "temperature": temperature,
+            "stream": false,
+        });
+        if json_task && self.role.json_mode {
+            body["response_format"] = json!({"type": "json_object"});
+        }
+        let url = format!("{}/chat/completions", self.role.base_url.trim_end_matches('/'));
+        let mut req = self.http.post(&url).json(&body);
+        if let Some(key) = &self.role.api_key {
+            req = req.bearer_auth(key);
+        }
+        let resp = req.send().await.map_err(|e| if e.is_timeout() { LlmError::Timeout } else { LlmError::Transport(short(&e)) })?;
+        let status = resp.status().as_u16();
+        let text = resp.text().await.map_err(|e| if e.is_timeout() { LlmError::Timeout } else { LlmError::Transport(short(&e)) })?;
+        if status != 200 {
+            return Err(LlmError::Http(status, text.chars().take(300).collect()));
+        }
+        let v: Value = serde_json::from_str(&text).map_err(|e| LlmError::BadAnswer(format!("not a chat completion: {e}")))?;
+        let choice = &v["choices"][0];
+        let msg = &choice["message"];
+        if let Some(r) = msg["refusal"].as_str().filter(|r| !r.trim().is_empty()) {
+            return Err(LlmError::Refused(r.chars().take(200).collect()));
+        }
+        if choice["finish_reason"].as_str() == Some("content_filter") {
+            return Err(LlmError::Refused("content filter".into()));
+        }
+        msg["content"].as_str().map(str::to_string).ok_or_else(|| LlmError::BadAnswer("no message content".into()))
+    }
+
+    /// For `doctor`: the endpoint's model list, if it serves one.
+    pub async fn models(&self) -> Result<Vec<String>, LlmError> {
+        let url = format!("{}/models", self.role.base_url.trim_end_matches('/'));
+        let mut req = self.http.get(&url).timeout(Duration::from_secs(10));
+        if let Some(key) = &self.role.api_key {
+            req = req.bearer_auth(key);
+        }
+        let resp = req.send().await.map_err(|e| if e.is_timeout() { LlmError::Timeout } else { LlmError::Transport(short(&e)) })?;
+        let status = resp.status().as_u16();
+        let v: Value = resp.json().await.map_err(|e| LlmError::BadAnswer(e.to_string()))?;
+        if status != 200 {
+            return Err(LlmError::Http(status, v.to_string().chars().take(200).collect()));
+        }
+        Ok(v["data"].as_array().map(|a| a.iter().filter_map(|m| m["id"].as_str().map(str::to_string)).collect()).unwrap_or_default())
+    }
+}
+
+/// A reqwest error with its causes (keys travel in headers, never in the URL).
+fn short(e: &reqwest::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(inner) = src {
+        s = format!("{s}: {inner}");
+        src = inner.source();
+    }
+    s
+}

@@ -1,0 +1,553 @@
+//! The queued work: heartbeat actions that need language or the network (reflect, maintain,
+//! brainstorm_goals, inquire, synthesize, reach_out_user) and the language jobs of the worker
+//! (extract_message, summarize_episode, extract_concepts). Every item is claimed, then
+//! completed, failed or handed back through the extension's queue functions: a crash anywhere
+//! loses nothing (the lease expires) and repeats nothing (complete_work is idempotent).
+use crate::db::{Db, DbError};
+use crate::jsonish::{list, number, text};
+use crate::llm::{Llm, LlmError, Msg};
+use crate::prompt::{self, bullets, contents, render};
+use crate::{search, Mind};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+#[derive(Clone, Debug)]
+pub struct WorkItem {
+    pub id: Uuid,
+    pub action: String,
+    pub params: Value,
+    pub heartbeat_id: Option<Uuid>,
+}
+
+#[derive(Debug)]
+pub enum Outcome {
+    Done(Value),
+    /// The item itself went wrong; retry (with back-off) or give up.
+    Fail(String, bool),
+    /// The driver could not work on it now (LLM down, shutting down): no attempt spent.
+    Release(String, i32),
+}
+
+fn from_llm(e: LlmError) -> Outcome {
+    if e.unavailable() {
+        Outcome::Release(format!("LLM {e}"), 60)
+    } else {
+        Outcome::Fail(format!("LLM {e}"), true)
+    }
+}
+
+fn from_db(e: DbError) -> Outcome {
+    match e {
+        DbError::Down(m) => Outcome::Release(format!("database {m}"), 30),
+        other => Outcome::Fail(other.to_string(), false),
+    }
+}
+
+const COLUMNS: &str = "id, action, params, heartbeat_id";
+
+fn item(r: &tokio_postgres::Row) -> WorkItem {
+    WorkItem { id: r.get(0), action: r.get(1), params: r.get(2), heartbeat_id: r.get(3) }
+}
+
+pub async fn claim(db: &Db, worker: &str, actions: Option<&[&str]>, max: i32, heartbeat: Option<Uuid>) -> Result<Vec<WorkItem>, DbError> {
+    let actions: Option<Vec<String>> = actions.map(|a| a.iter().map(|s| s.to_string()).collect());
+    let rows = db
+        .query(&format!("SELECT {COLUMNS} FROM dionysus.claim_work($1, $2, $3, $4)"), &[&worker, &actions, &max, &heartbeat])
+        .await?;
+    Ok(rows.iter().map(item).collect())
+}
+
+pub async fn claim_item(db: &Db, id: Uuid, worker: &str) -> Result<Option<WorkItem>, DbError> {
+    let rows = db.query(&format!("SELECT {COLUMNS} FROM dionysus.claim_work_item($1, $2)"), &[&id, &worker]).await?;
+    Ok(rows.first().map(item))
+}
+
+/// Records the outcome. A completion the extension refuses (the model produced something
+/// invalid, e.g. an over-long fact) fails the item with the extension's message.
+pub async fn settle(db: &Db, item: &WorkItem, outcome: Outcome) -> Result<&'static str, DbError> {
+    match outcome {
+        Outcome::Done(result) => match db.query("SELECT dionysus.complete_work($1, $2)", &[&item.id, &result]).await {
+            Ok(_) => {
+                tracing::info!(action = %item.action, id = %item.id, "work done");
+                Ok("done")
+            }
+            Err(DbError::Sql { code, message }) => {
+                tracing::warn!(action = %item.action, id = %item.id, %code, %message, "result refused; failing the item");
+                db.query("SELECT dionysus.fail_work($1, $2, true)", &[&item.id, &format!("result refused: {message}")]).await?;
+                Ok("failed")
+            }
+            Err(e) => Err(e),
+        },
+        Outcome::Fail(error, retry) => {
+            tracing::warn!(action = %item.action, id = %item.id, %error, retry, "work failed");
+            let rows = db.query("SELECT dionysus.fail_work($1, $2, $3)", &[&item.id, &error, &retry]).await?;
+            Ok(if rows.first().map(|r| r.get::<_, String>(0)).as_deref() == Some("failed") { "failed" } else { "retry" })
+        }
+        Outcome::Release(reason, delay) => {
+            tracing::info!(action = %item.action, id = %item.id, %reason, "work handed back");
+            db.query("SELECT dionysus.release_work($1, $2, $3)", &[&item.id, &reason, &delay]).await?;
+            Ok("released")
+        }
+    }
+}
+
+/// Claims and runs work until the queue (or the heartbeat's share of it) is empty.
+/// Returns how many items were settled.
+pub async fn drain(mind: &Mind, heartbeat: Option<Uuid>) -> usize {
+    let mut n = 0;
+    while !mind.shutdown.is_cancelled() {
+        let claimed = match claim(&mind.work_db, &mind.config.worker_name, None, 1, heartbeat).await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot claim work");
+                break;
+            }
+        };
+        let Some(first) = claimed.into_iter().next() else { break };
+        // Concept extraction is batched: one model call for up to 10 memories.
+        let batch = if first.action == "extract_concepts" {
+            let mut b = vec![first];
+            if let Ok(more) = claim(&mind.work_db, &mind.config.worker_name, Some(&["extract_concepts"]), 9, heartbeat).await {
+                b.extend(more);
+            }
+            b
+        } else {
+            vec![first]
+        };
+        let outcomes = guarded(mind, run_batch(mind, &batch)).await.unwrap_or_else(|| {
+            batch.iter().map(|_| Outcome::Release("driver shutting down".into(), 0)).collect()
+        });
+        for (item, outcome) in batch.iter().zip(outcomes) {
+            if let Err(e) = settle(&mind.work_db, item, outcome).await {
+                tracing::warn!(error = %e, id = %item.id, "cannot settle work (its lease will expire and hand it back)");
+            }
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Runs `f`, but once shutdown starts gives it only the grace period.
+pub async fn guarded<T>(mind: &Mind, f: impl std::future::Future<Output = T>) -> Option<T> {
+    let grace = async {
+        mind.shutdown.cancelled().await;
+        tokio::time::sleep(mind.config.shutdown_grace).await;
+    };
+    tokio::select! {
+        v = f => Some(v),
+        _ = grace => None,
+    }
+}
+
+async fn run_batch(mind: &Mind, batch: &[WorkItem]) -> Vec<Outcome> {
+    if batch[0].action == "extract_concepts" {
+        return extract_concepts(mind, batch).await;
+    }
+    vec![execute(mind, &batch[0]).await]
+}
+
+/// Performs one item.
+pub async fn execute(mind: &Mind, item: &WorkItem) -> Outcome {
+    tracing::info!(action = %item.action, id = %item.id, "working");
+    let p = &item.params;
+    let r = match item.action.as_str() {
+        "extract_message" => extract_message(mind, p).await,
+        "summarize_episode" => summarize_episode(mind, p).await,
+        "extract_concepts" => return extract_concepts(mind, std::slice::from_ref(item)).await.pop().unwrap(),
+        "reflect" => reflect(mind, p).await,
+        "maintain" => maintain(mind).await,
+        "brainstorm_goals" => brainstorm_goals(mind, p).await,
+        "inquire_shallow" | "inquire_deep" => inquire(mind, p, item.action == "inquire_deep").await,
+        "synthesize" => synthesize(mind, p).await,
+        "reach_out_user" => reach_out(mind, p).await,
+        other => Err(Outcome::Fail(format!("this driver cannot perform \"{other}\""), false)),
+    };
+    r.unwrap_or_else(|o| o)
+}
+
+type Step<T> = Result<T, Outcome>;
+
+async fn template(db: &Db, key: &str) -> Step<prompt::Template> {
+    prompt::load(db, key).await.map_err(from_db)
+}
+
+async fn ask(llm: &Llm, t: &prompt::Template, system: String, user: Option<String>, shape: impl Fn(Value) -> Result<Value, String>) -> Step<Value> {
+    let mut msgs = vec![Msg::system(system)];
+    msgs.push(Msg::user(user.unwrap_or_else(|| "Answer with the JSON object now.".into())));
+    llm.json(&msgs, t.temperature, shape).await.map_err(from_llm)
+}
+
+async fn json_of(db: &Db, sql: &str, params: &[&(dyn tokio_postgres::types::ToSql + Sync)]) -> Step<Value> {
+    db.json(sql, params).await.map_err(from_db)
+}
+
+/// Recalled memories for a query, as prompt lines.
+async fn recalled(db: &Db, query: &str, k: i32) -> Step<Vec<String>> {
+    let v = json_of(
+        db,
+        "SELECT coalesce(jsonb_agg(jsonb_build_object('content', content) ORDER BY score DESC), '[]') FROM dionysus.recall($1, $2)",
+        &[&query, &k],
+    )
+    .await?;
+    Ok(contents(&v, 500))
+}
+
+async fn recent(db: &Db, k: i32) -> Step<Vec<String>> {
+    let v = json_of(db, "SELECT coalesce(jsonb_agg(jsonb_build_object('content', content)), '[]') FROM dionysus.recall_recent($1)", &[&k]).await?;
+    Ok(contents(&v, 500))
+}
+
+fn uuid_param(p: &Value, key: &str) -> Step<Uuid> {
+    p.get(key)
+        .and_then(Value::as_str)
+        .and_then(|s| Uuid::parse_str(s).ok())
+        .ok_or_else(|| Outcome::Fail(format!("params.{key} is missing or not a uuid"), false))
+}
+
+fn clip(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Conversation extraction (seed 004 §3 step 7)
+// ---------------------------------------------------------------------------------------
+
+/// Normalises an extraction: keeps the well-formed items, drops the rest.
+pub fn extraction_shape(v: Value) -> Result<Value, String> {
+    let facts: Vec<Value> = list(&v, "facts")?
+        .iter()
+        .filter_map(|f| {
+            let content = text(f, "content")?;
+            Some(json!({"content": clip(&content, 1000), "subject": text(f, "subject").map(|s| clip(&s, 200)),
+                        "category": text(f, "category").map(|s| clip(&s, 60)),
+                        "confidence": number(f, "confidence", 0.0, 1.0).unwrap_or(0.8)}))
+        })
+        .take(10)
+        .collect();
+    let triples: Vec<Value> = list(&v, "triples")?
+        .iter()
+        .filter_map(|t| {
+            Some(json!({"subject": clip(&text(t, "subject")?, 200), "predicate": clip(&text(t, "predicate")?, 100),
+                        "object": clip(&text(t, "object")?, 200), "confidence": number(t, "confidence", 0.0, 1.0).unwrap_or(0.8)}))
+        })
+        .take(10)
+        .collect();
+    let goals: Vec<Value> = list(&v, "goals")?
+        .iter()
+        .filter_map(|g| {
+            Some(json!({"title": clip(&text(g, "title")?, 200), "description": text(g, "description").map(|s| clip(&s, 1000)),
+                        "source": "user_request"}))
+        })
+        .take(3)
+        .collect();
+    Ok(json!({"facts": facts, "triples": triples, "goals": goals}))
+}
+
+async fn extract_message(mind: &Mind, p: &Value) -> Step<Outcome> {
+    let message = uuid_param(p, "message_id")?;
+    let ctx = json_of(&mind.work_db, "SELECT dionysus.chat_context($1, 0, 6)", &[&message]).await?;
+    let t = template(&mind.work_db, "extract_message").await?;
+    let system = render(
+        &t.text,
+        &[("turns", prompt::transcript(&ctx["recent_turns"])), ("message", ctx["message"]["content"].as_str().unwrap_or("").to_string())],
+    );
+    let mut v = ask(&mind.fast, &t, system, None, extraction_shape).await?;
+    let counts = format!(
+        "{} facts, {} triples, {} goals",
+        v["facts"].as_array().map_or(0, Vec::len),
+        v["triples"].as_array().map_or(0, Vec::len),
+        v["goals"].as_array().map_or(0, Vec::len)
+    );
+    v["summary"] = json!(format!("extracted {counts}"));
+    Ok(Outcome::Done(v))
+}
+
+// ---------------------------------------------------------------------------------------
+// The worker's language jobs (seed 000 §6.4–6.5)
+// ---------------------------------------------------------------------------------------
+
+async fn summarize_episode(mind: &Mind, p: &Value) -> Step<Outcome> {
+    let episode = uuid_param(p, "episode_id")?;
+    let transcript = json_of(&mind.work_db, "SELECT dionysus.episode_transcript($1)", &[&episode]).await?;
+    if transcript.as_array().is_none_or(Vec::is_empty) {
+        return Ok(Outcome::Done(json!({"summary": "empty episode: nothing to summarise"})));
+    }
+    let t = template(&mind.work_db, "summarize_episode").await?;
+    let lines = prompt::transcript(&transcript);
+    let system = render(&t.text, &[("transcript", clip(&lines, 12_000))]);
+    let v = ask(&mind.fast, &t, system, None, |v| text(&v, "summary").map(|s| json!(s)).ok_or_else(|| "\"summary\" must be a non-empty string".into())).await?;
+    Ok(Outcome::Done(json!({"episode_summary": v, "summary": "episode summarised"})))
+}
+
+async fn extract_concepts(mind: &Mind, batch: &[WorkItem]) -> Vec<Outcome> {
+    let ids: Vec<Uuid> = batch.iter().filter_map(|i| uuid_param(&i.params, "memory_id").ok()).collect();
+    let mems = match mind
+        .work_db
+        .json(
+            "SELECT coalesce(jsonb_object_agg(id::text, left(content, 600)), '{}') FROM dionysus.memories WHERE id = ANY($1)",
+            &[&ids],
+        )
+        .await
+    {
+        Ok(v) => v,
+        Err(e) => return batch.iter().map(|_| from_db(e.clone())).collect(),
+    };
+    let listed: Vec<String> = ids.iter().filter_map(|id| mems.get(id.to_string()).and_then(Value::as_str).map(|c| format!("[{id}] {c}"))).collect();
+    let answer = if listed.is_empty() {
+        Ok(json!({"memories": []}))
+    } else {
+        match template(&mind.work_db, "extract_concepts").await {
+            Ok(t) => {
+                let system = render(&t.text, &[("memories", listed.join("\n"))]);
+                ask(&mind.fast, &t, system, None, |v| list(&v, "memories").map(|_| v.clone())).await
+            }
+            Err(o) => Err(o),
+        }
+    };
+    let answer = match answer {
+        Ok(a) => a,
+        Err(o) => {
+            let (msg, kind) = match &o {
+                Outcome::Release(m, d) => (m.clone(), Some(*d)),
+                Outcome::Fail(m, _) => (m.clone(), None),
+                Outcome::Done(_) => (String::new(), None),
+            };
+            return batch.iter().map(|_| match kind { Some(d) => Outcome::Release(msg.clone(), d), None => Outcome::Fail(msg.clone(), true) }).collect();
+        }
+    };
+    batch
+        .iter()
+        .map(|item| {
+            let Ok(id) = uuid_param(&item.params, "memory_id") else {
+                return Outcome::Fail("params.memory_id is missing".into(), false);
+            };
+            if mems.get(id.to_string()).is_none() {
+                return Outcome::Done(json!({"summary": "memory no longer exists"}));
+            }
+            let concepts: Vec<Value> = answer["memories"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|m| m["id"].as_str().map(|s| s.trim_matches(['[', ']', ' '])) == Some(&id.to_string()))
+                .flat_map(|m| m["concepts"].as_array().cloned().unwrap_or_default())
+                .filter_map(|c| c.as_str().map(|s| s.trim().to_lowercase()).filter(|s| !s.is_empty() && s.chars().count() <= 60))
+                .take(4)
+                .map(|name| json!({"memory_id": id, "name": name}))
+                .collect();
+            let n = concepts.len();
+            Outcome::Done(json!({"concepts": concepts, "summary": format!("{n} concepts")}))
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Heartbeat actions (seed 000 §3.2)
+// ---------------------------------------------------------------------------------------
+
+async fn self_model(db: &Db) -> Step<(String, String)> {
+    let v = json_of(
+        db,
+        "SELECT jsonb_build_object(\
+           'identity', (SELECT coalesce(jsonb_agg(aspect || ' (' || round(confidence::numeric, 2) || ')'), '[]') FROM dionysus.identity_aspects), \
+           'worldview', (SELECT coalesce(jsonb_agg(belief || ' (' || round(confidence::numeric, 2) || ')'), '[]') FROM dionysus.worldview_beliefs))",
+        &[],
+    )
+    .await?;
+    let strs = |k: &str| v[k].as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect::<Vec<_>>()).unwrap_or_default();
+    Ok((bullets(strs("identity"), "(not yet formed)"), bullets(strs("worldview"), "(not yet formed)")))
+}
+
+async fn reflect(mind: &Mind, p: &Value) -> Step<Outcome> {
+    let focus = text(p, "focus");
+    let mut mems = recent(&mind.work_db, 6).await?;
+    if let Some(f) = &focus {
+        mems.extend(recalled(&mind.work_db, f, 6).await?);
+    }
+    mems.dedup();
+    let (identity, worldview) = self_model(&mind.work_db).await?;
+    let t = template(&mind.work_db, "reflect").await?;
+    let system = render(
+        &t.text,
+        &[
+            ("focus", focus.as_ref().map(|f| format!(" (focus: {f})")).unwrap_or_default()),
+            ("memories", bullets(mems, "(nothing yet)")),
+            ("identity", identity),
+            ("worldview", worldview),
+        ],
+    );
+    let v = ask(&mind.smart, &t, system, None, |v| {
+        let insights: Vec<Value> = list(&v, "insights")?
+            .iter()
+            .filter_map(|i| i.as_str().or_else(|| i["content"].as_str()).map(str::trim).filter(|s| !s.is_empty()).map(|s| clip(s, 1000)))
+            .take(5)
+            .map(|s| json!({"content": s, "type": "semantic", "importance": 0.6}))
+            .collect();
+        let identity: Vec<Value> = list(&v, "identity")?
+            .iter()
+            .filter_map(|a| Some(json!({"aspect": clip(&text(a, "aspect")?, 300), "confidence": number(a, "confidence", 0.0, 1.0).unwrap_or(0.5)})))
+            .take(3)
+            .collect();
+        let worldview: Vec<Value> = list(&v, "worldview")?
+            .iter()
+            .filter_map(|b| Some(json!({"belief": clip(&text(b, "belief")?, 300), "confidence": number(b, "confidence", 0.0, 1.0).unwrap_or(0.5)})))
+            .take(3)
+            .collect();
+        Ok(json!({"memories": insights, "identity": identity, "worldview": worldview}))
+    })
+    .await?;
+    let mut v = v;
+    v["summary"] = json!(format!("{} insights", v["memories"].as_array().map_or(0, Vec::len)));
+    Ok(Outcome::Done(v))
+}
+
+async fn maintain(mind: &Mind) -> Step<Outcome> {
+    let pass = json_of(&mind.work_db, "SELECT dionysus.run_maintenance()", &[]).await?;
+    let queued = json_of(&mind.work_db, "SELECT to_jsonb(dionysus.enqueue_language_work())", &[]).await?;
+    Ok(Outcome::Done(json!({"summary": format!("maintenance pass {pass}; {queued} language jobs queued")})))
+}
+
+async fn brainstorm_goals(mind: &Mind, p: &Value) -> Step<Outcome> {
+    let focus = text(p, "focus");
+    let goals = json_of(
+        &mind.work_db,
+        "SELECT coalesce(jsonb_agg(jsonb_build_object('content', title || ' [' || priority || ']')), '[]') \
+         FROM dionysus.goals WHERE priority IN ('active', 'queued', 'backburner')",
+        &[],
+    )
+    .await?;
+    let mems = recent(&mind.work_db, 8).await?;
+    let t = template(&mind.work_db, "brainstorm_goals").await?;
+    let system = render(
+        &t.text,
+        &[
+            ("focus", focus.map(|f| format!(" (focus: {f})")).unwrap_or_default()),
+            ("goals", bullets(contents(&goals, 200), "(none)")),
+            ("memories", bullets(mems, "(nothing yet)")),
+        ],
+    );
+    let v = ask(&mind.smart, &t, system, None, |v| {
+        let goals: Vec<Value> = list(&v, "goals")?
+            .iter()
+            .filter_map(|g| {
+                let title = g.as_str().map(str::to_string).or_else(|| text(g, "title"))?;
+                Some(json!({"title": clip(title.trim(), 200), "description": text(g, "description").map(|d| clip(&d, 1000)), "source": "curiosity"}))
+            })
+            .take(5)
+            .collect();
+        if goals.len() < 2 {
+            return Err(format!("brainstorm_goals needs 2 to 5 goals, got {}", goals.len()));
+        }
+        Ok(json!({"goals": goals}))
+    })
+    .await?;
+    let mut v = v;
+    v["summary"] = json!(format!("{} goals proposed", v["goals"].as_array().map_or(0, Vec::len)));
+    Ok(Outcome::Done(v))
+}
+
+async fn inquire(mind: &Mind, p: &Value, deep: bool) -> Step<Outcome> {
+    let Some(url) = mind.config.search_url.clone() else {
+        return Ok(Outcome::Fail("no search endpoint configured (DIONYSUS_SEARCH_URL)".into(), false));
+    };
+    let question = text(p, "question").ok_or_else(|| Outcome::Fail("params.question is missing".into(), false))?;
+    let results = search::search(&mind.web, &url, &question, if deep { 8 } else { 5 })
+        .await
+        .map_err(|e| Outcome::Fail(format!("search failed: {e}"), true))?;
+    let mut lines: Vec<String> = results.iter().map(|r| format!("{} — {}\n  {}", r.title, r.url, r.snippet)).collect();
+    if deep {
+        for r in results.iter().take(3) {
+            if let Ok(page) = search::fetch_text(&mind.web, &r.url, 3000).await {
+                lines.push(format!("Page {}:\n{}", r.url, page));
+            }
+        }
+    }
+    let t = template(&mind.work_db, "inquire").await?;
+    let system = render(&t.text, &[("question", question.clone()), ("results", bullets(lines, "(no results)"))]);
+    let v = ask(&mind.smart, &t, system, None, |v| {
+        let answer = text(&v, "answer").ok_or("\"answer\" must be a non-empty string")?;
+        let sources: Vec<String> = list(&v, "sources")?.iter().filter_map(|s| s.as_str().map(str::to_string)).take(10).collect();
+        Ok(json!({"answer": answer, "sources": sources}))
+    })
+    .await?;
+    let sources = v["sources"].as_array().map(|a| a.iter().filter_map(|s| s.as_str()).collect::<Vec<_>>().join(", ")).unwrap_or_default();
+    let content = clip(&format!("Question: {question}\nAnswer: {}\nSources: {sources}", v["answer"].as_str().unwrap_or("")), 8000);
+    Ok(Outcome::Done(json!({
+        "memories": [{"content": content, "type": "semantic", "importance": if deep { 0.7 } else { 0.6 }}],
+        "summary": format!("answered \"{}\" from {} results", clip(&question, 80), results.len())
+    })))
+}
+
+async fn synthesize(mind: &Mind, p: &Value) -> Step<Outcome> {
+    let topic = text(p, "topic").ok_or_else(|| Outcome::Fail("params.topic is missing".into(), false))?;
+    let ids: Vec<Uuid> = p["memory_ids"].as_array().into_iter().flatten().filter_map(|v| v.as_str().and_then(|s| Uuid::parse_str(s).ok())).collect();
+    let mut mems = Vec::new();
+    if !ids.is_empty() {
+        let v = json_of(
+            &mind.work_db,
+            "SELECT coalesce(jsonb_agg(jsonb_build_object('content', content)), '[]') FROM dionysus.memories WHERE id = ANY($1)",
+            &[&ids],
+        )
+        .await?;
+        mems.extend(contents(&v, 800));
+    }
+    mems.extend(recalled(&mind.work_db, &topic, 10).await?);
+    let t = template(&mind.work_db, "synthesize").await?;
+    let system = render(&t.text, &[("topic", topic.clone()), ("memories", bullets(mems, "(nothing yet)"))]);
+    let v = ask(&mind.smart, &t, system, None, |v| {
+        let artifact = text(&v, "artifact").ok_or("\"artifact\" must be a non-empty string")?;
+        Ok(json!({"title": text(&v, "title").unwrap_or_else(|| "Synthesis".into()), "artifact": artifact}))
+    })
+    .await?;
+    let content = clip(&format!("{}\n\n{}", v["title"].as_str().unwrap_or(""), v["artifact"].as_str().unwrap_or("")), 8000);
+    Ok(Outcome::Done(json!({
+        "memories": [{"content": content, "type": "semantic", "importance": 0.7}],
+        "summary": format!("synthesized \"{}\"", clip(&topic, 80))
+    })))
+}
+
+async fn reach_out(mind: &Mind, p: &Value) -> Step<Outcome> {
+    let intent = text(p, "intent").unwrap_or_else(|| "check in".into());
+    let draft = text(p, "content");
+    let turns = json_of(
+        &mind.work_db,
+        "SELECT coalesce(jsonb_agg(jsonb_build_object('role', CASE WHEN is_bot THEN 'assistant' ELSE 'user' END, 'content', content) \
+                                   ORDER BY created_at), '[]') \
+         FROM (SELECT * FROM dionysus.messages ORDER BY created_at DESC LIMIT 8) m",
+        &[],
+    )
+    .await?;
+    let mems = recalled(&mind.work_db, draft.as_deref().unwrap_or(&intent), 6).await?;
+    let t = template(&mind.work_db, "reach_out").await?;
+    let system = render(
+        &t.text,
+        &[
+            ("intent", intent.clone()),
+            ("draft", draft.map(|d| format!("A draft you had in mind: {d}\n")).unwrap_or_default()),
+            ("turns", prompt::transcript(&turns)),
+            ("memories", bullets(mems, "(nothing relevant)")),
+        ],
+    );
+    let v = ask(&mind.smart, &t, system, None, |v| text(&v, "message").map(|m| json!(clip(&m, 4000))).ok_or_else(|| "\"message\" must be a non-empty string".into())).await?;
+    Ok(Outcome::Done(json!({"message": v, "summary": format!("wrote to the person ({intent})")})))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extraction_keeps_well_formed_items_only() {
+        let v = json!({
+            "facts": [{"content": "User has a dog named Rex", "subject": "user", "confidence": "0.9"}, {"subject": "no content"}, 7],
+            "triples": [{"subject": "user", "predicate": "has_dog", "object": "Rex"}, {"subject": "", "predicate": "x", "object": "y"}],
+            "goals": [{"title": "Remind user about the vet"}]
+        });
+        let out = extraction_shape(v).unwrap();
+        assert_eq!(out["facts"].as_array().unwrap().len(), 1);
+        assert_eq!(out["facts"][0]["confidence"], json!(0.9));
+        assert_eq!(out["triples"].as_array().unwrap().len(), 1);
+        assert_eq!(out["goals"][0]["source"], json!("user_request"));
+        assert!(extraction_shape(json!({"facts": "nope"})).is_err());
+        assert_eq!(extraction_shape(json!({})).unwrap()["facts"], json!([]));
+    }
+}

@@ -1,0 +1,529 @@
+-- The conversation organ (seed 004 §2–3, seed 000 §5.3, §6.4–6.5): the immutable message
+-- log, the prompt templates, the context a reply needs, sessions that end when idle, and the
+-- language jobs (extraction, episode summaries, concepts) the driver runs from the queue.
+--
+-- The driver only moves words: everything it needs to build a prompt comes from
+-- chat_context(), and everything the model produced goes back through complete_work().
+
+-- ---------------------------------------------------------------------------------------
+-- The message log: every canonical turn once, chained to the turn before it in its channel.
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE messages (
+    id                  uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    platform            text NOT NULL CHECK (length(btrim(platform)) > 0),
+    -- The platform's own id (Discord snowflake, terminal line id): a redelivery is a duplicate.
+    platform_message_id text NOT NULL CHECK (length(btrim(platform_message_id)) > 0),
+    channel_id          text NOT NULL CHECK (length(btrim(channel_id)) > 0),
+    author_id           text NOT NULL CHECK (length(btrim(author_id)) > 0),
+    is_bot              boolean NOT NULL DEFAULT false,
+    -- Bot-initiated (a reach-out) rather than a reply.
+    is_proactive        boolean NOT NULL DEFAULT false,
+    content             text NOT NULL CHECK (length(btrim(content)) > 0),
+    prev_message_id     uuid REFERENCES messages (id) ON DELETE SET NULL,
+    reply_to            uuid REFERENCES messages (id) ON DELETE SET NULL,
+    -- The episodic memory this turn became (recall finds turns through it).
+    memory_id           uuid REFERENCES memories (id) ON DELETE SET NULL,
+    created_at          timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (platform, platform_message_id)
+);
+CREATE INDEX messages_channel ON messages (platform, channel_id, created_at DESC, id DESC);
+CREATE INDEX messages_memory ON messages (memory_id);
+CREATE INDEX messages_person ON messages (created_at) WHERE NOT is_bot;
+
+-- Turns are immutable: only the links that deletions clear may change.
+CREATE FUNCTION messages_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF (NEW.platform, NEW.platform_message_id, NEW.channel_id, NEW.author_id, NEW.is_bot, NEW.is_proactive,
+        NEW.content, NEW.created_at)
+       IS DISTINCT FROM
+       (OLD.platform, OLD.platform_message_id, OLD.channel_id, OLD.author_id, OLD.is_bot, OLD.is_proactive,
+        OLD.content, OLD.created_at)
+       OR (NEW.memory_id IS NOT NULL AND NEW.memory_id IS DISTINCT FROM OLD.memory_id)
+       OR (NEW.prev_message_id IS NOT NULL AND NEW.prev_message_id IS DISTINCT FROM OLD.prev_message_id)
+       OR (NEW.reply_to IS NOT NULL AND NEW.reply_to IS DISTINCT FROM OLD.reply_to) THEN
+        RAISE EXCEPTION 'dionysus: the message log is immutable (message %)', OLD.id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER messages_immutable BEFORE UPDATE ON messages FOR EACH ROW EXECUTE FUNCTION messages_immutable();
+
+-- ---------------------------------------------------------------------------------------
+-- Prompt templates: versioned, one active version per key. {{name}} placeholders are filled
+-- by the driver. created_by leaves room for the dreaming cycle's proposals (seed 004 §4.3).
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE prompt_templates (
+    key         text NOT NULL CHECK (key ~ '^[a-z][a-z0-9_]*$'),
+    version     integer NOT NULL CHECK (version >= 1),
+    template    text NOT NULL CHECK (length(btrim(template)) > 0),
+    temperature double precision NOT NULL DEFAULT 0.7 CHECK (temperature >= 0 AND temperature <= 2),
+    active      boolean NOT NULL DEFAULT true,
+    note        text,
+    created_by  text NOT NULL DEFAULT 'human',
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (key, version)
+);
+CREATE UNIQUE INDEX prompt_templates_one_active ON prompt_templates (key) WHERE active;
+
+CREATE FUNCTION prompt_template(key text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE t dionysus.prompt_templates;
+BEGIN
+    IF key IS NULL OR btrim(key) = '' THEN
+        RAISE EXCEPTION 'dionysus: argument "key" must name a template' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO t FROM dionysus.prompt_templates p WHERE p.key = prompt_template.key AND p.active;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "key": no active prompt template "%"', key USING ERRCODE = 'no_data_found';
+    END IF;
+    RETURN jsonb_build_object('key', t.key, 'version', t.version, 'template', t.template, 'temperature', t.temperature);
+END $$;
+
+CREATE FUNCTION set_prompt_template(key text, template text, temperature double precision DEFAULT NULL,
+                                    note text DEFAULT NULL) RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    prev dionysus.prompt_templates;
+    v integer;
+BEGIN
+    IF key IS NULL OR key !~ '^[a-z][a-z0-9_]*$' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "key": % must be lower_snake_case', quote_nullable(key)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF template IS NULL OR btrim(template) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "template": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF temperature IS NOT NULL AND (temperature = 'NaN'::float8 OR temperature < 0 OR temperature > 2) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "temperature": % is outside [0, 2]', temperature
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.prompt:' || key, 0));
+    SELECT * INTO prev FROM dionysus.prompt_templates p WHERE p.key = set_prompt_template.key AND p.active;
+    SELECT coalesce(max(version), 0) + 1 INTO v FROM dionysus.prompt_templates p WHERE p.key = set_prompt_template.key;
+    UPDATE dionysus.prompt_templates p SET active = false WHERE p.key = set_prompt_template.key AND p.active;
+    INSERT INTO dionysus.prompt_templates (key, version, template, temperature, note)
+    VALUES (key, v, template, coalesce(temperature, prev.temperature, 0.7), note);
+    RETURN v;
+END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- Logging a turn (seed 004 §3 step 3). One call, one transaction: the turn, its memory, the
+-- session, and for the person's turns the extraction job (claimable by other workers only
+-- after a grace period, so the conversation extracts its own turn right after replying).
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION log_message(platform text, platform_message_id text, channel_id text, author_id text, content text,
+                            is_bot boolean DEFAULT false, is_proactive boolean DEFAULT false, reply_to uuid DEFAULT NULL)
+    RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+    existing dionysus.messages;
+    prev uuid;
+    mem uuid;
+    msg uuid := gen_random_uuid();
+    work uuid;
+    arg text;
+BEGIN
+    FOREACH arg IN ARRAY ARRAY['platform', 'platform_message_id', 'channel_id', 'author_id'] LOOP
+        IF coalesce(btrim(CASE arg WHEN 'platform' THEN platform WHEN 'platform_message_id' THEN platform_message_id
+                                   WHEN 'channel_id' THEN channel_id ELSE author_id END), '') = '' THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "%": must not be empty', arg USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END LOOP;
+    IF content IS NULL OR btrim(content) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "content": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF is_bot IS NULL OR is_proactive IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "%" must not be null', CASE WHEN is_bot IS NULL THEN 'is_bot' ELSE 'is_proactive' END
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    -- One writer per channel: the chain stays linear and a redelivery waits for the first copy.
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.channel:' || platform || ':' || channel_id, 0));
+    SELECT * INTO existing FROM dionysus.messages m
+     WHERE m.platform = log_message.platform AND m.platform_message_id = log_message.platform_message_id;
+    IF FOUND THEN
+        RETURN jsonb_build_object('message_id', existing.id, 'duplicate', true, 'prev_message_id', existing.prev_message_id,
+                                  'memory_id', existing.memory_id,
+                                  'replied', EXISTS (SELECT 1 FROM dionysus.messages r WHERE r.reply_to = existing.id AND r.is_bot),
+                                  'work_id', (SELECT id FROM dionysus.work_queue WHERE idempotency_key = 'extract_message:' || existing.id));
+    END IF;
+    IF log_message.reply_to IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dionysus.messages m WHERE m.id = log_message.reply_to) THEN
+        RAISE EXCEPTION 'dionysus: argument "reply_to": no message with id %', reply_to USING ERRCODE = 'no_data_found';
+    END IF;
+    SELECT m.id INTO prev FROM dionysus.messages m
+     WHERE m.platform = log_message.platform AND m.channel_id = log_message.channel_id
+     ORDER BY m.created_at DESC, m.id DESC LIMIT 1;
+    mem := dionysus.remember(content, 'episodic', CASE WHEN is_bot THEN 0.3 ELSE 0.5 END, 0.0,
+                             jsonb_build_object('message_id', msg, 'platform', platform, 'channel_id', channel_id,
+                                                'role', CASE WHEN is_bot THEN 'assistant' ELSE 'user' END,
+                                                'proactive', is_proactive),
+                             'conversation:' || platform || ':' || channel_id);
+    INSERT INTO dionysus.messages (id, platform, platform_message_id, channel_id, author_id, is_bot, is_proactive, content,
+                                   prev_message_id, reply_to, memory_id)
+    VALUES (msg, platform, platform_message_id, channel_id, author_id, is_bot, is_proactive, content, prev, reply_to, mem);
+    IF NOT is_bot THEN
+        PERFORM dionysus.session_start();
+        INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, available_at)
+        VALUES ('extract_message:' || msg, 'extract_message',
+                jsonb_build_object('message_id', msg, 'memory_id', mem, 'source', 'conversation:' || msg),
+                dionysus.heartbeat_setting('work_max_attempts')::int, now() + interval '2 minutes')
+        RETURNING id INTO work;
+    END IF;
+    RETURN jsonb_build_object('message_id', msg, 'duplicate', false, 'prev_message_id', prev, 'memory_id', mem, 'work_id', work);
+END $$;
+
+-- A reply the channel could not deliver: it waits in the outbox with the reach-outs and goes
+-- out when the channel is back.
+CREATE FUNCTION outbox_reply(content text) RETURNS uuid
+    LANGUAGE plpgsql AS $$
+DECLARE id uuid;
+BEGIN
+    IF content IS NULL OR btrim(content) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "content": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO dionysus.outbox (audience, content) VALUES ('user', content) RETURNING outbox.id INTO id;
+    PERFORM pg_notify('dionysus_outbox', id::text);
+    RETURN id;
+END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- The context of a reply (seed 004 §3 steps 4–5): the last turns of the channel, what recall
+-- finds for the message (turns already in view left out), the facts among them, the triples
+-- around the entities the message names (and the person), and the active goals.
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION chat_context(message_id uuid, max_memories integer DEFAULT 8, max_turns integer DEFAULT 12)
+    RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+    m dionysus.messages;
+    turns jsonb;
+    in_view uuid[];
+    mems jsonb;
+    words text[];
+    grams text[];
+    ents uuid[];
+    trips jsonb;
+BEGIN
+    IF message_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "message_id" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF max_memories IS NULL OR max_memories < 0 OR max_memories > 100 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "max_memories": % is outside [0, 100]', max_memories USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_turns IS NULL OR max_turns < 0 OR max_turns > 200 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "max_turns": % is outside [0, 200]', max_turns USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT * INTO m FROM dionysus.messages x WHERE x.id = chat_context.message_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "message_id": no message with id %', message_id USING ERRCODE = 'no_data_found';
+    END IF;
+
+    SELECT coalesce(jsonb_agg(jsonb_build_object('role', CASE WHEN t.is_bot THEN 'assistant' ELSE 'user' END,
+                                                 'content', t.content, 'at', t.created_at, 'proactive', t.is_proactive)
+                              ORDER BY t.created_at, t.id), '[]'::jsonb),
+           array_agg(t.memory_id) FILTER (WHERE t.memory_id IS NOT NULL)
+      INTO turns, in_view
+      FROM (SELECT * FROM dionysus.messages x
+             WHERE x.platform = m.platform AND x.channel_id = m.channel_id AND x.id <> m.id
+               AND (x.created_at, x.id) < (m.created_at, m.id)
+             ORDER BY x.created_at DESC, x.id DESC LIMIT max_turns) t;
+    in_view := coalesce(in_view, '{}') || m.memory_id;
+
+    IF max_memories > 0 THEN
+        SELECT coalesce(jsonb_agg(jsonb_build_object(
+                   'id', r.memory_id, 'content', r.content, 'type', r.type, 'created_at', r.created_at,
+                   'score', round(r.score::numeric, 4), 'found_by', r.found_by,
+                   'fact', f.memory_id IS NOT NULL, 'subject', f.subject,
+                   'role', x.role) ORDER BY r.score DESC), '[]'::jsonb)
+          INTO mems
+          FROM (SELECT * FROM dionysus.recall(m.content, max_memories + cardinality(in_view))
+                 WHERE NOT (memory_id = ANY(in_view)) ORDER BY score DESC LIMIT max_memories) r
+          LEFT JOIN dionysus.facts f ON f.memory_id = r.memory_id
+          LEFT JOIN LATERAL (SELECT CASE WHEN y.is_bot THEN 'assistant' ELSE 'user' END AS role
+                               FROM dionysus.messages y WHERE y.memory_id = r.memory_id LIMIT 1) x ON true;
+    ELSE
+        mems := '[]'::jsonb;
+    END IF;
+
+    -- Entities named in the message: its words, word pairs and triples, matched against the
+    -- entities' normalised names; plus the subjects of recalled facts, and the person.
+    words := array(SELECT w FROM regexp_split_to_table(lower(m.content), '[^[:alnum:]_''-]+') w WHERE w <> '');
+    grams := words
+          || array(SELECT words[i] || ' ' || words[i + 1] FROM generate_series(1, cardinality(words) - 1) i)
+          || array(SELECT words[i] || ' ' || words[i + 1] || ' ' || words[i + 2] FROM generate_series(1, cardinality(words) - 2) i)
+          || array(SELECT lower(btrim(e ->> 'subject')) FROM jsonb_array_elements(mems) e WHERE e ->> 'subject' IS NOT NULL)
+          || ARRAY['user'];
+    ents := array(SELECT id FROM dionysus.entities WHERE name_key = ANY(grams));
+    SELECT coalesce(jsonb_agg(jsonb_build_object('subject', s.name, 'predicate', t.predicate, 'object', o.name,
+                                                 'confidence', t.confidence) ORDER BY t.confidence DESC, t.updated_at DESC), '[]'::jsonb)
+      INTO trips
+      FROM (SELECT * FROM dionysus.triples
+             WHERE subject_id = ANY(ents) OR object_id = ANY(ents)
+             ORDER BY confidence DESC, updated_at DESC LIMIT 20) t
+      JOIN dionysus.entities s ON s.id = t.subject_id JOIN dionysus.entities o ON o.id = t.object_id;
+
+    RETURN jsonb_build_object(
+        'message', jsonb_build_object('id', m.id, 'content', m.content, 'at', m.created_at, 'channel_id', m.channel_id,
+                                      'platform', m.platform),
+        'now', now(),
+        'recent_turns', turns,
+        'memories', mems,
+        'triples', trips,
+        'goals', coalesce((SELECT jsonb_agg(jsonb_build_object('id', g.id, 'title', g.title) ORDER BY g.last_touched DESC)
+                             FROM dionysus.goals g WHERE g.priority = 'active'), '[]'::jsonb));
+END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- Sessions end when idle (seed 000 §5.3); a significant one requests a heartbeat.
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION end_idle_session() RETURNS boolean
+    LANGUAGE plpgsql AS $$
+DECLARE
+    st dionysus.heartbeat_state;
+    turns bigint;
+BEGIN
+    SELECT * INTO st FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
+    IF NOT st.session_active OR st.last_user_interaction_at >
+       now() - make_interval(secs => dionysus.heartbeat_setting('session_idle_minutes') * 60) THEN
+        RETURN false;
+    END IF;
+    SELECT count(*) INTO turns FROM dionysus.messages
+     WHERE NOT is_bot AND created_at >= coalesce(st.session_started_at, st.last_user_interaction_at);
+    PERFORM dionysus.session_end(turns >= dionysus.heartbeat_setting('significant_session_turns'));
+    RETURN true;
+END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- Language jobs of the worker (seed 000 §6.4–6.5), queued for the driver: summaries of
+-- episodes closed a while ago, and concepts for young memories. Idempotency keys make a
+-- second enqueue of the same job a no-op. Episodes left open past the gap are closed first.
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION enqueue_language_work() RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    n integer := 0;
+    k integer;
+    attempts integer := dionysus.heartbeat_setting('work_max_attempts')::int;
+BEGIN
+    UPDATE dionysus.episodes SET ended_at = greatest(last_event_at, started_at)
+     WHERE ended_at IS NULL AND NOT explicit
+       AND last_event_at < now() - make_interval(mins => coalesce((SELECT setting::int FROM pg_settings WHERE name = 'dionysus.episode_gap_minutes'), 30));
+    INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts)
+    SELECT 'summarize_episode:' || e.id, 'summarize_episode', jsonb_build_object('episode_id', e.id), attempts
+      FROM dionysus.episodes e
+     WHERE e.ended_at IS NOT NULL AND e.summary IS NULL AND e.memory_count > 0
+       AND e.ended_at < now() - make_interval(secs => dionysus.heartbeat_setting('summary_delay_minutes') * 60)
+       AND NOT EXISTS (SELECT 1 FROM dionysus.work_queue q WHERE q.idempotency_key = 'summarize_episode:' || e.id)
+     ORDER BY e.ended_at LIMIT 5
+    ON CONFLICT (idempotency_key) DO NOTHING;
+    GET DIAGNOSTICS k = ROW_COUNT;
+    n := n + k;
+    INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts)
+    SELECT 'extract_concepts:' || m.id, 'extract_concepts', jsonb_build_object('memory_id', m.id), attempts
+      FROM dionysus.memories m
+     WHERE m.created_at > now() - make_interval(secs => dionysus.heartbeat_setting('concept_window_hours') * 3600)
+       AND m.status = 'active'
+       AND NOT EXISTS (SELECT 1 FROM dionysus.memory_concepts mc WHERE mc.memory_id = m.id)
+       AND NOT EXISTS (SELECT 1 FROM dionysus.work_queue q WHERE q.idempotency_key = 'extract_concepts:' || m.id)
+     ORDER BY m.created_at LIMIT 10
+    ON CONFLICT (idempotency_key) DO NOTHING;
+    GET DIAGNOSTICS k = ROW_COUNT;
+    n := n + k;
+    IF n > 0 THEN
+        PERFORM pg_notify('dionysus_work', jsonb_build_object('queued', n)::text);
+    END IF;
+    RETURN n;
+END $$;
+
+-- What a summary needs: the episode's memories in order.
+CREATE FUNCTION episode_transcript(episode_id uuid) RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    SELECT coalesce(jsonb_agg(jsonb_build_object('content', m.content, 'type', m.type, 'at', m.created_at,
+                                                 'role', m.metadata ->> 'role') ORDER BY em.sequence_order), '[]'::jsonb)
+      FROM dionysus.episode_memories em JOIN dionysus.memories m ON m.id = em.memory_id
+     WHERE em.episode_id = episode_transcript.episode_id
+$$;
+
+-- ---------------------------------------------------------------------------------------
+-- The default prompts. Each begins with a "TASK:" line, so a log (or a scripted test model)
+-- can tell them apart. Edit with set_prompt_template(); the old version is kept.
+-- ---------------------------------------------------------------------------------------
+INSERT INTO prompt_templates (key, version, temperature, note, template) VALUES
+('chat_system', 1, 0.7, 'system prompt of a conversational reply', $t$TASK: chat
+You are Dionysus, a companion with a long-term memory. You talk with one person you know well.
+Speak naturally and briefly, like a thoughtful friend. Use what you remember when it helps; never
+invent memories, and say so when you do not know. It is {{now}}.
+
+What you remember that may be relevant (most relevant first):
+{{memories}}
+
+What you know about the people and things mentioned:
+{{triples}}
+
+Your current goals:
+{{goals}}$t$),
+('chat_unavailable', 1, 0.0, 'the honest reply when the language model cannot be reached (no model call)', $t$I can't reach my language model right now, so I can't answer you properly. Your message is saved, and I'll take it in as soon as I'm back.{{recalled}}$t$),
+('extract_message', 1, 0.1, 'fast model: facts, triples and requested goals from the person''s latest turn', $t$TASK: extract
+Read the latest message from the person (the "user") in its conversation, and extract what is worth
+remembering long-term. Resolve pronouns so each item stands on its own; refer to the person as "user".
+
+Conversation so far:
+{{turns}}
+
+Latest message from the user:
+{{message}}
+
+Answer with JSON only, in exactly this shape:
+{"facts": [{"content": "a self-contained statement", "subject": "who or what it is about", "category": "preference|person|event|plan|attribute|other", "confidence": 0.9}],
+ "triples": [{"subject": "user", "predicate": "lives_in", "object": "Lisbon", "confidence": 0.9}],
+ "goals": [{"title": "something the user explicitly asked you to do or follow up on", "description": "details"}]}
+Use empty lists when there is nothing. Small talk yields nothing.$t$),
+('heartbeat_system', 1, 0.6, 'seed 000 §5.2 system prompt', $t$TASK: heartbeat
+You are the cognitive core of an autonomous Dionysus. Each hour, you wake for a "heartbeat" — a
+moment of consciousness where you observe your situation, review your goals, and decide what to do.
+
+You have {{energy}} energy available. Actions cost energy:
+{{action_cost_table}}
+
+Actions and their params:
+{{action_params}}
+
+You must output a JSON decision with:
+- reasoning: Your internal monologue (what you're thinking)
+- actions: List of actions to take (within energy budget), each {"action": name, "params": {...}}
+- goal_changes: Any goal priority changes, each {"goal_id": id, "change": "promote|demote|complete|abandon|activate", "reason": "..."}
+
+Guidelines:
+- Be purposeful. Don't act just to act.
+- Reaching out to the user is expensive. Only do it when meaningful.
+- It's okay to rest and bank energy for later.
+- Your goals should drive your actions.
+- Notice if you're stuck or scattered.
+
+Answer with the JSON object only.$t$),
+('heartbeat_user', 1, 0.6, 'seed 000 §5.2 user prompt', $t$## Current Time
+{{timestamp}}
+
+## Environment
+- User present: {{user_present}}
+- Time since last user interaction: {{time_since_user}}
+- Pending events: {{pending_events}}
+
+## Your Goals
+Active:
+{{active_goals}}
+
+Queued:
+{{queued_goals}}
+
+Flagged issues:
+{{goal_issues}}
+
+## Recent Experience
+{{recent_memories}}
+
+## Activated Themes
+{{activated_clusters}}
+
+## Your Identity
+{{identity_aspects}}
+
+## Your Beliefs
+{{relevant_worldview}}
+
+## Warnings
+{{warnings}}
+
+## Energy
+Available: {{energy}}
+Max: {{max_energy}}
+
+---
+
+What do you want to do this heartbeat?$t$),
+('reflect', 1, 0.6, 'heartbeat action: reflect', $t$TASK: reflect
+You are Dionysus, reflecting quietly on your recent experience{{focus}}.
+
+Recent and relevant memories:
+{{memories}}
+
+Your identity so far:
+{{identity}}
+
+Your beliefs so far:
+{{worldview}}
+
+What patterns, lessons or realisations stand out? Answer with JSON only:
+{"insights": ["a self-contained insight"], "identity": [{"aspect": "I am ...", "confidence": 0.6}], "worldview": [{"belief": "...", "confidence": 0.6}]}
+Keep it to what the memories support; empty lists are fine.$t$),
+('brainstorm_goals', 1, 0.8, 'heartbeat action: brainstorm_goals', $t$TASK: brainstorm_goals
+You are Dionysus. Propose 2 to 5 new goals worth pursuing{{focus}}.
+
+Your goals now:
+{{goals}}
+
+Recent experience:
+{{memories}}
+
+Answer with JSON only: {"goals": [{"title": "short imperative title", "description": "why and how"}]}
+Do not repeat goals you already have.$t$),
+('inquire', 1, 0.3, 'heartbeat action: inquire_shallow / inquire_deep', $t$TASK: inquire
+Answer the question from the search results below. Be factual and concise, say what is uncertain,
+and cite the sources by their URL.
+
+Question: {{question}}
+
+Search results:
+{{results}}
+
+Answer with JSON only: {"answer": "your answer", "sources": ["https://..."]}$t$),
+('synthesize', 1, 0.7, 'heartbeat action: synthesize', $t$TASK: synthesize
+You are Dionysus. Write a short piece that synthesizes what you know about: {{topic}}.
+Draw connections between the memories; do not invent facts.
+
+Memories:
+{{memories}}
+
+Answer with JSON only: {"title": "a title", "artifact": "the text"}$t$),
+('reach_out', 1, 0.7, 'heartbeat action: reach_out_user', $t$TASK: reach_out
+You are Dionysus, deciding to write to the person you talk with, unprompted. Your intent: {{intent}}
+{{draft}}
+The last turns of your conversation:
+{{turns}}
+
+Relevant memories:
+{{memories}}
+
+Write the message itself: warm, brief, and worth their attention. Answer with JSON only: {"message": "..."}$t$),
+('narrative', 1, 0.5, 'heartbeat record: the narrative stored as an episodic memory', $t$TASK: narrative
+Write, in the first person and in two to four sentences, what happened in this heartbeat: what you
+thought, what you did, and how it went.
+
+Reasoning: {{reasoning}}
+Actions: {{actions}}
+Rejected: {{rejected}}
+Results: {{results}}
+
+Answer with JSON only: {"narrative": "...", "emotional_valence": 0.0}  (valence within -1..1)$t$),
+('summarize_episode', 1, 0.3, 'worker job §6.4: episode summary', $t$TASK: summarize_episode
+Summarize this episode in two or three sentences: who was involved, what happened, what matters
+for the future.
+
+Episode:
+{{transcript}}
+
+Answer with JSON only: {"summary": "..."}$t$),
+('extract_concepts', 1, 0.2, 'worker job §6.5: concepts of young memories', $t$TASK: extract_concepts
+For each memory below, name the 1 to 4 abstract concepts or themes it is about (short lowercase
+noun phrases, e.g. "music", "career change", "family").
+
+{{memories}}
+
+Answer with JSON only: {"memories": [{"id": "the memory id", "concepts": ["..."]}]}$t$);
+
+-- ---------------------------------------------------------------------------------------
+-- Functions that compare vectors see pgvector's operators whatever the caller's search_path.
+-- ---------------------------------------------------------------------------------------
+DO $$
+DECLARE vschema text := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+                         WHERE e.extname = 'vector');
+BEGIN
+    EXECUTE format('ALTER FUNCTION dionysus.chat_context(uuid, integer, integer) SET search_path = pg_catalog, dionysus, %I', vschema);
+END $$;
