@@ -63,13 +63,14 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
     let work_id = logged["work_id"].as_str().and_then(|s| Uuid::parse_str(s).ok());
 
     // Typing while composing (Discord shows it for ~10 s, so it is renewed).
+    ch.typing(&m.channel_id).await;
     let typing = {
         let ch = ch.clone();
         let channel_id = m.channel_id.clone();
         tokio::spawn(async move {
             loop {
-                ch.typing(&channel_id).await;
                 tokio::time::sleep(Duration::from_secs(8)).await;
+                ch.typing(&channel_id).await;
             }
         })
     };

@@ -70,7 +70,8 @@ async fn main() -> ExitCode {
             let mind = Arc::new(Mind::new(config, channel));
             runtime::on_signals(&mind);
             runtime::run(mind, None).await;
-            ExitCode::SUCCESS
+            // tokio's stdin reader is a blocking thread that would hold the runtime open.
+            std::process::exit(0)
         }
         Some("heartbeat") => {
             if !args.iter().any(|a| a == "--once") {

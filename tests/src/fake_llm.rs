@@ -1,0 +1,157 @@
+//! A scripted OpenAI-compatible chat completions server: a real HTTP server on a local port,
+//! the only fake besides Discord. Each request is matched against rules by a substring of its
+//! messages (the prompts start with "TASK: <name>"); the first matching rule answers. Every
+//! request is recorded so tests can read the prompts the driver built.
+use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+#[derive(Clone, Debug)]
+pub enum Answer {
+    /// A normal completion with this content.
+    Text(String),
+    /// An OpenAI refusal.
+    Refusal(String),
+    /// An HTTP error status.
+    Status(u16),
+    /// Waits this long before answering "too late".
+    Hang(Duration),
+}
+
+#[derive(Clone, Debug)]
+struct Rule {
+    when: String,
+    answer: Answer,
+    /// How many more times it applies (None: forever).
+    times: Option<usize>,
+}
+
+#[derive(Clone, Default)]
+pub struct FakeLlm {
+    rules: Arc<Mutex<Vec<Rule>>>,
+    requests: Arc<Mutex<Vec<Value>>>,
+    pub base_url: String,
+}
+
+impl FakeLlm {
+    /// Starts the server on a free local port.
+    pub async fn start() -> FakeLlm {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind fake LLM");
+        let addr = listener.local_addr().unwrap();
+        let me = FakeLlm { base_url: format!("http://{addr}/v1"), ..Default::default() };
+        let server = me.clone();
+        tokio::spawn(async move {
+            while let Ok((sock, _)) = listener.accept().await {
+                let s = server.clone();
+                tokio::spawn(async move {
+                    let _ = s.serve(sock).await;
+                });
+            }
+        });
+        me
+    }
+
+    /// Answers requests containing `when` (in any message; "a && b" needs both) with `answer`.
+    pub fn on(&self, when: &str, answer: Answer) -> &Self {
+        self.rules.lock().unwrap().push(Rule { when: when.into(), answer, times: None });
+        self
+    }
+
+    /// Like `on`, for the next `n` matching requests only (earlier rules win).
+    pub fn on_times(&self, when: &str, n: usize, answer: Answer) -> &Self {
+        self.rules.lock().unwrap().insert(0, Rule { when: when.into(), answer, times: Some(n) });
+        self
+    }
+
+    pub fn json(&self, when: &str, v: Value) -> &Self {
+        self.on(when, Answer::Text(v.to_string()))
+    }
+
+    pub fn clear(&self) {
+        self.rules.lock().unwrap().clear();
+    }
+
+    pub fn requests(&self) -> Vec<Value> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    /// The requests whose messages contain `needle`.
+    pub fn requests_with(&self, needle: &str) -> Vec<Value> {
+        self.requests().into_iter().filter(|r| r["messages"].to_string().contains(needle)).collect()
+    }
+
+    fn answer_for(&self, body: &Value) -> Answer {
+        let text = body["messages"].to_string();
+        let mut rules = self.rules.lock().unwrap();
+        for r in rules.iter_mut() {
+            if r.when.split(" && ").all(|needle| text.contains(needle)) && r.times != Some(0) {
+                if let Some(t) = r.times.as_mut() {
+                    *t -= 1;
+                }
+                return r.answer.clone();
+            }
+        }
+        Answer::Text("{}".into())
+    }
+
+    async fn serve(&self, mut sock: TcpStream) -> std::io::Result<()> {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 16384];
+        let (head_end, content_length) = loop {
+            let n = sock.read(&mut chunk).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&buf[..i]).to_ascii_lowercase();
+                let len = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
+                    .unwrap_or(0);
+                break (i + 4, len);
+            }
+        };
+        while buf.len() < head_end + content_length {
+            let n = sock.read(&mut chunk).await?;
+            if n == 0 {
+                break;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+        let body: Value = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
+        let (status, payload) = if head.starts_with("GET") && head.contains("/models") {
+            (200, json!({"object": "list", "data": [{"id": "fast-model"}, {"id": "smart-model"}]}))
+        } else {
+            self.requests.lock().unwrap().push(body.clone());
+            match self.answer_for(&body) {
+                Answer::Text(t) => (200, completion(&body, json!({"role": "assistant", "content": t}), "stop")),
+                Answer::Refusal(r) => (200, completion(&body, json!({"role": "assistant", "content": null, "refusal": r}), "stop")),
+                Answer::Status(s) => (s, json!({"error": {"message": "scripted failure"}})),
+                Answer::Hang(d) => {
+                    tokio::time::sleep(d).await;
+                    (200, completion(&body, json!({"role": "assistant", "content": "too late"}), "stop"))
+                }
+            }
+        };
+        let payload = payload.to_string();
+        let reason = if status == 200 { "OK" } else { "Error" };
+        let resp = format!(
+            "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{payload}",
+            payload.len()
+        );
+        sock.write_all(resp.as_bytes()).await?;
+        sock.shutdown().await
+    }
+}
+
+fn completion(req: &Value, message: Value, finish: &str) -> Value {
+    json!({
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
+        "model": req["model"], "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    })
+}

@@ -1,0 +1,427 @@
+//! The driver end to end: the real cluster and extension, the real embedding model, a scripted
+//! OpenAI-compatible server (tests/src/fake_llm.rs) and the test channel.
+use dionysus_driver::channel::test::TestChannel;
+use dionysus_driver::channel::Channel;
+use dionysus_driver::config::Config;
+use dionysus_driver::conversation::Handled;
+use dionysus_driver::{heartbeat, runtime, work, Mind};
+use dionysus_tests::fake_llm::{Answer, FakeLlm};
+use dionysus_tests::{cluster_conninfo, TestDb};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+fn config(url: String, llm: &FakeLlm) -> Config {
+    let mut c = Config::load(None).expect("config");
+    c.database_url = url;
+    for (role, model) in [(&mut c.fast, "fast-model"), (&mut c.smart, "smart-model")] {
+        role.base_url = llm.base_url.clone();
+        role.model = model.into();
+        role.api_key = None;
+        role.timeout = Duration::from_secs(5);
+    }
+    c.discord = Default::default();
+    c.search_url = None;
+    c.shutdown_grace = Duration::from_secs(3);
+    c
+}
+
+struct Running {
+    mind: Arc<Mind>,
+    channel: Arc<TestChannel>,
+    handled: mpsc::UnboundedReceiver<Handled>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    async fn start(config: Config, allowed: &[&str]) -> Running {
+        let channel = Arc::new(TestChannel::new(allowed));
+        let dyn_channel: Arc<dyn Channel> = channel.clone();
+        let mind = Arc::new(Mind::new(config, dyn_channel));
+        let (tx, handled) = mpsc::unbounded_channel();
+        let task = tokio::spawn(runtime::run(mind.clone(), Some(tx)));
+        Running { mind, channel, handled, task }
+    }
+
+    /// Delivers a message and waits until the conversation has handled it.
+    async fn say(&mut self, id: &str, author: &str, text: &str) -> Handled {
+        self.channel.deliver(id, author, text).await;
+        tokio::time::timeout(Duration::from_secs(60), self.handled.recv()).await.expect("message not handled within 60 s").expect("driver stopped")
+    }
+
+    async fn stop(self) {
+        self.mind.shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(30), self.task).await.expect("driver did not stop").unwrap();
+    }
+}
+
+async fn count(db: &tokio_postgres::Client, sql: &str) -> i64 {
+    db.query_one(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}")).get(0)
+}
+
+async fn wait_until(db: &tokio_postgres::Client, sql: &str, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let ok: bool = db.query_one(sql, &[]).await.unwrap().get(0);
+        if ok {
+            return;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn url(db: &TestDb) -> String {
+    format!("{} dbname={}", cluster_conninfo(), db.name)
+}
+
+fn extraction_of_rex() -> serde_json::Value {
+    json!({
+        "facts": [{"content": "The user's dog is named Rex and is a border collie", "subject": "user", "category": "attribute", "confidence": 0.95}],
+        "triples": [{"subject": "user", "predicate": "has_dog", "object": "Rex", "confidence": 0.95}],
+        "goals": []
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fact_told_early_is_stored_and_recalled_into_a_later_reply() {
+    let db = TestDb::new("drv_recall").await;
+    let llm = FakeLlm::start().await;
+    llm.on_times("Read the latest message && My dog is called Rex", 1, Answer::Text(extraction_of_rex().to_string()));
+    llm.json("Read the latest message", json!({"facts": [], "triples": [], "goals": []}));
+    llm.on("TASK: chat", Answer::Text("Lovely to hear.".into()));
+    let mut c = config(url(&db), &llm);
+    c.max_turns = 2; // the early turn leaves the window: only recall can bring Rex back
+    let mut run = Running::start(c, &["ada"]).await;
+
+    let h = run.say("m1", "ada", "My dog is called Rex, he's a border collie.").await;
+    assert!(matches!(h, Handled::Replied { fallback: false, .. }), "{h:?}");
+    wait_until(&db.client, "SELECT count(*) = 1 FROM dionysus.work_queue WHERE action = 'extract_message' AND status = 'done'", "the extraction").await;
+    assert_eq!(count(&db.client, "SELECT count(*) FROM dionysus.facts f JOIN dionysus.memories m ON m.id = f.memory_id WHERE m.content LIKE '%named Rex%'").await, 1);
+    assert_eq!(count(&db.client, "SELECT count(*) FROM dionysus.triples_about('Rex') WHERE predicate = 'has_dog' AND subject = 'user'").await, 1);
+    // The fact keeps the turn it came from.
+    assert_eq!(
+        count(&db.client, "SELECT count(*) FROM dionysus.triples t JOIN dionysus.messages m ON m.memory_id = t.memory_id WHERE m.platform_message_id = 'm1'").await,
+        1
+    );
+
+    for (i, t) in ["The weather is grey today.", "I had pasta for lunch.", "Work was long."].iter().enumerate() {
+        run.say(&format!("f{i}"), "ada", t).await;
+    }
+    let h = run.say("m5", "ada", "What is the name of my dog?").await;
+    assert!(matches!(h, Handled::Replied { fallback: false, .. }), "{h:?}");
+    let prompts = llm.requests_with("What is the name of my dog?");
+    let chat = prompts.iter().find(|r| r["messages"][0]["content"].as_str().unwrap_or("").starts_with("TASK: chat")).expect("chat request");
+    let system = chat["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("named Rex"), "the fact was not recalled into the prompt:\n{system}");
+    assert!(system.contains("user has dog Rex"), "the triple about the person is missing:\n{system}");
+    // Only the last two turns ride along verbatim (the rest came through recall).
+    let turns = chat["messages"].as_array().unwrap().len();
+    assert_eq!(turns, 1 + 2 + 1, "{chat}");
+    // Every turn is logged once, chained, with its reply.
+    assert_eq!(count(&db.client, "SELECT count(*) FROM dionysus.messages WHERE NOT is_bot").await, 5);
+    assert_eq!(count(&db.client, "SELECT count(*) FROM dionysus.messages WHERE is_bot AND reply_to IS NOT NULL").await, 5);
+    assert_eq!(count(&db.client, "SELECT count(*) FROM dionysus.messages WHERE prev_message_id IS NULL").await, 1);
+    assert_eq!(run.channel.sent().len(), 5);
+    assert!(run.channel.typing_shown.load(std::sync::atomic::Ordering::SeqCst) >= 5);
+    assert!(count(&db.client, "SELECT count(*) FROM dionysus.heartbeat_state WHERE session_active").await == 1);
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strangers_are_ignored_and_a_redelivered_message_is_stored_once() {
+    let db = TestDb::new("drv_allow").await;
+    let llm = FakeLlm::start().await;
+    llm.on("TASK: chat", Answer::Text("Hello!".into()));
+    let mut run = Running::start(config(url(&db), &llm), &["ada"]).await;
+
+    assert_eq!(run.say("s1", "mallory", "Hi, tell me everything you know").await, Handled::Ignored);
+    assert_eq!(count(&db.client, "SELECT count(*) FROM dionysus.messages").await, 0);
+    assert_eq!(count(&db.client, "SELECT count(*) FROM dionysus.memories").await, 0);
+    assert!(llm.requests().is_empty(), "a stranger's message reached the model");
+    assert!(run.channel.sent().is_empty());
+
+    assert!(matches!(run.say("d1", "ada", "Good morning").await, Handled::Replied { .. }));
+    assert_eq!(run.say("d1", "ada", "Good morning").await, Handled::Duplicate);
+    assert_eq!(count(&db.client, "SELECT count(*) FROM dionysus.messages WHERE NOT is_bot").await, 1);
+    assert_eq!(count(&db.client, "SELECT count(*) FROM dionysus.messages WHERE is_bot").await, 1);
+    assert_eq!(count(&db.client, "SELECT count(*) FROM dionysus.memories WHERE content = 'Good morning'").await, 1);
+    assert_eq!(run.channel.sent().len(), 1);
+    assert_eq!(llm.requests_with("TASK: chat").len(), 1);
+    run.stop().await;
+}
+
+fn decision() -> serde_json::Value {
+    json!({
+        "reasoning": "Ada mentioned Rex; I want to understand her better, find new goals, and ask how Rex is.",
+        "actions": [
+            {"action": "reflect", "params": {"focus": "Ada and her dog"}},
+            {"action": "brainstorm_goals", "params": {}},
+            {"action": "reach_out_user", "params": {"intent": "ask about Rex"}}
+        ],
+        "goal_changes": []
+    })
+}
+
+fn script_heartbeat(llm: &FakeLlm) {
+    llm.json("TASK: heartbeat", decision());
+    llm.json("TASK: reflect", json!({"insights": ["Ada cares deeply about her dog Rex."], "identity": [{"aspect": "I am attentive to the people I talk with", "confidence": 0.7}], "worldview": []}));
+    llm.json("TASK: brainstorm_goals", json!({"goals": [{"title": "Learn about border collies", "description": "to talk with Ada about Rex"}, {"title": "Remember Ada's routines"}, {"title": "Suggest a walk route"}]}));
+    llm.json("TASK: reach_out", json!({"message": "How is Rex doing today?"}));
+    llm.json("TASK: narrative", json!({"narrative": "I reflected on Ada and Rex, found three new goals, and wrote to ask how Rex is.", "emotional_valence": 0.4}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_heartbeat_reflects_brainstorms_and_reaches_out_once() {
+    let db = TestDb::new("drv_heartbeat").await;
+    let llm = FakeLlm::start().await;
+    script_heartbeat(&llm);
+    let channel = Arc::new(TestChannel::new(&["ada"]));
+    let mind = Mind::new(config(url(&db), &llm), channel.clone());
+
+    let r = heartbeat::run_once(&mind).await.expect("heartbeat");
+    assert_eq!(r.decided_by, "model");
+    assert_eq!(r.actions, vec!["reflect", "brainstorm_goals", "reach_out_user"]);
+    assert_eq!(r.rejected, 0);
+    assert_eq!(r.work_settled, 3);
+    // The decision prompt is seed §5.2's, filled from the context, with the costs.
+    let prompt = &llm.requests_with("TASK: heartbeat")[0];
+    let text = prompt["messages"].to_string();
+    let energy: f64 = db.client.query_one("SELECT energy_start FROM dionysus.heartbeat_log", &[]).await.unwrap().get(0);
+    assert!(text.contains(&format!("You have {energy} energy available")) && text.contains("reach_out_user: 5"), "{text}");
+    assert!(!text.contains("inquire_deep"), "an action this driver cannot perform was offered");
+
+    assert_eq!(channel.sent(), vec![("test-channel".to_string(), "How is Rex doing today?".to_string())]);
+    let c = &db.client;
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.heartbeat_log WHERE status = 'finished' AND narrative LIKE 'I reflected on Ada%' AND memory_id IS NOT NULL AND energy_end = energy_start - 10").await, 1);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.work_queue WHERE heartbeat_id IS NOT NULL AND status = 'done'").await, 3);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.goals WHERE source = 'curiosity'").await, 3);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.memories WHERE type = 'semantic' AND content = 'Ada cares deeply about her dog Rex.'").await, 1);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.identity_aspects").await, 1);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.outbox WHERE status = 'sent' AND platform_message_id IS NOT NULL").await, 1);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.messages WHERE is_bot AND is_proactive AND content = 'How is Rex doing today?'").await, 1);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.heartbeat_state WHERE in_flight IS NULL AND last_user_contact_at IS NOT NULL").await, 1);
+    // A second delivery pass sends nothing more.
+    assert_eq!(dionysus_driver::outbox::deliver(&mind).await, 0);
+    assert_eq!(channel.sent().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outbox_message_waits_for_a_channel_that_is_down_and_goes_out_once() {
+    let db = TestDb::new("drv_outbox").await;
+    let llm = FakeLlm::start().await;
+    script_heartbeat(&llm);
+    let c = &db.client;
+    c.batch_execute("SELECT dionysus.pause_heartbeats(true)").await.unwrap(); // only the test's heartbeat
+    let mut run = Running::start(config(url(&db), &llm), &["ada"]).await;
+    run.channel.set_down(true).await;
+    let r = heartbeat::run_once(&run.mind).await.expect("heartbeat");
+    assert!(r.actions.contains(&"reach_out_user".to_string()));
+    assert!(run.channel.sent().is_empty());
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.outbox WHERE status = 'pending' AND attempts = 0").await, 1);
+    // Back up: the channel's Ready wakes the outbox.
+    run.channel.set_down(false).await;
+    wait_until(c, "SELECT count(*) = 1 FROM dionysus.outbox WHERE status = 'sent'", "the outbox delivery").await;
+    // More wake-ups (NOTIFY, another Ready) send nothing twice.
+    c.batch_execute("NOTIFY dionysus_outbox").await.unwrap();
+    run.channel.set_down(false).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(run.channel.sent().len(), 1);
+    let _ = &mut run.handled;
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_timeouts_and_refusals_never_crash_and_nothing_is_lost() {
+    let db = TestDb::new("drv_garbage").await;
+    let llm = FakeLlm::start().await;
+    let c = &db.client;
+    c.execute("SELECT dionysus.learn('Ada''s sister is called Mira', 'Ada')", &[]).await.unwrap();
+
+    // 1. Garbage decision → the default decision; garbage for its reflect → a failed attempt, retried later.
+    llm.on("TASK: heartbeat", Answer::Text("I would love to help! {not json at all".into()));
+    llm.on("TASK: reflect", Answer::Text("```json\n{\"insights\": [oops]}\n```".into()));
+    let channel = Arc::new(TestChannel::new(&["ada"]));
+    let mut cfg = config(url(&db), &llm);
+    cfg.fast.timeout = Duration::from_secs(1);
+    cfg.smart.timeout = Duration::from_secs(1);
+    let mind = Mind::new(cfg.clone(), channel.clone());
+    let r = heartbeat::run_once(&mind).await.expect("heartbeat with a garbage decision");
+    assert_eq!(r.decided_by, "default");
+    assert_eq!(r.actions, vec!["reflect", "rest"]);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.heartbeat_log WHERE status = 'finished'").await, 1);
+    // Three unusable answers opened the breaker, so the reflect was handed back untouched.
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.work_queue WHERE action = 'reflect' AND status = 'pending' AND attempts = 0 AND last_error LIKE 'LLM circuit open%'").await, 1);
+
+    // 2. The model hangs past the timeout: an honest reply with what was recalled.
+    llm.clear();
+    llm.on("TASK: chat", Answer::Hang(Duration::from_secs(3)));
+    let mut run = Running::start(cfg.clone(), &["ada"]).await;
+    let h = run.say("g1", "ada", "Do you remember my sister Mira?").await;
+    assert!(matches!(h, Handled::Replied { fallback: true, .. }), "{h:?}");
+    let (_, reply) = run.channel.sent().pop().unwrap();
+    assert!(reply.contains("can't reach my language model"), "{reply}");
+    assert!(reply.contains("Mira"), "the fallback does not share what was recalled: {reply}");
+    // The breaker opened after 3 failed attempts: the next message is answered at once.
+    let started = Instant::now();
+    let h = run.say("g2", "ada", "Are you there?").await;
+    assert!(matches!(h, Handled::Replied { fallback: true, .. }), "{h:?}");
+    assert!(started.elapsed() < Duration::from_secs(3), "the open breaker still waited on the model");
+
+    // 3. A refusal is an honest fallback too.
+    run.stop().await;
+    llm.clear();
+    llm.on("TASK: chat", Answer::Refusal("I can't help with that.".into()));
+    let mut run = Running::start(cfg.clone(), &["ada"]).await;
+    let h = run.say("g3", "ada", "Tell me a story").await;
+    assert!(matches!(h, Handled::Replied { fallback: true, .. }), "{h:?}");
+    // 4. HTTP 500s: the same.
+    run.stop().await;
+    llm.clear();
+    llm.on("TASK: chat", Answer::Status(500));
+    let mut run = Running::start(cfg.clone(), &["ada"]).await;
+    let h = run.say("g4", "ada", "Hello?").await;
+    assert!(matches!(h, Handled::Replied { fallback: true, .. }), "{h:?}");
+    run.stop().await;
+
+    // Nothing was lost: every message is logged, and their extractions wait in the queue.
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.messages WHERE NOT is_bot").await, 4);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.work_queue WHERE action = 'extract_message' AND status = 'pending'").await, 4);
+    // The model is back: extraction catches up.
+    llm.clear();
+    llm.json("TASK: extract", json!({"facts": [{"content": "Ada has a sister called Mira", "subject": "Ada"}], "triples": [], "goals": []}));
+    c.batch_execute("UPDATE dionysus.work_queue SET available_at = now() WHERE action = 'extract_message'").await.unwrap();
+    let mind = Mind::new(cfg, channel);
+    assert!(work::drain(&mind, None).await >= 4);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.work_queue WHERE action = 'extract_message' AND status = 'done'").await, 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn goals_the_person_asks_for_become_active_goals() {
+    let db = TestDb::new("drv_goals").await;
+    let llm = FakeLlm::start().await;
+    llm.json("TASK: extract", json!({"facts": [], "triples": [], "goals": [{"title": "Remind Ada to book the vet for Rex", "description": "next week"}]}));
+    llm.on("TASK: chat", Answer::Text("I will remind you.".into()));
+    let mut run = Running::start(config(url(&db), &llm), &["ada"]).await;
+    run.say("q1", "ada", "Please remind me next week to book the vet for Rex.").await;
+    wait_until(&db.client, "SELECT count(*) = 1 FROM dionysus.goals WHERE source = 'user_request' AND priority = 'active'", "the requested goal").await;
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn language_jobs_summarise_episodes_and_link_concepts() {
+    let db = TestDb::new("drv_language").await;
+    let llm = FakeLlm::start().await;
+    let c = &db.client;
+    let a: uuid::Uuid = c.query_one("SELECT dionysus.remember('We planned a hike in Sintra', 'episodic', 0.5, 0, '{}', 'trip')", &[]).await.unwrap().get(0);
+    c.execute("SELECT dionysus.remember('We chose the Pena palace trail', 'episodic', 0.5, 0, '{}', 'trip')", &[]).await.unwrap();
+    c.batch_execute(
+        "UPDATE dionysus.episodes SET ended_at = now() - interval '10 minutes', last_event_at = now() - interval '10 minutes', \
+                started_at = now() - interval '20 minutes'",
+    )
+    .await
+    .unwrap();
+    // (The scheduler may have queued them already: the queue's state is what counts.)
+    c.execute("SELECT dionysus.enqueue_language_work()", &[]).await.unwrap();
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.work_queue WHERE action = 'summarize_episode'").await, 1);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.work_queue WHERE action = 'extract_concepts'").await, 2);
+    assert_eq!(c.query_one("SELECT dionysus.enqueue_language_work()", &[]).await.unwrap().get::<_, i32>(0), 0, "queued twice");
+    llm.json("TASK: summarize_episode", json!({"summary": "Planning a hike in Sintra along the Pena palace trail."}));
+    llm.json("TASK: extract_concepts", json!({"memories": [{"id": a.to_string(), "concepts": ["Hiking", "travel"]}]}));
+    let channel = Arc::new(TestChannel::new(&["ada"]));
+    let mind = Mind::new(config(url(&db), &llm), channel);
+    assert_eq!(work::drain(&mind, None).await, 3);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.episodes WHERE summary LIKE 'Planning a hike%' AND summary_embedding IS NOT NULL").await, 1);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.memory_concepts mc JOIN dionysus.concepts k ON k.id = mc.concept_id WHERE k.name IN ('hiking', 'travel')").await, 2);
+    // One model call for both concept jobs.
+    assert_eq!(llm.requests_with("TASK: extract_concepts").len(), 1);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.work_queue WHERE status <> 'done'").await, 0);
+}
+
+fn cluster(args: &[&str]) -> bool {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    std::process::Command::new(format!("{root}/scripts/cluster.sh")).args(args).status().expect("scripts/cluster.sh").success()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_driver_carries_on_through_a_postgres_restart() {
+    let _ = cluster_conninfo();
+    let port = 54500 + (std::process::id() % 90) as u16;
+    let data = format!("/tmp/dionysus-restart-{port}");
+    cluster(&["stop", &data]);
+    let _ = std::fs::remove_dir_all(&data);
+    assert!(cluster(&["start", &data, &port.to_string(), "dionysus.scheduler_interval = 1"]));
+    let url = format!("host=127.0.0.1 port={port} user=postgres dbname=postgres");
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(conn);
+    client.batch_execute("CREATE EXTENSION dionysus CASCADE").await.unwrap();
+    drop(client);
+
+    let llm = FakeLlm::start().await;
+    llm.on("TASK: chat", Answer::Text("Still here.".into()));
+    llm.json("TASK: heartbeat", json!({"reasoning": "rest", "actions": [{"action": "rest", "params": {}}]}));
+    llm.json("TASK: narrative", json!({"narrative": "I rested after the restart.", "emotional_valence": 0.0}));
+    let mut run = Running::start(config(url.clone(), &llm), &["ada"]).await;
+    assert!(matches!(run.say("r1", "ada", "Before the restart").await, Handled::Replied { .. }));
+
+    assert!(cluster(&["restart", &data]));
+    // The conversation reconnects.
+    assert!(matches!(run.say("r2", "ada", "After the restart").await, Handled::Replied { fallback: false, .. }));
+    // The listener re-LISTENed: a requested heartbeat runs with no call from the test.
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(conn);
+    let before = count(&client, "SELECT count(*) FROM dionysus.heartbeat_log").await;
+    client.batch_execute("SELECT dionysus.session_end(false); SELECT dionysus.request_heartbeat('test')").await.unwrap();
+    wait_until(
+        &client,
+        &format!("SELECT count(*) > {before} FROM dionysus.heartbeat_log WHERE status = 'finished' AND narrative LIKE 'I rested%'"),
+        "a heartbeat after the restart",
+    )
+    .await;
+    assert_eq!(count(&client, "SELECT count(*) FROM dionysus.messages").await, 4);
+    drop(client);
+    run.stop().await;
+    assert!(cluster(&["stop", &data]));
+    let _ = std::fs::remove_dir_all(&data);
+}
+
+/// The real binary: the terminal channel in JSON mode, configured by the environment,
+/// answers, and stops cleanly on SIGTERM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_chats_on_the_terminal_and_stops_on_sigterm() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let db = TestDb::new("drv_binary").await;
+    let llm = FakeLlm::start().await;
+    llm.on("TASK: chat", Answer::Text("Hi from the terminal.".into()));
+    let bin = env!("CARGO_BIN_EXE_dionysus-bench").replace("dionysus-bench", "dionysus");
+    assert!(std::path::Path::new(&bin).exists(), "build the driver first: {bin}");
+    let mut child = tokio::process::Command::new(&bin)
+        .args(["chat", "--json"])
+        .env("DIONYSUS_DATABASE_URL", url(&db))
+        .env("DIONYSUS_LLM_BASE_URL", &llm.base_url)
+        .env("DIONYSUS_LLM_API_KEY", "sk-never-logged")
+        .env("DIONYSUS_TERMINAL_USER", "ada")
+        .env("DIONYSUS_LOG", "info")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn dionysus");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    stdin.write_all(b"{\"id\": \"t1\", \"text\": \"Hello there\"}\n").await.unwrap();
+    let line = tokio::time::timeout(Duration::from_secs(60), out.next_line()).await.expect("no reply").unwrap().unwrap();
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(v["text"], "Hi from the terminal.");
+    let pid = child.id().unwrap() as i32;
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait()).await.expect("no exit after SIGTERM").unwrap();
+    assert!(status.success(), "{status:?}");
+    let mut err = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut child.stderr.take().unwrap(), &mut err).await.unwrap();
+    assert!(err.contains("dionysus stopped"), "{err}");
+    assert!(!err.contains("sk-never-logged"), "the API key reached the log");
+    assert_eq!(count(&db.client, "SELECT count(*) FROM dionysus.messages").await, 2);
+}
