@@ -5,7 +5,7 @@
 #
 # Environment: DIONYSUS_PORT (5433), DIONYSUS_DATA (/var/lib/dionysus/pgdata),
 #              DIONYSUS_DB (dionysus). Anything after the script's name goes to the driver
-#              (default: doctor).
+#              (default: run — the terminal conversation unless a Discord token is set).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT="${DIONYSUS_PORT:-5433}"
@@ -31,5 +31,10 @@ psql "host=127.0.0.1 port=$PORT user=postgres dbname=$DB" -qc "CREATE EXTENSION 
 
 export DIONYSUS_DATABASE_URL="${DIONYSUS_DATABASE_URL:-postgresql://postgres@127.0.0.1:$PORT/$DB}"
 log "psql \"$DIONYSUS_DATABASE_URL\" to talk to it; scripts/cluster.sh stop $DATA to stop it"
-if [ $# -eq 0 ]; then set -- doctor; fi
+if [ $# -eq 0 ]; then set -- run; fi
+if [ "$1" = run ] || [ "$1" = chat ]; then
+  # What works and what is missing (an LLM that is not running yet is a warning, not a stop).
+  target/release/dionysus doctor || true
+  log "type to talk; Ctrl-D or Ctrl-C ends the conversation"
+fi
 exec target/release/dionysus "$@"

@@ -38,6 +38,8 @@ pub struct Mind {
     pub channel: Arc<dyn channel::Channel>,
     pub web: reqwest::Client,
     pub shutdown: CancellationToken,
+    /// One delivery pass at a time: it holds a transaction on `outbox_db`.
+    pub outbox_lock: tokio::sync::Mutex<()>,
 }
 
 impl Mind {
@@ -56,6 +58,7 @@ impl Mind {
             channel,
             config,
             shutdown: CancellationToken::new(),
+            outbox_lock: tokio::sync::Mutex::new(()),
         }
     }
 }

@@ -63,7 +63,7 @@ async fn main() -> ExitCode {
         Some("run") | Some("chat") => {
             let terminal = command == Some("chat") || config.discord.token.is_none();
             let channel: Arc<dyn Channel> = if terminal {
-                Arc::new(Terminal::new(&config.terminal_user, args.iter().any(|a| a == "--json")))
+                Arc::new(Terminal::new(&config.terminal_user, args.iter().any(|a| a == "--json"), command == Some("chat")))
             } else {
                 Arc::new(Discord::new(config.discord.clone()))
             };
@@ -81,7 +81,7 @@ async fn main() -> ExitCode {
             let channel: Arc<dyn Channel> = if config.discord.token.is_some() {
                 Arc::new(Discord::new(config.discord.clone()))
             } else {
-                Arc::new(Terminal::new(&config.terminal_user, false))
+                Arc::new(Terminal::new(&config.terminal_user, false, true))
             };
             let mind = Mind::new(config, channel);
             match heartbeat::run_once(&mind).await {

@@ -8,6 +8,7 @@ use crate::Mind;
 use uuid::Uuid;
 
 pub async fn deliver(mind: &Mind) -> usize {
+    let _one_pass = mind.outbox_lock.lock().await;
     let Some(home) = mind.channel.home().await else {
         tracing::warn!("no home channel or person to write to; outbox messages wait");
         return 0;

@@ -87,7 +87,7 @@ async fn autonomy(mind: Arc<Mind>, mut wakes: mpsc::Receiver<Wake>) {
         }
         if pending.contains(&(Wake::Heartbeat as u8)) && !mind.shutdown.is_cancelled() {
             match mind.work_db.json("SELECT to_jsonb(dionysus.heartbeat_due())", &[]).await {
-                Ok(v) if v == serde_json::Value::Bool(true) => {
+                Ok(serde_json::Value::Bool(true)) => {
                     if let Err(e) = heartbeat::run_once(&mind).await {
                         tracing::error!(error = %e, "heartbeat failed; the scheduler will recover it");
                     }

@@ -44,3 +44,43 @@ fn doctor_fails_cleanly_when_postgres_is_unreachable() {
     assert!(!ok);
     assert!(text.contains("FAIL  postgres") && text.contains("fix:"), "{text}");
 }
+
+#[test]
+fn doctor_checks_the_llm_roles_and_status_reads_at_a_glance() {
+    let base = conninfo();
+    let admin = format!("{base} dbname=postgres");
+    let db = format!("status_{}", std::process::id());
+    let psql = |url: &str, sql: &str| {
+        let st = Command::new("psql").args([url, "-v", "ON_ERROR_STOP=1", "-qc", sql]).status().expect("psql");
+        assert!(st.success(), "{sql}");
+    };
+    psql(&admin, &format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"));
+    psql(&admin, &format!("CREATE DATABASE {db}"));
+    let url = format!("{base} dbname={db}");
+    psql(&url, "CREATE EXTENSION dionysus CASCADE");
+    psql(&url, "SELECT dionysus.create_goal('Learn the names of Ada''s plants', source => 'user_request')");
+    // An LLM endpoint that is down is a warning with its fix, not a failure.
+    let out = Command::new(env!("CARGO_BIN_EXE_dionysus"))
+        .arg("doctor")
+        .env("DIONYSUS_DATABASE_URL", &url)
+        .env("DIONYSUS_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+        .env("DIONYSUS_LLM_API_KEY", "sk-do-not-print")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("WARN  llm fast") && text.contains("WARN  llm smart") && text.contains("ollama serve"), "{text}");
+    assert!(text.contains("ok    discord") && text.contains("terminal"), "{text}");
+    assert!(!text.contains("sk-do-not-print"));
+    let out = Command::new(env!("CARGO_BIN_EXE_dionysus")).arg("status").env("DIONYSUS_DATABASE_URL", &url).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    for line in ["energy", "goals      1 active", "Learn the names of Ada's plants", "heartbeats", "queue", "outbox", "memory", "scheduler"] {
+        assert!(text.contains(line), "status lacks {line:?}:\n{text}");
+    }
+    // A bad configuration value is refused with its key.
+    let out = Command::new(env!("CARGO_BIN_EXE_dionysus")).arg("status").env("DIONYSUS_DISCORD_ALLOWED_USERS", "ada").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("DIONYSUS_DISCORD_ALLOWED_USERS"));
+    psql(&admin, &format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"));
+}

@@ -37,6 +37,22 @@ const CASES: &[(&str, &str, &str)] = &[
     ("SELECT dionysus.link_concept(gen_random_uuid(), 'x')", "P0002", "\"memory_id\""),
     ("SELECT dionysus.recompute_neighborhoods(0)", "22023", "\"batch\""),
     ("SELECT dionysus.embed(NULL)", "22004", "\"content\""),
+    // The conversation organ.
+    ("SELECT dionysus.log_message('', 'm', 'c', 'a', 'hi')", "22023", "\"platform\""),
+    ("SELECT dionysus.log_message('p', ' ', 'c', 'a', 'hi')", "22023", "\"platform_message_id\""),
+    ("SELECT dionysus.log_message('p', 'm', 'c', NULL, 'hi')", "22023", "\"author_id\""),
+    ("SELECT dionysus.log_message('p', 'm', 'c', 'a', '')", "22023", "\"content\""),
+    ("SELECT dionysus.log_message('p', 'm', 'c', 'a', 'hi', reply_to => gen_random_uuid())", "P0002", "\"reply_to\""),
+    ("SELECT dionysus.chat_context(NULL)", "22004", "\"message_id\""),
+    ("SELECT dionysus.chat_context(gen_random_uuid())", "P0002", "\"message_id\""),
+    ("SELECT dionysus.chat_context(gen_random_uuid(), max_turns => -1)", "22023", "\"max_turns\""),
+    ("SELECT dionysus.prompt_template('no_such_prompt')", "P0002", "\"key\""),
+    ("SELECT dionysus.set_prompt_template('Bad Key', 'x')", "22023", "\"key\""),
+    ("SELECT dionysus.set_prompt_template('chat_system', 'x', temperature => 3)", "22023", "\"temperature\""),
+    ("SELECT dionysus.release_work(gen_random_uuid(), 'x', -5)", "22023", "\"delay_seconds\""),
+    ("SELECT dionysus.release_work(gen_random_uuid())", "P0002", "\"work_id\""),
+    ("SELECT dionysus.claim_work_item(NULL, 'w')", "22004", "\"work_id\""),
+    ("SELECT dionysus.outbox_reply('  ')", "22023", "\"content\""),
 ];
 
 #[tokio::test]
@@ -45,7 +61,8 @@ async fn every_bad_input_is_a_clear_error_and_writes_nothing() {
     let c = &db.client;
     let a: uuid::Uuid = c.query_one("SELECT dionysus.remember('anchor a')", &[]).await.unwrap().get(0);
     let b: uuid::Uuid = c.query_one("SELECT dionysus.remember('anchor b')", &[]).await.unwrap().get(0);
-    let tables = ["memories", "episodes", "facts", "memory_edges", "triples", "entities", "concepts", "memory_concepts", "episode_memories"];
+    let tables = ["memories", "episodes", "facts", "memory_edges", "triples", "entities", "concepts", "memory_concepts", "episode_memories",
+                  "messages", "outbox", "prompt_templates"];
     let mut before = Vec::new();
     for t in tables {
         before.push(count(c, t).await);

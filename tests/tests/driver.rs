@@ -339,6 +339,29 @@ async fn language_jobs_summarise_episodes_and_link_concepts() {
     assert_eq!(count(c, "SELECT count(*) FROM dionysus.work_queue WHERE status <> 'done'").await, 0);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_session_ends_and_only_a_significant_one_requests_a_heartbeat() {
+    let db = TestDb::new("drv_session").await;
+    let c = &db.client;
+    c.batch_execute("SELECT dionysus.log_message('test', 'a1', 'c', 'ada', 'hello')").await.unwrap();
+    let active = "SELECT count(*) FROM dionysus.heartbeat_state WHERE session_active";
+    assert_eq!(count(c, active).await, 1);
+    assert!(!c.query_one("SELECT dionysus.heartbeat_due()", &[]).await.unwrap().get::<_, bool>(0), "a heartbeat is due mid-conversation");
+    // Not idle yet (15 minutes by default).
+    assert!(!c.query_one("SELECT dionysus.end_idle_session()", &[]).await.unwrap().get::<_, bool>(0));
+    c.batch_execute("UPDATE dionysus.heartbeat_config SET value = 0 WHERE key = 'session_idle_minutes'").await.unwrap();
+    // One turn is not significant: the session ends, no heartbeat is requested.
+    assert!(c.query_one("SELECT dionysus.end_idle_session()", &[]).await.unwrap().get::<_, bool>(0));
+    assert_eq!(count(c, active).await, 0);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.heartbeat_state WHERE requested_at IS NOT NULL").await, 0);
+    // Three turns are.
+    for i in 0..3 {
+        c.execute("SELECT dionysus.log_message('test', $1, 'c', 'ada', $2)", &[&format!("b{i}"), &format!("turn {i}")]).await.unwrap();
+    }
+    assert!(c.query_one("SELECT dionysus.end_idle_session()", &[]).await.unwrap().get::<_, bool>(0));
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.heartbeat_state WHERE requested_at IS NOT NULL AND request_reason = 'significant session'").await, 1);
+}
+
 fn cluster(args: &[&str]) -> bool {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     std::process::Command::new(format!("{root}/scripts/cluster.sh")).args(args).status().expect("scripts/cluster.sh").success()

@@ -15,12 +15,14 @@ pub const CHANNEL_ID: &str = "terminal";
 pub struct Terminal {
     user: String,
     json: bool,
+    /// `chat` ends when stdin does; `run` (a service with no terminal) keeps its heartbeats.
+    exit_on_eof: bool,
     sent: AtomicU64,
 }
 
 impl Terminal {
-    pub fn new(user: &str, json: bool) -> Terminal {
-        Terminal { user: user.to_string(), json, sent: AtomicU64::new(0) }
+    pub fn new(user: &str, json: bool, exit_on_eof: bool) -> Terminal {
+        Terminal { user: user.to_string(), json, exit_on_eof, sent: AtomicU64::new(0) }
     }
 
     fn prompt(&self) {
@@ -68,7 +70,11 @@ impl Channel for Terminal {
                 _ = shutdown.cancelled() => return,
             };
             let Ok(Some(line)) = line else {
-                let _ = events.send(Event::Closed).await;
+                if self.exit_on_eof {
+                    let _ = events.send(Event::Closed).await;
+                } else {
+                    tracing::info!("stdin closed: no conversation on the terminal; heartbeats and the queue carry on");
+                }
                 return;
             };
             let line = line.trim();

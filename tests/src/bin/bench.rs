@@ -4,6 +4,8 @@
 //!   dionysus-bench recall N [QUERIES]     recall latency at N memories vs bare pgvector kNN,
 //!                                         remember and neighborhood throughput, and the
 //!                                         heartbeat cycle with 1,000 goals
+//!   dionysus-bench driver N [MESSAGES]    the driver's time per message apart from the LLM
+//!                                         (scripted, instant), and its resident memory
 use chrono::NaiveDateTime;
 use dionysus_tests::{connect, p50_p95, TestDb};
 use serde_json::Value;
@@ -17,6 +19,11 @@ async fn main() {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
         Some("locomo") => locomo(args.get(2).expect("usage: dionysus-bench locomo PATH")).await,
+        Some("driver") => {
+            let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000);
+            let m: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(200);
+            driver_overhead(n, m).await
+        }
         Some("recall") => {
             let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000);
             let q: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(200);
@@ -223,9 +230,15 @@ fn sentence(i: usize) -> String {
 
 async fn recall_latency(n: usize, queries: usize) {
     let db = TestDb::new(&format!("bench_{n}")).await;
-    let c = &db.client;
     println!("Recall benchmark at {n} memories ({queries} queries; server GUCs as configured)");
-    // Fill: batches of 200 from two connections in parallel (the machine has two cores).
+    let fill = fill(&db, n).await;
+    println!("remember_batch throughput: {:.0} memories/s ({n} in {fill:.1} s, 2 connections)", n as f64 / fill);
+    recall_latency_rest(&db, n, queries).await;
+}
+
+/// Fills a database with n generated memories: batches of 200 from two connections in
+/// parallel (the machine has two cores). Returns the seconds it took.
+async fn fill(db: &TestDb, n: usize) -> f64 {
     let t = Instant::now();
     let chunk = 200;
     let mut handles = Vec::new();
@@ -250,8 +263,11 @@ async fn recall_latency(n: usize, queries: usize) {
     for h in handles {
         h.await.unwrap();
     }
-    let fill = t.elapsed().as_secs_f64();
-    println!("remember_batch throughput: {:.0} memories/s ({n} in {fill:.1} s, 2 connections)", n as f64 / fill);
+    t.elapsed().as_secs_f64()
+}
+
+async fn recall_latency_rest(db: &TestDb, n: usize, queries: usize) {
+    let c = &db.client;
     // Single remember throughput.
     let mut singles = Vec::new();
     for i in 0..100 {
@@ -399,4 +415,83 @@ async fn backend_rss(c: &Client) -> String {
         "VmRSS {} kB (RssAnon {} kB, RssFile {} kB, shared buffers included), private {private} kB, Pss {pss} kB; postmaster VmRSS {postmaster} kB",
         field("VmRSS:"), field("RssAnon:"), field("RssFile:")
     )
+}
+
+/// The real `dionysus chat --json` binary beside a store of n memories, with a scripted LLM
+/// that answers at once: the time from a message written to its stdin to the reply read from
+/// its stdout is the driver's overhead (plus the database's work). The baseline, measured in
+/// the same run, is the database calls of the reply path made directly by one client.
+async fn driver_overhead(n: usize, messages: usize) {
+    use dionysus_tests::fake_llm::{Answer, FakeLlm};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let db = TestDb::new(&format!("bench_driver_{n}")).await;
+    println!("Driver benchmark at {n} memories ({messages} messages; the scripted LLM answers instantly)");
+    let secs = fill(&db, n).await;
+    println!("filled in {secs:.0} s");
+    run_maintenance_to_the_end(&db.client).await;
+    db.client.batch_execute("VACUUM ANALYZE dionysus.memories").await.unwrap();
+    db.client.batch_execute("SELECT dionysus.pause_heartbeats(true)").await.unwrap();
+    let llm = FakeLlm::start().await;
+    llm.on("TASK: chat", Answer::Text("Noted, thank you.".into()));
+    llm.json("Read the latest message", serde_json::json!({"facts": [], "triples": [], "goals": []}));
+    llm.json("TASK: summarize_episode", serde_json::json!({"summary": "A stretch of generated notes."}));
+    llm.json("TASK: extract_concepts", serde_json::json!({"memories": []}));
+    let bin = std::env::current_exe().unwrap().parent().unwrap().join("dionysus");
+    let url = format!("{} dbname={}", dionysus_tests::cluster_conninfo(), db.name);
+    let mut child = tokio::process::Command::new(&bin)
+        .args(["chat", "--json"])
+        .env("DIONYSUS_DATABASE_URL", &url)
+        .env("DIONYSUS_LLM_BASE_URL", &llm.base_url)
+        .env("DIONYSUS_TERMINAL_USER", "bench")
+        .env("DIONYSUS_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
+    let pid = child.id().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut driver_ms = Vec::new();
+    for i in 0..messages + 10 {
+        let text = format!("note {i}: {}", sentence((i * 7_919 + 3) % 2_654_208));
+        let line = serde_json::json!({"id": format!("bench-{i}"), "text": text}).to_string() + "\n";
+        let t = Instant::now();
+        stdin.write_all(line.as_bytes()).await.unwrap();
+        let reply = out.next_line().await.unwrap().expect("driver closed stdout");
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        assert!(reply.contains("Noted"), "unexpected reply {reply}");
+        if i >= 10 {
+            driver_ms.push(ms); // the first ten warm the caches
+        }
+        // Let the extraction that follows each reply finish, as between real messages.
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+    }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kb = |key: &str| status.lines().find(|l| l.starts_with(key)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    let (rss, hwm) = (kb("VmRSS:") / 1024.0, kb("VmHWM:") / 1024.0);
+    let _ = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+    let _ = child.wait().await;
+
+    // Baseline: log_message + chat_context, the database's share of the same path.
+    let c = &db.client;
+    let mut base_ms = Vec::new();
+    for i in 0..messages {
+        let text = format!("baseline note {i}: {}", sentence((i * 104_729 + 11) % 2_654_208));
+        let t = Instant::now();
+        let v: Value = c
+            .query_one("SELECT dionysus.log_message('bench', $1, 'baseline', 'bench', $2)", &[&format!("base-{i}"), &text])
+            .await
+            .unwrap()
+            .get(0);
+        let id = Uuid::parse_str(v["message_id"].as_str().unwrap()).unwrap();
+        c.query_one("SELECT dionysus.chat_context($1, 8, 12)", &[&id]).await.unwrap();
+        base_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let (d50, d95) = p50_p95(&mut driver_ms);
+    let (b50, b95) = p50_p95(&mut base_ms);
+    println!("message received → reply sent, through the driver: p50 {d50:.1} ms, p95 {d95:.1} ms (target < 50 ms p50)");
+    println!("database calls of that path alone (baseline):   p50 {b50:.1} ms, p95 {b95:.1} ms");
+    println!("driver's own share: p50 {:.1} ms; ratio driver/baseline {:.2}× (p50), {:.2}× (p95)", d50 - b50, d50 / b50, d95 / b95);
+    println!("driver resident memory: {rss:.1} MB now, {hwm:.1} MB peak (target < 50 MB)");
 }
