@@ -3,7 +3,8 @@ use crate::config::{redact, Config};
 use crate::llm::Llm;
 use std::process::ExitCode;
 use std::time::Duration;
-use tokio_postgres::{Client, NoTls};
+use crate::db::connect;
+use tokio_postgres::Client;
 
 pub const MIN_SERVER: u32 = 15;
 pub const MIN_PGVECTOR: (u32, u32, u32) = (0, 8, 0);
@@ -147,18 +148,6 @@ async fn discord_identity(token: &str) -> Result<String, String> {
         401 => Err("Discord refused the token (401)".into()),
         s => Err(format!("Discord answered HTTP {s}")),
     }
-}
-
-async fn connect(url: &str) -> Result<Client, String> {
-    let fut = tokio_postgres::connect(url, NoTls);
-    let (client, conn) = tokio::time::timeout(Duration::from_secs(10), fut)
-        .await
-        .map_err(|_| "timed out after 10 s".to_string())?
-        .map_err(|e| e.to_string())?;
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    Ok(client)
 }
 
 async fn one(client: &Client, sql: &str) -> Result<Option<String>, String> {

@@ -77,6 +77,11 @@ impl FakeLlm {
         self.requests.lock().unwrap().clone()
     }
 
+    /// The search URL this server also answers (SearXNG's JSON format).
+    pub fn search_url(&self) -> String {
+        format!("{}/search", self.base_url.trim_end_matches("/v1"))
+    }
+
     /// The requests whose messages contain `needle`.
     pub fn requests_with(&self, needle: &str) -> Vec<Value> {
         self.requests().into_iter().filter(|r| r["messages"].to_string().contains(needle)).collect()
@@ -123,8 +128,24 @@ impl FakeLlm {
         }
         let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
         let body: Value = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
-        let (status, payload) = if head.starts_with("GET") && head.contains("/models") {
+        let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+        if head.starts_with("GET") && path.starts_with("/page/") {
+            // A web page for inquire_deep to fetch.
+            let html = format!("<html><head><script>var hidden = 1;</script></head><body><h1>{path}</h1><p>Border collies need two hours of exercise a day.</p></body></html>");
+            let resp = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{html}", html.len());
+            sock.write_all(resp.as_bytes()).await?;
+            return sock.shutdown().await;
+        }
+        let (status, payload) = if head.starts_with("GET") && path.contains("/models") {
             (200, json!({"object": "list", "data": [{"id": "fast-model"}, {"id": "smart-model"}]}))
+        } else if head.starts_with("GET") && path.starts_with("/search") {
+            // A SearXNG-style JSON search API.
+            self.requests.lock().unwrap().push(json!({"search": path}));
+            let base = self.base_url.trim_end_matches("/v1");
+            (200, json!({"results": [
+                {"title": "Border collie care", "url": format!("{base}/page/collie-care"), "content": "Exercise needs of border collies."},
+                {"title": "Herding dogs", "url": format!("{base}/page/herding"), "content": "Herding breeds overview."}
+            ]}))
         } else {
             self.requests.lock().unwrap().push(body.clone());
             match self.answer_for(&body) {

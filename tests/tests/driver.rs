@@ -208,6 +208,38 @@ async fn a_full_heartbeat_reflects_brainstorms_and_reaches_out_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inquiry_searches_the_web_reads_pages_and_remembers_the_answer() {
+    let db = TestDb::new("drv_inquire").await;
+    let llm = FakeLlm::start().await;
+    llm.json("TASK: heartbeat", json!({"reasoning": "I want to know more about Rex's breed.",
+        "actions": [{"action": "inquire_deep", "params": {"question": "How much exercise does a border collie need?"}}]}));
+    llm.json("TASK: inquire", json!({"answer": "About two hours a day.", "sources": ["http://example/page/collie-care"]}));
+    llm.json("TASK: narrative", json!({"narrative": "I looked up border collies.", "emotional_valence": 0.2}));
+    // Without a search endpoint the action is neither offered nor accepted.
+    let channel = Arc::new(TestChannel::new(&["ada"]));
+    let mind = Mind::new(config(url(&db), &llm), channel.clone());
+    let r = heartbeat::run_once(&mind).await.unwrap();
+    assert!(r.actions.is_empty() && r.rejected == 1, "{r:?}");
+    assert!(!llm.requests_with("TASK: heartbeat")[0]["messages"].to_string().contains("inquire_deep"));
+    let reason: String = db.client.query_one("SELECT actions_rejected -> 0 ->> 'reason' FROM dionysus.heartbeat_log", &[]).await.unwrap().get(0);
+    assert!(reason.contains("not available"), "{reason}");
+    // With one, it is offered, searched, the pages are read, and the answer is remembered.
+    let mut cfg = config(url(&db), &llm);
+    cfg.search_url = Some(llm.search_url());
+    let mind = Mind::new(cfg, channel);
+    let r = heartbeat::run_once(&mind).await.unwrap();
+    assert_eq!(r.actions, vec!["inquire_deep"]);
+    let ask = &llm.requests_with("TASK: inquire")[0];
+    let text = ask["messages"].to_string();
+    assert!(text.contains("Border collie care") && text.contains("two hours of exercise a day"), "{text}");
+    assert!(!text.contains("var hidden"), "the page's script reached the prompt");
+    assert_eq!(
+        count(&db.client, "SELECT count(*) FROM dionysus.memories WHERE type = 'semantic' AND content LIKE 'Question: How much exercise%About two hours a day.%'").await,
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outbox_message_waits_for_a_channel_that_is_down_and_goes_out_once() {
     let db = TestDb::new("drv_outbox").await;
     let llm = FakeLlm::start().await;
