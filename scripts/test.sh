@@ -31,7 +31,7 @@ export DIONYSUS_TEST_CONNINFO="host=127.0.0.1 port=$PORT user=postgres"
 export DIONYSUS_TEST_DATA="$DATA"
 log "integration tests"
 cargo build --release -p dionysus-driver   # the tests run the real binary too
-cargo test --release -p dionysus-tests -- --test-threads 2
+cargo test --release --no-fail-fast -p dionysus-tests -- --test-threads 2
 log "driver tests"
-cargo test --release -p dionysus-driver
+cargo test --release --no-fail-fast -p dionysus-driver
 log "all tests passed"

@@ -331,6 +331,11 @@ async fn public_posts_wait_for_approval_and_failures_retry_then_fail() {
     let w: Uuid = c.query_one("SELECT id FROM dionysus.claim_work('d', ARRAY['inquire_shallow'])", &[]).await.unwrap().get(0);
     let s: String = c.query_one("SELECT dionysus.fail_work($1, 'search engine down')", &[&w]).await.unwrap().get(0);
     assert_eq!(s, "pending");
+    // It waits out its back-off (work_retry_seconds × 2^(attempts − 1) = 30 s) first.
+    assert!(c.query("SELECT 1 FROM dionysus.claim_work('d', ARRAY['inquire_shallow'])", &[]).await.unwrap().is_empty());
+    let wait: f64 = c.query_one("SELECT extract(epoch FROM available_at - now())::float8 FROM dionysus.work_queue WHERE id = $1", &[&w]).await.unwrap().get(0);
+    assert!((25.0..=30.0).contains(&wait), "back-off {wait} s");
+    c.execute("UPDATE dionysus.work_queue SET available_at = now() WHERE id = $1", &[&w]).await.unwrap();
     let w2: Uuid = c.query_one("SELECT id FROM dionysus.claim_work('d', ARRAY['inquire_shallow'])", &[]).await.unwrap().get(0);
     assert_eq!(w, w2);
     let s: String = c.query_one("SELECT dionysus.fail_work($1, 'still down')", &[&w]).await.unwrap().get(0);
