@@ -372,6 +372,30 @@ async fn language_jobs_summarise_episodes_and_link_concepts() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_claimed_by_a_driver_that_crashed_is_done_once_by_the_next() {
+    let db = TestDb::new("drv_crash").await;
+    let llm = FakeLlm::start().await;
+    llm.json("TASK: reflect", json!({"insights": ["A crash is not the end."], "identity": [], "worldview": []}));
+    let c = &db.client;
+    c.batch_execute("SELECT dionysus.pause_heartbeats(true)").await.unwrap();
+    let hb: serde_json::Value = c.query_one("SELECT dionysus.heartbeat_begin()", &[]).await.unwrap().get(0);
+    let id = uuid::Uuid::parse_str(hb["heartbeat_id"].as_str().unwrap()).unwrap();
+    c.execute("SELECT dionysus.heartbeat_commit($1, $2)", &[&id, &json!({"actions": [{"action": "reflect", "params": {}}]})]).await.unwrap();
+    // A first driver claims the item and dies without a word.
+    let lost = c.query("SELECT id FROM dionysus.claim_work('crashed-driver')", &[]).await.unwrap();
+    assert_eq!(lost.len(), 1);
+    let channel = Arc::new(TestChannel::new(&["ada"]));
+    let mind = Mind::new(config(url(&db), &llm), channel);
+    assert_eq!(work::drain(&mind, None).await, 0, "a leased item was taken twice");
+    // Its lease runs out; the next driver does it, once.
+    c.batch_execute("UPDATE dionysus.work_queue SET lease_until = now() - interval '1 second'").await.unwrap();
+    assert_eq!(work::drain(&mind, None).await, 1);
+    assert_eq!(work::drain(&mind, None).await, 0);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.memories WHERE content = 'A crash is not the end.'").await, 1);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.work_queue WHERE status = 'done' AND attempts = 2").await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_session_ends_and_only_a_significant_one_requests_a_heartbeat() {
     let db = TestDb::new("drv_session").await;
     let c = &db.client;
