@@ -148,7 +148,8 @@ COMMENT ON FUNCTION heartbeat_begin() IS
 COMMENT ON FUNCTION heartbeat_commit IS
     'Applies a decision {reasoning, actions[{action, params}], goal_changes[{goal_id, change, note}]} to the heartbeat in '
     'flight: each action validated against its schema, walked in order within the energy available, database actions '
-    'done now, the others queued for the driver; rejections recorded with their reason. One commit per heartbeat.';
+    'done now, the others queued for the driver (only those in available_actions, when given); rejections recorded with '
+    'their reason. One commit per heartbeat.';
 COMMENT ON FUNCTION heartbeat_finish(uuid, text, double precision) IS
     'Records a committed heartbeat: the narrative becomes an episodic memory linked to the goals touched, and the log row is completed.';
 COMMENT ON FUNCTION heartbeat_default_decision() IS 'The fallback decision of §9.6 (reflect, then rest) for when the LLM fails.';
