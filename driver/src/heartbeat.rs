@@ -242,7 +242,7 @@ async fn narrate(mind: &Mind, number: i64, log: &Value, actions: &[String]) -> (
         Ok(json!({"narrative": n, "valence": jsonish::number(&v, "emotional_valence", -1.0, 1.0).unwrap_or(0.0)}))
     };
     match mind.fast.json(&[Msg::system(system), Msg::user("Answer with the JSON object now.")], t.temperature, shape).await {
-        Ok(v) => (v["narrative"].as_str().unwrap_or_default().to_string(), v["valence"].as_f64().unwrap_or(0.0)),
+        Ok(v) => (v["narrative"].as_str().unwrap_or_default().chars().take(4000).collect(), v["valence"].as_f64().unwrap_or(0.0)),
         Err(e) => {
             tracing::info!(error = %e, "plain narrative");
             (plain(), 0.0)
