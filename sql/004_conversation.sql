@@ -384,6 +384,9 @@ You have {{energy}} energy available. Actions cost energy:
 
 Actions and their params:
 {{action_params}}
+(connect relations: ASSOCIATED, CAUSES, SUPPORTS, CONTRADICTS, DERIVED_FROM, INSTANCE_OF, PARENT_OF,
+TEMPORAL_NEXT; reprioritize priorities: active, queued, backburner, completed, abandoned; remember
+types: episodic, semantic, procedural, strategic.)
 
 You must output a JSON decision with:
 - reasoning: Your internal monologue (what you're thinking)

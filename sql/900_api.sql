@@ -150,6 +150,9 @@ COMMENT ON FUNCTION heartbeat_commit IS
     'flight: each action validated against its schema, walked in order within the energy available, database actions '
     'done now, the others queued for the driver (only those in available_actions, when given); rejections recorded with '
     'their reason. One commit per heartbeat.';
+COMMENT ON FUNCTION action_schema() IS
+    'The action taxonomy (seed 000 §3) as jsonb: for each action its performer (database or driver) and its parameters '
+    '(kind, required). heartbeat_commit validates against it; the driver builds its prompt from it.';
 COMMENT ON FUNCTION heartbeat_finish(uuid, text, double precision) IS
     'Records a committed heartbeat: the narrative becomes an episodic memory linked to the goals touched, and the log row is completed.';
 COMMENT ON FUNCTION heartbeat_default_decision() IS 'The fallback decision of §9.6 (reflect, then rest) for when the LLM fails.';

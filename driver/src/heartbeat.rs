@@ -22,22 +22,6 @@ pub struct Report {
     pub narrative: String,
 }
 
-/// Parameter hints for the prompt (the extension validates them).
-const PARAMS: &[(&str, &str)] = &[
-    ("recall", r#"{"query": "text", "k": 1-50}"#),
-    ("connect", r#"{"from_id": "memory uuid", "to_id": "memory uuid", "relation": "ASSOCIATED|CAUSES|SUPPORTS|CONTRADICTS|...", "weight": 0-1}"#),
-    ("reprioritize", r#"{"goal_id": "uuid", "priority": "active|queued|backburner|completed|abandoned", "reason": "text"}"#),
-    ("remember", r#"{"content": "text", "type": "episodic|semantic|procedural|strategic", "importance": 0-1}"#),
-    ("reflect", r#"{"focus": "optional text"}"#),
-    ("maintain", "{}"),
-    ("brainstorm_goals", r#"{"focus": "optional text"}"#),
-    ("inquire_shallow", r#"{"question": "text"}"#),
-    ("inquire_deep", r#"{"question": "text"}"#),
-    ("synthesize", r#"{"topic": "text", "memory_ids": ["optional uuids"]}"#),
-    ("reach_out_user", r#"{"intent": "why you write", "content": "optional draft"}"#),
-    ("rest", "{}"),
-];
-
 /// The decision's shape: an object; actions and goal_changes arrays of objects.
 pub fn decision_shape(v: Value) -> Result<Value, String> {
     let actions = list(&v, "actions")?;
@@ -69,8 +53,28 @@ fn goal_lines(v: &Value) -> String {
     )
 }
 
-/// Fills the §5.2 prompts from heartbeat_begin's context.
-pub fn decision_prompt(system: &str, user: &str, ctx: &Value, offered: &[&str]) -> (String, String) {
+/// One line per offered action: `name: {"param": "kind", "other": "kind, optional"}`,
+/// from the extension's `action_schema()`.
+pub fn param_hints(schema: &Value, offered: &[&str]) -> Vec<String> {
+    offered
+        .iter()
+        .filter_map(|a| {
+            let params = schema.get(*a)?["params"].as_object()?;
+            let fields: Vec<String> = params
+                .iter()
+                .map(|(name, p)| {
+                    let kind = p["kind"].as_str().unwrap_or("?");
+                    let optional = if p["required"] == Value::Bool(true) { "" } else { ", optional" };
+                    format!("\"{name}\": \"{kind}{optional}\"")
+                })
+                .collect();
+            Some(format!("{a}: {{{}}}", fields.join(", ")))
+        })
+        .collect()
+}
+
+/// Fills the §5.2 prompts from heartbeat_begin's context and the action schema.
+pub fn decision_prompt(system: &str, user: &str, ctx: &Value, schema: &Value, offered: &[&str]) -> (String, String) {
     let env = &ctx["environment"];
     let goals = &ctx["goals"];
     let energy = ctx["energy"]["available"].as_f64().unwrap_or(0.0);
@@ -79,10 +83,8 @@ pub fn decision_prompt(system: &str, user: &str, ctx: &Value, offered: &[&str]) 
         .map(|m| m.iter().filter(|(k, _)| offered.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.as_f64().unwrap_or(0.0))).collect())
         .unwrap_or_default();
     let cost_table = bullets(costs.iter().map(|(k, c)| format!("{k}: {c}")), "(none)");
-    let params = bullets(
-        PARAMS.iter().filter(|(a, _)| offered.contains(a) && costs.iter().any(|(k, _)| k == a)).map(|(a, p)| format!("{a}: {p}")),
-        "(none)",
-    );
+    let costed: Vec<&str> = offered.iter().copied().filter(|a| costs.iter().any(|(k, _)| k == a)).collect();
+    let params = bullets(param_hints(schema, &costed), "(none)");
     let mut issues = Vec::new();
     for b in goals["blocked"].as_array().into_iter().flatten() {
         issues.push(format!("blocked: {} by {}", b["title"].as_str().unwrap_or("?"), b["blocked_by"]));
@@ -140,7 +142,8 @@ fn offered(mind: &Mind) -> Vec<&'static str> {
 async fn decide(mind: &Mind, ctx: &Value) -> Option<Value> {
     let system = prompt::load(&mind.work_db, "heartbeat_system").await.ok()?;
     let user = prompt::load(&mind.work_db, "heartbeat_user").await.ok()?;
-    let (s, u) = decision_prompt(&system.text, &user.text, ctx, &offered(mind));
+    let schema = mind.work_db.json("SELECT dionysus.action_schema()", &[]).await.ok()?;
+    let (s, u) = decision_prompt(&system.text, &user.text, ctx, &schema, &offered(mind));
     match mind.smart.json(&[Msg::system(s), Msg::user(u)], system.temperature, decision_shape).await {
         Ok(d) => Some(d),
         Err(e) => {
@@ -274,8 +277,14 @@ mod tests {
             "recent_memories": [{"content": "We talked about music"}],
             "activated_themes": [{"theme": "music"}], "identity": [], "worldview": [], "warnings": []
         });
-        let (s, u) = decision_prompt("costs:\n{{action_cost_table}}\n{{action_params}}", "{{active_goals}} {{time_since_user}} {{energy}}", &ctx, &["reflect", "reach_out_user", "rest"]);
+        let schema = json!({
+            "reflect": {"performer": "driver", "params": {"focus": {"kind": "text", "required": false}}},
+            "inquire_deep": {"performer": "driver", "params": {"question": {"kind": "text", "required": true}}},
+            "rest": {"performer": "database", "params": {}}
+        });
+        let (s, u) = decision_prompt("costs:\n{{action_cost_table}}\n{{action_params}}", "{{active_goals}} {{time_since_user}} {{energy}}", &ctx, &schema, &["reflect", "reach_out_user", "rest"]);
         assert!(s.contains("reflect: 2") && s.contains("reach_out_user: 5"));
+        assert!(s.contains("- reflect: {\"focus\": \"text, optional\"}") && s.contains("- rest: {}"), "{s}");
         assert!(!s.contains("inquire_deep"), "{s}");
         assert!(u.contains("Learn Rust (id g1)") && u.contains("5.5 hours") && u.contains("12"), "{u}");
     }

@@ -191,6 +191,9 @@ async fn a_full_heartbeat_reflects_brainstorms_and_reaches_out_once() {
     let energy: f64 = db.client.query_one("SELECT energy_start FROM dionysus.heartbeat_log", &[]).await.unwrap().get(0);
     assert!(text.contains(&format!("You have {energy} energy available")) && text.contains("reach_out_user: 5"), "{text}");
     assert!(!text.contains("inquire_deep"), "an action this driver cannot perform was offered");
+    // The parameter hints come from the extension's action_schema().
+    let system = prompt["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("- recall: {\"k\": \"integer 1–50, optional\", \"query\": \"text\"}"), "{system}");
 
     assert_eq!(channel.sent(), vec![("test-channel".to_string(), "How is Rex doing today?".to_string())]);
     let c = &db.client;

@@ -163,10 +163,54 @@ pub fn validate(action: &Action, params: &Map<String, Value>) -> Result<(), Stri
     Ok(())
 }
 
+impl Kind {
+    /// How a prompt names the kind: "text", "uuid", "number 0–1", "integer 1–50", "[uuid, …]".
+    pub fn describe(self) -> String {
+        match self {
+            Kind::Text => "text".into(),
+            Kind::Uuid => "uuid".into(),
+            Kind::UuidList => "[uuid, …]".into(),
+            Kind::Number { min, max } => format!("number {min}–{max}"),
+            Kind::Integer { min, max } => format!("integer {min}–{max}"),
+        }
+    }
+}
+
+/// The taxonomy as data: each action's performer and parameters. The driver builds the
+/// decision prompt's parameter hints from it, so the schema lives in one place.
+pub fn schema() -> Value {
+    let actions: Map<String, Value> = ACTIONS
+        .iter()
+        .map(|a| {
+            let params: Map<String, Value> = a
+                .params
+                .iter()
+                .map(|p| (p.name.to_string(), serde_json::json!({"kind": p.kind.describe(), "required": p.required})))
+                .collect();
+            let performer = match a.performer {
+                Performer::Database => "database",
+                Performer::Driver => "driver",
+            };
+            (a.name.to_string(), serde_json::json!({"performer": performer, "params": params}))
+        })
+        .collect();
+    Value::Object(actions)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_schema_describes_every_action() {
+        let s = schema();
+        assert_eq!(s.as_object().unwrap().len(), ACTIONS.len());
+        assert_eq!(s["recall"]["params"]["k"], json!({"kind": "integer 1–50", "required": false}));
+        assert_eq!(s["connect"]["params"]["weight"]["kind"], json!("number 0–1"));
+        assert_eq!(s["reflect"]["performer"], json!("driver"));
+        assert_eq!(s["rest"]["params"], json!({}));
+    }
 
     fn check(action: &str, params: Value) -> Result<(), String> {
         validate(find(action).unwrap(), params.as_object().unwrap())

@@ -122,6 +122,12 @@ fn goal_change(item: &Value) -> Result<Value, String> {
     )
 }
 
+/// The action taxonomy (seed 000 §3) as jsonb: performer and parameter kinds per action.
+#[pg_extern(immutable, parallel_safe)]
+fn action_schema() -> JsonB {
+    JsonB(actions::schema())
+}
+
 /// Validates, trims and applies a decision (§5.1: reasoning, actions[], goal_changes[]) for the
 /// heartbeat in flight. Bad actions are rejected one by one with their reason; the list is
 /// walked in order and an action that no longer fits the energy is dropped; reach_out_user is
