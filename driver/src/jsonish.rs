@@ -57,12 +57,11 @@ fn strip_fences(text: &str) -> String {
     text.replace(['\u{201c}', '\u{201d}'], "\"")
 }
 
-/// Byte length of the balanced {...} or [...] at the start of `s`, strings respected.
-fn matching_end(s: &str) -> Option<usize> {
-    let mut depth = 0i32;
-    let mut in_str = false;
-    let mut escaped = false;
-    for (i, c) in s.char_indices() {
+/// The characters of `s` with their byte offsets, each marked true when it lies outside a
+/// JSON string (the quotes themselves count as inside).
+fn outside_strings(s: &str) -> impl Iterator<Item = (usize, char, bool)> + '_ {
+    let (mut in_str, mut escaped) = (false, false);
+    s.char_indices().map(move |(i, c)| {
         if in_str {
             match c {
                 _ if escaped => escaped = false,
@@ -70,12 +69,22 @@ fn matching_end(s: &str) -> Option<usize> {
                 '"' => in_str = false,
                 _ => {}
             }
-            continue;
+            return (i, c, false);
         }
+        if c == '"' {
+            in_str = true;
+        }
+        (i, c, !in_str)
+    })
+}
+
+/// Byte length of the balanced {...} or [...] at the start of `s`, strings respected.
+fn matching_end(s: &str) -> Option<usize> {
+    let mut depth = 0i32;
+    for (i, c, outside) in outside_strings(s) {
         match c {
-            '"' => in_str = true,
-            '{' | '[' => depth += 1,
-            '}' | ']' => {
+            '{' | '[' if outside => depth += 1,
+            '}' | ']' if outside => {
                 depth -= 1;
                 if depth == 0 {
                     return Some(i + 1);
@@ -89,29 +98,10 @@ fn matching_end(s: &str) -> Option<usize> {
 
 /// Drops commas directly before a closing bracket, outside strings.
 fn remove_trailing_commas(s: &str) -> String {
-    let chars: Vec<char> = s.chars().collect();
     let mut out = String::with_capacity(s.len());
-    let mut in_str = false;
-    let mut escaped = false;
-    for (i, &c) in chars.iter().enumerate() {
-        if in_str {
-            out.push(c);
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_str = false,
-                _ => {}
-            }
+    for (i, c, outside) in outside_strings(s) {
+        if c == ',' && outside && matches!(s[i + 1..].trim_start().chars().next(), Some('}' | ']')) {
             continue;
-        }
-        if c == '"' {
-            in_str = true;
-        }
-        if c == ',' {
-            let next = chars[i + 1..].iter().find(|c| !c.is_whitespace());
-            if matches!(next, Some('}') | Some(']')) {
-                continue;
-            }
         }
         out.push(c);
     }
@@ -155,6 +145,8 @@ mod tests {
         assert_eq!(parse("I think {maybe} this: {\"ok\": true}").unwrap(), json!({"ok": true}));
         assert_eq!(parse("```\n[1, 2]\n```").unwrap(), json!([1, 2]));
         assert_eq!(parse("{\"s\": \"a, }\"}").unwrap(), json!({"s": "a, }"}));
+        // Escaped quotes inside strings do not end them, and a comma there is kept.
+        assert_eq!(parse(r#"note: {"a": "q\" } ,", "b": [1,],}"#).unwrap(), json!({"a": "q\" } ,", "b": [1]}));
     }
 
     #[test]

@@ -89,3 +89,10 @@ pub fn p50_p95(samples: &mut [f64]) -> (f64, f64) {
     let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
     (at(0.5), at(0.95))
 }
+
+/// Runs `scripts/cluster.sh` (start/stop/restart DATADIR [PORT] [conf lines]) for tests that
+/// need a cluster of their own; true when it succeeded.
+pub fn cluster_sh(args: &[&str]) -> bool {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    std::process::Command::new(format!("{root}/scripts/cluster.sh")).args(args).status().expect("scripts/cluster.sh").success()
+}

@@ -1,12 +1,6 @@
 //! The server with the worker inside: it starts, works, and stops cleanly. Uses a cluster of
 //! its own so stopping it disturbs no other test.
-use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn cluster(args: &[&str]) -> bool {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    Command::new(format!("{root}/scripts/cluster.sh")).args(args).status().expect("scripts/cluster.sh").success()
-}
 
 #[tokio::test]
 async fn the_server_stops_cleanly_while_the_worker_runs() {
@@ -14,9 +8,9 @@ async fn the_server_stops_cleanly_while_the_worker_runs() {
     let _ = dionysus_tests::cluster_conninfo();
     let port = 54400 + (std::process::id() % 90) as u16;
     let data = format!("/tmp/dionysus-lifecycle-{port}");
-    cluster(&["stop", &data]);
+    dionysus_tests::cluster_sh(&["stop", &data]);
     let _ = std::fs::remove_dir_all(&data);
-    assert!(cluster(&["start", &data, &port.to_string(), "dionysus.worker_interval = 1"]));
+    assert!(dionysus_tests::cluster_sh(&["start", &data, &port.to_string(), "dionysus.worker_interval = 1"]));
     let conninfo = format!("host=127.0.0.1 port={port} user=postgres dbname=postgres");
     let (client, conn) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls).await.unwrap();
     let conn = tokio::spawn(conn);
@@ -32,7 +26,7 @@ async fn the_server_stops_cleanly_while_the_worker_runs() {
     }
     drop(client);
     let _ = conn.await;
-    assert!(cluster(&["stop", &data]));
+    assert!(dionysus_tests::cluster_sh(&["stop", &data]));
     let log = std::fs::read_to_string(format!("{data}/server.log")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&data);
     for launcher in ["maintenance", "scheduler"] {
