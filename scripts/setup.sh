@@ -18,8 +18,9 @@ log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
 
 # 1. Debian packages ----------------------------------------------------------------
 need_pkgs=()
+# (procps: pgrep/pkill/kill for cluster.sh and the tests; python3-pip: the model's wheel.)
 for p in "postgresql-${PG_MAJOR}" "postgresql-server-dev-${PG_MAJOR}" clang libclang-dev sudo make \
-         pkg-config libssl-dev dpkg-dev unzip; do
+         pkg-config libssl-dev dpkg-dev unzip procps python3-pip ca-certificates; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
