@@ -471,18 +471,21 @@ BEGIN
     RETURN w;
 END $$;
 
--- Functions that compare vectors see pgvector's operators whatever the caller's search_path.
-DO $$
-DECLARE vschema text := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
-                         WHERE e.extname = 'vector');
-BEGIN
-    EXECUTE format('ALTER FUNCTION dionysus.heartbeat_warnings() SET search_path = pg_catalog, dionysus, %I', vschema);
-END $$;
 
 -- ---------------------------------------------------------------------------------------
 -- The work queue: actions the driver performs (LLM, network). Claimed with SKIP LOCKED,
 -- completed or failed exactly once; an expired lease hands the item back.
 -- ---------------------------------------------------------------------------------------
+-- Marks pending items claimed by a worker, with a lease: the one place a claim is made.
+CREATE FUNCTION claim_rows(worker text, ids uuid[]) RETURNS SETOF work_queue
+    LANGUAGE sql AS $$
+    UPDATE dionysus.work_queue w SET status = 'claimed', attempts = w.attempts + 1, claimed_by = claim_rows.worker,
+           claimed_at = now(),
+           lease_until = now() + make_interval(mins => dionysus.heartbeat_setting('work_lease_minutes')::int)
+     WHERE w.id = ANY(claim_rows.ids) AND w.status = 'pending'
+    RETURNING w.*
+$$;
+
 CREATE FUNCTION claim_work(worker text, actions text[] DEFAULT NULL, max_items integer DEFAULT 1,
                            heartbeat_id uuid DEFAULT NULL)
     RETURNS SETOF work_queue LANGUAGE plpgsql AS $$
@@ -494,16 +497,12 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "max_items": % is outside [1, 1000]', max_items USING ERRCODE = 'invalid_parameter_value';
     END IF;
     PERFORM dionysus.expire_work_leases();
-    RETURN QUERY
-    UPDATE dionysus.work_queue w SET status = 'claimed', attempts = w.attempts + 1, claimed_by = worker, claimed_at = now(),
-           lease_until = now() + make_interval(mins => dionysus.heartbeat_setting('work_lease_minutes')::int)
-      FROM (SELECT q.id FROM dionysus.work_queue q
-             WHERE q.status = 'pending' AND q.available_at <= now()
-               AND (actions IS NULL OR q.action = ANY(actions))
-               AND (claim_work.heartbeat_id IS NULL OR q.heartbeat_id = claim_work.heartbeat_id)
-             ORDER BY q.created_at, q.id LIMIT max_items FOR UPDATE SKIP LOCKED) p
-     WHERE w.id = p.id
-    RETURNING w.*;
+    RETURN QUERY SELECT * FROM dionysus.claim_rows(worker, ARRAY(
+        SELECT q.id FROM dionysus.work_queue q
+         WHERE q.status = 'pending' AND q.available_at <= now()
+           AND (actions IS NULL OR q.action = ANY(actions))
+           AND (claim_work.heartbeat_id IS NULL OR q.heartbeat_id = claim_work.heartbeat_id)
+         ORDER BY q.created_at, q.id LIMIT max_items FOR UPDATE SKIP LOCKED));
 END $$;
 
 -- Leases that ran out: back to pending, or failed once the attempts are used up.
@@ -530,12 +529,9 @@ BEGIN
     IF worker IS NULL OR btrim(worker) = '' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "worker": must name the claimer' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    RETURN QUERY
-    UPDATE dionysus.work_queue w SET status = 'claimed', attempts = w.attempts + 1, claimed_by = worker, claimed_at = now(),
-           lease_until = now() + make_interval(mins => dionysus.heartbeat_setting('work_lease_minutes')::int)
-     WHERE w.id = (SELECT q.id FROM dionysus.work_queue q WHERE q.id = claim_work_item.work_id AND q.status = 'pending'
-                    FOR UPDATE SKIP LOCKED)
-    RETURNING w.*;
+    RETURN QUERY SELECT * FROM dionysus.claim_rows(worker, ARRAY(
+        SELECT q.id FROM dionysus.work_queue q WHERE q.id = claim_work_item.work_id AND q.status = 'pending'
+           FOR UPDATE SKIP LOCKED));
 END $$;
 
 -- Hands a claimed item back without spending an attempt: the item was fine, the driver could

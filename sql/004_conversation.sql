@@ -520,13 +520,3 @@ noun phrases, e.g. "music", "career change", "family").
 {{memories}}
 
 Answer with JSON only: {"memories": [{"id": "the memory id", "concepts": ["..."]}]}$t$);
-
--- ---------------------------------------------------------------------------------------
--- Functions that compare vectors see pgvector's operators whatever the caller's search_path.
--- ---------------------------------------------------------------------------------------
-DO $$
-DECLARE vschema text := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
-                         WHERE e.extname = 'vector');
-BEGIN
-    EXECUTE format('ALTER FUNCTION dionysus.chat_context(uuid, integer, integer) SET search_path = pg_catalog, dionysus, %I', vschema);
-END $$;

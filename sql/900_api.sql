@@ -17,6 +17,21 @@ BEGIN ATOMIC
 END;
 
 -- ---------------------------------------------------------------------------------------
+-- plpgsql functions that compare vectors see pgvector's operators whatever the caller's
+-- search_path (pgvector may live in any schema).
+-- ---------------------------------------------------------------------------------------
+DO $$
+DECLARE
+    vschema text := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+                     WHERE e.extname = 'vector');
+    f text;
+BEGIN
+    FOREACH f IN ARRAY ARRAY['dionysus.heartbeat_warnings()', 'dionysus.chat_context(uuid, integer, integer)'] LOOP
+        EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, dionysus, %I', f, vschema);
+    END LOOP;
+END $$;
+
+-- ---------------------------------------------------------------------------------------
 -- Health
 -- ---------------------------------------------------------------------------------------
 CREATE VIEW memory_health AS
@@ -170,6 +185,7 @@ COMMENT ON FUNCTION link_goal_memory(uuid, uuid, text) IS 'Links a goal and a me
 COMMENT ON FUNCTION claim_work(text, text[], integer, uuid) IS
     'Claims up to max_items available work items (optionally of some actions, or of one heartbeat) for a worker, with a lease; '
     'expired leases return to the queue.';
+COMMENT ON FUNCTION claim_rows(text, uuid[]) IS 'Marks the given pending items claimed by a worker, with a lease (used by claim_work and claim_work_item).';
 COMMENT ON FUNCTION claim_work_item(uuid, text) IS
     'Claims one known pending item whatever its available_at (the conversation extracting its own turn); no row when it is not pending.';
 COMMENT ON FUNCTION release_work(uuid, text, integer) IS

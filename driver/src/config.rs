@@ -112,14 +112,6 @@ fn parse_ids(key: &str, v: &str) -> Result<Vec<u64>, String> {
 }
 
 impl Config {
-    /// Defaults and the environment only (the tests and `doctor` without a file).
-    pub fn from_env() -> Config {
-        Config::load(None).unwrap_or_else(|e| {
-            eprintln!("dionysus: {e}");
-            std::process::exit(2)
-        })
-    }
-
     /// Defaults ← TOML file ← environment. An unreadable file or a bad value is an error naming the key.
     pub fn load(path: Option<&str>) -> Result<Config, String> {
         let path = path.map(str::to_string).or_else(|| env("DIONYSUS_CONFIG"));

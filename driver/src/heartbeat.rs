@@ -264,7 +264,6 @@ mod tests {
         assert!(decision_shape(json!({"actions": [1]})).is_err());
         let d = decision_shape(json!({"reasoning": "x", "actions": [{"action": "rest"}]})).unwrap();
         assert_eq!(d["goal_changes"], json!([]));
-        let _ = jsonish::kind(&d);
     }
 
     #[test]

@@ -5,7 +5,6 @@ use crate::channel::Event;
 use crate::conversation::{self, Handled};
 use crate::db::{self, Wake};
 use crate::{heartbeat, outbox, work, Mind};
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -77,15 +76,21 @@ async fn autonomy(mind: Arc<Mind>, mut wakes: mpsc::Receiver<Wake>) {
             _ = mind.shutdown.cancelled() => None,
         };
         let Some(first) = first else { return };
-        let mut pending = BTreeSet::from([first as u8]);
+        let (mut heartbeat_due, mut work_waits, mut outbox_waits) = (false, false, false);
+        let mut note = |w: Wake| match w {
+            Wake::Heartbeat => heartbeat_due = true,
+            Wake::Work => work_waits = true,
+            Wake::Outbox => outbox_waits = true,
+        };
+        note(first);
         while let Ok(w) = wakes.try_recv() {
-            pending.insert(w as u8);
+            note(w);
         }
         // Outbox first (a person waits on it), then the heartbeat, then the rest of the queue.
-        if pending.contains(&(Wake::Outbox as u8)) {
+        if outbox_waits {
             outbox::deliver(&mind).await;
         }
-        if pending.contains(&(Wake::Heartbeat as u8)) && !mind.shutdown.is_cancelled() {
+        if heartbeat_due && !mind.shutdown.is_cancelled() {
             match mind.work_db.json("SELECT to_jsonb(dionysus.heartbeat_due())", &[]).await {
                 Ok(serde_json::Value::Bool(true)) => {
                     if let Err(e) = heartbeat::run_once(&mind).await {
@@ -96,7 +101,7 @@ async fn autonomy(mind: Arc<Mind>, mut wakes: mpsc::Receiver<Wake>) {
                 Err(e) => tracing::warn!(error = %e, "cannot check whether a heartbeat is due"),
             }
         }
-        if pending.contains(&(Wake::Work as u8)) && !mind.shutdown.is_cancelled() {
+        if work_waits && !mind.shutdown.is_cancelled() {
             work::drain(&mind, None).await;
         }
     }

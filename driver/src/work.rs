@@ -19,7 +19,7 @@ pub struct WorkItem {
     pub heartbeat_id: Option<Uuid>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Outcome {
     Done(Value),
     /// The item itself went wrong; retry (with back-off) or give up.
@@ -306,14 +306,8 @@ async fn extract_concepts(mind: &Mind, batch: &[WorkItem]) -> Vec<Outcome> {
     };
     let answer = match answer {
         Ok(a) => a,
-        Err(o) => {
-            let (msg, kind) = match &o {
-                Outcome::Release(m, d) => (m.clone(), Some(*d)),
-                Outcome::Fail(m, _) => (m.clone(), None),
-                Outcome::Done(_) => (String::new(), None),
-            };
-            return batch.iter().map(|_| match kind { Some(d) => Outcome::Release(msg.clone(), d), None => Outcome::Fail(msg.clone(), true) }).collect();
-        }
+        // The call failed for the whole batch: every item shares its fate.
+        Err(o) => return batch.iter().map(|_| o.clone()).collect(),
     };
     batch
         .iter()

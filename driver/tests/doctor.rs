@@ -14,15 +14,16 @@ fn doctor(url: &str) -> (bool, String) {
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+fn psql(url: &str, sql: &str) {
+    let st = Command::new("psql").args([url, "-v", "ON_ERROR_STOP=1", "-qc", sql]).status().expect("psql");
+    assert!(st.success(), "{sql}");
+}
+
 #[test]
 fn doctor_reports_every_part_of_a_healthy_stack() {
     let base = conninfo();
     let admin = format!("{base} dbname=postgres");
     let db = format!("doctor_{}", std::process::id());
-    let psql = |url: &str, sql: &str| {
-        let st = Command::new("psql").args([url, "-v", "ON_ERROR_STOP=1", "-qc", sql]).status().expect("psql");
-        assert!(st.success(), "{sql}");
-    };
     psql(&admin, &format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"));
     psql(&admin, &format!("CREATE DATABASE {db}"));
     // Before CREATE EXTENSION: a failure that names its fix.
@@ -50,10 +51,6 @@ fn doctor_checks_the_llm_roles_and_status_reads_at_a_glance() {
     let base = conninfo();
     let admin = format!("{base} dbname=postgres");
     let db = format!("status_{}", std::process::id());
-    let psql = |url: &str, sql: &str| {
-        let st = Command::new("psql").args([url, "-v", "ON_ERROR_STOP=1", "-qc", sql]).status().expect("psql");
-        assert!(st.success(), "{sql}");
-    };
     psql(&admin, &format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"));
     psql(&admin, &format!("CREATE DATABASE {db}"));
     let url = format!("{base} dbname={db}");
