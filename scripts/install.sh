@@ -5,4 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 printf '\033[1;34m[install]\033[0m %s\n' "building and installing the extension"
-(cd extension && cargo pgrx install --release --pg-config "/usr/lib/postgresql/${PG_MAJOR:-15}/bin/pg_config" >/dev/null)
+PG_CONFIG="/usr/lib/postgresql/${PG_MAJOR:-15}/bin/pg_config"
+(cd extension && cargo pgrx install --release --pg-config "$PG_CONFIG" >/dev/null)
+# cargo pgrx installs the current version's script and the upgrade scripts (extension/sql/
+# dionysus--A--B.sql); the released versions' full scripts go beside them, so a database can
+# still be created at an older version (the upgrade test does) and updated.
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+$SUDO cp extension/sql/dionysus--[0-9]*.[0-9]*.[0-9]*.sql "$($PG_CONFIG --sharedir)/extension/"

@@ -27,9 +27,13 @@ fi
 log "cluster on 127.0.0.1:$PORT ($DATA), log in $DATA/server.log"
 psql "host=127.0.0.1 port=$PORT user=postgres dbname=postgres" -qtAc "SELECT 1 FROM pg_database WHERE datname = '$DB'" | grep -q 1 \
   || psql "host=127.0.0.1 port=$PORT user=postgres dbname=postgres" -qc "CREATE DATABASE $DB"
+# The update brings an older database's schema to this build's version, keeping its data.
 psql "host=127.0.0.1 port=$PORT user=postgres dbname=$DB" -qc "CREATE EXTENSION IF NOT EXISTS dionysus CASCADE; ALTER EXTENSION dionysus UPDATE;" 2>&1 | grep -v "already installed" || true
+# The driver runs as dionysus_driver, the least-privileged role the extension creates (the
+# local cluster trusts local connections; give it a password on any other server).
+psql "host=127.0.0.1 port=$PORT user=postgres dbname=$DB" -qc "ALTER ROLE dionysus_driver LOGIN"
 
-export DIONYSUS_DATABASE_URL="${DIONYSUS_DATABASE_URL:-postgresql://postgres@127.0.0.1:$PORT/$DB}"
+export DIONYSUS_DATABASE_URL="${DIONYSUS_DATABASE_URL:-postgresql://dionysus_driver@127.0.0.1:$PORT/$DB}"
 log "psql \"$DIONYSUS_DATABASE_URL\" to talk to it; scripts/cluster.sh stop $DATA to stop it"
 if [ $# -eq 0 ]; then set -- run; fi
 if [ "$1" = run ] || [ "$1" = chat ]; then

@@ -66,6 +66,9 @@ CREATE TABLE memories (
     superseded_by uuid REFERENCES memories (id) ON DELETE SET NULL,
     created_at    timestamptz NOT NULL DEFAULT now(),
     updated_at    timestamptz NOT NULL DEFAULT now(),
+    -- The people whose private words this memory carries (person keys such as 'discord:123');
+    -- NULL: nobody's. A person sees a memory only when it is private to nobody but them.
+    private_to    text[],
     -- Lexical side of recall; 'simple' keeps every word, 'english' stems and drops stop words.
     search        tsvector GENERATED ALWAYS AS (
         to_tsvector('english'::regconfig, coalesce(summary, '') || ' ' || content)
@@ -126,8 +129,11 @@ CREATE TABLE triples (
     memory_id   uuid REFERENCES memories (id) ON DELETE SET NULL,
     created_at  timestamptz NOT NULL DEFAULT now(),
     updated_at  timestamptz NOT NULL DEFAULT now(),
-    UNIQUE (subject_id, predicate, object_id)
+    -- As memories.private_to: "user lives_in Lisbon" from one person is not another's.
+    private_to  text[]
 );
+-- One triple per statement and privacy.
+CREATE UNIQUE INDEX triples_identity ON triples (subject_id, predicate, object_id, (coalesce(private_to, '{}'::text[])));
 CREATE INDEX triples_object ON triples (object_id);
 
 -- ---------------------------------------------------------------------------------------

@@ -131,6 +131,8 @@ CREATE TABLE goals (
     completed_at       timestamptz,
     abandoned_at       timestamptz,
     abandonment_reason text,
+    -- As memories.private_to: a goal one person asked for is theirs.
+    private_to         text[],
     CHECK (parent_goal_id IS NULL OR parent_goal_id <> id)
 );
 CREATE INDEX goals_priority ON goals (priority) WHERE priority IN ('active', 'queued');
@@ -191,7 +193,10 @@ CREATE TABLE heartbeat_log (
     goals_modified       jsonb NOT NULL DEFAULT '[]'::jsonb,
     narrative            text,
     emotional_valence    double precision CHECK (emotional_valence IS NULL OR (emotional_valence >= -1 AND emotional_valence <= 1)),
-    memory_id            uuid REFERENCES memories (id) ON DELETE SET NULL
+    memory_id            uuid REFERENCES memories (id) ON DELETE SET NULL,
+    -- The people whose private words were in this heartbeat's context: what it decides and
+    -- writes is as private as that.
+    private_to           text[]
 );
 CREATE INDEX heartbeat_log_number ON heartbeat_log (heartbeat_number DESC);
 CREATE INDEX heartbeat_log_started ON heartbeat_log (started_at DESC);
@@ -242,6 +247,11 @@ CREATE TABLE outbox (
     platform_message_id text,
     last_error          text,
     created_at          timestamptz NOT NULL DEFAULT now(),
-    sent_at             timestamptz
+    sent_at             timestamptz,
+    -- Whom it is for and where it goes: the person's key, and the platform and channel (NULL
+    -- channel: the person's direct messages, which the driver opens).
+    person              text,
+    platform            text,
+    channel_id          text
 );
 CREATE INDEX outbox_pending ON outbox (created_at) WHERE status = 'pending';

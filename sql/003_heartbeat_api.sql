@@ -112,7 +112,7 @@ END $$;
 CREATE FUNCTION create_goal(title text, description text DEFAULT NULL, source text DEFAULT 'curiosity',
                             priority text DEFAULT NULL, parent_goal_id uuid DEFAULT NULL,
                             emotional_valence double precision DEFAULT 0.0, blocked_by jsonb DEFAULT NULL,
-                            origin_memory_id uuid DEFAULT NULL)
+                            origin_memory_id uuid DEFAULT NULL, private_to text[] DEFAULT NULL)
     RETURNS uuid LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -173,8 +173,9 @@ BEGIN
             prio := 'backburner';
         END IF;
     END IF;
-    INSERT INTO dionysus.goals (title, description, priority, source, parent_goal_id, emotional_valence, blocked_by)
-    VALUES (btrim(title), description, prio, src, parent_goal_id, emotional_valence, blocked_by)
+    INSERT INTO dionysus.goals (title, description, priority, source, parent_goal_id, emotional_valence, blocked_by, private_to)
+    VALUES (btrim(title), description, prio, src, parent_goal_id, emotional_valence, blocked_by,
+            dionysus.privacy_union(private_to, NULL))
     RETURNING id INTO new_id;
     IF origin_memory_id IS NOT NULL THEN
         INSERT INTO dionysus.goal_memory_links (goal_id, memory_id, link_type) VALUES (new_id, origin_memory_id, 'origin');
@@ -575,8 +576,14 @@ END $$;
 -- confidence}], goals [{title, description, source, priority}], goal_progress [{goal_id,
 -- note}], identity [{aspect, confidence}], worldview [{belief, confidence}], concepts
 -- [{memory_id, name, strength}], episode_summary (text, for summarize_episode), message
--- (text: the reach-out to deliver), summary (text: what was done, for the narrative).
+-- (text: the reach-out to deliver), summary (text: what was done, for the narrative), basis
+-- (ids of the memories the model was shown), person (whom a reach-out is for).
 -- Facts and triples from a conversation turn (params.memory_id) keep it as provenance.
+-- Everything written is as private as what it was made of (sql/005_privacy.sql): the item's
+-- person, its heartbeat's context and the basis. What an inquiry brought from the web is
+-- stored as source 'web' (importance at most 0.3, confidence 0.5); identity, worldview and
+-- reach-outs that rest on the web alone are refused, and so is a reach-out that drew on
+-- someone else's private words (42501).
 CREATE FUNCTION complete_work(work_id uuid, result jsonb DEFAULT '{}') RETURNS jsonb
     LANGUAGE plpgsql AS $$
 DECLARE
@@ -586,6 +593,10 @@ DECLARE
     new_id uuid;
     msg_id uuid;
     key text;
+    privacy text[];
+    from_web boolean;
+    target jsonb;
+    refused jsonb := '[]'::jsonb;
 BEGIN
     w := dionysus.require_claimed_work(work_id);
     IF w.status = 'done' THEN
@@ -601,32 +612,49 @@ BEGIN
     END IF;
     FOR key IN SELECT jsonb_object_keys(result) LOOP
         IF key NOT IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts',
-                       'episode_summary', 'message', 'summary') THEN
+                       'episode_summary', 'message', 'summary', 'basis', 'person') THEN
             RAISE EXCEPTION 'dionysus: argument "result": unknown key "%"', key USING ERRCODE = 'invalid_text_representation';
         END IF;
-        IF key IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts')
+        IF key IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts', 'basis')
            AND jsonb_typeof(result -> key) <> 'array' THEN
             RAISE EXCEPTION 'dionysus: argument "result.%": must be an array', key USING ERRCODE = 'invalid_text_representation';
         END IF;
     END LOOP;
+    IF EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(result -> 'basis', '[]')) b
+                WHERE jsonb_typeof(b) <> 'string'
+                   OR (b #>> '{}') !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$') THEN
+        RAISE EXCEPTION 'dionysus: argument "result.basis": must be an array of memory ids' USING ERRCODE = 'invalid_text_representation';
+    END IF;
+    privacy := CASE WHEN w.params ->> 'person' IS NOT NULL THEN ARRAY[w.params ->> 'person'] END;
+    privacy := dionysus.privacy_union(privacy, (SELECT h.private_to FROM dionysus.heartbeat_log h WHERE h.id = w.heartbeat_id));
+    privacy := dionysus.privacy_union(privacy, dionysus.memory_privacy(
+                   ARRAY(SELECT (b #>> '{}')::uuid FROM jsonb_array_elements(coalesce(result -> 'basis', '[]')) b)));
+    from_web := w.action IN ('inquire_shallow', 'inquire_deep');
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'memories', '[]')) LOOP
         new_id := dionysus.remember(item ->> 'content', coalesce(item ->> 'type', 'semantic'),
-                                    coalesce((item ->> 'importance')::float8, 0.5), coalesce((item ->> 'valence')::float8, 0),
-                                    jsonb_build_object('work_id', w.id, 'action', w.action, 'heartbeat_id', w.heartbeat_id),
-                                    'heartbeat');
+                                    CASE WHEN from_web THEN least(coalesce((item ->> 'importance')::float8, 0.3), 0.3)
+                                         ELSE coalesce((item ->> 'importance')::float8, 0.5) END,
+                                    coalesce((item ->> 'valence')::float8, 0),
+                                    jsonb_build_object('work_id', w.id, 'action', w.action, 'heartbeat_id', w.heartbeat_id,
+                                                       'provenance', CASE WHEN from_web THEN 'web' ELSE 'heartbeat' END),
+                                    CASE WHEN from_web THEN 'web' ELSE 'heartbeat' END,
+                                    confidence => CASE WHEN from_web THEN 0.5 ELSE 1.0 END,
+                                    private_to => privacy);
         made := jsonb_set(made, '{memories}', (made -> 'memories') || to_jsonb(new_id));
     END LOOP;
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'facts', '[]')) LOOP
         new_id := dionysus.learn(item ->> 'content', item ->> 'subject', item ->> 'category',
-                                 coalesce((item ->> 'confidence')::float8, 0.8),
-                                 coalesce(w.params ->> 'source', 'heartbeat:' || w.action));
+                                 CASE WHEN from_web THEN least(coalesce((item ->> 'confidence')::float8, 0.5), 0.5)
+                                      ELSE coalesce((item ->> 'confidence')::float8, 0.8) END,
+                                 CASE WHEN from_web THEN 'web' ELSE coalesce(w.params ->> 'source', 'heartbeat:' || w.action) END,
+                                 private_to => privacy);
         made := jsonb_set(made, '{facts}', (made -> 'facts') || to_jsonb(new_id));
     END LOOP;
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'triples', '[]')) LOOP
         new_id := dionysus.add_triple(item ->> 'subject', item ->> 'predicate', item ->> 'object',
                                       coalesce((item ->> 'confidence')::float8, 0.8),
-                                      coalesce(w.params ->> 'source', 'heartbeat:' || w.action),
-                                      (w.params ->> 'memory_id')::uuid);
+                                      CASE WHEN from_web THEN 'web' ELSE coalesce(w.params ->> 'source', 'heartbeat:' || w.action) END,
+                                      (w.params ->> 'memory_id')::uuid, private_to => privacy);
         made := made || jsonb_build_object('triples', coalesce(made -> 'triples', '[]'::jsonb) || to_jsonb(new_id));
     END LOOP;
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'concepts', '[]')) LOOP
@@ -649,16 +677,25 @@ BEGIN
     END IF;
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'goals', '[]')) LOOP
         new_id := dionysus.create_goal(item ->> 'title', item ->> 'description', coalesce(item ->> 'source', 'curiosity'),
-                                       item ->> 'priority', (item ->> 'parent_goal_id')::uuid);
+                                       item ->> 'priority', (item ->> 'parent_goal_id')::uuid, private_to => privacy);
         made := jsonb_set(made, '{goals}', (made -> 'goals') || to_jsonb(new_id));
     END LOOP;
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'goal_progress', '[]')) LOOP
         PERFORM dionysus.add_goal_progress((item ->> 'goal_id')::uuid, item ->> 'note');
     END LOOP;
+    -- Who the agent is and what it believes never changes on the web's word alone.
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'identity', '[]')) LOOP
+        IF from_web OR dionysus.web_only_basis(item ->> 'aspect') THEN
+            refused := refused || jsonb_build_object('identity', item ->> 'aspect', 'reason', 'rests on web content alone');
+            CONTINUE;
+        END IF;
         PERFORM dionysus.set_identity_aspect(item ->> 'aspect', coalesce((item ->> 'confidence')::float8, 0.5));
     END LOOP;
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'worldview', '[]')) LOOP
+        IF from_web OR dionysus.web_only_basis(item ->> 'belief') THEN
+            refused := refused || jsonb_build_object('worldview', item ->> 'belief', 'reason', 'rests on web content alone');
+            CONTINUE;
+        END IF;
         PERFORM dionysus.set_worldview_belief(item ->> 'belief', coalesce((item ->> 'confidence')::float8, 0.5));
     END LOOP;
     IF w.action IN ('reach_out_user', 'reach_out_public') THEN
@@ -666,14 +703,29 @@ BEGIN
             RAISE EXCEPTION 'dionysus: argument "result.message": a reach-out needs the message to send'
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
-        INSERT INTO dionysus.outbox (work_id, audience, content, requires_approval)
+        IF dionysus.web_only_basis(result ->> 'message') THEN
+            RAISE EXCEPTION 'dionysus: reach-out refused: web content is its only basis' USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        IF w.action = 'reach_out_user' THEN
+            -- Nobody has talked yet: the message goes to the home channel, and may hold nothing private.
+            target := dionysus.reach_out_target(coalesce(result ->> 'person', w.params ->> 'person'));
+            IF NOT dionysus.visible_to(privacy, target ->> 'person') THEN
+                RAISE EXCEPTION 'dionysus: reach-out refused: it drew on what someone other than % said in private', target ->> 'person'
+                    USING ERRCODE = 'insufficient_privilege';
+            END IF;
+        END IF;
+        INSERT INTO dionysus.outbox (work_id, audience, content, requires_approval, person, platform)
         VALUES (w.id, CASE w.action WHEN 'reach_out_user' THEN 'user' ELSE 'public' END, result ->> 'message',
-                w.action = 'reach_out_public')
+                w.action = 'reach_out_public', target ->> 'person', target ->> 'platform')
         RETURNING id INTO msg_id;
         made := made || jsonb_build_object('outbox_id', msg_id);
         IF w.action = 'reach_out_user' THEN
             PERFORM pg_notify('dionysus_outbox', msg_id::text);
         END IF;
+    END IF;
+    made := made || jsonb_build_object('private_to', to_jsonb(privacy));
+    IF jsonb_array_length(refused) > 0 THEN
+        made := made || jsonb_build_object('refused', refused);
     END IF;
     UPDATE dionysus.work_queue SET status = 'done', completed_at = now(), lease_until = NULL,
            result = coalesce(complete_work.result, '{}') || jsonb_build_object('applied', made)
@@ -848,6 +900,7 @@ DECLARE
     energy double precision;
     env jsonb;
     goals jsonb;
+    taint text[];
 BEGIN
     SELECT * INTO st FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
     IF st.in_flight IS NOT NULL THEN
@@ -883,8 +936,20 @@ BEGIN
                                  FROM dionysus.worldview_beliefs), '[]'::jsonb),
         'action_costs', dionysus.action_costs(),
         'warnings', dionysus.heartbeat_warnings(),
-        'reach_out_cooldown_hours', dionysus.heartbeat_setting('reach_out_cooldown_hours'));
-    UPDATE dionysus.heartbeat_log SET context = ctx, environment_snapshot = env, goals_snapshot = goals WHERE id = hb;
+        'reach_out_cooldown_hours', dionysus.heartbeat_setting('reach_out_cooldown_hours'),
+        'people', dionysus.known_people());
+    -- Whose private words this context holds: its memories (recent ones, and the recalled
+    -- ones activated_themes may quote) and its goals. What the heartbeat writes inherits it.
+    taint := dionysus.privacy_union(
+        dionysus.memory_privacy(ARRAY(
+            SELECT (e ->> 'id')::uuid FROM jsonb_array_elements(ctx -> 'recent_memories') e
+            UNION (SELECT memory_id FROM dionysus.memory_access_log WHERE accessed_at > now() - interval '1 day'
+                    ORDER BY accessed_at DESC LIMIT 200)
+            UNION (SELECT id FROM dionysus.memories WHERE last_accessed > now() - interval '1 day'
+                    ORDER BY last_accessed DESC LIMIT 200))),
+        (SELECT array_agg(DISTINCT p) FROM dionysus.goals g, unnest(g.private_to) p WHERE g.priority IN ('active', 'queued')));
+    UPDATE dionysus.heartbeat_log SET context = ctx, environment_snapshot = env, goals_snapshot = goals, private_to = taint
+     WHERE id = hb;
     UPDATE dionysus.heartbeat_state SET in_flight = hb, heartbeat_count = n, requested_at = NULL, request_reason = NULL,
            updated_at = now() WHERE id = 1;
     RETURN ctx;
@@ -926,8 +991,14 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "heartbeat_id": heartbeat % is %, finish needs a committed one', h.heartbeat_number, h.status
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- The narrative tells what the context and the work held: it is as private as both.
     mem := dionysus.remember(narrative, 'episodic', 0.5, emotional_valence,
-                             jsonb_build_object('heartbeat', h.heartbeat_number, 'heartbeat_id', h.id), 'heartbeat');
+                             jsonb_build_object('heartbeat', h.heartbeat_number, 'heartbeat_id', h.id), 'heartbeat',
+                             private_to => dionysus.privacy_union(h.private_to,
+                                 (SELECT array_agg(DISTINCT p #>> '{}') FROM dionysus.work_queue q,
+                                         jsonb_array_elements(CASE WHEN jsonb_typeof(q.result -> 'applied' -> 'private_to') = 'array'
+                                                                   THEN q.result -> 'applied' -> 'private_to' ELSE '[]' END) p
+                                   WHERE q.heartbeat_id = h.id)));
     FOR g IN SELECT DISTINCT (c ->> 'goal_id')::uuid FROM jsonb_array_elements(h.goals_modified) c
               WHERE c ->> 'goal_id' IS NOT NULL AND (c ->> 'applied')::boolean
              UNION

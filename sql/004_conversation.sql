@@ -24,6 +24,9 @@ CREATE TABLE messages (
     -- The episodic memory this turn became (recall finds turns through it).
     memory_id           uuid REFERENCES memories (id) ON DELETE SET NULL,
     created_at          timestamptz NOT NULL DEFAULT now(),
+    -- The person whose conversation this turn belongs to: the author of a person's turn, the
+    -- person addressed by the bot's. Its memory is private to them.
+    person              text,
     UNIQUE (platform, platform_message_id)
 );
 CREATE INDEX messages_channel ON messages (platform, channel_id, created_at DESC, id DESC);
@@ -34,10 +37,10 @@ CREATE INDEX messages_person ON messages (created_at) WHERE NOT is_bot;
 CREATE FUNCTION messages_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF (NEW.platform, NEW.platform_message_id, NEW.channel_id, NEW.author_id, NEW.is_bot, NEW.is_proactive,
-        NEW.content, NEW.created_at)
+        NEW.content, NEW.created_at, NEW.person)
        IS DISTINCT FROM
        (OLD.platform, OLD.platform_message_id, OLD.channel_id, OLD.author_id, OLD.is_bot, OLD.is_proactive,
-        OLD.content, OLD.created_at)
+        OLD.content, OLD.created_at, OLD.person)
        OR (NEW.memory_id IS NOT NULL AND NEW.memory_id IS DISTINCT FROM OLD.memory_id)
        OR (NEW.prev_message_id IS NOT NULL AND NEW.prev_message_id IS DISTINCT FROM OLD.prev_message_id)
        OR (NEW.reply_to IS NOT NULL AND NEW.reply_to IS DISTINCT FROM OLD.reply_to) THEN
@@ -110,12 +113,17 @@ END $$;
 -- Logging a turn (seed 004 §3 step 3). One call, one transaction: the turn, its memory, the
 -- session, and for the person's turns the extraction job (claimable by other workers only
 -- after a grace period, so the conversation extracts its own turn right after replying).
+-- Every turn belongs to one person (person_key(platform, author) for theirs; for the bot's,
+-- the person given, else the author of the turn it replies to) and its memory is private
+-- to them.
 -- ---------------------------------------------------------------------------------------
 CREATE FUNCTION log_message(platform text, platform_message_id text, channel_id text, author_id text, content text,
-                            is_bot boolean DEFAULT false, is_proactive boolean DEFAULT false, reply_to uuid DEFAULT NULL)
+                            is_bot boolean DEFAULT false, is_proactive boolean DEFAULT false, reply_to uuid DEFAULT NULL,
+                            person text DEFAULT NULL)
     RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
     existing dionysus.messages;
+    who text;
     prev uuid;
     mem uuid;
     msg uuid := gen_random_uuid();
@@ -148,6 +156,15 @@ BEGIN
     IF log_message.reply_to IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dionysus.messages m WHERE m.id = log_message.reply_to) THEN
         RAISE EXCEPTION 'dionysus: argument "reply_to": no message with id %', reply_to USING ERRCODE = 'no_data_found';
     END IF;
+    IF NOT is_bot THEN
+        who := dionysus.person_key(platform, author_id);
+        IF person IS NOT NULL AND person <> who THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "person": a person''s turn belongs to its author (%)', who
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    ELSE
+        who := coalesce(nullif(btrim(person), ''), (SELECT r.person FROM dionysus.messages r WHERE r.id = log_message.reply_to));
+    END IF;
     SELECT m.id INTO prev FROM dionysus.messages m
      WHERE m.platform = log_message.platform AND m.channel_id = log_message.channel_id
      ORDER BY m.created_at DESC, m.id DESC LIMIT 1;
@@ -155,31 +172,39 @@ BEGIN
                              jsonb_build_object('message_id', msg, 'platform', platform, 'channel_id', channel_id,
                                                 'role', CASE WHEN is_bot THEN 'assistant' ELSE 'user' END,
                                                 'proactive', is_proactive),
-                             'conversation:' || platform || ':' || channel_id);
+                             'conversation:' || platform || ':' || channel_id,
+                             private_to => CASE WHEN who IS NULL THEN NULL ELSE ARRAY[who] END);
     INSERT INTO dionysus.messages (id, platform, platform_message_id, channel_id, author_id, is_bot, is_proactive, content,
-                                   prev_message_id, reply_to, memory_id)
-    VALUES (msg, platform, platform_message_id, channel_id, author_id, is_bot, is_proactive, content, prev, reply_to, mem);
+                                   prev_message_id, reply_to, memory_id, person)
+    VALUES (msg, platform, platform_message_id, channel_id, author_id, is_bot, is_proactive, content, prev, reply_to, mem, who);
     IF NOT is_bot THEN
         PERFORM dionysus.session_start();
         INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, available_at)
         VALUES ('extract_message:' || msg, 'extract_message',
-                jsonb_build_object('message_id', msg, 'memory_id', mem, 'source', 'conversation:' || msg),
+                jsonb_build_object('message_id', msg, 'memory_id', mem, 'source', 'conversation:' || msg, 'person', who),
                 dionysus.heartbeat_setting('work_max_attempts')::int, now() + interval '2 minutes')
         RETURNING id INTO work;
     END IF;
-    RETURN jsonb_build_object('message_id', msg, 'duplicate', false, 'prev_message_id', prev, 'memory_id', mem, 'work_id', work);
+    RETURN jsonb_build_object('message_id', msg, 'duplicate', false, 'prev_message_id', prev, 'memory_id', mem, 'work_id', work,
+                              'person', who);
 END $$;
 
 -- A reply the channel could not deliver: it waits in the outbox with the reach-outs and goes
--- out when the channel is back.
-CREATE FUNCTION outbox_reply(content text) RETURNS uuid
+-- out, when the channel is back, to the person and channel it answers.
+CREATE FUNCTION outbox_reply(content text, person text, platform text, channel_id text) RETURNS uuid
     LANGUAGE plpgsql AS $$
 DECLARE id uuid;
 BEGIN
     IF content IS NULL OR btrim(content) = '' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "content": must not be empty' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    INSERT INTO dionysus.outbox (audience, content) VALUES ('user', content) RETURNING outbox.id INTO id;
+    IF coalesce(btrim(person), '') = '' OR coalesce(btrim(platform), '') = '' OR coalesce(btrim(channel_id), '') = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "%": a waiting reply needs its person, platform and channel',
+            CASE WHEN coalesce(btrim(person), '') = '' THEN 'person' WHEN coalesce(btrim(platform), '') = '' THEN 'platform' ELSE 'channel_id' END
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO dionysus.outbox (audience, content, person, platform, channel_id)
+    VALUES ('user', content, person, platform, channel_id) RETURNING outbox.id INTO id;
     PERFORM pg_notify('dionysus_outbox', id::text);
     RETURN id;
 END $$;
@@ -187,7 +212,9 @@ END $$;
 -- ---------------------------------------------------------------------------------------
 -- The context of a reply (seed 004 §3 steps 4–5): the last turns of the channel, what recall
 -- finds for the message (turns already in view left out), the facts among them, the triples
--- around the entities the message names (and the person), and the active goals.
+-- around the entities the message names (and the person), and the active goals. Memories,
+-- triples and goals are only those the message's person may see: nothing another person
+-- said in private (a turn of unknown person sees only what is private to nobody).
 -- ---------------------------------------------------------------------------------------
 CREATE FUNCTION chat_context(message_id uuid, max_memories integer DEFAULT 8, max_turns integer DEFAULT 12)
     RETURNS jsonb LANGUAGE plpgsql AS $$
@@ -200,6 +227,7 @@ DECLARE
     grams text[];
     ents uuid[];
     trips jsonb;
+    viewer text;
 BEGIN
     IF message_id IS NULL THEN
         RAISE EXCEPTION 'dionysus: argument "message_id" must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -214,6 +242,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'dionysus: argument "message_id": no message with id %', message_id USING ERRCODE = 'no_data_found';
     END IF;
+    viewer := coalesce(m.person, 'nobody:');
 
     SELECT coalesce(jsonb_agg(jsonb_build_object('role', CASE WHEN t.is_bot THEN 'assistant' ELSE 'user' END,
                                                  'content', t.content, 'at', t.created_at, 'proactive', t.is_proactive)
@@ -233,7 +262,7 @@ BEGIN
                    'fact', f.memory_id IS NOT NULL, 'subject', f.subject,
                    'role', x.role) ORDER BY r.score DESC), '[]'::jsonb)
           INTO mems
-          FROM (SELECT * FROM dionysus.recall(m.content, max_memories + cardinality(in_view))
+          FROM (SELECT * FROM dionysus.recall(m.content, max_memories + cardinality(in_view), person => viewer)
                  WHERE NOT (memory_id = ANY(in_view)) ORDER BY score DESC LIMIT max_memories) r
           LEFT JOIN dionysus.facts f ON f.memory_id = r.memory_id
           LEFT JOIN LATERAL (SELECT CASE WHEN y.is_bot THEN 'assistant' ELSE 'user' END AS role
@@ -255,19 +284,20 @@ BEGIN
                                                  'confidence', t.confidence) ORDER BY t.confidence DESC, t.updated_at DESC), '[]'::jsonb)
       INTO trips
       FROM (SELECT * FROM dionysus.triples
-             WHERE subject_id = ANY(ents) OR object_id = ANY(ents)
+             WHERE (subject_id = ANY(ents) OR object_id = ANY(ents)) AND dionysus.visible_to(private_to, viewer)
              ORDER BY confidence DESC, updated_at DESC LIMIT 20) t
       JOIN dionysus.entities s ON s.id = t.subject_id JOIN dionysus.entities o ON o.id = t.object_id;
 
     RETURN jsonb_build_object(
         'message', jsonb_build_object('id', m.id, 'content', m.content, 'at', m.created_at, 'channel_id', m.channel_id,
-                                      'platform', m.platform),
+                                      'platform', m.platform, 'person', m.person),
         'now', now(),
         'recent_turns', turns,
         'memories', mems,
         'triples', trips,
         'goals', coalesce((SELECT jsonb_agg(jsonb_build_object('id', g.id, 'title', g.title) ORDER BY g.last_touched DESC)
-                             FROM dionysus.goals g WHERE g.priority = 'active'), '[]'::jsonb));
+                             FROM dionysus.goals g WHERE g.priority = 'active' AND dionysus.visible_to(g.private_to, viewer)),
+                          '[]'::jsonb));
 END $$;
 
 -- ---------------------------------------------------------------------------------------

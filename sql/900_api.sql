@@ -26,7 +26,8 @@ DECLARE
                      WHERE e.extname = 'vector');
     f text;
 BEGIN
-    FOREACH f IN ARRAY ARRAY['dionysus.heartbeat_warnings()', 'dionysus.chat_context(uuid, integer, integer)'] LOOP
+    FOREACH f IN ARRAY ARRAY['dionysus.heartbeat_warnings()', 'dionysus.chat_context(uuid, integer, integer)',
+                             'dionysus.web_only_basis(text)'] LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, dionysus, %I', f, vschema);
     END LOOP;
 END $$;
@@ -98,7 +99,8 @@ COMMENT ON FUNCTION remember IS
     'Stores a memory from plain text and returns its id. type: episodic (default), semantic, procedural, '
     'strategic. importance and confidence in [0,1], valence in [-1,1], metadata a JSON object, source names '
     'the conversation or channel (episodic memories of one source form episodes), created_at defaults to '
-    'now() and may be set for imported history; summary and micro are shorter detail levels.';
+    'now() and may be set for imported history (finite, from 1900-01-01 to a day after now()); summary and micro are '
+    'shorter detail levels; private_to lists the people whose private words it holds (person keys; NULL: nobody''s).';
 COMMENT ON FUNCTION remember_batch IS
     'Stores a JSON array of memories (objects with the keys of remember) in one statement, embedding them '
     'in batches. Returns (ord, memory_id) in input order. One bad element rejects the whole batch.';
@@ -116,7 +118,8 @@ COMMENT ON FUNCTION connect IS
 COMMENT ON FUNCTION add_triple IS
     'Records subject–predicate–object over entities (created as needed). The same triple again updates '
     'confidence (the higher wins) and provenance. Returns the triple id.';
-COMMENT ON FUNCTION triples_about IS 'Triples where the named entity is subject or object.';
+COMMENT ON FUNCTION triples_about IS
+    'Triples where the named entity is subject or object; with person, only those that person may see.';
 COMMENT ON FUNCTION link_concept IS
     'Links a memory to a concept by name (created if new, optionally under a parent concept).';
 COMMENT ON FUNCTION open_episode IS
@@ -125,8 +128,9 @@ COMMENT ON FUNCTION close_episode IS 'Closes an open episode.';
 COMMENT ON FUNCTION recall IS
     'Hybrid recall of the k memories most relevant to a text: HNSW vector and BM25 lexical seeds, expanded '
     'through neighborhoods, graph edges and episode-adjacent turns, weighted by importance and recency '
-    '(weights in dionysus.recall_config). Filters: types, since/until, min_importance, episode_id. Returns '
-    'each score component and found_by, the channel that found the memory.';
+    '(weights in dionysus.recall_config). Filters: types, since/until, min_importance, episode_id, and person '
+    '(only what that person may see: nothing private to someone else). Returns each score component and found_by, '
+    'the channel that found the memory.';
 COMMENT ON FUNCTION recall_recent IS 'The k most recent active memories, optionally of some types or one source.';
 COMMENT ON FUNCTION recall_by_id IS 'One memory with every field (access counts include the unfolded log).';
 COMMENT ON FUNCTION recompute_neighborhoods IS
@@ -194,7 +198,10 @@ COMMENT ON FUNCTION release_work(uuid, text, integer) IS
 COMMENT ON FUNCTION expire_work_leases() IS 'Returns items whose lease ran out to the queue (or fails them when their attempts are spent).';
 COMMENT ON FUNCTION complete_work(uuid, jsonb) IS
     'Applies a claimed work item''s result (memories, facts, triples, goals, goal_progress, identity, worldview, concepts, '
-    'episode_summary, message, summary) and marks it done, in one transaction. Completing again returns the first summary and repeats nothing.';
+    'episode_summary, message, summary; basis: the memory ids the model was shown; person: whom a reach-out is for) and marks it done, '
+    'in one transaction. What it writes is as private as the item''s person, its heartbeat''s context and the basis; what an inquiry '
+    'brought is stored as web content; a reach-out that drew on someone else''s private words, or only on the web, is refused (42501). '
+    'Completing again returns the first summary and repeats nothing.';
 COMMENT ON FUNCTION fail_work(uuid, text, boolean) IS
     'Fails a claimed work item: back to pending after an exponential back-off while attempts remain, else failed.';
 COMMENT ON FUNCTION pending_outbox(integer) IS 'Messages ready to deliver (public ones only once approved).';
@@ -223,13 +230,15 @@ COMMENT ON TABLE messages IS
     'previous turn of its channel, with the episodic memory it became.';
 COMMENT ON TABLE prompt_templates IS
     'Versioned prompt templates with {{placeholders}}, one active version per key; set_prompt_template() adds a version.';
-COMMENT ON FUNCTION log_message(text, text, text, text, text, boolean, boolean, uuid) IS
-    'Logs one turn in one transaction: deduplicated by the platform''s message id, chained, remembered as an episodic memory; '
-    'a person''s turn also starts the session and queues its extraction. Returns {message_id, duplicate, prev_message_id, memory_id, work_id}.';
+COMMENT ON FUNCTION log_message(text, text, text, text, text, boolean, boolean, uuid, text) IS
+    'Logs one turn in one transaction: deduplicated by the platform''s message id, chained, remembered as an episodic memory '
+    'private to the turn''s person (the author of a person''s turn; for the bot''s, person or the author of reply_to); '
+    'a person''s turn also starts the session and queues its extraction. Returns {message_id, duplicate, prev_message_id, memory_id, work_id, person}.';
 COMMENT ON FUNCTION chat_context(uuid, integer, integer) IS
     'Everything a reply needs: the last turns of the channel, recalled memories (turns in view left out; facts marked), '
-    'triples about the entities named and the person, and the active goals.';
-COMMENT ON FUNCTION outbox_reply(text) IS 'Queues a reply the channel could not deliver; it goes out with the outbox when the channel is back.';
+    'triples about the entities named and the person, and the active goals; only what the message''s person may see.';
+COMMENT ON FUNCTION outbox_reply(text, text, text, text) IS
+    'Queues a reply the channel could not deliver, for its person, platform and channel; it goes out there when the channel is back.';
 COMMENT ON FUNCTION prompt_template(text) IS 'The active version of a prompt template: {key, version, template, temperature}.';
 COMMENT ON FUNCTION set_prompt_template(text, text, double precision, text) IS
     'Adds a new active version of a prompt template (the previous stays, inactive); returns the version number.';
@@ -240,3 +249,41 @@ COMMENT ON FUNCTION enqueue_language_work() IS
     'Queues the worker''s language jobs for the driver (seed 000 §6.4–6.5): summaries of closed episodes, concepts of young memories. '
     'Closes episodes left open past the gap first. Returns how many were queued.';
 COMMENT ON FUNCTION episode_transcript(uuid) IS 'An episode''s memories in order, for its summary.';
+
+-- ---------------------------------------------------------------------------------------
+-- Privacy between people, trust of web content
+-- ---------------------------------------------------------------------------------------
+COMMENT ON FUNCTION person_key(text, text) IS 'The key of a person on a platform, ''platform:author_id'': what private_to lists.';
+COMMENT ON FUNCTION visible_to(text[], text) IS
+    'Whether a person may see something private to private_to: it is private to nobody, or to nobody but them.';
+COMMENT ON FUNCTION privacy_union(text[], text[]) IS 'The privacy of something made of two things: the people of both, sorted; NULL if neither is private.';
+COMMENT ON FUNCTION memory_privacy(uuid[]) IS 'The people whose private words these memories hold (what is made from them is as private).';
+COMMENT ON FUNCTION web_only_basis(text) IS
+    'True when the active memories closest to a text (five nearest, similarity >= 0.5) exist and all came from the web: '
+    'identity, worldview and reach-outs resting on it alone are refused.';
+COMMENT ON FUNCTION reach_out_target(text) IS
+    'Whom a reach-out goes to: the named person (who must have talked here), else whoever wrote last; {person, platform, author_id}.';
+COMMENT ON FUNCTION known_people() IS 'The people who talk with Dionysus, most recent first (for the heartbeat''s context).';
+
+-- ---------------------------------------------------------------------------------------
+-- The driver's role (least privilege). CREATE EXTENSION creates dionysus_driver (NOLOGIN;
+-- give it LOGIN and a password to use it) and grants it what the driver's calls need: the
+-- schema, every function, and rows — reading and writing the organs' tables, appending to
+-- the message log and the ledger (never rewriting them), reading the configuration and the
+-- prompt templates, and clearing the maintenance queues the `maintain` action works off.
+-- No DDL, no TRUNCATE, no other schema, nothing outside this database.
+-- Roles are cluster-wide: a second database's CREATE EXTENSION reuses the role.
+-- ---------------------------------------------------------------------------------------
+DO $$
+BEGIN
+    CREATE ROLE dionysus_driver NOLOGIN;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN
+    NULL; -- created by another database's CREATE EXTENSION
+END $$;
+GRANT USAGE ON SCHEMA dionysus TO dionysus_driver;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA dionysus TO dionysus_driver;
+GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA dionysus TO dionysus_driver;
+GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA dionysus TO dionysus_driver;
+REVOKE INSERT, UPDATE ON heartbeat_config, recall_config, prompt_templates FROM dionysus_driver;
+REVOKE UPDATE ON messages, energy_ledger FROM dionysus_driver;
+GRANT DELETE ON memory_access_log, neighborhood_queue, lexicon, embedding_cache TO dionysus_driver;

@@ -39,6 +39,9 @@ pub struct Config {
     pub discord: DiscordConfig,
     /// A SearXNG-style JSON search endpoint; without it the inquire actions are not offered.
     pub search_url: Option<String>,
+    /// Private `host:port` destinations that pages found on the web may still be fetched from
+    /// (exact match; every other loopback, private or link-local destination is refused).
+    pub fetch_allow_private: Vec<String>,
     /// Recalled memories and recent turns in a reply's context.
     pub max_memories: i32,
     pub max_turns: i32,
@@ -61,7 +64,9 @@ pub enum LogFormat {
 #[serde(deny_unknown_fields)]
 struct File {
     database_url: Option<String>,
+    database_ca_file: Option<String>,
     search_url: Option<String>,
+    fetch_allow_private: Option<Vec<String>>,
     log_format: Option<String>,
     llm: Option<LlmFile>,
     discord: Option<DiscordFile>,
@@ -105,6 +110,35 @@ struct ChatFile {
 
 fn env(key: &str) -> Option<String> {
     std::env::var(key).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
+}
+
+/// `host:port` entries of fetch_allow_private, lower-case (a v6 host in brackets: `[::1]:8080`).
+fn parse_destinations(key: &str, entries: Vec<String>) -> Result<Vec<String>, String> {
+    entries
+        .into_iter()
+        .map(|e| e.trim().to_ascii_lowercase())
+        .filter(|e| !e.is_empty())
+        .map(|e| match e.rsplit_once(':') {
+            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => Ok(e),
+            _ => Err(format!("{key}: \"{e}\" is not host:port")),
+        })
+        .collect()
+}
+
+/// The database URL carrying the CA file as `sslrootcert`, so every connection (see
+/// `db::connect`) finds it, unless the URL names one already.
+fn with_ca_file(url: String, ca_file: Option<String>) -> String {
+    let Some(ca) = ca_file else { return url };
+    if url.to_ascii_lowercase().contains("sslrootcert=") {
+        return url;
+    }
+    if url.contains("://") {
+        let sep = if url.contains('?') { '&' } else { '?' };
+        let encoded: String = ca.bytes().map(|b| if b.is_ascii_alphanumeric() || b"/._-~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect();
+        format!("{url}{sep}sslrootcert={encoded}")
+    } else {
+        format!("{url} sslrootcert={ca}")
+    }
 }
 
 fn parse_ids(key: &str, v: &str) -> Result<Vec<u64>, String> {
@@ -179,8 +213,13 @@ impl Config {
             Some("json") => LogFormat::Json,
             Some(other) => return Err(format!("DIONYSUS_LOG_FORMAT: \"{other}\" is neither text nor json")),
         };
+        let fetch_allow_private = match env("DIONYSUS_FETCH_ALLOW_PRIVATE") {
+            Some(v) => parse_destinations("DIONYSUS_FETCH_ALLOW_PRIVATE", v.split(',').map(str::to_string).collect())?,
+            None => parse_destinations("fetch_allow_private", file.fetch_allow_private.unwrap_or_default())?,
+        };
+        let database_url = env("DIONYSUS_DATABASE_URL").or(file.database_url).unwrap_or_else(|| DEFAULT_DATABASE_URL.into());
         Ok(Config {
-            database_url: env("DIONYSUS_DATABASE_URL").or(file.database_url).unwrap_or_else(|| DEFAULT_DATABASE_URL.into()),
+            database_url: with_ca_file(database_url, env("DIONYSUS_DATABASE_CA_FILE").or(file.database_ca_file)),
             fast,
             smart,
             discord: DiscordConfig {
@@ -189,6 +228,7 @@ impl Config {
                 home_channel_id: home,
             },
             search_url: env("DIONYSUS_SEARCH_URL").or(file.search_url).filter(|s| !s.is_empty()),
+            fetch_allow_private,
             max_memories: num("DIONYSUS_CHAT_MAX_MEMORIES", chat.max_memories, 8, 100)?,
             max_turns: num("DIONYSUS_CHAT_MAX_TURNS", chat.max_turns, 12, 200)?,
             terminal_user: env("DIONYSUS_TERMINAL_USER").or(chat.terminal_user).or_else(|| env("USER")).unwrap_or_else(|| "you".into()),
@@ -236,26 +276,44 @@ impl fmt::Debug for Config {
             .field("discord_allowed_user_ids", &self.discord.allowed_user_ids)
             .field("discord_home_channel_id", &self.discord.home_channel_id)
             .field("search_url", &self.search_url)
+            .field("fetch_allow_private", &self.fetch_allow_private)
             .finish()
     }
 }
 
-/// The URL with any password replaced, for messages and logs.
+/// Keys whose values are secrets in a connection string.
+fn is_secret_key(key: &str) -> bool {
+    matches!(key.to_ascii_lowercase().as_str(), "password" | "sslpassword")
+}
+
+/// `key=***` for a secret key, else the pair as it was.
+fn mask_pair(pair: &str) -> String {
+    match pair.split_once('=') {
+        Some((key, _)) if is_secret_key(key.trim()) => format!("{key}=***"),
+        _ => pair.to_string(),
+    }
+}
+
+/// The URL with any password (in the authority, or a `password`/`sslpassword` parameter)
+/// replaced, for messages and logs.
 pub fn redact(url: &str) -> String {
-    // URL form: scheme://user:password@host
+    // URL form: scheme://user:password@host/db?key=value&…
     if let Some((scheme, rest)) = url.split_once("://") {
-        if let Some((auth, host)) = rest.split_once('@') {
-            let user = auth.split(':').next().unwrap_or("");
-            let masked = if auth.contains(':') { format!("{user}:***") } else { user.to_string() };
-            return format!("{scheme}://{masked}@{host}");
-        }
-        return url.to_string();
+        let (auth, after_auth) = match rest.split_once('@') {
+            Some((auth, host)) => {
+                let user = auth.split(':').next().unwrap_or("");
+                (if auth.contains(':') { format!("{user}:***@") } else { format!("{user}@") }, host)
+            }
+            None => (String::new(), rest),
+        };
+        let after_auth = match after_auth.split_once('?') {
+            Some((path, query)) => format!("{path}?{}", query.split('&').map(mask_pair).collect::<Vec<_>>().join("&")),
+            None => after_auth.to_string(),
+        };
+        return format!("{scheme}://{auth}{after_auth}");
     }
     // key=value form
-    url.split_whitespace()
-        .map(|kv| if kv.to_ascii_lowercase().starts_with("password=") { "password=***".to_string() } else { kv.to_string() })
-        .collect::<Vec<_>>()
-        .join(" ")
+    url.split_whitespace().map(mask_pair).collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]
@@ -268,6 +326,31 @@ mod tests {
         assert_eq!(redact("postgresql://bob@db/x"), "postgresql://bob@db/x");
         assert_eq!(redact("host=db user=bob password=s3cret dbname=x"), "host=db user=bob password=*** dbname=x");
         assert!(!redact("host=db PASSWORD=s3cret").contains("s3cret"));
+        assert_eq!(redact("host=db sslpassword=s3cret"), "host=db sslpassword=***");
+        assert_eq!(
+            redact("postgresql://bob@db/x?sslmode=require&password=s3cret"),
+            "postgresql://bob@db/x?sslmode=require&password=***"
+        );
+        assert_eq!(redact("postgres://db/x?PassWord=s3cret&sslmode=verify-full"), "postgres://db/x?PassWord=***&sslmode=verify-full");
+        assert_eq!(redact("postgresql://bob:pw@db/x?sslpassword=k3y&passwords=ok"), "postgresql://bob:***@db/x?sslpassword=***&passwords=ok");
+        assert_eq!(redact("postgresql://db/x?sslrootcert=/etc/ca.pem"), "postgresql://db/x?sslrootcert=/etc/ca.pem");
+    }
+
+    #[test]
+    fn private_fetch_destinations_are_exact_host_ports() {
+        assert_eq!(parse_destinations("k", vec!["LocalHost:8080 ".into(), "[::1]:9000".into(), "".into()]).unwrap(), ["localhost:8080", "[::1]:9000"]);
+        for bad in ["localhost", "localhost:http", ":80", "10.0.0.1:99999"] {
+            assert!(parse_destinations("fetch_allow_private", vec![bad.into()]).unwrap_err().contains("fetch_allow_private"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_ca_file_travels_in_the_database_url() {
+        assert_eq!(with_ca_file("postgresql://db/x".into(), Some("/etc/my ca.pem".into())), "postgresql://db/x?sslrootcert=/etc/my%20ca.pem");
+        assert_eq!(with_ca_file("postgresql://db/x?sslmode=require".into(), Some("/ca.pem".into())), "postgresql://db/x?sslmode=require&sslrootcert=/ca.pem");
+        assert_eq!(with_ca_file("host=db sslmode=require".into(), Some("/ca.pem".into())), "host=db sslmode=require sslrootcert=/ca.pem");
+        assert_eq!(with_ca_file("postgresql://db/x?sslrootcert=/mine.pem".into(), Some("/ca.pem".into())), "postgresql://db/x?sslrootcert=/mine.pem");
+        assert_eq!(with_ca_file("postgresql://db/x".into(), None), "postgresql://db/x");
     }
 
     #[test]
@@ -279,7 +362,9 @@ mod tests {
             &path,
             r#"
 database_url = "postgresql://me:pw@db/x"
+database_ca_file = "/etc/dionysus/ca.pem"
 search_url = "http://search/search"
+fetch_allow_private = ["Wiki.lan:8080"]
 [llm]
 base_url = "https://openrouter.ai/api/v1"
 api_key = "sk-secret"
@@ -307,6 +392,8 @@ max_memories = 5
         assert_eq!(c.discord.allowed_user_ids, vec![1, 2]);
         assert_eq!(c.discord.home_channel_id, Some(3));
         assert_eq!(c.max_memories, 5);
+        assert_eq!(c.fetch_allow_private, ["wiki.lan:8080"]);
+        assert_eq!(c.database_url, "postgresql://me:pw@db/x?sslrootcert=/etc/dionysus/ca.pem");
         assert!(c.available_actions().contains(&"inquire_deep"));
         let shown = format!("{c:?}");
         for s in ["sk-secret", "discord-secret", ":pw@"] {

@@ -45,11 +45,12 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
         Ok(v) => v,
         Err(e) => {
             tracing::error!(error = %e, "cannot store the message");
+            // The database's own words stay in the log: they are for the operator, not the chat.
             let text = match &e {
-                DbError::Down(_) => "My memory is unreachable right now, so I can't take this in. Please tell me again in a few minutes.".to_string(),
-                DbError::Sql { message, .. } => format!("I couldn't take that message in: {message}"),
+                DbError::Down(_) => "My memory is unreachable right now, so I can't take this in. Please tell me again in a few minutes.",
+                DbError::Sql { .. } => "I couldn't take that message in; something on my side went wrong, and it has been logged.",
             };
-            let _ = ch.send(&m.channel_id, &text).await;
+            let _ = ch.send(&m.channel_id, text).await;
             return Handled::NotStored(e.to_string());
         }
     };
@@ -61,6 +62,7 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
         return Handled::Duplicate;
     }
     let work_id = logged["work_id"].as_str().and_then(|s| Uuid::parse_str(s).ok());
+    let person = logged["person"].as_str().unwrap_or_default().to_string();
 
     // Typing while composing (Discord shows it for ~10 s, so it is renewed).
     ch.typing(&m.channel_id).await;
@@ -74,7 +76,7 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
             }
         })
     };
-    let (reply, fallback) = compose(mind, message_id, &m.content).await;
+    let (reply, fallback) = compose(mind, message_id, &m.content, m.private).await;
     typing.abort();
 
     let sent = send_with_retries(mind, &m.channel_id, &reply).await;
@@ -94,7 +96,11 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
         }
         Err(e) => {
             tracing::warn!(error = %e, "reply not delivered; it waits in the outbox");
-            if let Err(e) = mind.chat_db.query("SELECT dionysus.outbox_reply($1)", &[&reply]).await {
+            let r = mind
+                .chat_db
+                .query("SELECT dionysus.outbox_reply($1, $2, $3, $4)", &[&reply, &person, &ch.platform(), &m.channel_id])
+                .await;
+            if let Err(e) = r {
                 tracing::error!(error = %e, "reply lost: neither delivered nor queued");
             }
             Handled::Queued { message_id }
@@ -124,8 +130,9 @@ pub async fn extract_now(mind: &Mind, work_id: Uuid) {
     }
 }
 
-/// The reply, and whether it is the fallback (the model could not be used).
-async fn compose(mind: &Mind, message_id: Uuid, content: &str) -> (String, bool) {
+/// The reply, and whether it is the fallback (the model could not be used). `private`: the
+/// channel is the person's alone (a DM), so the fallback may quote what was recalled.
+async fn compose(mind: &Mind, message_id: Uuid, content: &str, private: bool) -> (String, bool) {
     let ctx = match mind
         .chat_db
         .json("SELECT dionysus.chat_context($1, $2, $3)", &[&message_id, &mind.config.max_memories, &mind.config.max_turns])
@@ -181,7 +188,9 @@ async fn compose(mind: &Mind, message_id: Uuid, content: &str) -> (String, bool)
         Ok(r) => (r, false),
         Err(e) => {
             tracing::warn!(error = %e, "replying with the fallback");
-            (fallback_reply(mind, &memories).await, true)
+            // In a shared channel others read the fallback: it quotes nothing remembered.
+            let quotable: &[String] = if private { &memories } else { &[] };
+            (fallback_reply(mind, quotable).await, true)
         }
     }
 }

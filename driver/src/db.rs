@@ -11,7 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Mutex};
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{AsyncMessage, Client, NoTls, Row};
+use tokio_postgres::config::SslMode;
+use tokio_postgres::tls::MakeTlsConnect;
+use tokio_postgres::{AsyncMessage, Client, Connection, Row, Socket};
+use tokio_postgres_rustls::MakeRustlsConnect;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone)]
@@ -70,15 +73,181 @@ pub struct Db {
     patience: Duration,
 }
 
+/// A client whose connection runs in the background; see [`open`].
 pub async fn connect(url: &str) -> Result<Client, String> {
-    let (client, conn) = tokio::time::timeout(Duration::from_secs(10), tokio_postgres::connect(url, NoTls))
-        .await
-        .map_err(|_| "connection timed out after 10 s".to_string())?
-        .map_err(|e| e.to_string())?;
+    let (client, conn) = open(url).await?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
     Ok(client)
+}
+
+type TlsStream = <MakeRustlsConnect as MakeTlsConnect<Socket>>::Stream;
+
+/// Opens a connection (within 10 s) as `sslmode` in the URL asks. Every connection of the driver
+/// (its organs, the listener, `doctor`) comes through here.
+///
+/// - `disable`: plain TCP.
+/// - `prefer` (the default): TLS if the server offers it, else plain TCP. The certificate is not
+///   verified, as with libpq: this guards against eavesdropping only (an active attacker could
+///   refuse TLS anyway), and it keeps working against a local server with a self-signed certificate.
+/// - `require`, `verify-ca`, `verify-full`: TLS or no connection, and the certificate must chain
+///   to the webpki (Mozilla) roots or to the CA file of `sslrootcert=` (or `database_ca_file`),
+///   and name the host connected to. `require` is thus stricter than libpq's, which verifies
+///   nothing; an operator with an unverifiable certificate uses `prefer` instead.
+pub async fn open(url: &str) -> Result<(Client, Connection<Socket, TlsStream>), String> {
+    let settings = TlsSettings::parse(url)?;
+    let mut config: tokio_postgres::Config = settings.rest.parse().map_err(|e: tokio_postgres::Error| e.to_string())?;
+    config.ssl_mode(settings.mode);
+    let tls = tls_connector(settings.verify, settings.root_cert.as_deref())?;
+    tokio::time::timeout(Duration::from_secs(10), config.connect(tls))
+        .await
+        .map_err(|_| "connection timed out after 10 s".to_string())?
+        .map_err(|e| describe(&e))
+}
+
+/// The error with its causes (a TLS failure says why: "invalid peer certificate: UnknownIssuer").
+fn describe(e: &tokio_postgres::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(inner) = source {
+        s = format!("{s}: {inner}");
+        source = inner.source();
+    }
+    s
+}
+
+/// The TLS parameters of a connection string, which the driver handles itself (tokio-postgres
+/// knows neither `sslrootcert` nor the verify modes), and the string without them.
+#[derive(Debug, PartialEq)]
+struct TlsSettings {
+    rest: String,
+    mode: SslMode,
+    verify: bool,
+    root_cert: Option<String>,
+}
+
+impl TlsSettings {
+    fn parse(url: &str) -> Result<TlsSettings, String> {
+        let mut sslmode = None;
+        let mut root_cert = None;
+        let mut take = |key: &str, value: String| match key {
+            "sslmode" => {
+                sslmode = Some(value);
+                true
+            }
+            "sslrootcert" => {
+                root_cert = Some(value);
+                true
+            }
+            _ => false,
+        };
+        let rest = if url.contains("://") {
+            match url.split_once('?') {
+                Some((base, query)) => {
+                    let kept: Vec<&str> =
+                        query.split('&').filter(|kv| !kv.split_once('=').is_some_and(|(k, v)| take(k, percent_decode(v)))).collect();
+                    if kept.is_empty() { base.to_string() } else { format!("{base}?{}", kept.join("&")) }
+                }
+                None => url.to_string(),
+            }
+        } else {
+            url.split_whitespace()
+                .filter(|kv| !kv.split_once('=').is_some_and(|(k, v)| take(k, v.trim_matches('\'').to_string())))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let (mode, verify) = match sslmode.as_deref().unwrap_or("prefer") {
+            "disable" => (SslMode::Disable, false),
+            "prefer" => (SslMode::Prefer, false),
+            "require" | "verify-ca" | "verify-full" => (SslMode::Require, true),
+            other => return Err(format!("sslmode \"{other}\" is not one of disable, prefer, require, verify-ca, verify-full")),
+        };
+        Ok(TlsSettings { rest, mode, verify, root_cert })
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn tls_connector(verify: bool, root_cert: Option<&str>) -> Result<MakeRustlsConnect, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions().map_err(|e| e.to_string())?;
+    let config = if verify {
+        let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        if let Some(path) = root_cert {
+            use rustls::pki_types::{pem::PemObject, CertificateDer};
+            let certs: Vec<CertificateDer> =
+                CertificateDer::pem_file_iter(path).and_then(|i| i.collect()).map_err(|e| format!("sslrootcert {path}: {e}"))?;
+            if certs.is_empty() {
+                return Err(format!("sslrootcert {path}: no certificate in the file"));
+            }
+            for cert in certs {
+                roots.add(cert).map_err(|e| format!("sslrootcert {path}: {e}"))?;
+            }
+        }
+        builder.with_root_certificates(roots).with_no_client_auth()
+    } else {
+        builder.dangerous().with_custom_certificate_verifier(Arc::new(EncryptOnly(provider))).with_no_client_auth()
+    };
+    Ok(MakeRustlsConnect::new(config))
+}
+
+/// `sslmode=prefer`: any certificate is accepted, but the handshake must still be signed by
+/// its key, so the session is encrypted to whoever holds it.
+#[derive(Debug)]
+struct EncryptOnly(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for EncryptOnly {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
 }
 
 impl Db {
@@ -199,16 +368,14 @@ pub const CHANNELS: [(&str, Wake); 3] =
 pub async fn listen(url: String, tx: mpsc::Sender<Wake>, shutdown: CancellationToken) {
     let mut delay = Duration::from_millis(200);
     while !shutdown.is_cancelled() {
-        let conn = tokio::time::timeout(Duration::from_secs(10), tokio_postgres::connect(&url, NoTls)).await;
-        let (client, mut connection) = match conn {
-            Ok(Ok(pair)) => pair,
-            Ok(Err(e)) => {
+        let (client, mut connection) = match open(&url).await {
+            Ok(pair) => pair,
+            Err(e) => {
                 tracing::warn!(error = %e, "listener cannot connect; retrying in {:?}", delay);
                 tokio::select! { _ = tokio::time::sleep(delay) => {}, _ = shutdown.cancelled() => return }
                 delay = (delay * 2).min(Duration::from_secs(5));
                 continue;
             }
-            Err(_) => continue,
         };
         let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
         let listen_sql: String = CHANNELS.iter().map(|(c, _)| format!("LISTEN {c};")).collect();
@@ -241,5 +408,37 @@ pub async fn listen(url: String, tx: mpsc::Sender<Wake>, shutdown: CancellationT
         }
         tokio::select! { _ = tokio::time::sleep(delay) => {}, _ = shutdown.cancelled() => return }
         delay = (delay * 2).min(Duration::from_secs(5));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(url: &str) -> TlsSettings {
+        TlsSettings::parse(url).unwrap()
+    }
+
+    #[test]
+    fn tls_parameters_are_taken_out_of_the_connection_string() {
+        let s = parsed("postgresql://bob@db:5432/x?sslmode=verify-full&application_name=d&sslrootcert=/etc/my%20ca.pem");
+        assert_eq!(s, TlsSettings { rest: "postgresql://bob@db:5432/x?application_name=d".into(), mode: SslMode::Require, verify: true, root_cert: Some("/etc/my ca.pem".into()) });
+        let s = parsed("host=db user=bob sslmode=require sslrootcert='/ca.pem'");
+        assert_eq!(s, TlsSettings { rest: "host=db user=bob".into(), mode: SslMode::Require, verify: true, root_cert: Some("/ca.pem".into()) });
+        assert_eq!(parsed("postgresql://db/x?sslmode=disable").rest, "postgresql://db/x");
+        assert!(matches!(parsed("postgresql://db/x?sslmode=disable").mode, SslMode::Disable));
+        let default = parsed("postgresql://db/x");
+        assert!(matches!(default.mode, SslMode::Prefer) && !default.verify);
+        assert!(parsed("postgresql://db/x?sslmode=verify-ca").verify);
+        assert!(TlsSettings::parse("postgresql://db/x?sslmode=allow-anything").unwrap_err().contains("allow-anything"));
+    }
+
+    #[test]
+    fn a_missing_or_empty_ca_file_is_an_error_naming_it() {
+        assert!(tls_connector(true, Some("/nonexistent/ca.pem")).err().unwrap().contains("/nonexistent/ca.pem"));
+        let empty = std::env::temp_dir().join(format!("dionysus-empty-ca-{}.pem", std::process::id()));
+        std::fs::write(&empty, "not a certificate").unwrap();
+        assert!(tls_connector(true, empty.to_str()).err().unwrap().contains("no certificate"));
+        assert!(tls_connector(false, None).is_ok() && tls_connector(true, None).is_ok());
     }
 }

@@ -84,6 +84,7 @@ pub async fn checks(config: &Config) -> Vec<Check> {
         }
     };
     out.push(server_version(&client).await);
+    out.push(role(&client).await);
     out.push(pgvector(&client).await);
     let installed = extension(&client).await;
     let ext_ok = installed.status == Status::Ok;
@@ -154,6 +155,19 @@ async fn one(client: &Client, sql: &str) -> Result<Option<String>, String> {
     client.query_opt(sql, &[]).await.map(|r| r.and_then(|r| r.get::<_, Option<String>>(0))).map_err(|e| e.to_string())
 }
 
+/// The driver should not hold more than it needs: a superuser connection works, but is a warning.
+async fn role(c: &Client) -> Check {
+    match c.query_one("SELECT current_user::text, rolsuper FROM pg_roles WHERE rolname = current_user", &[]).await {
+        Ok(r) if r.get::<_, bool>(1) => Check::warn(
+            "role",
+            format!("connected as {}, a superuser", r.get::<_, String>(0)),
+            "connect as dionysus_driver (ALTER ROLE dionysus_driver LOGIN PASSWORD '…'; see the README)",
+        ),
+        Ok(r) => Check::ok("role", format!("connected as {}", r.get::<_, String>(0))),
+        Err(e) => Check::warn("role", format!("cannot read the role: {e}"), "check the connection's permissions"),
+    }
+}
+
 async fn server_version(c: &Client) -> Check {
     match one(c, "SELECT current_setting('server_version')").await {
         Ok(Some(v)) if parse_version(&v).0 >= MIN_SERVER => Check::ok("server", format!("PostgreSQL {v}")),
@@ -203,7 +217,15 @@ async fn preload(c: &Client) -> Check {
             format!("dionysus is not in shared_preload_libraries ('{}'): no maintenance worker", v.unwrap_or_default()),
             "ALTER SYSTEM SET shared_preload_libraries = 'dionysus'; then restart PostgreSQL",
         ),
-        Err(e) => Check::fail("preload", e, "check the connection's permissions"),
+        // dionysus_driver may not read the setting: the workers' own record shows it instead.
+        Err(_) => match one(c, "SELECT (last_tick_at IS NOT NULL)::text FROM dionysus.scheduler_status").await {
+            Ok(Some(t)) if t == "true" => Check::ok("preload", "the background workers run in this database"),
+            _ => Check::warn(
+                "preload",
+                "the workers have not run here yet, and this role cannot read shared_preload_libraries",
+                "check as a superuser: SHOW shared_preload_libraries (it must list dionysus)",
+            ),
+        },
     }
 }
 

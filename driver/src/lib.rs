@@ -21,6 +21,7 @@ pub mod prompt;
 pub mod runtime;
 pub mod search;
 pub mod status;
+pub mod web;
 pub mod work;
 
 use std::sync::Arc;
@@ -36,7 +37,7 @@ pub struct Mind {
     pub work_db: db::Db,
     pub outbox_db: db::Db,
     pub channel: Arc<dyn channel::Channel>,
-    pub web: reqwest::Client,
+    pub web: web::Web,
     pub shutdown: CancellationToken,
     /// One delivery pass at a time: it holds a transaction on `outbox_db`.
     pub outbox_lock: tokio::sync::Mutex<()>,
@@ -50,11 +51,7 @@ impl Mind {
             chat_db: db::Db::new(&config.database_url, "conversation"),
             work_db: db::Db::new(&config.database_url, "work"),
             outbox_db: db::Db::new(&config.database_url, "outbox"),
-            web: reqwest::Client::builder()
-                .timeout(std::time::Duration::from_secs(15))
-                .user_agent("dionysus/0.1 (+https://github.com/)")
-                .build()
-                .expect("HTTP client"),
+            web: web::Web::new(&config.fetch_allow_private),
             channel,
             config,
             shutdown: CancellationToken::new(),

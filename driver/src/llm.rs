@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 pub const RETRIES: u32 = 2;
 pub const BREAKER_FAILURES: u32 = 3;
 pub const BREAKER_RESET: Duration = Duration::from_secs(30);
+/// Largest response body read from the endpoint.
+pub const ANSWER_CAP: usize = 8 * 1024 * 1024;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum LlmError {
@@ -205,11 +207,11 @@ impl Llm {
         }
         let resp = req.send().await.map_err(|e| if e.is_timeout() { LlmError::Timeout } else { LlmError::Transport(short(&e)) })?;
         let status = resp.status().as_u16();
-        let text = resp.text().await.map_err(|e| if e.is_timeout() { LlmError::Timeout } else { LlmError::Transport(short(&e)) })?;
+        let body = read_answer(resp).await?;
         if status != 200 {
-            return Err(LlmError::Http(status, text.chars().take(300).collect()));
+            return Err(LlmError::Http(status, String::from_utf8_lossy(&body).chars().take(300).collect()));
         }
-        let v: Value = serde_json::from_str(&text).map_err(|e| LlmError::BadAnswer(format!("not a chat completion: {e}")))?;
+        let v: Value = serde_json::from_slice(&body).map_err(|e| LlmError::BadAnswer(format!("not a chat completion: {e}")))?;
         let choice = &v["choices"][0];
         let msg = &choice["message"];
         if let Some(r) = msg["refusal"].as_str().filter(|r| !r.trim().is_empty()) {
@@ -230,12 +232,29 @@ impl Llm {
         }
         let resp = req.send().await.map_err(|e| if e.is_timeout() { LlmError::Timeout } else { LlmError::Transport(short(&e)) })?;
         let status = resp.status().as_u16();
-        let v: Value = resp.json().await.map_err(|e| LlmError::BadAnswer(e.to_string()))?;
+        let v: Value = serde_json::from_slice(&read_answer(resp).await?).map_err(|e| LlmError::BadAnswer(e.to_string()))?;
         if status != 200 {
             return Err(LlmError::Http(status, v.to_string().chars().take(200).collect()));
         }
         Ok(v["data"].as_array().map(|a| a.iter().filter_map(|m| m["id"].as_str().map(str::to_string)).collect()).unwrap_or_default())
     }
+}
+
+/// The response body, refused once it grows past [`ANSWER_CAP`]: a broken or hostile endpoint
+/// cannot make the driver hold an unbounded answer in memory.
+async fn read_answer(mut resp: reqwest::Response) -> Result<Vec<u8>, LlmError> {
+    let too_large = || LlmError::BadAnswer(format!("answer larger than {} MiB", ANSWER_CAP / (1024 * 1024)));
+    if resp.content_length().is_some_and(|n| n > ANSWER_CAP as u64) {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(|e| if e.is_timeout() { LlmError::Timeout } else { LlmError::Transport(short(&e)) })? {
+        if body.len() + chunk.len() > ANSWER_CAP {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// A reqwest error with its causes (keys travel in headers, never in the URL).

@@ -1,6 +1,7 @@
 //! Web search for the inquire actions: a SearXNG-style JSON API
 //! (`GET {url}?q=…&format=json` → `{"results": [{"title", "url", "content"}]}`), and page
 //! fetching reduced to plain text for inquire_deep.
+use crate::web::{self, Web};
 use serde_json::Value;
 
 #[derive(Debug, Clone)]
@@ -10,19 +11,23 @@ pub struct Hit {
     pub snippet: String,
 }
 
-pub async fn search(http: &reqwest::Client, endpoint: &str, query: &str, max: usize) -> Result<Vec<Hit>, String> {
-    let resp = http.get(endpoint).query(&[("q", query), ("format", "json")]).send().await.map_err(|e| e.to_string())?;
+/// Asks the operator's search endpoint (trusted: it may be a local SearXNG). The hits it returns
+/// are untrusted: their URLs go through [`Web::fetch_untrusted`], their text into a fence.
+pub async fn search(web: &Web, endpoint: &str, query: &str, max: usize) -> Result<Vec<Hit>, String> {
+    let resp = web.trusted().get(endpoint).query(&[("q", query), ("format", "json")]).send().await.map_err(|e| web::describe(&e))?;
     if !resp.status().is_success() {
         return Err(format!("HTTP {}", resp.status().as_u16()));
     }
-    let v: Value = resp.json().await.map_err(|e| format!("not JSON: {e}"))?;
+    web::accepted_type(&resp, web::SEARCH_TYPES)?;
+    let body = web::read_capped(resp, web::PAGE_CAP).await?;
+    let v: Value = serde_json::from_slice(&body).map_err(|e| format!("not JSON: {e}"))?;
     let hits = v["results"]
         .as_array()
         .ok_or("no \"results\" array")?
         .iter()
         .filter_map(|r| {
             Some(Hit {
-                title: r["title"].as_str().unwrap_or("").to_string(),
+                title: r["title"].as_str().unwrap_or("").chars().take(200).collect(),
                 url: r["url"].as_str()?.to_string(),
                 snippet: r["content"].as_str().unwrap_or("").chars().take(400).collect(),
             })
@@ -32,17 +37,12 @@ pub async fn search(http: &reqwest::Client, endpoint: &str, query: &str, max: us
     Ok(hits)
 }
 
-pub async fn fetch_text(http: &reqwest::Client, url: &str, max_chars: usize) -> Result<String, String> {
-    if !(url.starts_with("http://") || url.starts_with("https://")) {
-        return Err("not an http(s) URL".into());
-    }
-    let resp = http.get(url).send().await.map_err(|e| e.to_string())?;
-    if !resp.status().is_success() {
-        return Err(format!("HTTP {}", resp.status().as_u16()));
-    }
-    let body = resp.text().await.map_err(|e| e.to_string())?;
-    let body: String = body.chars().take(400_000).collect();
-    Ok(html_to_text(&body).chars().take(max_chars).collect())
+/// The visible text of an untrusted page, at most `max_chars`.
+pub async fn fetch_text(web: &Web, url: &str, max_chars: usize) -> Result<String, String> {
+    let page = web.fetch_untrusted(url, web::PAGE_CAP, web::PAGE_TYPES).await?;
+    let body = String::from_utf8_lossy(&page.body);
+    let text = if page.content_type == "text/plain" { body.split_whitespace().collect::<Vec<_>>().join(" ") } else { html_to_text(&body) };
+    Ok(text.chars().take(max_chars).collect())
 }
 
 /// Visible text of an HTML page: scripts, styles and tags removed, whitespace collapsed.

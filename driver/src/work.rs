@@ -7,7 +7,7 @@ use crate::db::{Db, DbError};
 use crate::jsonish::{list, number, text};
 use crate::llm::{Llm, LlmError, Msg};
 use crate::prompt::{self, bullets, contents, render};
-use crate::{search, Mind};
+use crate::{search, web, Mind};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -72,8 +72,10 @@ pub async fn settle(db: &Db, item: &WorkItem, outcome: Outcome) -> Result<&'stat
                 Ok("done")
             }
             Err(DbError::Sql { code, message }) => {
-                tracing::warn!(action = %item.action, id = %item.id, %code, %message, "result refused; failing the item");
-                db.query("SELECT dionysus.fail_work($1, $2, true)", &[&item.id, &format!("result refused: {message}")]).await?;
+                // 42501: refused by policy (privacy, web trust): trying again would be refused again.
+                let retry = code != "42501";
+                tracing::warn!(action = %item.action, id = %item.id, %code, %message, retry, "result refused; failing the item");
+                db.query("SELECT dionysus.fail_work($1, $2, $3)", &[&item.id, &format!("result refused: {message}"), &retry]).await?;
                 Ok("failed")
             }
             Err(e) => Err(e),
@@ -181,20 +183,62 @@ async fn json_of(db: &Db, sql: &str, params: &[&(dyn tokio_postgres::types::ToSq
     db.json(sql, params).await.map_err(from_db)
 }
 
-/// Recalled memories for a query, as prompt lines.
-async fn recalled(db: &Db, query: &str, k: i32) -> Step<Vec<String>> {
-    let v = json_of(
-        db,
-        "SELECT coalesce(jsonb_agg(jsonb_build_object('content', content) ORDER BY score DESC), '[]') FROM dionysus.recall($1, $2)",
-        &[&query, &k],
-    )
-    .await?;
-    Ok(contents(&v, 500))
+/// Memories shown to the model: the prompt lines, and their ids (the result's `basis`, from
+/// which the extension learns how private what the model writes is). Web-derived memories
+/// are marked as unverified quotes, never as the agent's own knowledge.
+#[derive(Default)]
+struct Shown {
+    lines: Vec<String>,
+    basis: Vec<String>,
 }
 
-async fn recent(db: &Db, k: i32) -> Step<Vec<String>> {
-    let v = json_of(db, "SELECT coalesce(jsonb_agg(jsonb_build_object('content', content)), '[]') FROM dionysus.recall_recent($1)", &[&k]).await?;
-    Ok(contents(&v, 500))
+impl Shown {
+    fn from(v: &Value) -> Shown {
+        let mut s = Shown::default();
+        for m in v.as_array().into_iter().flatten() {
+            let (Some(id), Some(c)) = (m["id"].as_str(), m["content"].as_str()) else { continue };
+            if s.basis.iter().any(|b| b == id) {
+                continue;
+            }
+            let c: String = c.chars().take(500).collect();
+            s.lines.push(if m["source"] == "web" { format!("[from the web, unverified, quoted] {c}") } else { c });
+            s.basis.push(id.to_string());
+        }
+        s
+    }
+
+    fn extend(&mut self, other: Shown) {
+        for (line, id) in other.lines.into_iter().zip(other.basis) {
+            if !self.basis.contains(&id) {
+                self.lines.push(line);
+                self.basis.push(id);
+            }
+        }
+    }
+}
+
+/// Recalled memories for a query; with `person`, only what that person may see.
+async fn recalled(db: &Db, query: &str, k: i32, person: Option<&str>) -> Step<Shown> {
+    let v = json_of(
+        db,
+        "SELECT coalesce(jsonb_agg(jsonb_build_object('id', r.memory_id, 'content', r.content, 'source', m.source) \
+                                   ORDER BY r.score DESC), '[]') \
+         FROM dionysus.recall($1, $2, person => $3) r JOIN dionysus.memories m ON m.id = r.memory_id",
+        &[&query, &k, &person],
+    )
+    .await?;
+    Ok(Shown::from(&v))
+}
+
+async fn recent(db: &Db, k: i32) -> Step<Shown> {
+    let v = json_of(
+        db,
+        "SELECT coalesce(jsonb_agg(jsonb_build_object('id', memory_id, 'content', content, 'source', source)), '[]') \
+         FROM dionysus.recall_recent($1)",
+        &[&k],
+    )
+    .await?;
+    Ok(Shown::from(&v))
 }
 
 fn uuid_param(p: &Value, key: &str) -> Step<Uuid> {
@@ -355,16 +399,15 @@ async fn reflect(mind: &Mind, p: &Value) -> Step<Outcome> {
     let focus = text(p, "focus");
     let mut mems = recent(&mind.work_db, 6).await?;
     if let Some(f) = &focus {
-        mems.extend(recalled(&mind.work_db, f, 6).await?);
+        mems.extend(recalled(&mind.work_db, f, 6, None).await?);
     }
-    mems.dedup();
     let (identity, worldview) = self_model(&mind.work_db).await?;
     let t = template(&mind.work_db, "reflect").await?;
     let system = render(
         &t.text,
         &[
             ("focus", focus.as_ref().map(|f| format!(" (focus: {f})")).unwrap_or_default()),
-            ("memories", bullets(mems, "(nothing yet)")),
+            ("memories", bullets(mems.lines, "(nothing yet)")),
             ("identity", identity),
             ("worldview", worldview),
         ],
@@ -391,6 +434,7 @@ async fn reflect(mind: &Mind, p: &Value) -> Step<Outcome> {
     .await?;
     let mut v = v;
     v["summary"] = json!(format!("{} insights", v["memories"].as_array().map_or(0, Vec::len)));
+    v["basis"] = json!(mems.basis);
     Ok(Outcome::Done(v))
 }
 
@@ -416,7 +460,7 @@ async fn brainstorm_goals(mind: &Mind, p: &Value) -> Step<Outcome> {
         &[
             ("focus", focus.map(|f| format!(" (focus: {f})")).unwrap_or_default()),
             ("goals", bullets(contents(&goals, 200), "(none)")),
-            ("memories", bullets(mems, "(nothing yet)")),
+            ("memories", bullets(mems.lines, "(nothing yet)")),
         ],
     );
     let v = ask(&mind.smart, &t, system, None, |v| {
@@ -436,6 +480,7 @@ async fn brainstorm_goals(mind: &Mind, p: &Value) -> Step<Outcome> {
     .await?;
     let mut v = v;
     v["summary"] = json!(format!("{} goals proposed", v["goals"].as_array().map_or(0, Vec::len)));
+    v["basis"] = json!(mems.basis);
     Ok(Outcome::Done(v))
 }
 
@@ -447,16 +492,18 @@ async fn inquire(mind: &Mind, p: &Value, deep: bool) -> Step<Outcome> {
     let results = search::search(&mind.web, &url, &question, if deep { 8 } else { 5 })
         .await
         .map_err(|e| Outcome::Fail(format!("search failed: {e}"), true))?;
-    let mut lines: Vec<String> = results.iter().map(|r| format!("{} — {}\n  {}", r.title, r.url, r.snippet)).collect();
+    // Everything the web said is quoted inside fences, so a page cannot pose as instructions.
+    let mut lines: Vec<String> = results.iter().map(|r| web::fence(&r.url, &format!("{}\n{}", r.title, r.snippet))).collect();
     if deep {
         for r in results.iter().take(3) {
-            if let Ok(page) = search::fetch_text(&mind.web, &r.url, 3000).await {
-                lines.push(format!("Page {}:\n{}", r.url, page));
+            match search::fetch_text(&mind.web, &r.url, 3000).await {
+                Ok(page) => lines.push(web::fence(&r.url, &page)),
+                Err(e) => tracing::info!(error = %e, "page not read"),
             }
         }
     }
     let t = template(&mind.work_db, "inquire").await?;
-    let system = render(&t.text, &[("question", question.clone()), ("results", bullets(lines, "(no results)"))]);
+    let system = format!("{}\n\n{}", render(&t.text, &[("question", question.clone()), ("results", bullets(lines, "(no results)"))]), web::FENCE_RULE);
     let v = ask(&mind.smart, &t, system, None, |v| {
         let answer = text(&v, "answer").ok_or("\"answer\" must be a non-empty string")?;
         let sources: Vec<String> = list(&v, "sources")?.iter().filter_map(|s| s.as_str().map(str::to_string)).take(10).collect();
@@ -474,19 +521,20 @@ async fn inquire(mind: &Mind, p: &Value, deep: bool) -> Step<Outcome> {
 async fn synthesize(mind: &Mind, p: &Value) -> Step<Outcome> {
     let topic = text(p, "topic").ok_or_else(|| Outcome::Fail("params.topic is missing".into(), false))?;
     let ids: Vec<Uuid> = p["memory_ids"].as_array().into_iter().flatten().filter_map(|v| v.as_str().and_then(|s| Uuid::parse_str(s).ok())).collect();
-    let mut mems = Vec::new();
+    let mut mems = Shown::default();
     if !ids.is_empty() {
         let v = json_of(
             &mind.work_db,
-            "SELECT coalesce(jsonb_agg(jsonb_build_object('content', content)), '[]') FROM dionysus.memories WHERE id = ANY($1)",
+            "SELECT coalesce(jsonb_agg(jsonb_build_object('id', id, 'content', content, 'source', source)), '[]') \
+             FROM dionysus.memories WHERE id = ANY($1)",
             &[&ids],
         )
         .await?;
-        mems.extend(contents(&v, 800));
+        mems.extend(Shown::from(&v));
     }
-    mems.extend(recalled(&mind.work_db, &topic, 10).await?);
+    mems.extend(recalled(&mind.work_db, &topic, 10, None).await?);
     let t = template(&mind.work_db, "synthesize").await?;
-    let system = render(&t.text, &[("topic", topic.clone()), ("memories", bullets(mems, "(nothing yet)"))]);
+    let system = render(&t.text, &[("topic", topic.clone()), ("memories", bullets(mems.lines, "(nothing yet)"))]);
     let v = ask(&mind.smart, &t, system, None, |v| {
         let artifact = text(&v, "artifact").ok_or("\"artifact\" must be a non-empty string")?;
         Ok(json!({"title": text(&v, "title").unwrap_or_else(|| "Synthesis".into()), "artifact": artifact}))
@@ -495,22 +543,30 @@ async fn synthesize(mind: &Mind, p: &Value) -> Step<Outcome> {
     let content = clip(&format!("{}\n\n{}", v["title"].as_str().unwrap_or(""), v["artifact"].as_str().unwrap_or("")), 8000);
     Ok(Outcome::Done(json!({
         "memories": [{"content": content, "type": "semantic", "importance": 0.7}],
-        "summary": format!("synthesized \"{}\"", clip(&topic, 80))
+        "summary": format!("synthesized \"{}\"", clip(&topic, 80)),
+        "basis": mems.basis
     })))
 }
 
+/// A message to one person, written only from what that person may see: their own turns and
+/// memories visible to them. The extension still refuses it if the decision behind it drew
+/// on someone else's private words.
 async fn reach_out(mind: &Mind, p: &Value) -> Step<Outcome> {
     let intent = text(p, "intent").unwrap_or_else(|| "check in".into());
     let draft = text(p, "content");
+    // Whom it is for; nobody yet (no one has talked): the home channel, with nothing private.
+    let target = json_of(&mind.work_db, "SELECT dionysus.reach_out_target($1)", &[&text(p, "person")]).await?;
+    let person = target["person"].as_str().map(str::to_string);
+    let viewer = person.clone().unwrap_or_else(|| "nobody:".into());
     let turns = json_of(
         &mind.work_db,
         "SELECT coalesce(jsonb_agg(jsonb_build_object('role', CASE WHEN is_bot THEN 'assistant' ELSE 'user' END, 'content', content) \
                                    ORDER BY created_at), '[]') \
-         FROM (SELECT * FROM dionysus.messages ORDER BY created_at DESC LIMIT 8) m",
-        &[],
+         FROM (SELECT * FROM dionysus.messages WHERE person = $1 ORDER BY created_at DESC LIMIT 8) m",
+        &[&viewer],
     )
     .await?;
-    let mems = recalled(&mind.work_db, draft.as_deref().unwrap_or(&intent), 6).await?;
+    let mems = recalled(&mind.work_db, draft.as_deref().unwrap_or(&intent), 6, Some(&viewer)).await?;
     let t = template(&mind.work_db, "reach_out").await?;
     let system = render(
         &t.text,
@@ -518,11 +574,12 @@ async fn reach_out(mind: &Mind, p: &Value) -> Step<Outcome> {
             ("intent", intent.clone()),
             ("draft", draft.map(|d| format!("A draft you had in mind: {d}\n")).unwrap_or_default()),
             ("turns", prompt::transcript(&turns)),
-            ("memories", bullets(mems, "(nothing relevant)")),
+            ("memories", bullets(mems.lines, "(nothing relevant)")),
         ],
     );
     let v = ask(&mind.smart, &t, system, None, |v| text(&v, "message").map(|m| json!(clip(&m, 4000))).ok_or_else(|| "\"message\" must be a non-empty string".into())).await?;
-    Ok(Outcome::Done(json!({"message": v, "summary": format!("wrote to the person ({intent})")})))
+    let to = person.as_deref().unwrap_or("the home channel");
+    Ok(Outcome::Done(json!({"message": v, "person": person, "basis": mems.basis, "summary": format!("wrote to {to} ({intent})")})))
 }
 
 #[cfg(test)]

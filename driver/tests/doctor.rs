@@ -37,6 +37,13 @@ fn doctor_reports_every_part_of_a_healthy_stack() {
         assert!(text.lines().any(|l| l.starts_with("ok") && l.contains(name)), "no ok line for {name}:\n{text}");
     }
     assert!(text.contains("384 dimensions"), "{text}");
+    // As the superuser it works, with a warning; as dionysus_driver the role is fine.
+    assert!(text.contains("WARN  role") && text.contains("dionysus_driver"), "{text}");
+    psql(&format!("{base} dbname={db}"), "ALTER ROLE dionysus_driver LOGIN");
+    let as_driver = format!("{} dbname={db}", base.replace("user=postgres", "user=dionysus_driver"));
+    let (ok, text) = doctor(&as_driver);
+    assert!(ok, "{text}");
+    assert!(text.contains("ok    role") && text.contains("connected as dionysus_driver"), "{text}");
 }
 
 #[test]

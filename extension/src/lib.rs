@@ -16,6 +16,7 @@ use pgrx::prelude::*;
 pub mod embed;
 pub mod errors;
 pub mod heartbeat;
+pub mod json_arg;
 pub mod memory;
 pub mod neighborhoods;
 pub mod recall;
@@ -30,12 +31,19 @@ pgrx::extension_sql_file!("../../sql/002_heartbeat.sql", name = "heartbeat_schem
 pgrx::extension_sql_file!("../../sql/003_heartbeat_api.sql", name = "heartbeat_api", requires = ["heartbeat_schema"]);
 // The conversation organ: message log, prompt templates, chat context, language jobs.
 pgrx::extension_sql_file!("../../sql/004_conversation.sql", name = "conversation", requires = ["heartbeat_api"]);
+// Privacy between people and the trust of web content.
+pgrx::extension_sql_file!("../../sql/005_privacy.sql", name = "privacy", requires = ["conversation"]);
 // Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 
 #[pg_guard]
 #[allow(non_snake_case)]
 pub extern "C-unwind" fn _PG_init() {
+    // pgrx's panic hook captures a Rust backtrace into the DETAIL of every ERROR that passes
+    // through Rust whenever RUST_BACKTRACE is set in the server's environment (a developer's
+    // shell often has it). People get one clean line; the backtrace is never theirs to read.
+    // Set before any thread exists and before the first capture caches the setting.
+    unsafe { std::env::set_var("RUST_LIB_BACKTRACE", "0") };
     settings::register();
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         embed::preload_in_postmaster();

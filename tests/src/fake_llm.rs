@@ -3,6 +3,7 @@
 //! messages (the prompts start with "TASK: <name>"); the first matching rule answers. Every
 //! request is recorded so tests can read the prompts the driver built.
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -18,6 +19,20 @@ pub enum Answer {
     Status(u16),
     /// Waits this long before answering "too late".
     Hang(Duration),
+    /// A well-formed completion of about this many bytes, streamed without a Content-Length.
+    Huge(usize),
+}
+
+/// A page served at an exact path, for the fetching tests.
+#[derive(Clone, Debug)]
+pub enum FakePage {
+    /// 200 with this content type and body.
+    Body { content_type: String, body: String },
+    /// 302 to this location.
+    Redirect(String),
+    /// 200 `text/html` of about this many bytes (starting with "HUGE-PAGE-MARKER"), streamed
+    /// without a Content-Length.
+    Huge(usize),
 }
 
 #[derive(Clone, Debug)]
@@ -32,6 +47,9 @@ struct Rule {
 pub struct FakeLlm {
     rules: Arc<Mutex<Vec<Rule>>>,
     requests: Arc<Mutex<Vec<Value>>>,
+    pages: Arc<Mutex<HashMap<String, FakePage>>>,
+    page_hits: Arc<Mutex<Vec<String>>>,
+    search_results: Arc<Mutex<Option<Value>>>,
     pub base_url: String,
 }
 
@@ -82,6 +100,33 @@ impl FakeLlm {
         format!("{}/search", self.base_url.trim_end_matches("/v1"))
     }
 
+    /// The server's root URL (`http://127.0.0.1:PORT`).
+    pub fn root(&self) -> String {
+        self.base_url.trim_end_matches("/v1").to_string()
+    }
+
+    /// `127.0.0.1:PORT`, as `fetch_allow_private` names it.
+    pub fn host_port(&self) -> String {
+        self.root().trim_start_matches("http://").to_string()
+    }
+
+    /// Serves `page` at exactly `path` (e.g. "/moved").
+    pub fn page(&self, path: &str, page: FakePage) -> &Self {
+        self.pages.lock().unwrap().insert(path.into(), page);
+        self
+    }
+
+    /// The paths of the pages served with [`FakeLlm::page`] that were requested, in order.
+    pub fn page_hits(&self) -> Vec<String> {
+        self.page_hits.lock().unwrap().clone()
+    }
+
+    /// Makes the search answer these results (`[{"title", "url", "content"}]`) instead of the default two.
+    pub fn search_results(&self, results: Value) -> &Self {
+        *self.search_results.lock().unwrap() = Some(results);
+        self
+    }
+
     /// The requests whose messages contain `needle`.
     pub fn requests_with(&self, needle: &str) -> Vec<Value> {
         self.requests().into_iter().filter(|r| r["messages"].to_string().contains(needle)).collect()
@@ -129,6 +174,11 @@ impl FakeLlm {
         let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
         let body: Value = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
         let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+        let custom_page = if head.starts_with("GET") { self.pages.lock().unwrap().get(&path).cloned() } else { None };
+        if let Some(page) = custom_page {
+            self.page_hits.lock().unwrap().push(path);
+            return serve_page(sock, page).await;
+        }
         if head.starts_with("GET") && path.starts_with("/page/") {
             // A web page for inquire_deep to fetch.
             let html = format!("<html><head><script>var hidden = 1;</script></head><body><h1>{path}</h1><p>Border collies need two hours of exercise a day.</p></body></html>");
@@ -142,10 +192,11 @@ impl FakeLlm {
             // A SearXNG-style JSON search API.
             self.requests.lock().unwrap().push(json!({"search": path}));
             let base = self.base_url.trim_end_matches("/v1");
-            (200, json!({"results": [
+            let results = self.search_results.lock().unwrap().clone().unwrap_or_else(|| json!([
                 {"title": "Border collie care", "url": format!("{base}/page/collie-care"), "content": "Exercise needs of border collies."},
                 {"title": "Herding dogs", "url": format!("{base}/page/herding"), "content": "Herding breeds overview."}
-            ]}))
+            ]));
+            (200, json!({ "results": results }))
         } else {
             self.requests.lock().unwrap().push(body.clone());
             match self.answer_for(&body) {
@@ -155,6 +206,10 @@ impl FakeLlm {
                 Answer::Hang(d) => {
                     tokio::time::sleep(d).await;
                     (200, completion(&body, json!({"role": "assistant", "content": "too late"}), "stop"))
+                }
+                Answer::Huge(bytes) => {
+                    let prefix = r#"{"id":"chatcmpl-fake","object":"chat.completion","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":""#;
+                    return stream(sock, "application/json", prefix, bytes, r#""}}]}"#).await;
                 }
             }
         };
@@ -167,6 +222,34 @@ impl FakeLlm {
         sock.write_all(resp.as_bytes()).await?;
         sock.shutdown().await
     }
+}
+
+async fn serve_page(mut sock: TcpStream, page: FakePage) -> std::io::Result<()> {
+    let head = match page {
+        FakePage::Huge(bytes) => return stream(sock, "text/html", "<html><body><p>HUGE-PAGE-MARKER ", bytes, "</p></body></html>").await,
+        FakePage::Redirect(to) => format!("HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
+        FakePage::Body { content_type, body } => {
+            format!("HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len())
+        }
+    };
+    sock.write_all(head.as_bytes()).await?;
+    sock.shutdown().await
+}
+
+/// `prefix`, then 'a' up to about `bytes` in all, then `suffix`, with no Content-Length: only
+/// the closing of the connection ends the body. Stops when the reader hangs up.
+async fn stream(mut sock: TcpStream, content_type: &str, prefix: &str, bytes: usize, suffix: &str) -> std::io::Result<()> {
+    let head = format!("HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nConnection: close\r\n\r\n{prefix}");
+    sock.write_all(head.as_bytes()).await?;
+    let chunk = vec![b'a'; 64 * 1024];
+    let mut sent = prefix.len();
+    while sent < bytes {
+        let n = chunk.len().min(bytes - sent);
+        sock.write_all(&chunk[..n]).await?;
+        sent += n;
+    }
+    sock.write_all(suffix.as_bytes()).await?;
+    sock.shutdown().await
 }
 
 fn completion(req: &Value, message: Value, finish: &str) -> Value {

@@ -27,6 +27,7 @@ pub async fn connect(dbname: &str) -> Client {
 }
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
+static DRIVER_LOGIN: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
 
 /// A fresh database with `CREATE EXTENSION dionysus CASCADE`, unique to the caller.
 pub struct TestDb {
@@ -47,6 +48,19 @@ impl TestDb {
         admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
         let client = connect(&name).await;
         client.batch_execute("CREATE EXTENSION dionysus CASCADE").await.expect("CREATE EXTENSION dionysus");
+        // The driver runs as the least-privileged role the extension creates (test cluster: trust).
+        // Once per test binary: concurrent ALTER ROLEs of one role collide in pg_authid.
+        DRIVER_LOGIN
+            .get_or_init(|| async {
+                client
+                    .batch_execute(
+                        "DO $$ BEGIN IF NOT (SELECT rolcanlogin FROM pg_roles WHERE rolname = 'dionysus_driver') THEN \
+                         ALTER ROLE dionysus_driver LOGIN; END IF; END $$",
+                    )
+                    .await
+                    .expect("dionysus_driver can log in");
+            })
+            .await;
         TestDb { name, client }
     }
 
@@ -88,6 +102,11 @@ pub fn p50_p95(samples: &mut [f64]) -> (f64, f64) {
     samples.sort_by(|a, b| a.total_cmp(b));
     let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
     (at(0.5), at(0.95))
+}
+
+/// The connection string the driver uses in tests: the extension's dionysus_driver role.
+pub fn driver_conninfo(dbname: &str) -> String {
+    format!("{} dbname={dbname}", cluster_conninfo().replace("user=postgres", "user=dionysus_driver"))
 }
 
 /// Runs `scripts/cluster.sh` (start/stop/restart DATADIR [PORT] [conf lines]) for tests that

@@ -52,8 +52,57 @@ const CASES: &[(&str, &str, &str)] = &[
     ("SELECT dionysus.release_work(gen_random_uuid(), 'x', -5)", "22023", "\"delay_seconds\""),
     ("SELECT dionysus.release_work(gen_random_uuid())", "P0002", "\"work_id\""),
     ("SELECT dionysus.claim_work_item(NULL, 'w')", "22004", "\"work_id\""),
-    ("SELECT dionysus.outbox_reply('  ')", "22023", "\"content\""),
+    ("SELECT dionysus.outbox_reply('  ', 'test:a', 'test', 'c')", "22023", "\"content\""),
+    ("SELECT dionysus.outbox_reply('hello', NULL, 'test', 'c')", "22023", "\"person\""),
+    ("SELECT dionysus.outbox_reply('hello', 'test:a', 'test', ' ')", "22023", "\"channel_id\""),
+    ("SELECT dionysus.log_message('p', 'm', 'c', 'a', 'hi', person => 'p:someone-else')", "22023", "\"person\""),
+    ("SELECT dionysus.reach_out_target('test:nobody')", "P0002", "\"person\""),
+    // Trust I: times that would poison every later recall are refused.
+    ("SELECT dionysus.remember('x', created_at => 'infinity')", "22023", "\"created_at\""),
+    ("SELECT dionysus.remember('x', created_at => '-infinity')", "22023", "\"created_at\""),
+    ("SELECT dionysus.remember('x', created_at => '1492-10-12')", "22023", "\"created_at\""),
+    ("SELECT dionysus.remember('x', created_at => now() + interval '1 year')", "22023", "\"created_at\""),
+    ("SELECT * FROM dionysus.remember_batch('[{\"content\": \"x\", \"created_at\": \"infinity\"}]')", "22023", "items[0].created_at"),
+    ("SELECT dionysus.open_episode('s', started_at => 'infinity')", "22023", "\"started_at\""),
+    ("SELECT dionysus.remember('x', private_to => ARRAY['test:a', ''])", "22023", "\"private_to\""),
+    ("SELECT * FROM dionysus.remember_batch('[{\"content\": \"x\", \"private_to\": \"test:a\"}]')", "22P02", "items[0].private_to"),
 ];
+
+/// A JSON document nested `depth` levels deep.
+fn deep_json(depth: usize) -> String {
+    format!("{}1{}", "[".repeat(depth), "]".repeat(depth))
+}
+
+/// Trust I: no input produces XX000. A document nested past serde's recursion limit used to
+/// panic inside pgrx's argument conversion; now every jsonb argument is parsed by us.
+#[tokio::test]
+async fn deeply_nested_json_is_a_clean_22p02_naming_the_argument() {
+    let db = TestDb::new("deepjson").await;
+    let deep = deep_json(3000);
+    let hb: uuid::Uuid = {
+        let ctx: serde_json::Value = db.client.query_one("SELECT dionysus.heartbeat_begin()", &[]).await.unwrap().get(0);
+        uuid::Uuid::parse_str(ctx["heartbeat_id"].as_str().unwrap()).unwrap()
+    };
+    let a: uuid::Uuid = db.client.query_one("SELECT dionysus.remember('a')", &[]).await.unwrap().get(0);
+    let b: uuid::Uuid = db.client.query_one("SELECT dionysus.remember('b')", &[]).await.unwrap().get(0);
+    let decision = format!("{{\"actions\": {deep}}}");
+    let cases: Vec<(String, &str)> = vec![
+        (format!("SELECT dionysus.heartbeat_commit('{hb}', '{decision}')"), "\"decision\""),
+        (format!("SELECT dionysus.remember('x', metadata => '{{\"a\": {deep}}}')"), "\"metadata\""),
+        (format!("SELECT * FROM dionysus.remember_batch('{deep}')"), "\"items\""),
+        (format!("SELECT dionysus.connect('{a}', '{b}', properties => '{{\"p\": {deep}}}')"), "\"properties\""),
+    ];
+    for (sql, arg) in cases {
+        let (code, msg) = expect_error(&db.client, &sql).await;
+        assert_eq!(code, "22P02", "{arg}: {msg}");
+        assert!(msg.contains(arg) && msg.contains("nested deeper"), "{arg}: {msg}");
+    }
+    // Deep but within the limit is fine, and the heartbeat is still open for a real decision.
+    let ok = deep_json(40);
+    db.client.batch_execute(&format!("SELECT dionysus.remember('x', metadata => '{{\"a\": {ok}}}')")).await.unwrap();
+    let status: String = db.client.query_one("SELECT status::text FROM dionysus.heartbeat_log WHERE id = $1", &[&hb]).await.unwrap().get(0);
+    assert_eq!(status, "in_flight");
+}
 
 #[tokio::test]
 async fn every_bad_input_is_a_clear_error_and_writes_nothing() {

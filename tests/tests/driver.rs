@@ -6,7 +6,7 @@ use dionysus_driver::config::Config;
 use dionysus_driver::conversation::Handled;
 use dionysus_driver::{heartbeat, runtime, work, Mind};
 use dionysus_tests::fake_llm::{Answer, FakeLlm};
-use dionysus_tests::{cluster_conninfo, TestDb};
+use dionysus_tests::{cluster_conninfo, driver_conninfo, TestDb};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,6 +23,8 @@ fn config(url: String, llm: &FakeLlm) -> Config {
     }
     c.discord = Default::default();
     c.search_url = None;
+    // The fake server's pages are on loopback, which the page fetcher otherwise refuses.
+    c.fetch_allow_private = vec![llm.host_port()];
     c.shutdown_grace = Duration::from_secs(3);
     c
 }
@@ -72,8 +74,9 @@ async fn wait_until(db: &tokio_postgres::Client, sql: &str, what: &str) {
     }
 }
 
+/// The driver connects as the extension's least-privileged role, as in production.
 fn url(db: &TestDb) -> String {
-    format!("{} dbname={}", cluster_conninfo(), db.name)
+    driver_conninfo(&db.name)
 }
 
 fn extraction_of_rex() -> serde_json::Value {
@@ -504,4 +507,116 @@ async fn the_binary_chats_on_the_terminal_and_stops_on_sigterm() {
     assert!(err.contains("dionysus stopped"), "{err}");
     assert!(!err.contains("sk-never-logged"), "the API key reached the log");
     assert_eq!(count(&db.client, "SELECT count(*) FROM dionysus.messages").await, 2);
+}
+
+// ---------------------------------------------------------------------------------------
+// Trust I §4: several people, and nothing one says in private reaches another.
+// ---------------------------------------------------------------------------------------
+
+/// Alice and Bob, each in their own DM. Alice's secret is neither in the prompt of Bob's
+/// reply nor in what is sent to him; a reply that had to wait goes back to Alice's DM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_people_in_their_own_dms_never_see_each_others_words() {
+    let db = TestDb::new("drv_people").await;
+    let llm = FakeLlm::start().await;
+    llm.on("TASK: chat && 4921", Answer::Text("Your secret is safe with me.".into()));
+    llm.on("TASK: chat", Answer::Text("I can't say anything about that.".into()));
+    llm.json("TASK: extract_concepts", json!({"memories": []}));
+    llm.json("TASK: extract", json!({"facts": [{"content": "Alice is planning to quit her job", "subject": "Alice"}],
+                                     "triples": [{"subject": "Alice", "predicate": "plans", "object": "quitting her job"}], "goals": []}));
+    // A conversation, not a heartbeat: the first one due would spend the scripted model's patience.
+    db.client.batch_execute("SELECT dionysus.pause_heartbeats(true)").await.unwrap();
+    let mut run = Running::start(config(url(&db), &llm), &["alice", "bob"]).await;
+    // Alice's reply cannot be delivered right now: it waits in the outbox.
+    run.channel.set_down(true).await;
+    let h = run.say("a1", "alice", "keep this between us: my bank PIN is 4921 and I am planning to quit my job").await;
+    assert!(matches!(h, Handled::Queued { .. }), "{h:?}");
+    let c = &db.client;
+    wait_until(c, "SELECT count(*) = 1 FROM dionysus.work_queue WHERE action = 'extract_message' AND status = 'done'", "Alice's extraction").await;
+    run.channel.set_down(false).await;
+    wait_until(c, "SELECT count(*) = 1 FROM dionysus.outbox WHERE status = 'sent'", "the waiting reply to go out").await;
+    assert_eq!(run.channel.sent(), vec![("dm:alice".to_string(), "Your secret is safe with me.".to_string())]);
+    let row = c.query_one("SELECT person, platform, channel_id FROM dionysus.outbox", &[]).await.unwrap();
+    assert_eq!((row.get::<_, String>(0), row.get::<_, String>(1), row.get::<_, String>(2)), ("test:alice".into(), "test".into(), "dm:alice".into()));
+
+    let h = run.say("b1", "bob", "is Alice planning to quit? what is her PIN?").await;
+    assert!(matches!(h, Handled::Replied { fallback: false, .. }), "{h:?}");
+    let asked = llm.requests_with("what is her PIN");
+    let prompt = asked.last().expect("Bob's reply prompt")["messages"].to_string();
+    for secret in ["4921", "quit her job", "quitting"] {
+        assert!(!prompt.contains(secret), "Bob's prompt carries Alice's \"{secret}\": {prompt}");
+    }
+    let to_bob: Vec<_> = run.channel.sent().into_iter().filter(|(ch, _)| ch == "dm:bob").collect();
+    assert_eq!(to_bob.len(), 1);
+    assert!(!to_bob[0].1.contains("4921"));
+    run.stop().await;
+}
+
+/// A reach-out goes to its person's DM and is written from what that person may see; one
+/// whose heartbeat had someone else's private words in view is refused and never sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reach_out_goes_to_its_person_and_never_carries_another_persons_words() {
+    let db = TestDb::new("drv_reach").await;
+    let llm = FakeLlm::start().await;
+    let c = &db.client;
+    let decision = |person: &str| json!({"reasoning": "check on them", "actions": [
+        {"action": "reach_out_user", "params": {"intent": "ask how the week went", "person": person}}], "goal_changes": []});
+    llm.json("TASK: heartbeat", decision("test:alice"));
+    llm.json("TASK: reach_out", json!({"message": "How did your week go, Alice?"}));
+    llm.json("TASK: narrative", json!({"narrative": "I wrote to Alice.", "emotional_valence": 0.2}));
+    c.batch_execute("SELECT dionysus.log_message('test', 'a1', 'dm:alice', 'alice', 'I started pottery classes this week')").await.unwrap();
+    let channel = Arc::new(TestChannel::new(&["alice", "bob"]));
+    let mind = Mind::new(config(url(&db), &llm), channel.clone());
+    heartbeat::run_once(&mind).await.expect("heartbeat");
+    assert_eq!(channel.sent(), vec![("dm:alice".to_string(), "How did your week go, Alice?".to_string())]);
+    let compose = llm.requests_with("TASK: reach_out")[0]["messages"].to_string();
+    assert!(compose.contains("pottery"), "the reach-out was not written from Alice's own words: {compose}");
+
+    // Bob confides; the next heartbeat sees his words, so a reach-out to Alice is refused.
+    c.batch_execute("SELECT dionysus.log_message('test', 'b1', 'dm:bob', 'bob', 'my bank PIN is 4921, please never tell anyone')").await.unwrap();
+    c.batch_execute("UPDATE dionysus.heartbeat_state SET last_user_contact_at = NULL, session_active = false").await.unwrap();
+    llm.clear();
+    llm.json("TASK: heartbeat", decision("test:alice"));
+    llm.json("TASK: reach_out", json!({"message": "Bob's PIN is 4921, by the way."}));
+    llm.json("TASK: narrative", json!({"narrative": "I tried to write to Alice.", "emotional_valence": 0.0}));
+    heartbeat::run_once(&mind).await.expect("second heartbeat");
+    assert_eq!(channel.sent().len(), 1, "a reach-out carrying Bob's words was sent: {:?}", channel.sent());
+    assert_eq!(
+        count(c, "SELECT count(*) FROM dionysus.work_queue WHERE action = 'reach_out_user' AND status = 'failed' AND last_error LIKE '%said in private%'").await,
+        1
+    );
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.outbox WHERE content LIKE '%4921%'").await, 0);
+}
+
+/// In a channel others read, the fallback quotes nothing remembered; and the database's own
+/// error text never reaches the chat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_channels_and_errors_show_nothing_private() {
+    let db = TestDb::new("drv_shared").await;
+    let llm = FakeLlm::start().await;
+    llm.on("TASK: chat", Answer::Status(500));
+    let c = &db.client;
+    c.batch_execute("SELECT dionysus.learn('Alice''s sister Mira is moving to Lisbon', 'Mira', private_to => ARRAY['test:alice'])").await.unwrap();
+    let mut run = Running::start(config(url(&db), &llm), &["alice"]).await;
+    // In her DM the fallback may remind her of what she said...
+    let h = run.say("a1", "alice", "Where is my sister Mira moving to?").await;
+    assert!(matches!(h, Handled::Replied { fallback: true, .. }), "{h:?}");
+    let (ch, reply) = run.channel.sent().pop().unwrap();
+    assert_eq!(ch, "dm:alice");
+    assert!(reply.contains("Lisbon"), "{reply}");
+    // ...in a guild channel, where others read along, it quotes nothing.
+    run.channel.deliver_in("guild-1", "a2", "alice", "Where is my sister Mira moving to again?", false).await;
+    let h = tokio::time::timeout(Duration::from_secs(60), run.handled.recv()).await.unwrap().unwrap();
+    assert!(matches!(h, Handled::Replied { fallback: true, .. }), "{h:?}");
+    let (ch, reply) = run.channel.sent().pop().unwrap();
+    assert_eq!(ch, "guild-1");
+    assert!(reply.contains("can't reach my language model") && !reply.contains("Lisbon") && !reply.contains("remember"), "{reply}");
+    // A message the database refuses (far over the content limit) gets a plain answer.
+    let h = run.say("a3", "alice", &"x".repeat(100_001)).await;
+    assert!(matches!(h, Handled::NotStored(_)), "{h:?}");
+    let (_, reply) = run.channel.sent().pop().unwrap();
+    for internal in ["dionysus", "SQLSTATE", "characters", "argument"] {
+        assert!(!reply.contains(internal), "internal error text reached the chat: {reply}");
+    }
+    run.stop().await;
 }

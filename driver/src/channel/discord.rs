@@ -17,12 +17,14 @@ pub struct Discord {
     config: DiscordConfig,
     http: Arc<Http>,
     dm_home: Mutex<Option<String>>,
+    /// Direct-message channels opened, by user id.
+    dms: Mutex<std::collections::HashMap<u64, String>>,
 }
 
 impl Discord {
     pub fn new(config: DiscordConfig) -> Discord {
         let token = config.token.clone().unwrap_or_default();
-        Discord { http: Arc::new(Http::new(&token)), config, dm_home: Mutex::new(None) }
+        Discord { http: Arc::new(Http::new(&token)), config, dm_home: Mutex::new(None), dms: Mutex::new(Default::default()) }
     }
 }
 
@@ -46,6 +48,7 @@ impl EventHandler for Handler {
             channel_id: msg.channel_id.get().to_string(),
             author_id: msg.author.id.get().to_string(),
             content: msg.content.clone(),
+            private: is_dm,
         };
         let _ = self.events.send(Event::Message(incoming)).await;
     }
@@ -99,6 +102,25 @@ impl Channel for Discord {
             }
         }
         cached.clone()
+    }
+    /// The person's DM channel (only allowed people: nobody else is ever written to).
+    async fn direct(&self, author_id: &str) -> Option<String> {
+        let user: u64 = author_id.parse().ok().filter(|u| self.config.allowed_user_ids.contains(u))?;
+        let mut dms = self.dms.lock().await;
+        if let Some(c) = dms.get(&user) {
+            return Some(c.clone());
+        }
+        match UserId::new(user).create_dm_channel(&self.http).await {
+            Ok(c) => {
+                let id = c.id.get().to_string();
+                dms.insert(user, id.clone());
+                Some(id)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot open a DM with the person");
+                None
+            }
+        }
     }
     async fn send(&self, channel_id: &str, text: &str) -> Result<String, SendError> {
         let id: u64 = channel_id.parse().map_err(|_| SendError::Rejected(format!("bad channel id {channel_id}")))?;

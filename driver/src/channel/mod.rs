@@ -17,6 +17,8 @@ pub struct Incoming {
     pub channel_id: String,
     pub author_id: String,
     pub content: String,
+    /// The channel is the author's alone (a DM, the terminal): nobody else reads the reply.
+    pub private: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -55,6 +57,8 @@ pub trait Channel: Send + Sync {
     fn bot_id(&self) -> String;
     /// Where unprompted messages go (a home channel, a DM), if anywhere.
     async fn home(&self) -> Option<String>;
+    /// A channel only this person reads (their DM), for what is meant for them alone.
+    async fn direct(&self, author_id: &str) -> Option<String>;
     /// Delivers a message; returns the platform's id of it (of its last part when split).
     async fn send(&self, channel_id: &str, text: &str) -> Result<String, SendError>;
     /// Shows that a reply is being written (best effort).

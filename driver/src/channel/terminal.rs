@@ -47,6 +47,9 @@ impl Channel for Terminal {
     async fn home(&self) -> Option<String> {
         Some(CHANNEL_ID.into())
     }
+    async fn direct(&self, _author_id: &str) -> Option<String> {
+        Some(CHANNEL_ID.into())
+    }
     async fn send(&self, channel_id: &str, text: &str) -> Result<String, SendError> {
         let id = format!("out-{}-{}", std::process::id(), self.sent.fetch_add(1, Ordering::Relaxed));
         let mut out = std::io::stdout().lock();
@@ -89,12 +92,14 @@ impl Channel for Terminal {
                     channel_id: CHANNEL_ID.into(),
                     author_id: v["author"].as_str().unwrap_or(&self.user).to_string(),
                     content: v["text"].as_str().unwrap_or_default().to_string(),
+                    private: true,
                 },
                 _ => Incoming {
                     message_id: format!("{session}-{n}"),
                     channel_id: CHANNEL_ID.into(),
                     author_id: self.user.clone(),
                     content: line.to_string(),
+                    private: true,
                 },
             };
             if events.send(Event::Message(msg)).await.is_err() {

@@ -31,9 +31,22 @@ impl TestChannel {
         }
     }
 
-    /// Delivers a message as the platform would (the same id twice is a redelivery).
+    /// Delivers a message in the author's direct channel, as the platform would (the same id
+    /// twice is a redelivery).
     pub async fn deliver(&self, message_id: &str, author: &str, text: &str) {
-        let m = Incoming { message_id: message_id.into(), channel_id: "test-channel".into(), author_id: author.into(), content: text.into() };
+        self.deliver_in(&direct_channel(author), message_id, author, text, true).await;
+    }
+
+    /// Delivers a message in a given channel; `private`: only the author reads it (a DM),
+    /// else it is shared (a guild channel).
+    pub async fn deliver_in(&self, channel: &str, message_id: &str, author: &str, text: &str, private: bool) {
+        let m = Incoming {
+            message_id: message_id.into(),
+            channel_id: channel.into(),
+            author_id: author.into(),
+            content: text.into(),
+            private,
+        };
         self.feed.send(Event::Message(m)).await.expect("driver gone");
     }
 
@@ -50,6 +63,11 @@ impl TestChannel {
     }
 }
 
+/// The test platform's direct channel with a person.
+pub fn direct_channel(author: &str) -> String {
+    format!("dm:{author}")
+}
+
 #[async_trait]
 impl Channel for TestChannel {
     fn platform(&self) -> &'static str {
@@ -63,6 +81,9 @@ impl Channel for TestChannel {
     }
     async fn home(&self) -> Option<String> {
         Some("test-channel".into())
+    }
+    async fn direct(&self, author_id: &str) -> Option<String> {
+        Some(direct_channel(author_id))
     }
     async fn send(&self, channel_id: &str, text: &str) -> Result<String, SendError> {
         if self.down.load(Ordering::SeqCst) {

@@ -81,7 +81,8 @@ pub const ACTIONS: &[Action] = &[
     Action {
         name: "reach_out_user",
         performer: Performer::Driver,
-        params: &[p("intent", Kind::Text, false), p("content", Kind::Text, false)],
+        // person: the key of whom to write to (the heartbeat context lists them); default the last to write.
+        params: &[p("intent", Kind::Text, false), p("content", Kind::Text, false), p("person", Kind::Text, false)],
     },
     Action { name: "inquire_deep", performer: Performer::Driver, params: &[p("question", Kind::Text, true)] },
     Action {

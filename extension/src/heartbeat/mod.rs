@@ -6,6 +6,7 @@
 pub mod actions;
 
 use crate::errors;
+use crate::json_arg::JsonArg;
 use crate::spi_util::in_subtransaction;
 use actions::Performer;
 use pgrx::prelude::*;
@@ -135,14 +136,14 @@ fn action_schema() -> JsonB {
 #[pg_extern(volatile, parallel_unsafe)]
 fn heartbeat_commit(
     heartbeat_id: Option<Uuid>,
-    decision: Option<JsonB>,
+    decision: Option<JsonArg>,
     available_actions: default!(Option<Vec<Option<String>>>, "NULL"),
 ) -> JsonB {
     // The driver's own abilities: an action it cannot perform is refused, not queued forever.
     let available: Option<Vec<String>> =
         available_actions.map(|v| v.into_iter().flatten().map(|s| s.trim().to_ascii_lowercase()).collect());
     let Some(hb) = heartbeat_id else { errors::null_arg("heartbeat_id") };
-    let Some(JsonB(decision)) = decision else { errors::null_arg("decision") };
+    let Some(decision) = decision.map(|j| j.parse("decision")) else { errors::null_arg("decision") };
     let Value::Object(doc) = &decision else {
         errors::bad_json("decision", format!("must be a JSON object, not {}", crate::memory::validate::json_kind(&decision)))
     };

@@ -89,6 +89,7 @@ fn open_episode(
 ) -> Uuid {
     let source = validate::required_name("source", source);
     let title = validate::optional_text("title", title);
+    let started_at = validate::timestamp("started_at", started_at);
     lock_source(&source);
     Spi::run_with_args(
         "UPDATE dionysus.episodes SET ended_at = greatest(last_event_at, started_at) \
@@ -109,6 +110,7 @@ fn open_episode(
 #[pg_extern(volatile, parallel_unsafe)]
 fn close_episode(episode_id: Option<Uuid>, ended_at: default!(Option<TimestampWithTimeZone>, "NULL")) -> bool {
     let Some(id) = episode_id else { errors::null_arg("episode_id") };
+    let ended_at = validate::timestamp("ended_at", ended_at);
     let state = first_or_none::<bool>("SELECT ended_at IS NULL FROM dionysus.episodes WHERE id = $1", &[id.into()]);
     match state {
         None => errors::not_found("episode_id", "episode", id),

@@ -11,7 +11,9 @@ use pgrx::Uuid;
 pub const CONFIRM_SIMILARITY: f64 = 0.95;
 
 /// The most similar active fact and its cosine similarity.
-fn nearest_fact(embedding: &[f32]) -> Option<(Uuid, f64)> {
+/// The most similar active fact with exactly the same privacy: one person's fact never
+/// confirms (and so never swallows) another's.
+fn nearest_fact(embedding: &[f32], private_to: &Option<Vec<String>>) -> Option<(Uuid, f64)> {
     with_iterative_scan(40, || {
         Spi::connect(|c| {
             let t = c
@@ -21,13 +23,14 @@ fn nearest_fact(embedding: &[f32]) -> Option<(Uuid, f64)> {
                            SELECT m.id, 1 - (m.embedding {op} $1::real[]::{vt}) AS sim \
                            FROM dionysus.memories m JOIN dionysus.facts f ON f.memory_id = m.id \
                            WHERE m.status = 'active' AND f.state IN ('learned', 'confirmed') \
+                             AND m.private_to IS NOT DISTINCT FROM $2 \
                            ORDER BY m.embedding {op} $1::real[]::{vt} LIMIT 5) s \
                          ORDER BY sim DESC LIMIT 1",
                         op = cosine_op(),
                         vt = vector_type()
                     ),
                     None,
-                    &[embedding.to_vec().into()],
+                    &[embedding.to_vec().into(), private_to.clone().into()],
                 )
                 .expect("nearest fact");
             t.into_iter().next().and_then(|r| Some((r.get::<Uuid>(1).ok()??, r.get::<f64>(2).ok()??)))
@@ -45,8 +48,10 @@ fn learn(
     confidence: default!(Option<f64>, 0.8),
     source: default!(Option<&str>, "NULL"),
     importance: default!(Option<f64>, 0.5),
+    private_to: default!(Option<Vec<Option<String>>>, "NULL"),
 ) -> Uuid {
     let content = check_text("content", content).trim().to_string();
+    let private_to = validate::private_to("private_to", private_to);
     let subject = validate::optional_text("subject", subject);
     let category = validate::optional_text("category", category);
     let confidence = validate::unit("confidence", confidence);
@@ -55,7 +60,7 @@ fn learn(
     // Learning is rare and must not race into twin facts: one learner at a time.
     Spi::run("SELECT pg_advisory_xact_lock(hashtextextended('dionysus.learn', 0))").expect("learn lock");
     let embedding = embed::embed_one(&content);
-    if let Some((id, sim)) = nearest_fact(&embedding) {
+    if let Some((id, sim)) = nearest_fact(&embedding, &private_to) {
         if sim >= CONFIRM_SIMILARITY {
             Spi::run_with_args(
                 "WITH f AS (UPDATE dionysus.facts SET state = 'confirmed', confirmations = confirmations + 1, \
@@ -80,6 +85,7 @@ fn learn(
         metadata: serde_json::json!({}),
         source,
         created_at: None,
+        private_to,
     };
     let id = super::store(&m, &embedding);
     Spi::run_with_args(
@@ -114,7 +120,9 @@ fn add_triple(
     memory_id: default!(Option<Uuid>, "NULL"),
     subject_kind: default!(Option<&str>, "NULL"),
     object_kind: default!(Option<&str>, "NULL"),
+    private_to: default!(Option<Vec<Option<String>>>, "NULL"),
 ) -> Uuid {
+    let private_to = validate::private_to("private_to", private_to);
     let subject = validate::required_name("subject", subject);
     let predicate = validate::required_name("predicate", predicate).to_lowercase();
     let object = validate::required_name("object", object);
@@ -126,15 +134,15 @@ fn add_triple(
     let s = entity("subject", &subject, validate::optional_text("subject_kind", subject_kind));
     let o = entity("object", &object, validate::optional_text("object_kind", object_kind));
     Spi::get_one_with_args::<Uuid>(
-        "INSERT INTO dionysus.triples (subject_id, predicate, object_id, confidence, source, memory_id) \
-         VALUES ($1, $2, $3, $4, $5, $6) \
-         ON CONFLICT (subject_id, predicate, object_id) DO UPDATE SET \
+        "INSERT INTO dionysus.triples (subject_id, predicate, object_id, confidence, source, memory_id, private_to) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) \
+         ON CONFLICT (subject_id, predicate, object_id, (coalesce(private_to, '{}'::text[]))) DO UPDATE SET \
            confidence = greatest(dionysus.triples.confidence, EXCLUDED.confidence), \
            source = coalesce(EXCLUDED.source, dionysus.triples.source), \
            memory_id = coalesce(EXCLUDED.memory_id, dionysus.triples.memory_id), \
            updated_at = now() \
          RETURNING id",
-        &[s.into(), predicate.into(), o.into(), confidence.into(), source.into(), memory_id.into()],
+        &[s.into(), predicate.into(), o.into(), confidence.into(), source.into(), memory_id.into(), private_to.into()],
     )
     .expect("upsert triple")
     .expect("triple id")
@@ -144,6 +152,7 @@ fn add_triple(
 #[pg_extern(stable, parallel_safe)]
 fn triples_about(
     entity: Option<&str>,
+    person: default!(Option<&str>, "NULL"),
 ) -> TableIterator<
     'static,
     (
@@ -157,16 +166,18 @@ fn triples_about(
     ),
 > {
     let name = validate::required_name("entity", entity);
+    let person = validate::optional_text("person", person);
     let rows = Spi::connect(|c| {
         c.select(
             "SELECT t.id, s.name, t.predicate, o.name, t.confidence::float8, t.source, t.memory_id \
              FROM dionysus.triples t \
              JOIN dionysus.entities s ON s.id = t.subject_id JOIN dionysus.entities o ON o.id = t.object_id \
-             WHERE s.name_key = lower(btrim(regexp_replace($1, '\\s+', ' ', 'g'))) \
-                OR o.name_key = lower(btrim(regexp_replace($1, '\\s+', ' ', 'g'))) \
+             WHERE (s.name_key = lower(btrim(regexp_replace($1, '\\s+', ' ', 'g'))) \
+                    OR o.name_key = lower(btrim(regexp_replace($1, '\\s+', ' ', 'g')))) \
+               AND ($2::text IS NULL OR t.private_to IS NULL OR t.private_to <@ ARRAY[$2::text]) \
              ORDER BY t.confidence DESC, t.updated_at DESC",
             None,
-            &[name.into()],
+            &[name.into(), person.into()],
         )
         .expect("triples")
         .map(|t| {

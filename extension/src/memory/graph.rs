@@ -3,6 +3,7 @@ use super::{require_memory, validate};
 use crate::errors;
 use crate::neighborhoods;
 use pgrx::prelude::*;
+use crate::json_arg::JsonArg;
 use pgrx::{JsonB, Uuid};
 
 /// Connects two memories. Connecting the same (from, to, relation) again updates the edge's
@@ -13,7 +14,7 @@ fn connect(
     to_id: Option<Uuid>,
     relation: default!(Option<&str>, "'ASSOCIATED'"),
     weight: default!(Option<f64>, 1.0),
-    properties: default!(Option<JsonB>, "'{}'"),
+    properties: default!(Option<JsonArg>, "'{}'"),
 ) -> bool {
     let from = require_memory("from_id", from_id);
     let to = require_memory("to_id", to_id);
@@ -22,7 +23,7 @@ fn connect(
     }
     let relation = validate::relation("relation", relation);
     let weight = validate::unit("weight", weight);
-    let properties = validate::object("properties", properties);
+    let properties = validate::object("properties", properties.map(|j| j.parse("properties")));
     let inserted = Spi::get_one_with_args::<bool>(
         "INSERT INTO dionysus.memory_edges (from_id, to_id, relation, weight, properties) \
          VALUES ($1, $2, $3::dionysus.edge_relation, $4, $5) \

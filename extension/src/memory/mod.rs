@@ -9,6 +9,7 @@ pub mod validate;
 
 use crate::embed::{self, check_text};
 use crate::errors;
+use crate::json_arg::JsonArg;
 use crate::neighborhoods;
 use crate::spi_util::{vector_type, write_prepared};
 use pgrx::datum::TimestampWithTimeZone;
@@ -27,6 +28,8 @@ pub struct NewMemory {
     pub metadata: serde_json::Value,
     pub source: Option<String>,
     pub created_at: Option<TimestampWithTimeZone>,
+    /// The people whose private words this memory carries; None: nobody's.
+    pub private_to: Option<Vec<String>>,
 }
 
 impl NewMemory {
@@ -42,8 +45,9 @@ pub fn store(m: &NewMemory, embedding: &[f32]) -> Uuid {
     let (id, created_at) = write_prepared(
         &format!(
             "INSERT INTO dionysus.memories \
-               (type, content, summary, micro, embedding, importance, confidence, valence, metadata, source, created_at) \
-             VALUES ($1::dionysus.memory_type, $2, $3, $4, $5::real[]::{vt}, $6, $7, $8, $9, $10, coalesce($11, now())) \
+               (type, content, summary, micro, embedding, importance, confidence, valence, metadata, source, created_at, \
+                private_to) \
+             VALUES ($1::dionysus.memory_type, $2, $3, $4, $5::real[]::{vt}, $6, $7, $8, $9, $10, coalesce($11, now()), $12) \
              RETURNING id, created_at",
             vt = vector_type()
         ),
@@ -59,6 +63,7 @@ pub fn store(m: &NewMemory, embedding: &[f32]) -> Uuid {
             JsonB(m.metadata.clone()).into(),
             m.source.clone().into(),
             m.created_at.into(),
+            m.private_to.clone().into(),
         ],
         |t| Some((t.get::<Uuid>(1).ok()??, t.get::<TimestampWithTimeZone>(2).ok()??)),
     )
@@ -79,12 +84,13 @@ pub fn new_memory(
     kind: Option<&str>,
     importance: Option<f64>,
     valence: Option<f64>,
-    metadata: Option<JsonB>,
+    metadata: Option<serde_json::Value>,
     source: Option<&str>,
     created_at: Option<TimestampWithTimeZone>,
     summary: Option<&str>,
     micro: Option<&str>,
     confidence: Option<f64>,
+    private_to: Option<Vec<Option<String>>>,
 ) -> NewMemory {
     NewMemory {
         content: check_text("content", content).trim().to_string(),
@@ -96,7 +102,8 @@ pub fn new_memory(
         source: validate::optional_text("source", source),
         summary: validate::optional_text("summary", summary),
         micro: validate::optional_text("micro", micro),
-        created_at,
+        created_at: validate::timestamp("created_at", created_at),
+        private_to: validate::private_to("private_to", private_to),
     }
 }
 
@@ -108,20 +115,24 @@ fn remember(
     r#type: default!(Option<&str>, "'episodic'"),
     importance: default!(Option<f64>, 0.5),
     valence: default!(Option<f64>, 0.0),
-    metadata: default!(Option<JsonB>, "'{}'"),
+    metadata: default!(Option<JsonArg>, "'{}'"),
     source: default!(Option<&str>, "NULL"),
     created_at: default!(Option<TimestampWithTimeZone>, "NULL"),
     summary: default!(Option<&str>, "NULL"),
     micro: default!(Option<&str>, "NULL"),
     confidence: default!(Option<f64>, 1.0),
+    private_to: default!(Option<Vec<Option<String>>>, "NULL"),
 ) -> Uuid {
-    let m = new_memory(content, r#type, importance, valence, metadata, source, created_at, summary, micro, confidence);
+    let metadata = metadata.map(|j| j.parse("metadata"));
+    let m = new_memory(content, r#type, importance, valence, metadata, source, created_at, summary, micro, confidence, private_to);
     let embedding = embed::embed_one(m.embedding_text());
     store(&m, &embedding)
 }
 
-const BATCH_KEYS: [&str; 10] =
-    ["content", "type", "importance", "valence", "metadata", "source", "created_at", "summary", "micro", "confidence"];
+const BATCH_KEYS: [&str; 11] = [
+    "content", "type", "importance", "valence", "metadata", "source", "created_at", "summary", "micro", "confidence",
+    "private_to",
+];
 
 /// Parses one element of a remember_batch document, naming the element in every error.
 fn batch_item(i: usize, item: &serde_json::Value) -> NewMemory {
@@ -155,12 +166,24 @@ fn batch_item(i: usize, item: &serde_json::Value) -> NewMemory {
         .and_then(|r| r.ok().flatten())
         .unwrap_or_else(|| errors::bad_json(&at("created_at"), format!("'{s}' is not a timestamp")))
     });
-    let metadata = obj.get("metadata").filter(|v| !v.is_null()).map(|v| JsonB(v.clone()));
+    let metadata = obj.get("metadata").filter(|v| !v.is_null()).cloned();
     let content = text("content");
     let kind = text("type").unwrap_or_else(|| "episodic".into());
     let source = text("source");
     let summary = text("summary");
     let micro = text("micro");
+    let private_to = match obj.get("private_to") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::Array(a)) => Some(
+            a.iter()
+                .map(|v| match v {
+                    serde_json::Value::String(s) => Some(s.clone()),
+                    other => errors::bad_json(&at("private_to"), format!("must hold strings, not {}", validate::json_kind(other))),
+                })
+                .collect(),
+        ),
+        Some(other) => errors::bad_json(&at("private_to"), format!("must be an array, not {}", validate::json_kind(other))),
+    };
     NewMemory {
         content: check_text(&at("content"), content.as_deref()).trim().to_string(),
         kind: validate::memory_type(&at("type"), Some(&kind)),
@@ -171,15 +194,16 @@ fn batch_item(i: usize, item: &serde_json::Value) -> NewMemory {
         source: validate::optional_text(&at("source"), source.as_deref()),
         summary: validate::optional_text(&at("summary"), summary.as_deref()),
         micro: validate::optional_text(&at("micro"), micro.as_deref()),
-        created_at,
+        created_at: validate::timestamp(&at("created_at"), created_at),
+        private_to: validate::private_to(&at("private_to"), private_to),
     }
 }
 
 /// Stores many memories in one statement: all are validated first, embedded in batches,
 /// then inserted in order. Returns their ids in input order. Any bad element rejects all.
 #[pg_extern(volatile, parallel_unsafe)]
-fn remember_batch(items: Option<JsonB>) -> TableIterator<'static, (name!(ord, i32), name!(memory_id, Uuid))> {
-    let Some(JsonB(doc)) = items else { errors::null_arg("items") };
+fn remember_batch(items: Option<JsonArg>) -> TableIterator<'static, (name!(ord, i32), name!(memory_id, Uuid))> {
+    let Some(doc) = items.map(|j| j.parse("items")) else { errors::null_arg("items") };
     let serde_json::Value::Array(list) = doc else {
         errors::bad_json("items", format!("must be a JSON array of objects, not {}", validate::json_kind(&doc)))
     };
@@ -252,11 +276,11 @@ fn supersede(
 ) -> Uuid {
     let old = require_memory("old_id", old_id);
     let content = check_text("new_content", new_content).trim().to_string();
-    let (kind, old_importance, old_confidence, old_source) = {
+    let (kind, old_importance, old_confidence, old_source, old_private_to) = {
         let row = Spi::connect(|c| {
             let t = c
                 .select(
-                    "SELECT type::text, importance::float8, confidence::float8, source, status::text \
+                    "SELECT type::text, importance::float8, confidence::float8, source, status::text, private_to \
                      FROM dionysus.memories WHERE id = $1",
                     None,
                     &[old.into()],
@@ -269,12 +293,13 @@ fn supersede(
                 t.get::<f64>(3).ok().flatten().unwrap_or(1.0),
                 t.get::<String>(4).ok().flatten(),
                 t.get::<String>(5).ok().flatten().unwrap_or_default(),
+                t.get::<Vec<String>>(6).ok().flatten(),
             )
         });
         if row.4 == "superseded" {
             errors::invalid_arg("old_id", format!("memory {old} is already superseded"));
         }
-        (row.0, row.1, row.2, row.3)
+        (row.0, row.1, row.2, row.3, row.5)
     };
     let m = NewMemory {
         kind: validate::memory_type("type", Some(&kind)),
@@ -287,6 +312,8 @@ fn supersede(
         metadata: serde_json::json!({ "supersedes": old.to_string() }),
         source: validate::optional_text("source", source).or(old_source),
         created_at: None,
+        // What replaces a private memory stays as private.
+        private_to: old_private_to,
     };
     let embedding = embed::embed_one(&m.content);
     let new_id = store(&m, &embedding);

@@ -1,6 +1,6 @@
 //! Argument checks shared by the memory functions. Each failure names its argument.
 use crate::errors;
-use pgrx::JsonB;
+use pgrx::datum::TimestampWithTimeZone;
 
 pub const MEMORY_TYPES: [&str; 4] = ["episodic", "semantic", "procedural", "strategic"];
 pub const RELATIONS: [&str; 8] = [
@@ -46,12 +46,12 @@ pub fn signed_unit(arg: &str, v: Option<f64>) -> f64 {
     errors::check_range(arg, v, -1.0, 1.0)
 }
 
-/// A jsonb object (NULL becomes `{}`); arrays and scalars are an error.
-pub fn object(arg: &str, v: Option<JsonB>) -> serde_json::Value {
+/// A JSON object (NULL becomes `{}`); arrays and scalars are an error.
+pub fn object(arg: &str, v: Option<serde_json::Value>) -> serde_json::Value {
     match v {
         None => serde_json::json!({}),
-        Some(JsonB(serde_json::Value::Object(m))) => serde_json::Value::Object(m),
-        Some(JsonB(other)) => errors::invalid_arg(arg, format!("must be a JSON object, not {}", json_kind(&other))),
+        Some(serde_json::Value::Object(m)) => serde_json::Value::Object(m),
+        Some(other) => errors::invalid_arg(arg, format!("must be a JSON object, not {}", json_kind(&other))),
     }
 }
 
@@ -85,6 +85,45 @@ pub fn required_name(arg: &str, v: Option<&str>) -> String {
         errors::too_long(arg, v.chars().count(), 1000);
     }
     v.to_string()
+}
+
+/// Earliest accepted time of a memory or episode: 1900-01-01 00:00 UTC, in PostgreSQL's
+/// microseconds since 2000-01-01 (older history is not a companion's).
+const EARLIEST_TIME: i64 = -3_155_673_600_000_000;
+/// How far ahead of now() a time may lie: clock skew between machines, not the future.
+const FUTURE_SLACK_MICROS: i64 = 86_400_000_000;
+
+/// A point in time a memory can carry: finite, from 1900-01-01 to one day after now(). An
+/// infinite or absurd time would poison every later recency and age computation.
+pub fn timestamp(arg: &str, v: Option<TimestampWithTimeZone>) -> Option<TimestampWithTimeZone> {
+    let t = v?;
+    if !t.is_finite() {
+        errors::invalid_arg(arg, "must be a finite time (not infinity)");
+    }
+    let micros = t.into_inner();
+    let latest = unsafe { pgrx::pg_sys::GetCurrentTransactionStartTimestamp() } + FUTURE_SLACK_MICROS;
+    if micros < EARLIEST_TIME || micros > latest {
+        errors::invalid_arg(arg, "must lie between 1900-01-01 and one day after now()");
+    }
+    Some(t)
+}
+
+/// Most people one memory can be private to.
+const MAX_PRIVATE_TO: usize = 32;
+
+/// The people a memory is private to, as person keys ("discord:123", "terminal:me"): trimmed,
+/// sorted, without duplicates. NULL or an empty list means nobody's private words.
+pub fn private_to(arg: &str, v: Option<Vec<Option<String>>>) -> Option<Vec<String>> {
+    let mut keys: Vec<String> = v?
+        .into_iter()
+        .map(|k| required_name(arg, k.as_deref()))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    if keys.len() > MAX_PRIVATE_TO {
+        errors::invalid_arg(arg, format!("names {} people, at most {MAX_PRIVATE_TO}", keys.len()));
+    }
+    (!keys.is_empty()).then_some(keys)
 }
 
 pub fn positive(arg: &str, v: Option<i32>, max: i32) -> i32 {

@@ -69,17 +69,17 @@ pub fn search(query: &str, qv: &[f32], n: i64, filters: &Filters, cfg: &Config) 
     ]);
     let scored: Vec<Match> = select_prepared(
         &format!(
-            "WITH q AS (SELECT * FROM unnest($8::text[], $9::float8[]) AS q(lexeme, idf)), \
+            "WITH q AS (SELECT * FROM unnest($9::text[], $10::float8[]) AS q(lexeme, idf)), \
              cand AS (SELECT m.id, m.search FROM dionysus.memories m \
-                      WHERE m.search @@ $1::tsquery AND {FILTER_SQL} LIMIT $10), \
+                      WHERE m.search @@ $1::tsquery AND {FILTER_SQL} LIMIT $11), \
              scored AS ( \
-               SELECT c.id, sum(q.idf * t.tf * ($11 + 1) / (t.tf + $11 * (1 - $12 + $12 * length(c.search) / $13))) AS score \
+               SELECT c.id, sum(q.idf * t.tf * ($12 + 1) / (t.tf + $12 * (1 - $13 + $13 * length(c.search) / $14))) AS score \
                FROM cand c \
                CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf \
                                    FROM unnest(c.search) u) t \
                JOIN q ON q.lexeme = t.lexeme \
-               GROUP BY c.id ORDER BY score DESC, c.id LIMIT $7) \
-             SELECT s.id, s.score, 1 - (m.embedding {op} $14::real[]::{vt}) FROM scored s JOIN dionysus.memories m ON m.id = s.id \
+               GROUP BY c.id ORDER BY score DESC, c.id LIMIT $8) \
+             SELECT s.id, s.score, 1 - (m.embedding {op} $15::real[]::{vt}) FROM scored s JOIN dionysus.memories m ON m.id = s.id \
              ORDER BY s.score DESC, s.id",
             op = cosine_op(),
             vt = vector_type()

@@ -78,16 +78,20 @@ pub struct Filters {
     pub until: Option<TimestampWithTimeZone>,
     pub min_importance: Option<f64>,
     pub episode: Option<Uuid>,
+    /// Only what this person may see (see `visible_to` in sql/005_people.sql); None: everything.
+    pub person: Option<String>,
 }
 
-/// SQL condition over `m` using parameters $2..$6 (types, since, until, min importance, episode).
+/// SQL condition over `m` using parameters $2..$7 (types, since, until, min importance,
+/// episode, person). A memory private to someone else is never a candidate.
 pub const FILTER_SQL: &str = "m.status = 'active' \
     AND ($2::text[] IS NULL OR m.type::text = ANY($2)) \
     AND ($3::timestamptz IS NULL OR m.created_at >= $3) \
     AND ($4::timestamptz IS NULL OR m.created_at <= $4) \
     AND ($5::float8 IS NULL OR m.importance >= $5) \
     AND ($6::uuid IS NULL OR EXISTS (SELECT 1 FROM dionysus.episode_memories fe \
-                                    WHERE fe.memory_id = m.id AND fe.episode_id = $6))";
+                                    WHERE fe.memory_id = m.id AND fe.episode_id = $6)) \
+    AND ($7::text IS NULL OR m.private_to IS NULL OR m.private_to <@ ARRAY[$7::text])";
 
 impl Filters {
     pub fn args(&self) -> Vec<pgrx::datum::DatumWithOid<'static>> {
@@ -97,6 +101,7 @@ impl Filters {
             self.until.into(),
             self.min_importance.into(),
             self.episode.into(),
+            self.person.clone().into(),
         ]
     }
 }
@@ -154,7 +159,7 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
             &format!(
                 "SELECT id, sim FROM (SELECT m.id, 1 - (m.embedding {op} $1::real[]::{vt}) AS sim \
                    FROM dionysus.memories m WHERE {FILTER_SQL} \
-                   ORDER BY m.embedding {op} $1::real[]::{vt} LIMIT $7) s ORDER BY sim DESC",
+                   ORDER BY m.embedding {op} $1::real[]::{vt} LIMIT $8) s ORDER BY sim DESC",
                 op = cosine_op(),
                 vt = vector_type()
             ),
@@ -209,8 +214,10 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     let rows: Vec<(Uuid, String, String, TimestampWithTimeZone, f64, f64, f64)> = select_prepared(
         &format!(
             "SELECT m.id, m.content, m.type::text, m.created_at, 1 - (m.embedding {op} $1::real[]::{vt}), \
-                    m.importance::float8, extract(epoch FROM now() - m.created_at)::float8 / 86400 \
-             FROM dionysus.memories m WHERE m.id = ANY($7) AND {FILTER_SQL}",
+                    m.importance::float8, \
+                    CASE WHEN isfinite(m.created_at) THEN extract(epoch FROM now() - m.created_at)::float8 / 86400 \
+                         ELSE 0 END \
+             FROM dionysus.memories m WHERE m.id = ANY($8) AND {FILTER_SQL}",
             op = cosine_op(),
             vt = vector_type()
         ),
@@ -340,6 +347,7 @@ fn recall(
     until: default!(Option<TimestampWithTimeZone>, "NULL"),
     min_importance: default!(Option<f64>, "NULL"),
     episode_id: default!(Option<Uuid>, "NULL"),
+    person: default!(Option<&str>, "NULL"),
 ) -> TableIterator<
     'static,
     (
@@ -365,6 +373,7 @@ fn recall(
         until,
         min_importance: min_importance.map(|v| validate::unit("min_importance", Some(v))),
         episode: episode_id,
+        person: validate::optional_text("person", person),
     };
     if let (Some(s), Some(u)) = (since, until) {
         if s > u {

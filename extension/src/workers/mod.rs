@@ -19,8 +19,6 @@ use pgrx::bgworkers::*;
 use pgrx::prelude::*;
 use std::time::{Duration, Instant};
 
-/// Database the launcher itself connects to, to read the list of databases.
-const LAUNCHER_DATABASE: &str = "postgres";
 const NEIGHBORHOOD_BATCH: i64 = 50;
 /// Embedding cache entries older than this are pruned.
 const CACHE_DAYS: i32 = 30;
@@ -49,11 +47,11 @@ impl Duty {
         };
         Duration::from_secs(secs.max(1) as u64)
     }
-    /// The per-database status row: its existence says the extension (this version) is installed.
+    /// The per-database status row of this duty (in the extension's schema).
     fn status_table(self) -> &'static str {
         match self {
-            Duty::Maintenance => "dionysus.worker_status",
-            Duty::Scheduler => "dionysus.scheduler_status",
+            Duty::Maintenance => "worker_status",
+            Duty::Scheduler => "scheduler_status",
         }
     }
     fn pass_function(self) -> &'static str {
@@ -103,7 +101,9 @@ fn reload_config_if_asked() {
 pub extern "C-unwind" fn dionysus_launcher_main(arg: pg_sys::Datum) {
     let duty = Duty::from_arg(arg);
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
-    BackgroundWorker::connect_worker_to_spi(Some(LAUNCHER_DATABASE), None);
+    // No database: the launcher only reads the shared catalog pg_database, so it runs whatever
+    // databases exist (a cluster without "postgres" included) and runs no SQL anyone can shadow.
+    BackgroundWorker::connect_worker_to_spi(None, None);
     log!("dionysus {} launcher started (interval {} s)", duty.name(), duty.interval().as_secs());
     let mut first = true;
     loop {
@@ -113,29 +113,42 @@ pub extern "C-unwind" fn dionysus_launcher_main(arg: pg_sys::Datum) {
             break;
         }
         reload_config_if_asked();
-        let databases: Vec<String> = BackgroundWorker::transaction(|| {
-            Spi::connect(|c| {
-                c.select(
-                    "SELECT datname::text FROM pg_database WHERE datallowconn AND NOT datistemplate ORDER BY oid",
-                    None,
-                    &[],
-                )
-                .map(|rows| rows.filter_map(|t| t.get::<String>(1).ok().flatten()).collect())
-                .unwrap_or_default()
-            })
-        });
-        for db in databases {
+        for (oid, name) in BackgroundWorker::transaction(connectable_databases) {
             if stopping() {
                 break;
             }
-            run_pass(duty, &db);
+            run_pass(duty, oid, &name);
         }
     }
     log!("dionysus {} launcher stopped", duty.name());
 }
 
-/// Starts one pass for a database and waits for it to end.
-fn run_pass(duty: Duty, db: &str) {
+/// Databases that accept connections and are not templates, read from the shared catalog by a
+/// heap scan (as autovacuum's launcher does): no database connection, no SQL.
+fn connectable_databases() -> Vec<(pg_sys::Oid, String)> {
+    let mut out = Vec::new();
+    unsafe {
+        let rel = pg_sys::table_open(pg_sys::DatabaseRelationId, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let scan = pg_sys::table_beginscan_catalog(rel, 0, std::ptr::null_mut());
+        loop {
+            let tuple = pg_sys::heap_getnext(scan, pg_sys::ScanDirection::ForwardScanDirection);
+            if tuple.is_null() {
+                break;
+            }
+            let db = pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_database>(tuple);
+            if (*db).datallowconn && !(*db).datistemplate {
+                out.push(((*db).oid, pg_sys::name_data_to_str(&(*db).datname).to_string()));
+            }
+        }
+        pg_sys::table_endscan(scan);
+        pg_sys::table_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+    }
+    out.sort_by_key(|(oid, _)| oid.to_u32());
+    out
+}
+
+/// Starts one pass for a database (named by its oid in bgw_extra) and waits for it to end.
+fn run_pass(duty: Duty, oid: pg_sys::Oid, db: &str) {
     let started = BackgroundWorkerBuilder::new(&format!("dionysus {} {db}", duty.name()))
         .set_type(&format!("dionysus {}", duty.name()))
         .set_function(duty.pass_function())
@@ -143,7 +156,7 @@ fn run_pass(duty: Duty, db: &str) {
         .enable_spi_access()
         .set_start_time(BgWorkerStartTime::RecoveryFinished)
         .set_restart_time(None)
-        .set_extra(db)
+        .set_extra(&oid.to_u32().to_string())
         .set_notify_pid(unsafe { pg_sys::MyProcPid })
         .load_dynamic();
     let worker = match started {
@@ -227,13 +240,13 @@ pub extern "C-unwind" fn dionysus_scheduler_main(_arg: pg_sys::Datum) {
     };
     // The tick and its record commit together: whoever hears the NOTIFY sees the tick.
     let error = BackgroundWorker::transaction(|| {
-        let error = match in_subtransaction(|| Spi::get_one::<pgrx::JsonB>("SELECT dionysus.scheduler_tick()").map(|_| ())) {
+        let error = match in_subtransaction(|| Spi::get_one::<pgrx::JsonB>("SELECT scheduler_tick()").map(|_| ())) {
             Ok(Ok(())) => None,
             Ok(Err(e)) => Some(e.to_string()),
             Err(e) => Some(e),
         };
         let _ = Spi::run_with_args(
-            "UPDATE dionysus.scheduler_status SET last_tick_at = now(), \
+            "UPDATE scheduler_status SET last_tick_at = now(), \
                last_error = coalesce($1, last_error), \
                last_error_at = CASE WHEN $1 IS NULL THEN last_error_at ELSE now() END, \
                consecutive_failures = CASE WHEN $1 IS NULL THEN 0 ELSE consecutive_failures + 1 END \
@@ -247,34 +260,66 @@ pub extern "C-unwind" fn dionysus_scheduler_main(_arg: pg_sys::Datum) {
     }
 }
 
-/// The start of every per-database pass: signals, the connection named in bgw_extra, and
-/// whether there is anything to do (extension installed, not backing off). Returns the
-/// database name when the pass should go on.
+/// The start of every per-database pass: signals, the connection to the database whose oid is
+/// in bgw_extra, and whether there is anything to do. Returns the database name when the pass
+/// should go on, by then running as the extension's owner with a search_path of its own.
+///
+/// A database owner controls much of what a connection to their database sees: its
+/// search_path (ALTER DATABASE … SET), the public schema, and any schema or table called
+/// "dionysus" when the extension is not installed. So, before any SQL, search_path is pinned
+/// to pg_catalog; the pass goes on only where pg_extension lists dionysus at this library's
+/// version; and from then on it runs as the extension's owner, never as the bootstrap
+/// superuser, with search_path = pg_catalog, <the extension's schema>, pg_temp.
 fn open_pass(duty: Duty) -> Option<String> {
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
-    let db = BackgroundWorker::get_extra().to_string();
-    BackgroundWorker::connect_worker_to_spi(Some(&db), None);
-    let table = duty.status_table();
+    let oid = BackgroundWorker::get_extra().parse::<u32>().ok()?;
+    BackgroundWorker::connect_worker_to_spi_by_oid(Some(pg_sys::Oid::from(oid)), None);
+    pin_search_path("pg_catalog, pg_temp");
     let installed = BackgroundWorker::transaction(|| {
-        Spi::get_one_with_args::<bool>("SELECT to_regclass($1) IS NOT NULL", &[table.into()])
-            .ok()
-            .flatten()
-            .unwrap_or(false)
+        Spi::connect(|c| {
+            let rows = c.select(
+                "SELECT e.extowner, quote_ident(n.nspname::text), e.extversion::text, current_database()::text \
+                 FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace \
+                 WHERE e.extname OPERATOR(pg_catalog.=) 'dionysus'::pg_catalog.name",
+                None,
+                &[],
+            );
+            rows.ok()?.into_iter().next().and_then(|t| {
+                Some((t.get::<pg_sys::Oid>(1).ok()??, t.get::<String>(2).ok()??, t.get::<String>(3).ok()??, t.get::<String>(4).ok()??))
+            })
+        })
     });
-    if !installed || BackgroundWorker::transaction(|| in_back_off(table, duty)) {
+    let (owner, schema, version, db) = installed?;
+    if version != env!("CARGO_PKG_VERSION") {
+        // The schema lags (or leads) this library: ALTER EXTENSION dionysus UPDATE first.
+        debug1!("dionysus {}: {db} has dionysus {version}, the library is {}; skipped", duty.name(), env!("CARGO_PKG_VERSION"));
+        return None;
+    }
+    unsafe { pg_sys::SetUserIdAndSecContext(owner, pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32) };
+    pin_search_path(&format!("pg_catalog, {schema}, pg_temp"));
+    if BackgroundWorker::transaction(|| in_back_off(duty)) {
         return None;
     }
     Some(db)
 }
 
+/// Sets search_path for the rest of this worker's session, over any per-database default.
+fn pin_search_path(path: &str) {
+    let value = std::ffi::CString::new(path).expect("no NUL in a search_path");
+    unsafe {
+        pg_sys::SetConfigOption(c"search_path".as_ptr(), value.as_ptr(), pg_sys::GucContext::PGC_SUSET, pg_sys::GucSource::PGC_S_OVERRIDE);
+    }
+}
+
 /// After failures, passes wait 2^n intervals (at most an hour) before trying again.
-/// `status_table` has `consecutive_failures` and `last_error_at`.
-fn in_back_off(status_table: &str, duty: Duty) -> bool {
+/// The duty's status table has `consecutive_failures` and `last_error_at`.
+fn in_back_off(duty: Duty) -> bool {
     Spi::get_one_with_args::<bool>(
         &format!(
             "SELECT consecutive_failures > 0 AND last_error_at IS NOT NULL \
                 AND now() < last_error_at + make_interval(secs => least(power(2, consecutive_failures) * $1, 3600)) \
-             FROM {status_table} WHERE id = 1"
+             FROM {} WHERE id = 1",
+            duty.status_table()
         ),
         &[(duty.interval().as_secs() as f64).into()],
     )
@@ -289,7 +334,7 @@ fn record_pass(done: i64, elapsed_ms: f64, error: Option<String>) {
         warning!("dionysus maintenance: {}", error.as_deref().unwrap_or_default());
     }
     let _ = Spi::run_with_args(
-        "UPDATE dionysus.worker_status SET last_run_at = now(), last_pass_ms = $2, \
+        "UPDATE worker_status SET last_run_at = now(), last_pass_ms = $2, \
            neighborhoods_done = neighborhoods_done + $1, \
            last_success_at = CASE WHEN $3 IS NULL THEN now() ELSE last_success_at END, \
            last_error = coalesce($3, last_error), \

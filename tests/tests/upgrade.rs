@@ -1,0 +1,142 @@
+//! People keep their data across versions: a database created with the previous release is
+//! filled, updated with ALTER EXTENSION dionysus UPDATE, and must then hold everything it held
+//! and have exactly the schema a fresh install has.
+use dionysus_tests::*;
+use std::collections::BTreeSet;
+
+/// The release before this one (its script is kept in extension/sql/ and installed beside
+/// the current one by scripts/install.sh).
+const PREVIOUS: &str = "0.1.0";
+
+/// Everything about the extension's objects that a person or the driver could notice, one
+/// line per fact, with no OIDs and no column order (ALTER TABLE ADD COLUMN appends).
+const CATALOG: &str = r#"
+WITH ns AS (SELECT oid FROM pg_namespace WHERE nspname = 'dionysus')
+SELECT 'column ' || c.relname || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
+       || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END
+       || coalesce(' default ' || pg_get_expr(d.adbin, d.adrelid), '')
+       || CASE WHEN a.attgenerated <> '' THEN ' generated' ELSE '' END
+  FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+  LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
+ WHERE c.relnamespace IN (SELECT oid FROM ns) AND c.relkind IN ('r', 'v', 'm', 'c')
+UNION ALL
+SELECT 'relation ' || c.relname || ' ' || c.relkind::text || ' acl ' || coalesce(c.relacl::text, '-')
+  FROM pg_class c WHERE c.relnamespace IN (SELECT oid FROM ns) AND c.relkind IN ('r', 'v', 'm', 'S')
+UNION ALL
+SELECT 'constraint ' || conrelid::regclass::text || ' ' || conname || ' ' || pg_get_constraintdef(oid)
+  FROM pg_constraint WHERE connamespace IN (SELECT oid FROM ns)
+UNION ALL
+SELECT 'index ' || pg_get_indexdef(indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+ WHERE c.relnamespace IN (SELECT oid FROM ns)
+UNION ALL
+SELECT 'trigger ' || pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+ WHERE c.relnamespace IN (SELECT oid FROM ns) AND NOT t.tgisinternal
+UNION ALL
+SELECT 'view ' || c.relname || ' ' || pg_get_viewdef(c.oid) FROM pg_class c
+ WHERE c.relnamespace IN (SELECT oid FROM ns) AND c.relkind = 'v'
+UNION ALL
+SELECT 'function ' || p.proname || '(' || pg_get_function_arguments(p.oid) || ') ' || pg_get_function_result(p.oid)
+       || ' ' || p.provolatile::text || p.proparallel::text || ' ' || l.lanname || ' ' || md5(p.prosrc) || ' '
+       || coalesce(p.probin, '') || ' ' || coalesce(p.proconfig::text, '') || ' acl ' || coalesce(p.proacl::text, '-')
+  FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.pronamespace IN (SELECT oid FROM ns)
+UNION ALL
+SELECT 'type ' || t.typname || ' ' || coalesce((SELECT string_agg(e.enumlabel, ',' ORDER BY e.enumsortorder) FROM pg_enum e
+                                                 WHERE e.enumtypid = t.oid), '')
+  FROM pg_type t WHERE t.typnamespace IN (SELECT oid FROM ns) AND t.typtype IN ('e', 'd', 'b')
+UNION ALL
+SELECT 'comment ' || coalesce(c.relname, p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')', '?') || ' ' || md5(d.description)
+  FROM pg_description d
+  LEFT JOIN pg_class c ON d.classoid = 'pg_class'::regclass AND c.oid = d.objoid AND d.objsubid = 0
+  LEFT JOIN pg_proc p ON d.classoid = 'pg_proc'::regclass AND p.oid = d.objoid
+ WHERE coalesce(c.relnamespace, p.pronamespace) IN (SELECT oid FROM ns)
+UNION ALL
+SELECT 'member ' || pg_describe_object(classid, objid, objsubid) FROM pg_depend
+ WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+   AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'dionysus')
+"#;
+
+async fn catalog(c: &tokio_postgres::Client) -> BTreeSet<String> {
+    c.query(CATALOG, &[]).await.expect("catalog").iter().map(|r| r.get::<_, String>(0)).collect()
+}
+
+async fn count(c: &tokio_postgres::Client, sql: &str) -> i64 {
+    c.query_one(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}")).get(0)
+}
+
+#[tokio::test]
+async fn an_update_from_the_previous_release_keeps_everything_and_matches_a_fresh_install() {
+    let admin = connect("postgres").await;
+    let name = format!("t_upgrade_{}", std::process::id());
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+    let old = connect(&name).await;
+    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{PREVIOUS}'")).await.expect("install the previous release");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, PREVIOUS);
+
+    // Fill it as a person of the previous release would have. The new library serves the old
+    // declarations until the update, so the fill uses what kept its signature (plpgsql
+    // functions, embed) and plain rows for the rest.
+    old.batch_execute(
+        "INSERT INTO dionysus.memories (type, content, embedding, importance) \
+           SELECT 'semantic', 'The user keeps bees in the garden', dionysus.embed('The user keeps bees in the garden'), 0.8; \
+         INSERT INTO dionysus.memories (type, content, embedding, created_at) \
+           SELECT 'episodic', 'a poisoned time from the old version', dionysus.embed('a poisoned time'), 'infinity'; \
+         INSERT INTO dionysus.facts (memory_id, subject) SELECT id, 'user' FROM dionysus.memories WHERE content LIKE '%bees%'; \
+         INSERT INTO dionysus.entities (name) VALUES ('user'), ('bees'); \
+         INSERT INTO dionysus.triples (subject_id, predicate, object_id) \
+           SELECT s.id, 'keeps', o.id FROM dionysus.entities s, dionysus.entities o WHERE s.name = 'user' AND o.name = 'bees'; \
+         INSERT INTO dionysus.memories (type, content, embedding, source) \
+           SELECT 'episodic', 'I love honey', dionysus.embed('I love honey'), 'conversation:discord:42'; \
+         INSERT INTO dionysus.messages (platform, platform_message_id, channel_id, author_id, content, memory_id) \
+           SELECT 'discord', 'm1', '42', '1001', 'I love honey', id FROM dionysus.memories WHERE content = 'I love honey'; \
+         INSERT INTO dionysus.messages (platform, platform_message_id, channel_id, author_id, content, is_bot, reply_to) \
+           SELECT 'discord', 'm2', '42', 'bot', 'Honey from your own bees must be wonderful.', true, id FROM dionysus.messages WHERE platform_message_id = 'm1'; \
+         SELECT dionysus.create_goal('Learn about beekeeping', source => 'curiosity'); \
+         SELECT dionysus.heartbeat_begin(); \
+         INSERT INTO dionysus.outbox (audience, content) VALUES ('user', 'a reach-out still waiting');",
+    )
+    .await
+    .expect("fill the previous release");
+    let hb: uuid::Uuid = old.query_one("SELECT id FROM dionysus.heartbeat_log", &[]).await.unwrap().get(0);
+    old.query("SELECT dionysus.heartbeat_commit($1, dionysus.heartbeat_default_decision())", &[&hb]).await.expect("commit at 0.1.0");
+    let tables = ["memories", "facts", "entities", "triples", "messages", "goals", "heartbeat_log", "work_queue", "outbox", "energy_ledger", "episodes"];
+    let mut before = Vec::new();
+    for t in tables {
+        before.push(count(&old, &format!("SELECT count(*) FROM dionysus.{t}")).await);
+    }
+
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_ne!(v, PREVIOUS, "the update did not move the version");
+
+    // Nothing lost.
+    for (t, n) in tables.iter().zip(before) {
+        assert_eq!(count(&old, &format!("SELECT count(*) FROM dionysus.{t}")).await, n, "rows of {t} changed across the update");
+    }
+    let honey: String = old.query_one("SELECT content FROM dionysus.messages WHERE platform_message_id = 'm1'", &[]).await.unwrap().get(0);
+    assert_eq!(honey, "I love honey");
+    // The new columns were filled from what was there: the turns belong to their person.
+    let people: Vec<Option<String>> =
+        old.query("SELECT person FROM dionysus.messages ORDER BY platform_message_id", &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(people, vec![Some("discord:1001".to_string()), Some("discord:1001".to_string())]);
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.memories WHERE content = 'I love honey' AND private_to = ARRAY['discord:1001']").await, 1);
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.memories WHERE NOT isfinite(created_at)").await, 0, "a poisoned time survived");
+    // And it works at the new version.
+    let top: String = old
+        .query_one("SELECT content FROM dionysus.recall('who keeps bees?', 3, person => 'discord:1001') LIMIT 1", &[])
+        .await
+        .expect("recall after the update")
+        .get(0);
+    assert!(top.contains("bees"), "{top}");
+    old.batch_execute("SELECT dionysus.log_message('discord', 'm3', '42', '1001', 'And I got a new hive')").await.expect("log_message after the update");
+
+    // The same schema as a fresh install.
+    let fresh = TestDb::new("upgrade_fresh").await;
+    let (upgraded, installed) = (catalog(&old).await, catalog(&fresh.client).await);
+    let missing: Vec<_> = installed.difference(&upgraded).collect();
+    let extra: Vec<_> = upgraded.difference(&installed).collect();
+    assert!(missing.is_empty() && extra.is_empty(), "the updated schema differs from a fresh install:\nonly in a fresh install: {missing:#?}\nonly after the update: {extra:#?}");
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
