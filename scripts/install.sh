@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Set-up (idempotent), then build and install the extension into the local PostgreSQL.
+# Set-up (idempotent), then build and install the extension into the local PostgreSQL
+# (PG_MAJOR, default 15: /usr/lib/postgresql/$PG_MAJOR, see scripts/setup.sh for 16-18).
 # A running server keeps the library it loaded: restart it afterwards (scripts/cluster.sh restart).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 printf '\033[1;34m[install]\033[0m %s\n' "building and installing the extension"
 PG_CONFIG="/usr/lib/postgresql/${PG_MAJOR:-15}/bin/pg_config"
-(cd extension && cargo pgrx install --release --pg-config "$PG_CONFIG" >/dev/null)
+# The feature of this major instead of the default pg15 (cargo pgrx would also infer it from
+# pg_config's version; said here for the reader).
+(cd extension && cargo pgrx install --release --pg-config "$PG_CONFIG" \
+  --no-default-features --features "pg${PG_MAJOR:-15}" >/dev/null)
 # cargo pgrx installs the current version's script and the upgrade scripts (extension/sql/
 # dionysus--A--B.sql); the released versions' full scripts go beside them, so a database can
 # still be created at an older version (the upgrade test does) and updated.

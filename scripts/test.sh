@@ -1,56 +1,115 @@
 #!/usr/bin/env bash
-# Runs every test of Dionysus, from a fresh machine if need be:
-#   1. set-up (idempotent)            scripts/setup.sh
-#   2. build and install the extension into the local PostgreSQL 15
-#   3. #[pg_test] units inside Postgres   cargo pgrx test
-#   4. a throw-away cluster with dionysus preloaded, then the integration tests (tests/)
-#      and the driver's tests against it
-set -euo pipefail
+# Runs every test of Dionysus, from a fresh machine if need be, on each PostgreSQL major:
+#   1. set-up (idempotent)            scripts/setup.sh, with every major below
+#   2. per major: build and install the extension into that PostgreSQL   scripts/install.sh
+#   3. per major: #[pg_test] units inside Postgres   cargo pgrx test pgNN
+#   4. on the majors with the full suites: a throw-away cluster with dionysus preloaded, then
+#      the integration tests (tests/) and the driver's tests against it
+# Every suite runs even when an earlier one failed; a summary closes the run, and the exit
+# status is non-zero when any suite failed.
+#
+# Environment:
+#   DIONYSUS_TEST_MAJORS   the majors to test (default "15 18": 16 and 17 add about 10 minutes of
+#                          #[pg_test] units to CI, see the README; "15 16 17 18" runs them too)
+#   DIONYSUS_FULL_MAJORS   of those, the ones that also run the integration and driver tests
+#                          (default "15 18"; the others run the #[pg_test] units)
+#   DIONYSUS_TEST_PORT     the first integration cluster's port (54329); the next full major
+#                          takes the next port
+#   DIONYSUS_TEST_DATA     the clusters' data directories, with "-PORT" appended (/tmp/dionysus-test)
+#   DIONYSUS_SKIP_PG_TEST=1  no #[pg_test] units
+set -uo pipefail
 cd "$(dirname "$0")/.."
-PORT="${DIONYSUS_TEST_PORT:-54329}"
-DATA="${DIONYSUS_TEST_DATA:-/tmp/dionysus-test-$PORT}"
+MAJORS="${DIONYSUS_TEST_MAJORS:-15 18}"
+FULL="${DIONYSUS_FULL_MAJORS:-15 18}"
+BASE_PORT="${DIONYSUS_TEST_PORT:-54329}"
+DATA_BASE="${DIONYSUS_TEST_DATA:-/tmp/dionysus-test}"   # + "-PORT" for each cluster
 log() { printf '\033[1;34m[test]\033[0m %s\n' "$*"; }
 
-scripts/install.sh
+DIONYSUS_PG_MAJORS="$MAJORS" scripts/setup.sh || exit 1
 
-if [ "${DIONYSUS_SKIP_PG_TEST:-0}" != 1 ]; then
-  log "#[pg_test] units"
-  # Outside the checkout: the postgres user must reach it whatever the clone's parent permissions.
-  pgtest_data="/tmp/dionysus-pgrx-test-data"
-  mkdir -p "$pgtest_data"; chown -R postgres:postgres "$pgtest_data" 2>/dev/null || true
-  (cd extension && cargo pgrx test pg15 --release --runas postgres --pgdata "$pgtest_data")
-fi
+results=(); failed=0
+record() {  # record LABEL STATUS
+  if [ "$2" -eq 0 ]; then results+=("passed  $1"); else results+=("FAILED  $1"); failed=1; fi
+}
+is_full() { case " $FULL " in *" $1 "*) return 0 ;; esac; return 1; }
 
-log "integration cluster on 127.0.0.1:$PORT ($DATA)"
-scripts/cluster.sh stop "$DATA"
-rm -rf "$DATA"
-# TLS for the driver's sslmode tests: a CA of its own and a server certificate for 127.0.0.1
-# and localhost, kept beside the data directory (generated once).
-TLS="$DATA-tls"
-if [ ! -f "$TLS/server.pem" ]; then
-  mkdir -p "$TLS"
-  openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=dionysus test CA" \
-    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
-    -keyout "$TLS/ca.key" -out "$TLS/ca.pem" 2>/dev/null
-  openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout "$TLS/server.key" -out "$TLS/server.csr" 2>/dev/null
-  printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$TLS/server.ext"
-  openssl x509 -req -in "$TLS/server.csr" -CA "$TLS/ca.pem" -CAkey "$TLS/ca.key" -CAcreateserial -days 3650 \
-    -extfile "$TLS/server.ext" -out "$TLS/server.pem" 2>/dev/null
-fi
-chown postgres:postgres "$TLS/server.key" "$TLS/server.pem" 2>/dev/null || true
-chmod 600 "$TLS/server.key"
 # As a developer's shell often has it: errors must stay one clean line anyway (tests/trust.rs).
 export RUST_BACKTRACE=1
-scripts/cluster.sh start "$DATA" "$PORT" "dionysus.worker_interval = 1" \
-  "ssl = on" "ssl_cert_file = '$TLS/server.pem'" "ssl_key_file = '$TLS/server.key'"
-trap 'scripts/cluster.sh stop "$DATA"' EXIT
+any_full=0; for m in $MAJORS; do is_full "$m" && any_full=1; done
+if [ "$any_full" = 1 ]; then
+  log "building the driver (the integration tests run the real binary too)"
+  cargo build --release -p dionysus-driver || exit 1
+fi
 
-export DIONYSUS_TEST_CONNINFO="host=127.0.0.1 port=$PORT user=postgres"
-export DIONYSUS_TEST_SSL_CA="$TLS/ca.pem"
-export DIONYSUS_TEST_DATA="$DATA"
-log "integration tests"
-cargo build --release -p dionysus-driver   # the tests run the real binary too
-cargo test --release --no-fail-fast -p dionysus-tests -- --test-threads 2
-log "driver tests"
-cargo test --release --no-fail-fast -p dionysus-driver
+DATA=""
+trap '[ -z "$DATA" ] || scripts/cluster.sh stop "$DATA"' EXIT
+port="$BASE_PORT"
+for major in $MAJORS; do
+  export PG_MAJOR="$major"   # scripts/install.sh and scripts/cluster.sh (the tests call it too)
+  unset DIONYSUS_TEST_CONNINFO DIONYSUS_TEST_SSL_CA DIONYSUS_TEST_DATA
+  log "PostgreSQL $major: building and installing the extension"
+  if ! scripts/install.sh; then
+    record "pg$major install (no tests run)" 1
+    continue
+  fi
+
+  if [ "${DIONYSUS_SKIP_PG_TEST:-0}" != 1 ]; then
+    log "PostgreSQL $major: #[pg_test] units"
+    # Outside the checkout: the postgres user must reach it whatever the clone's parent permissions.
+    pgtest_data="/tmp/dionysus-pgrx-test-data-pg$major"
+    mkdir -p "$pgtest_data"; chown -R postgres:postgres "$pgtest_data" 2>/dev/null || true
+    (cd extension && cargo pgrx test "pg$major" --release --runas postgres --pgdata "$pgtest_data")
+    record "pg$major #[pg_test] units" $?
+  fi
+
+  is_full "$major" || continue
+  DATA="$DATA_BASE-$port"
+  log "PostgreSQL $major: integration cluster on 127.0.0.1:$port ($DATA)"
+  scripts/cluster.sh stop "$DATA"
+  rm -rf "$DATA"
+  # TLS for the driver's sslmode tests: a CA of its own and a server certificate for 127.0.0.1
+  # and localhost, kept beside the data directory (generated once).
+  TLS="$DATA-tls"
+  if [ ! -f "$TLS/server.pem" ]; then
+    mkdir -p "$TLS"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=dionysus test CA" \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+      -keyout "$TLS/ca.key" -out "$TLS/ca.pem" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout "$TLS/server.key" -out "$TLS/server.csr" 2>/dev/null
+    printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$TLS/server.ext"
+    openssl x509 -req -in "$TLS/server.csr" -CA "$TLS/ca.pem" -CAkey "$TLS/ca.key" -CAcreateserial -days 3650 \
+      -extfile "$TLS/server.ext" -out "$TLS/server.pem" 2>/dev/null
+  fi
+  chown postgres:postgres "$TLS/server.key" "$TLS/server.pem" 2>/dev/null || true
+  chmod 600 "$TLS/server.key"
+  if ! scripts/cluster.sh start "$DATA" "$port" "dionysus.worker_interval = 1" \
+         "ssl = on" "ssl_cert_file = '$TLS/server.pem'" "ssl_key_file = '$TLS/server.key'"; then
+    record "pg$major integration cluster (no integration or driver tests run)" 1
+    DATA=""; port=$((port + 1)); continue
+  fi
+
+  export DIONYSUS_TEST_CONNINFO="host=127.0.0.1 port=$port user=postgres"
+  export DIONYSUS_TEST_SSL_CA="$TLS/ca.pem"
+  export DIONYSUS_TEST_DATA="$DATA"
+  log "PostgreSQL $major: integration tests"
+  cargo test --release --no-fail-fast -p dionysus-tests -- --test-threads 2
+  record "pg$major integration tests" $?
+  log "PostgreSQL $major: driver tests"
+  cargo test --release --no-fail-fast -p dionysus-driver
+  record "pg$major driver tests" $?
+  scripts/cluster.sh stop "$DATA"
+  DATA=""; port=$((port + 1))
+done
+
+log "summary"
+npass=0; nfail=0
+for r in "${results[@]}"; do
+  printf '  %s\n' "$r"
+  case "$r" in passed*) npass=$((npass + 1)) ;; *) nfail=$((nfail + 1)) ;; esac
+done
+echo "suites: $npass passed, $nfail failed"
+if [ "$failed" -ne 0 ]; then
+  log "some suites failed"
+  exit 1
+fi
 log "all tests passed"

@@ -3,6 +3,18 @@
 --
 -- Everything here runs inside PostgreSQL with no LLM. The driver supplies decisions and
 -- performs the actions that need language or the network, through the queue.
+--
+-- The global lock order. Every function that takes more than one of these takes them in
+-- this order, so no two transactions ever wait on each other in a cycle:
+--   1. the channel's advisory lock  'dionysus.channel:<platform>:<channel>'  (log_message, confirm_outbox)
+--   2. the heartbeat_state row      FOR UPDATE  (heartbeats, energy, sessions, contact time, refunds)
+--   3. the goals advisory lock      'dionysus.goals'  (create_goal, change_goal_priority, heartbeat_commit,
+--                                   complete_work of a result with goals)
+--   4. the row a call is about      the heartbeat_log row of a commit or finish, the work_queue row
+--                                   of a complete/fail/release, the outbox row of a confirm/release
+--   5. the learn and episode advisory locks  'dionysus.learn', 'dionysus.episode:<source>'  (learn, remember)
+--   6. any other rows, by primary key: goals, memories, facts, triples
+-- A function that may need a lock later (a refund needs the state row) takes it at its start.
 
 -- ---------------------------------------------------------------------------------------
 -- Configuration: energy parameters (§2.2), action costs (§2.4), goal limits (§4.2), cooldown (§9.3).
@@ -54,14 +66,16 @@ INSERT INTO heartbeat_config (key, value, description) VALUES
     ('max_queued_goals', 10, 'queued goals at most; overflow is demoted to backburner'),
     ('reach_out_cooldown_hours', 4, 'no reach_out_user this soon after the last one, unless the user spoke since'),
     ('stale_goal_days', 7, 'an active goal untouched this long is stale'),
-    ('heartbeat_timeout_minutes', 15, 'an unfinished heartbeat older than this is closed with the fallback'),
+    ('heartbeat_timeout_minutes', 15, 'an unfinished heartbeat silent this long (its driver stopped touching it) is closed with the fallback'),
     ('work_max_attempts', 3, 'attempts of a queued action before it fails for good'),
     ('work_lease_minutes', 10, 'a claimed action not completed within this goes back to the queue'),
     ('work_retry_seconds', 30, 'first retry delay of a failed action; doubles with each attempt'),
     ('session_idle_minutes', 15, 'a conversation with no message for this long is ended'),
     ('significant_session_turns', 3, 'a session with at least this many messages from the person requests a heartbeat when it ends'),
     ('summary_delay_minutes', 5, 'a closed episode waits this long before it is summarised (§6.4)'),
-    ('concept_window_hours', 24, 'memories younger than this get their concepts extracted (§6.5)');
+    ('concept_window_hours', 24, 'memories younger than this get their concepts extracted (§6.5)'),
+    ('outbox_lease_seconds', 120, 'a message reserved for sending and not confirmed within this goes back to the outbox'),
+    ('retention_days', 90, 'the maintenance pass prunes ledger, heartbeat log, finished work, sent messages, access log and cache older than this (never the message log)');
 
 -- ---------------------------------------------------------------------------------------
 -- Heartbeat state (singleton) and the energy ledger.
@@ -170,6 +184,24 @@ CREATE TABLE worldview_beliefs (
 );
 
 -- ---------------------------------------------------------------------------------------
+-- What the maintain action changed (§3.2.3): each judgement of a memory, belief or identity
+-- aspect with the state before and after, and why.
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE memory_changes (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at           timestamptz NOT NULL DEFAULT now(),
+    heartbeat_id uuid,
+    work_id      uuid,
+    target_kind  text NOT NULL CHECK (target_kind IN ('memory', 'belief', 'identity')),
+    target_id    uuid NOT NULL,
+    verdict      text NOT NULL CHECK (verdict IN ('keep', 'update', 'retire')),
+    before       jsonb NOT NULL,
+    after        jsonb,
+    reason       text
+);
+CREATE INDEX memory_changes_target ON memory_changes (target_id);
+
+-- ---------------------------------------------------------------------------------------
 -- The heartbeat log (§7.3).
 -- ---------------------------------------------------------------------------------------
 CREATE TYPE heartbeat_status AS ENUM ('in_flight', 'committed', 'finished', 'recovered');
@@ -196,7 +228,11 @@ CREATE TABLE heartbeat_log (
     memory_id            uuid REFERENCES memories (id) ON DELETE SET NULL,
     -- The people whose private words were in this heartbeat's context: what it decides and
     -- writes is as private as that.
-    private_to           text[]
+    private_to           text[],
+    -- Liveness: the driver touches its heartbeat while it works; only silence is a stall.
+    last_alive_at        timestamptz,
+    -- Why the scheduler could not close a stalled heartbeat normally (it was closed anyway).
+    recovery_error       text
 );
 CREATE INDEX heartbeat_log_number ON heartbeat_log (heartbeat_number DESC);
 CREATE INDEX heartbeat_log_started ON heartbeat_log (started_at DESC);
@@ -224,7 +260,11 @@ CREATE TABLE work_queue (
     -- Not claimable before this: retry back-off, and the grace the conversation gives itself
     -- to extract right after its reply before the queue's other workers may.
     available_at    timestamptz NOT NULL DEFAULT now(),
-    completed_at    timestamptz
+    completed_at    timestamptz,
+    -- Fencing: each claim gets a new token; only its holder may settle the item.
+    lease_token     uuid,
+    -- The energy the heartbeat spent on it, refunded if it fails for good.
+    energy_cost     double precision NOT NULL DEFAULT 0 CHECK (energy_cost >= 0)
 );
 CREATE INDEX work_queue_pending ON work_queue (created_at) WHERE status IN ('pending', 'claimed');
 CREATE INDEX work_queue_heartbeat ON work_queue (heartbeat_id) WHERE heartbeat_id IS NOT NULL;
@@ -252,6 +292,14 @@ CREATE TABLE outbox (
     -- channel: the person's direct messages, which the driver opens).
     person              text,
     platform            text,
-    channel_id          text
+    channel_id          text,
+    -- A reply to this message (one reply per message: a redelivery never composes a second;
+    -- the foreign key to messages is added with that table, in 004).
+    reply_to            uuid UNIQUE,
+    -- Delivery is reserve → send → confirm: who reserved it, until when, and the platform ids
+    -- of the parts already delivered (a resend skips them; each part's nonce is stable).
+    reserved_by         text,
+    reserved_until      timestamptz,
+    sent_parts          jsonb NOT NULL DEFAULT '[]'::jsonb CHECK (jsonb_typeof(sent_parts) = 'array')
 );
 CREATE INDEX outbox_pending ON outbox (created_at) WHERE status = 'pending';

@@ -137,6 +137,9 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "blocked_by": must be a JSON array of goal ids or texts'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- Goal limits are counted under one lock so concurrent creators cannot both overflow; it
+    -- comes before any goal row (the global lock order in 002_heartbeat.sql).
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
     IF parent_goal_id IS NOT NULL THEN
         parent := dionysus.require_goal(parent_goal_id, 'parent_goal_id');
         IF parent.priority IN ('completed', 'abandoned') THEN
@@ -161,8 +164,6 @@ BEGIN
     IF origin_memory_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dionysus.memories WHERE id = origin_memory_id) THEN
         RAISE EXCEPTION 'dionysus: argument "origin_memory_id": no memory with id %', origin_memory_id USING ERRCODE = 'no_data_found';
     END IF;
-    -- Goal limits are counted under one lock so concurrent creators cannot both overflow.
-    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
     -- A newcomer that does not fit takes the overflow itself, one level down at a time;
     -- only a user's request displaces the stalest active goal instead.
     IF src <> 'user_request' THEN
@@ -191,6 +192,8 @@ DECLARE
     g dionysus.goals;
     target dionysus.goal_priority;
 BEGIN
+    -- The goals lock before the goal's row: the global lock order (002_heartbeat.sql).
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
     g := dionysus.require_goal(goal_id);
     IF new_priority IS NULL OR lower(btrim(new_priority)) NOT IN ('active', 'queued', 'backburner', 'completed', 'abandoned') THEN
         RAISE EXCEPTION 'dionysus: invalid argument "new_priority": unknown priority %', new_priority
@@ -215,7 +218,6 @@ BEGIN
     IF target = 'abandoned' AND (reason IS NULL OR btrim(reason) = '') THEN
         RAISE EXCEPTION 'dionysus: invalid argument "reason": abandoning a goal needs a reason' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
     UPDATE dionysus.goals SET
         priority = target,
         last_touched = now(),
@@ -433,11 +435,11 @@ DECLARE
     reach_outs integer;
     loop_sim double precision;
 BEGIN
-    -- Hoarding: average unused energy over 5 across the last 24 heartbeats.
+    -- Hoarding (§9.2): average unused energy over 5 across the last 24 heartbeats (no verdict before 24).
     SELECT avg(energy_end), count(*) INTO avg_unused, n
       FROM (SELECT energy_end FROM dionysus.heartbeat_log WHERE energy_end IS NOT NULL
              ORDER BY heartbeat_number DESC LIMIT 24) h;
-    IF n >= 3 AND avg_unused > 5 THEN
+    IF n >= 24 AND avg_unused > 5 THEN
         w := w || jsonb_build_array(jsonb_build_object('kind', 'hoarding', 'avg_unused_energy', round(avg_unused::numeric, 2),
              'heartbeats', n, 'message', 'Energy keeps going unused; spend it on something that matters, or reflect on why not.'));
     END IF;
@@ -481,7 +483,7 @@ END $$;
 CREATE FUNCTION claim_rows(worker text, ids uuid[]) RETURNS SETOF work_queue
     LANGUAGE sql AS $$
     UPDATE dionysus.work_queue w SET status = 'claimed', attempts = w.attempts + 1, claimed_by = claim_rows.worker,
-           claimed_at = now(),
+           claimed_at = now(), lease_token = gen_random_uuid(),
            lease_until = now() + make_interval(mins => dionysus.heartbeat_setting('work_lease_minutes')::int)
      WHERE w.id = ANY(claim_rows.ids) AND w.status = 'pending'
     RETURNING w.*
@@ -506,17 +508,51 @@ BEGIN
          ORDER BY q.created_at, q.id LIMIT max_items FOR UPDATE SKIP LOCKED));
 END $$;
 
--- Leases that ran out: back to pending, or failed once the attempts are used up.
+-- Leases that ran out: back to pending, or failed once the attempts are used up (and then
+-- the energy spent on them is refunded).
 CREATE FUNCTION expire_work_leases() RETURNS integer
     LANGUAGE plpgsql AS $$
-DECLARE n integer;
+DECLARE
+    n integer;
+    w record;
 BEGIN
-    UPDATE dionysus.work_queue SET status = CASE WHEN attempts >= max_attempts THEN 'failed'::dionysus.work_status ELSE 'pending' END,
-           last_error = 'lease expired (claimed by ' || coalesce(claimed_by, '?') || ')', lease_until = NULL,
-           completed_at = CASE WHEN attempts >= max_attempts THEN now() END
-     WHERE status = 'claimed' AND lease_until < now();
-    GET DIAGNOSTICS n = ROW_COUNT;
+    IF NOT EXISTS (SELECT 1 FROM dionysus.work_queue WHERE status = 'claimed' AND lease_until < now()) THEN
+        RETURN 0;
+    END IF;
+    PERFORM 1 FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE; -- lock order: state before rows
+    n := 0;
+    FOR w IN UPDATE dionysus.work_queue
+                SET status = CASE WHEN attempts >= max_attempts THEN 'failed'::dionysus.work_status ELSE 'pending' END,
+                    last_error = 'lease expired (claimed by ' || coalesce(claimed_by, '?') || ')', lease_until = NULL,
+                    completed_at = CASE WHEN attempts >= max_attempts THEN now() END
+              WHERE status = 'claimed' AND lease_until < now()
+          RETURNING * LOOP
+        n := n + 1;
+        IF w.status = 'failed' THEN
+            PERFORM dionysus.refund_work(w.id);
+        END IF;
+    END LOOP;
     RETURN n;
+END $$;
+
+-- Gives back the energy a heartbeat spent on an action that failed for good (seed 000 §5.1:
+-- the decision spends it; what never happened is refunded). Once: the cost is zeroed, the
+-- ledger keeps the refund. The caller holds the state row (lock order).
+CREATE FUNCTION refund_work(work_id uuid) RETURNS double precision
+    LANGUAGE plpgsql AS $$
+DECLARE
+    cost double precision;
+    hb uuid;
+    act text;
+BEGIN
+    SELECT q.energy_cost, q.heartbeat_id, q.action INTO cost, hb, act
+      FROM dionysus.work_queue q WHERE q.id = refund_work.work_id FOR UPDATE;
+    IF NOT FOUND OR cost <= 0 THEN
+        RETURN 0;
+    END IF;
+    UPDATE dionysus.work_queue q SET energy_cost = 0 WHERE q.id = refund_work.work_id;
+    PERFORM dionysus.update_energy(cost, hb, act, 'refund: the action failed for good');
+    RETURN cost;
 END $$;
 
 -- Claims one known item, whatever its available_at: the conversation extracts its own
@@ -537,7 +573,8 @@ END $$;
 
 -- Hands a claimed item back without spending an attempt: the item was fine, the driver could
 -- not work on it (LLM unreachable, shutting down). It becomes claimable after delay_seconds.
-CREATE FUNCTION release_work(work_id uuid, reason text DEFAULT NULL, delay_seconds integer DEFAULT 60) RETURNS void
+CREATE FUNCTION release_work(work_id uuid, reason text DEFAULT NULL, delay_seconds integer DEFAULT 60, lease uuid DEFAULT NULL)
+    RETURNS void
     LANGUAGE plpgsql AS $$
 DECLARE w dionysus.work_queue;
 BEGIN
@@ -545,7 +582,7 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "delay_seconds": % is outside [0, 86400]', delay_seconds
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    w := dionysus.require_claimed_work(work_id);
+    w := dionysus.require_claimed_work(work_id, lease);
     IF w.status <> 'claimed' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "work_id": work item % is %, not claimed', work_id, w.status
             USING ERRCODE = 'invalid_parameter_value';
@@ -555,7 +592,10 @@ BEGIN
      WHERE id = w.id;
 END $$;
 
-CREATE FUNCTION require_claimed_work(work_id uuid) RETURNS dionysus.work_queue
+-- The item, locked. With a lease (the token claim_work gave), the caller must still be its
+-- holder: an item that was claimed again since is someone else's, and 55000 says so. A holder
+-- whose lease lapsed while nobody else took the item still holds it.
+CREATE FUNCTION require_claimed_work(work_id uuid, lease uuid DEFAULT NULL) RETURNS dionysus.work_queue
     LANGUAGE plpgsql AS $$
 DECLARE w dionysus.work_queue;
 BEGIN
@@ -565,6 +605,13 @@ BEGIN
     SELECT * INTO w FROM dionysus.work_queue WHERE id = work_id FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'dionysus: argument "work_id": no work item with id %', work_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF lease IS NOT NULL AND w.status IN ('claimed', 'pending') THEN
+        IF w.lease_token IS DISTINCT FROM lease THEN
+            RAISE EXCEPTION 'dionysus: argument "lease": work item % is no longer held by this lease (now claimed by %)',
+                work_id, coalesce(w.claimed_by, 'nobody') USING ERRCODE = 'object_not_in_prerequisite_state';
+        END IF;
+        w.status := 'claimed'; -- the holder's lease lapsed, but nobody else took it
     END IF;
     RETURN w;
 END $$;
@@ -584,7 +631,7 @@ END $$;
 -- stored as source 'web' (importance at most 0.3, confidence 0.5); identity, worldview and
 -- reach-outs that rest on the web alone are refused, and so is a reach-out that drew on
 -- someone else's private words (42501).
-CREATE FUNCTION complete_work(work_id uuid, result jsonb DEFAULT '{}') RETURNS jsonb
+CREATE FUNCTION complete_work(work_id uuid, result jsonb DEFAULT '{}', lease uuid DEFAULT NULL) RETURNS jsonb
     LANGUAGE plpgsql AS $$
 DECLARE
     w dionysus.work_queue;
@@ -598,7 +645,11 @@ DECLARE
     target jsonb;
     refused jsonb := '[]'::jsonb;
 BEGIN
-    w := dionysus.require_claimed_work(work_id);
+    -- Lock order: goals before the rows and the learn/episode locks remember and learn take.
+    IF result ? 'goals' OR result ? 'goal_progress' THEN
+        PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
+    END IF;
+    w := dionysus.require_claimed_work(work_id, lease);
     IF w.status = 'done' THEN
         RETURN w.result -> 'applied';
     END IF;
@@ -612,7 +663,7 @@ BEGIN
     END IF;
     FOR key IN SELECT jsonb_object_keys(result) LOOP
         IF key NOT IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts',
-                       'episode_summary', 'message', 'summary', 'basis', 'person') THEN
+                       'episode_summary', 'message', 'summary', 'basis', 'person', 'maintenance') THEN
             RAISE EXCEPTION 'dionysus: argument "result": unknown key "%"', key USING ERRCODE = 'invalid_text_representation';
         END IF;
         IF key IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts', 'basis')
@@ -638,7 +689,8 @@ BEGIN
                                     jsonb_build_object('work_id', w.id, 'action', w.action, 'heartbeat_id', w.heartbeat_id,
                                                        'provenance', CASE WHEN from_web THEN 'web' ELSE 'heartbeat' END),
                                     CASE WHEN from_web THEN 'web' ELSE 'heartbeat' END,
-                                    confidence => CASE WHEN from_web THEN 0.5 ELSE 1.0 END,
+                                    confidence => CASE WHEN from_web THEN least(coalesce((item ->> 'confidence')::float8, 0.5), 0.5)
+                                                       ELSE coalesce((item ->> 'confidence')::float8, 1.0) END,
                                     private_to => privacy);
         made := jsonb_set(made, '{memories}', (made -> 'memories') || to_jsonb(new_id));
     END LOOP;
@@ -683,6 +735,9 @@ BEGIN
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'goal_progress', '[]')) LOOP
         PERFORM dionysus.add_goal_progress((item ->> 'goal_id')::uuid, item ->> 'note');
     END LOOP;
+    IF result ? 'maintenance' THEN
+        made := made || jsonb_build_object('maintenance', dionysus.apply_maintenance(result -> 'maintenance', w.heartbeat_id, w.id));
+    END IF;
     -- Who the agent is and what it believes never changes on the web's word alone.
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'identity', '[]')) LOOP
         IF from_web OR dionysus.web_only_basis(item ->> 'aspect') THEN
@@ -733,13 +788,15 @@ BEGIN
     RETURN made;
 END $$;
 
-CREATE FUNCTION fail_work(work_id uuid, error text, retry boolean DEFAULT true) RETURNS text
+-- Failing for good refunds the energy the heartbeat spent on it.
+CREATE FUNCTION fail_work(work_id uuid, error text, retry boolean DEFAULT true, lease uuid DEFAULT NULL) RETURNS text
     LANGUAGE plpgsql AS $$
 DECLARE
     w dionysus.work_queue;
     next_status dionysus.work_status;
 BEGIN
-    w := dionysus.require_claimed_work(work_id);
+    PERFORM 1 FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE; -- lock order: state before rows (refund)
+    w := dionysus.require_claimed_work(work_id, lease);
     IF w.status <> 'claimed' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "work_id": work item % is %, not claimed', work_id, w.status
             USING ERRCODE = 'invalid_parameter_value';
@@ -753,8 +810,145 @@ BEGIN
      WHERE id = w.id;
     IF next_status = 'pending' THEN
         PERFORM pg_notify('dionysus_work', w.id::text);
+    ELSE
+        PERFORM dionysus.refund_work(w.id);
     END IF;
     RETURN next_status::text;
+END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- Maintain (seed 000 §3.2.3): a belief, identity aspect or memory is loaded with what else is
+-- known about it; the model judges whether it still holds (keep, update, retire);
+-- complete_work applies the verdict and records it in memory_changes.
+-- ---------------------------------------------------------------------------------------
+-- The target: memory_id, else a belief or identity aspect named by target, else the memory
+-- recall finds for target; with neither, the least confident belief, else the oldest fact not
+-- confirmed for 30 days. With the memories most related to it (the evidence). NULL: nothing.
+CREATE FUNCTION maintain_target(target text DEFAULT NULL, memory_id uuid DEFAULT NULL) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    t jsonb;
+    key text := lower(btrim(target));
+BEGIN
+    IF memory_id IS NOT NULL THEN
+        SELECT jsonb_build_object('kind', 'memory', 'id', m.id, 'content', m.content, 'confidence', m.confidence,
+                                  'status', m.status, 'created_at', m.created_at)
+          INTO t FROM dionysus.memories m WHERE m.id = maintain_target.memory_id;
+        IF t IS NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "memory_id": no memory with id %', memory_id USING ERRCODE = 'no_data_found';
+        END IF;
+    ELSIF key IS NOT NULL AND key <> '' THEN
+        SELECT jsonb_build_object('kind', 'belief', 'id', b.id, 'content', b.belief, 'confidence', b.confidence)
+          INTO t FROM dionysus.worldview_beliefs b WHERE b.belief_key = key;
+        IF t IS NULL THEN
+            SELECT jsonb_build_object('kind', 'identity', 'id', a.id, 'content', a.aspect, 'confidence', a.confidence)
+              INTO t FROM dionysus.identity_aspects a WHERE a.aspect_key = key;
+        END IF;
+        IF t IS NULL THEN
+            SELECT jsonb_build_object('kind', 'memory', 'id', m.id, 'content', m.content, 'confidence', m.confidence,
+                                      'status', m.status, 'created_at', m.created_at)
+              INTO t FROM dionysus.recall(target, 1) r JOIN dionysus.memories m ON m.id = r.memory_id;
+        END IF;
+    ELSE
+        SELECT jsonb_build_object('kind', 'belief', 'id', b.id, 'content', b.belief, 'confidence', b.confidence)
+          INTO t FROM dionysus.worldview_beliefs b ORDER BY b.confidence, b.updated_at LIMIT 1;
+        IF t IS NULL THEN
+            SELECT jsonb_build_object('kind', 'memory', 'id', m.id, 'content', m.content, 'confidence', m.confidence,
+                                      'status', m.status, 'created_at', m.created_at)
+              INTO t FROM dionysus.facts f JOIN dionysus.memories m ON m.id = f.memory_id
+             WHERE f.state IN ('learned', 'confirmed') AND m.status = 'active'
+               AND coalesce(f.last_confirmed, f.learned_at) < now() - interval '30 days'
+             ORDER BY coalesce(f.last_confirmed, f.learned_at) LIMIT 1;
+        END IF;
+    END IF;
+    IF t IS NULL THEN
+        RETURN NULL;
+    END IF;
+    RETURN t || jsonb_build_object('evidence', coalesce((
+        SELECT jsonb_agg(jsonb_build_object('id', r.memory_id, 'content', r.content, 'created_at', r.created_at,
+                                            'source', m.source) ORDER BY r.score DESC)
+          FROM dionysus.recall(t ->> 'content', 7) r JOIN dionysus.memories m ON m.id = r.memory_id
+         WHERE r.memory_id::text IS DISTINCT FROM t ->> 'id'), '[]'::jsonb));
+END $$;
+
+-- Applies a maintain verdict {kind, id, verdict: keep|update|retire, confidence, content,
+-- reason} and records it. A memory's new content supersedes it; a belief or aspect that is
+-- retired is removed; a new text resting on the web alone is refused. Returns the change.
+CREATE FUNCTION apply_maintenance(m jsonb, heartbeat_id uuid DEFAULT NULL, work_id uuid DEFAULT NULL) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    kind text := m ->> 'kind';
+    target uuid;
+    verdict text := lower(coalesce(m ->> 'verdict', ''));
+    conf double precision;
+    content text := nullif(btrim(m ->> 'content'), '');
+    before jsonb;
+    after jsonb;
+    new_id uuid;
+BEGIN
+    IF jsonb_typeof(m) IS DISTINCT FROM 'object' OR kind IS NULL OR kind NOT IN ('memory', 'belief', 'identity') THEN
+        RAISE EXCEPTION 'dionysus: argument "result.maintenance": needs a kind (memory, belief or identity)' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF verdict NOT IN ('keep', 'update', 'retire') THEN
+        RAISE EXCEPTION 'dionysus: argument "result.maintenance.verdict": % is not keep, update or retire', quote_nullable(m ->> 'verdict')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF (m ->> 'id') !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN
+        RAISE EXCEPTION 'dionysus: argument "result.maintenance.id": must be the target''s id' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    target := (m ->> 'id')::uuid;
+    IF m ? 'confidence' AND jsonb_typeof(m -> 'confidence') = 'number' THEN
+        conf := (m ->> 'confidence')::float8;
+        IF conf < 0 OR conf > 1 THEN
+            RAISE EXCEPTION 'dionysus: argument "result.maintenance.confidence": % is outside [0, 1]', conf USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END IF;
+    IF content IS NOT NULL AND kind <> 'memory' AND dionysus.web_only_basis(content) THEN
+        RAISE EXCEPTION 'dionysus: maintenance refused: the new text rests on web content alone' USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF kind = 'memory' THEN
+        SELECT jsonb_build_object('content', x.content, 'confidence', x.confidence, 'status', x.status) INTO before
+          FROM dionysus.memories x WHERE x.id = target;
+    ELSIF kind = 'belief' THEN
+        SELECT jsonb_build_object('content', x.belief, 'confidence', x.confidence) INTO before FROM dionysus.worldview_beliefs x WHERE x.id = target;
+    ELSE
+        SELECT jsonb_build_object('content', x.aspect, 'confidence', x.confidence) INTO before FROM dionysus.identity_aspects x WHERE x.id = target;
+    END IF;
+    IF before IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "result.maintenance.id": no % with id %', kind, target USING ERRCODE = 'no_data_found';
+    END IF;
+    IF verdict = 'update' AND kind = 'memory' THEN
+        IF content IS NOT NULL AND content <> before ->> 'content' THEN
+            new_id := dionysus.supersede(target, content, confidence => conf);
+            after := jsonb_build_object('superseded_by', new_id, 'content', content, 'confidence', coalesce(conf, (before ->> 'confidence')::float8));
+        ELSIF conf IS NOT NULL THEN
+            UPDATE dionysus.memories SET confidence = conf, updated_at = now() WHERE id = target;
+            after := jsonb_build_object('confidence', conf);
+        END IF;
+    ELSIF verdict = 'update' THEN
+        IF kind = 'belief' THEN
+            UPDATE dionysus.worldview_beliefs SET confidence = coalesce(conf, confidence), belief = coalesce(content, belief), updated_at = now()
+             WHERE id = target;
+        ELSE
+            UPDATE dionysus.identity_aspects SET confidence = coalesce(conf, confidence), aspect = coalesce(content, aspect), updated_at = now()
+             WHERE id = target;
+        END IF;
+        after := jsonb_build_object('content', coalesce(content, before ->> 'content'), 'confidence', coalesce(conf, (before ->> 'confidence')::float8));
+    ELSIF verdict = 'retire' THEN
+        IF kind = 'memory' THEN
+            PERFORM dionysus.archive(target);
+            after := jsonb_build_object('status', 'archived');
+        ELSIF kind = 'belief' THEN
+            DELETE FROM dionysus.worldview_beliefs WHERE id = target;
+            after := jsonb_build_object('removed', true);
+        ELSE
+            DELETE FROM dionysus.identity_aspects WHERE id = target;
+            after := jsonb_build_object('removed', true);
+        END IF;
+    END IF;
+    INSERT INTO dionysus.memory_changes (heartbeat_id, work_id, target_kind, target_id, verdict, before, after, reason)
+    VALUES (apply_maintenance.heartbeat_id, apply_maintenance.work_id, kind, target, verdict, before, after, m ->> 'reason');
+    RETURN jsonb_build_object('kind', kind, 'id', target, 'verdict', verdict, 'before', before, 'after', after);
 END $$;
 
 -- ---------------------------------------------------------------------------------------
@@ -783,6 +977,7 @@ CREATE FUNCTION mark_outbox_sent(outbox_id uuid, platform_message_id text DEFAUL
     LANGUAGE plpgsql AS $$
 DECLARE o dionysus.outbox;
 BEGIN
+    PERFORM 1 FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE; -- lock order: state before rows
     o := dionysus.require_outbox(outbox_id);
     IF o.status <> 'pending' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": message % is already %', outbox_id, o.status
@@ -792,11 +987,143 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": public message % is not approved', outbox_id
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    UPDATE dionysus.outbox SET status = 'sent', sent_at = now(), attempts = attempts + 1,
+    UPDATE dionysus.outbox SET status = 'sent', sent_at = now(), attempts = attempts + 1, reserved_until = NULL,
            platform_message_id = mark_outbox_sent.platform_message_id WHERE id = outbox_id;
-    IF o.audience = 'user' THEN
+    IF o.audience = 'user' AND o.work_id IS NOT NULL THEN
         UPDATE dionysus.heartbeat_state SET last_user_contact_at = now() WHERE id = 1;
     END IF;
+END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- Delivery, exactly once: reserve → send → confirm. A driver reserves a message (a lease,
+-- committed at once, so nothing is locked while the platform is called), sends it part by
+-- part — each part with a stable nonce (the message id and the part number) that the
+-- platform uses to return the original message instead of posting it twice — records each
+-- part as it goes, and confirms: the bot's turn is logged and the message marked sent in
+-- one transaction. A driver that dies anywhere leaves a reservation that lapses; the next
+-- one skips the parts already recorded and resends the one in flight under the same nonce.
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION outbox_lease() RETURNS interval
+    LANGUAGE sql STABLE AS $$ SELECT make_interval(secs => dionysus.heartbeat_setting('outbox_lease_seconds')) $$;
+
+CREATE FUNCTION reserve_outbox(worker text, platform text, max_items integer DEFAULT 1) RETURNS SETOF outbox
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF worker IS NULL OR btrim(worker) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "worker": must name the sender' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF platform IS NULL OR btrim(platform) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "platform": must name the platform' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_items IS NULL OR max_items < 1 OR max_items > 100 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "max_items": % is outside [1, 100]', max_items USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY
+    -- A message for nobody in particular (the home channel) takes the platform that sends it.
+    UPDATE dionysus.outbox o SET reserved_by = reserve_outbox.worker, reserved_until = now() + dionysus.outbox_lease(),
+           platform = coalesce(o.platform, reserve_outbox.platform)
+     WHERE o.id IN (SELECT x.id FROM dionysus.outbox x
+                     WHERE x.status = 'pending' AND x.audience = 'user' AND (NOT x.requires_approval OR x.approved_at IS NOT NULL)
+                       AND (x.platform IS NULL OR x.platform = reserve_outbox.platform)
+                       AND (x.reserved_until IS NULL OR x.reserved_until < now())
+                     ORDER BY x.created_at, x.id LIMIT max_items FOR UPDATE SKIP LOCKED)
+    RETURNING o.*;
+END $$;
+
+-- The outbox row, locked, still reserved by this worker and unsent (or an error naming why not).
+CREATE FUNCTION require_reserved_outbox(outbox_id uuid, worker text) RETURNS dionysus.outbox
+    LANGUAGE plpgsql AS $$
+DECLARE o dionysus.outbox;
+BEGIN
+    o := dionysus.require_outbox(outbox_id);
+    IF o.status <> 'pending' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": message % is already %', outbox_id, o.status
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF o.reserved_by IS DISTINCT FROM worker THEN
+        RAISE EXCEPTION 'dionysus: argument "worker": message % is reserved by %, not %', outbox_id, coalesce(o.reserved_by, 'nobody'), worker
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    RETURN o;
+END $$;
+
+-- One part delivered (parts are numbered from 0, in order); a repeat is a no-op. Renews the lease.
+CREATE FUNCTION outbox_part_sent(outbox_id uuid, worker text, part integer, platform_message_id text) RETURNS void
+    LANGUAGE plpgsql AS $$
+DECLARE o dionysus.outbox;
+BEGIN
+    IF coalesce(btrim(platform_message_id), '') = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "platform_message_id": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    o := dionysus.require_reserved_outbox(outbox_id, worker);
+    IF part IS NULL OR part < 0 OR part > jsonb_array_length(o.sent_parts) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "part": % is not the next part (% recorded)', part, jsonb_array_length(o.sent_parts)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.outbox x SET reserved_until = now() + dionysus.outbox_lease(),
+           sent_parts = CASE WHEN outbox_part_sent.part = jsonb_array_length(x.sent_parts)
+                             THEN x.sent_parts || to_jsonb(outbox_part_sent.platform_message_id)
+                             ELSE x.sent_parts END
+     WHERE x.id = outbox_part_sent.outbox_id;
+END $$;
+
+-- Every part is out: the bot's turn is logged (in the channel it went to) and the message
+-- marked sent, in one transaction. A reach-out starts the contact cooldown only now.
+CREATE FUNCTION confirm_outbox(outbox_id uuid, worker text, channel_id text, bot_author_id text) RETURNS uuid
+    LANGUAGE plpgsql AS $$
+DECLARE
+    o dionysus.outbox;
+    logged jsonb;
+    last_part text;
+BEGIN
+    IF coalesce(btrim(channel_id), '') = '' OR coalesce(btrim(bot_author_id), '') = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "%": must not be empty', CASE WHEN coalesce(btrim(channel_id), '') = '' THEN 'channel_id' ELSE 'bot_author_id' END
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT * INTO o FROM dionysus.outbox x WHERE x.id = outbox_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "outbox_id": no outbox message with id %', outbox_id USING ERRCODE = 'no_data_found';
+    END IF;
+    -- Lock order: the channel (log_message takes it again), the state row, then the row.
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.channel:' || coalesce(o.platform, '') || ':' || channel_id, 0));
+    PERFORM 1 FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
+    o := dionysus.require_reserved_outbox(outbox_id, worker);
+    last_part := o.sent_parts ->> -1;
+    IF last_part IS NULL THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": no part of message % was recorded as sent', outbox_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF o.platform IS NULL THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": message % names no platform', outbox_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    logged := dionysus.log_message(o.platform, last_part, channel_id, bot_author_id, o.content, true, o.work_id IS NOT NULL,
+                                   o.reply_to, o.person);
+    UPDATE dionysus.outbox x SET status = 'sent', sent_at = now(), attempts = x.attempts + 1, reserved_until = NULL,
+           platform_message_id = last_part, channel_id = confirm_outbox.channel_id
+     WHERE x.id = outbox_id;
+    IF o.work_id IS NOT NULL THEN
+        UPDATE dionysus.heartbeat_state SET last_user_contact_at = now() WHERE id = 1;
+    END IF;
+    RETURN (logged ->> 'message_id')::uuid;
+END $$;
+
+-- The channel could not take it: back to the outbox. `rejected`: the platform refused this
+-- message (an attempt is spent; the fifth fails it); otherwise the channel was unavailable
+-- and no attempt is spent.
+CREATE FUNCTION release_outbox(outbox_id uuid, worker text, error text, rejected boolean DEFAULT false) RETURNS text
+    LANGUAGE plpgsql AS $$
+DECLARE
+    o dionysus.outbox;
+    st text;
+BEGIN
+    o := dionysus.require_reserved_outbox(outbox_id, worker);
+    UPDATE dionysus.outbox x SET reserved_until = NULL, last_error = release_outbox.error,
+           attempts = x.attempts + CASE WHEN rejected THEN 1 ELSE 0 END,
+           status = CASE WHEN rejected AND x.attempts + 1 >= 5 THEN 'failed'::dionysus.outbox_status ELSE 'pending' END
+     WHERE x.id = outbox_id
+    RETURNING x.status::text INTO st;
+    RETURN st;
 END $$;
 
 CREATE FUNCTION mark_outbox_failed(outbox_id uuid, error text, retry boolean DEFAULT true) RETURNS text
@@ -915,7 +1242,7 @@ BEGIN
     energy := least(st.current_energy * dionysus.heartbeat_setting('carry_over') + dionysus.heartbeat_setting('base_regeneration'),
                     dionysus.heartbeat_setting('max_energy'));
     -- The log row first: the ledger entry of the regeneration points at it.
-    INSERT INTO dionysus.heartbeat_log (id, heartbeat_number, energy_start) VALUES (hb, n, energy);
+    INSERT INTO dionysus.heartbeat_log (id, heartbeat_number, energy_start, last_alive_at) VALUES (hb, n, energy, now());
     PERFORM dionysus.update_energy(energy - st.current_energy, hb, 'regenerate', 'heartbeat start');
     env := dionysus.heartbeat_observe();
     goals := dionysus.review_goals();
@@ -987,6 +1314,11 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'dionysus: argument "heartbeat_id": no heartbeat with id %', heartbeat_id USING ERRCODE = 'no_data_found';
     END IF;
+    IF h.status = 'recovered' THEN
+        -- Its driver fell silent and the scheduler closed it: a late driver must stop here.
+        RAISE EXCEPTION 'dionysus: heartbeat % was recovered by the scheduler after its driver fell silent; it is not finished twice', h.heartbeat_number
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
     IF h.status <> 'committed' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "heartbeat_id": heartbeat % is %, finish needs a committed one', h.heartbeat_number, h.status
             USING ERRCODE = 'invalid_parameter_value';
@@ -1018,23 +1350,57 @@ BEGIN
     RETURN mem;
 END $$;
 
--- A heartbeat whose driver died part-way: committed with the fallback if need be, then
--- finished with a plain narrative, so the schedule never stalls.
+-- The driver's sign of life while it works on a heartbeat (several model calls with
+-- retries can take long). Returns the heartbeat's status: a driver that reads 'recovered'
+-- was silent too long and the scheduler closed its heartbeat; it must stop, not commit.
+CREATE FUNCTION heartbeat_touch(heartbeat_id uuid) RETURNS text
+    LANGUAGE plpgsql AS $$
+DECLARE st text;
+BEGIN
+    IF heartbeat_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "heartbeat_id" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    UPDATE dionysus.heartbeat_log l SET last_alive_at = now()
+     WHERE l.id = heartbeat_touch.heartbeat_id AND l.status IN ('in_flight', 'committed')
+    RETURNING l.status::text INTO st;
+    IF st IS NULL THEN
+        SELECT l.status::text INTO st FROM dionysus.heartbeat_log l WHERE l.id = heartbeat_touch.heartbeat_id;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'dionysus: argument "heartbeat_id": no heartbeat with id %', heartbeat_id USING ERRCODE = 'no_data_found';
+        END IF;
+    END IF;
+    RETURN st;
+END $$;
+
+-- A heartbeat whose driver fell silent (no touch for heartbeat_timeout_minutes): committed
+-- with the fallback if need be, then finished with a plain narrative, so the schedule never
+-- stalls. Each in its own subtransaction: one that cannot be closed normally is closed by
+-- force with the reason, and never holds up the others or the rest of the tick.
 CREATE FUNCTION recover_stalled_heartbeats() RETURNS integer
     LANGUAGE plpgsql AS $$
 DECLARE
     h dionysus.heartbeat_log;
     n integer := 0;
+    why text;
 BEGIN
     FOR h IN SELECT * FROM dionysus.heartbeat_log
               WHERE status IN ('in_flight', 'committed')
-                AND started_at < now() - make_interval(mins => dionysus.heartbeat_setting('heartbeat_timeout_minutes')::int)
+                AND coalesce(last_alive_at, started_at)
+                    < now() - make_interval(secs => dionysus.heartbeat_setting('heartbeat_timeout_minutes') * 60)
               ORDER BY heartbeat_number LOOP
-        IF h.status = 'in_flight' THEN
-            PERFORM dionysus.heartbeat_commit(h.id, dionysus.heartbeat_default_decision());
-        END IF;
-        PERFORM dionysus.heartbeat_finish(h.id, format('Heartbeat %s was interrupted before it finished; it was closed with the fallback decision (reflect and rest).', h.heartbeat_number), 0.0);
-        UPDATE dionysus.heartbeat_log SET status = 'recovered' WHERE id = h.id;
+        BEGIN
+            IF h.status = 'in_flight' THEN
+                PERFORM dionysus.heartbeat_commit(h.id, dionysus.heartbeat_default_decision());
+            END IF;
+            PERFORM dionysus.heartbeat_finish(h.id, format('Heartbeat %s was interrupted before it finished; it was closed with the fallback decision (reflect and rest).', h.heartbeat_number), 0.0);
+            UPDATE dionysus.heartbeat_log SET status = 'recovered' WHERE id = h.id;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS why = MESSAGE_TEXT;
+            UPDATE dionysus.heartbeat_state SET in_flight = NULL, last_heartbeat_at = now(),
+                   next_heartbeat_at = now() + make_interval(mins => dionysus.heartbeat_interval_minutes()), updated_at = now()
+             WHERE id = 1 AND in_flight = h.id;
+            UPDATE dionysus.heartbeat_log SET status = 'recovered', ended_at = now(), recovery_error = why WHERE id = h.id;
+        END;
         n := n + 1;
     END LOOP;
     RETURN n;
@@ -1059,11 +1425,25 @@ DECLARE
     work_waiting bigint;
     outbox_waiting bigint;
     ended_session boolean;
-    language_work integer;
+    language_work integer := 0;
+    errors jsonb := '[]'::jsonb;
+    why text;
 BEGIN
+    -- Each step in its own subtransaction: one that fails is reported, the others (and the
+    -- NOTIFYs below) still happen.
     recovered := dionysus.recover_stalled_heartbeats();
-    ended_session := dionysus.end_idle_session();
-    language_work := dionysus.enqueue_language_work();
+    BEGIN
+        ended_session := dionysus.end_idle_session();
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS why = MESSAGE_TEXT;
+        errors := errors || jsonb_build_object('step', 'end_idle_session', 'error', why);
+    END;
+    BEGIN
+        language_work := dionysus.enqueue_language_work();
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS why = MESSAGE_TEXT;
+        errors := errors || jsonb_build_object('step', 'enqueue_language_work', 'error', why);
+    END;
     SELECT * INTO st FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
     due := dionysus.heartbeat_due();
     IF due AND (st.last_notified_at IS NULL OR st.last_notified_at < now() - interval '1 minute'
@@ -1086,8 +1466,48 @@ BEGIN
         PERFORM pg_notify('dionysus_outbox', jsonb_build_object('waiting', outbox_waiting)::text);
     END IF;
     RETURN jsonb_build_object('recovered', recovered, 'due', due, 'work_waiting', work_waiting, 'outbox_waiting', outbox_waiting,
-                              'ended_session', ended_session, 'language_work_queued', language_work);
+                              'ended_session', ended_session, 'language_work_queued', language_work, 'errors', errors);
 END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- Retention: what only records the past is pruned after retention_days (default 90) by the
+-- maintenance pass, a bounded batch per table per pass. The message log is never pruned
+-- (it is what everything else can be rebuilt from), and neither are memories.
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION prune_history(batch integer DEFAULT 10000) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    cutoff timestamptz := now() - make_interval(secs => dionysus.heartbeat_setting('retention_days') * 86400);
+    pruned jsonb := '{}'::jsonb;
+    n integer;
+BEGIN
+    IF batch IS NULL OR batch < 1 OR batch > 1000000 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "batch": % is outside [1, 1000000]', batch USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    DELETE FROM dionysus.energy_ledger WHERE id IN (SELECT id FROM dionysus.energy_ledger WHERE at < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('energy_ledger', n);
+    DELETE FROM dionysus.work_queue WHERE id IN (SELECT id FROM dionysus.work_queue WHERE status IN ('done', 'failed')
+                                                   AND coalesce(completed_at, created_at) < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('work_queue', n);
+    DELETE FROM dionysus.outbox WHERE id IN (SELECT id FROM dionysus.outbox WHERE status IN ('sent', 'failed')
+                                               AND coalesce(sent_at, created_at) < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('outbox', n);
+    DELETE FROM dionysus.heartbeat_log WHERE id IN (SELECT id FROM dionysus.heartbeat_log WHERE status IN ('finished', 'recovered')
+                                                      AND coalesce(ended_at, started_at) < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('heartbeat_log', n);
+    DELETE FROM dionysus.memory_access_log WHERE ctid IN (SELECT ctid FROM dionysus.memory_access_log WHERE accessed_at < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('memory_access_log', n);
+    DELETE FROM dionysus.embedding_cache WHERE (model, content_hash) IN
+        (SELECT model, content_hash FROM dionysus.embedding_cache WHERE created_at < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('embedding_cache', n);
+    RETURN pruned;
+END $$;
+
+-- Sizes of the tables that grow, in bytes (with their indexes and TOAST).
+CREATE FUNCTION table_bytes(tables text[]) RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    SELECT jsonb_object_agg(t, pg_total_relation_size(('dionysus.' || quote_ident(t))::regclass) ORDER BY t) FROM unnest(tables) t
+$$;
 
 -- Appendix A, plus the queue, the outbox and the warnings.
 CREATE VIEW heartbeat_health AS
@@ -1112,5 +1532,6 @@ SELECT
     (SELECT count(*) FROM outbox WHERE status = 'pending' AND requires_approval AND approved_at IS NULL) AS awaiting_approval,
     sc.last_tick_at                                                         AS last_scheduler_tick,
     sc.last_error                                                           AS last_scheduler_error,
-    heartbeat_warnings()                                                    AS warnings
+    heartbeat_warnings()                                                    AS warnings,
+    table_bytes(ARRAY['heartbeat_log', 'energy_ledger', 'work_queue', 'outbox', 'messages']) AS table_bytes
 FROM heartbeat_state s CROSS JOIN scheduler_status sc WHERE s.id = 1;

@@ -30,6 +30,7 @@ CREATE TABLE messages (
     UNIQUE (platform, platform_message_id)
 );
 CREATE INDEX messages_channel ON messages (platform, channel_id, created_at DESC, id DESC);
+ALTER TABLE outbox ADD CONSTRAINT outbox_reply_to_fkey FOREIGN KEY (reply_to) REFERENCES messages (id) ON DELETE SET NULL;
 CREATE INDEX messages_memory ON messages (memory_id);
 CREATE INDEX messages_person ON messages (created_at) WHERE NOT is_bot;
 
@@ -149,8 +150,9 @@ BEGIN
      WHERE m.platform = log_message.platform AND m.platform_message_id = log_message.platform_message_id;
     IF FOUND THEN
         RETURN jsonb_build_object('message_id', existing.id, 'duplicate', true, 'prev_message_id', existing.prev_message_id,
-                                  'memory_id', existing.memory_id,
+                                  'memory_id', existing.memory_id, 'person', existing.person,
                                   'replied', EXISTS (SELECT 1 FROM dionysus.messages r WHERE r.reply_to = existing.id AND r.is_bot),
+                                  'reply_queued', EXISTS (SELECT 1 FROM dionysus.outbox o WHERE o.reply_to = existing.id),
                                   'work_id', (SELECT id FROM dionysus.work_queue WHERE idempotency_key = 'extract_message:' || existing.id));
     END IF;
     IF log_message.reply_to IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dionysus.messages m WHERE m.id = log_message.reply_to) THEN
@@ -168,6 +170,9 @@ BEGIN
     SELECT m.id INTO prev FROM dionysus.messages m
      WHERE m.platform = log_message.platform AND m.channel_id = log_message.channel_id
      ORDER BY m.created_at DESC, m.id DESC LIMIT 1;
+    IF NOT is_bot THEN
+        PERFORM dionysus.session_start(); -- the state row before remember's episode lock (lock order)
+    END IF;
     mem := dionysus.remember(content, 'episodic', CASE WHEN is_bot THEN 0.3 ELSE 0.5 END, 0.0,
                              jsonb_build_object('message_id', msg, 'platform', platform, 'channel_id', channel_id,
                                                 'role', CASE WHEN is_bot THEN 'assistant' ELSE 'user' END,
@@ -178,7 +183,6 @@ BEGIN
                                    prev_message_id, reply_to, memory_id, person)
     VALUES (msg, platform, platform_message_id, channel_id, author_id, is_bot, is_proactive, content, prev, reply_to, mem, who);
     IF NOT is_bot THEN
-        PERFORM dionysus.session_start();
         INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, available_at)
         VALUES ('extract_message:' || msg, 'extract_message',
                 jsonb_build_object('message_id', msg, 'memory_id', mem, 'source', 'conversation:' || msg, 'person', who),
@@ -189,24 +193,36 @@ BEGIN
                               'person', who);
 END $$;
 
--- A reply the channel could not deliver: it waits in the outbox with the reach-outs and goes
--- out, when the channel is back, to the person and channel it answers.
-CREATE FUNCTION outbox_reply(content text, person text, platform text, channel_id text) RETURNS uuid
+-- The reply to a person's message, reserved for the worker that will send it (reserve →
+-- send → confirm, see the outbox in 003). One reply per message: asked again (a redelivery,
+-- a retry after a crash) it returns the reply already queued, re-reserved for the caller if
+-- nobody else holds it, so the caller resends that one (same nonces) instead of a new one.
+-- With content NULL it only looks for (and re-reserves) the reply already queued.
+CREATE FUNCTION queue_reply(message_id uuid, worker text, content text DEFAULT NULL) RETURNS SETOF outbox
     LANGUAGE plpgsql AS $$
-DECLARE id uuid;
+DECLARE m dionysus.messages;
 BEGIN
-    IF content IS NULL OR btrim(content) = '' THEN
+    IF content IS NOT NULL AND btrim(content) = '' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "content": must not be empty' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF coalesce(btrim(person), '') = '' OR coalesce(btrim(platform), '') = '' OR coalesce(btrim(channel_id), '') = '' THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "%": a waiting reply needs its person, platform and channel',
-            CASE WHEN coalesce(btrim(person), '') = '' THEN 'person' WHEN coalesce(btrim(platform), '') = '' THEN 'platform' ELSE 'channel_id' END
-            USING ERRCODE = 'invalid_parameter_value';
+    IF worker IS NULL OR btrim(worker) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "worker": must name the sender' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    INSERT INTO dionysus.outbox (audience, content, person, platform, channel_id)
-    VALUES ('user', content, person, platform, channel_id) RETURNING outbox.id INTO id;
-    PERFORM pg_notify('dionysus_outbox', id::text);
-    RETURN id;
+    SELECT * INTO m FROM dionysus.messages x WHERE x.id = queue_reply.message_id;
+    IF NOT FOUND OR m.is_bot THEN
+        RAISE EXCEPTION 'dionysus: argument "message_id": no message from a person with id %', message_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF content IS NULL THEN
+        UPDATE dionysus.outbox ob SET reserved_by = queue_reply.worker, reserved_until = now() + dionysus.outbox_lease()
+         WHERE ob.reply_to = m.id AND ob.status = 'pending'
+           AND (ob.reserved_until IS NULL OR ob.reserved_until < now() OR ob.reserved_by = queue_reply.worker);
+    ELSE
+        INSERT INTO dionysus.outbox AS ob (audience, content, person, platform, channel_id, reply_to, reserved_by, reserved_until)
+        VALUES ('user', content, m.person, m.platform, m.channel_id, m.id, worker, now() + dionysus.outbox_lease())
+        ON CONFLICT (reply_to) DO UPDATE SET reserved_by = EXCLUDED.reserved_by, reserved_until = EXCLUDED.reserved_until
+         WHERE ob.status = 'pending' AND (ob.reserved_until IS NULL OR ob.reserved_until < now() OR ob.reserved_by = EXCLUDED.reserved_by);
+    END IF;
+    RETURN QUERY SELECT * FROM dionysus.outbox o WHERE o.reply_to = queue_reply.message_id;
 END $$;
 
 -- ---------------------------------------------------------------------------------------
@@ -507,6 +523,30 @@ Search results:
 {{results}}
 
 Answer with JSON only: {"answer": "your answer", "sources": ["https://..."]}$t$),
+('maintain', 1, 0.2, 'heartbeat action: maintain (§3.2.3), the judgement of one belief, aspect or memory', $t$TASK: maintain
+You are Dionysus, checking whether something you hold still holds. It is a {{kind}}:
+"{{content}}" (confidence {{confidence}}).
+
+What else you know that bears on it:
+{{evidence}}
+
+Judge it against that evidence. Answer with JSON only:
+{"verdict": "keep" | "update" | "retire", "confidence": 0.0-1.0, "content": "a corrected statement, only when the wording must change", "reason": "why, citing the evidence"}
+Keep it when nothing contradicts it; update its confidence (or wording) when the evidence shifts it; retire it when it no longer holds.$t$),
+('inquiry_queries', 1, 0.3, 'inquire_deep (§3.2.4): the web searches that cover a question', $t$TASK: inquiry_queries
+Plan the web searches that would answer this question well: 3 to 5 short, different queries (different angles, terms, sources).
+
+Question: {{question}}
+
+Answer with JSON only: {"queries": ["...", "..."]}$t$),
+('inquiry_confidence', 1, 0.1, 'inquire_deep (§3.2.4): how far the answer can be trusted', $t$TASK: inquiry_confidence
+Evaluate how well the sources support this answer: do they agree, are they reliable, is anything missing?
+
+Question: {{question}}
+Answer: {{answer}}
+Sources consulted: {{sources}}
+
+Answer with JSON only: {"confidence": 0.0-1.0, "caveats": "what is uncertain"}$t$),
 ('synthesize', 1, 0.7, 'heartbeat action: synthesize', $t$TASK: synthesize
 You are Dionysus. Write a short piece that synthesizes what you know about: {{topic}}.
 Draw connections between the memories; do not invent facts.

@@ -54,12 +54,13 @@ SELECT
     w.last_pass_ms                                                    AS last_pass_ms,
     (SELECT count(*) FROM memory_access_log)                          AS pending_access_log,
     (SELECT count(*) FROM embedding_cache)                            AS cached_embeddings,
-    l.refreshed_at                                                    AS lexicon_refreshed_at
+    l.refreshed_at                                                    AS lexicon_refreshed_at,
+    table_bytes(ARRAY['memories', 'memory_neighborhoods', 'memory_access_log', 'embedding_cache', 'triples', 'episodes']) AS table_bytes
 FROM worker_status w CROSS JOIN lexicon_stats l;
 
 COMMENT ON VIEW memory_health IS
     'Memory maintenance at a glance: stale neighborhood backlog and its oldest age, failing rows, the '
-    'maintenance worker''s last run, success and error, the pending access log and the cache size.';
+    'maintenance worker''s last run, success and error, the pending access log, the cache size and the tables'' sizes in bytes.';
 
 -- ---------------------------------------------------------------------------------------
 -- Documentation of every table and function.
@@ -137,7 +138,8 @@ COMMENT ON FUNCTION recompute_neighborhoods IS
     'Recomputes up to batch (at most 10000) stale neighborhoods now and returns how many; the worker does this on its own.';
 COMMENT ON FUNCTION refresh_lexicon IS 'Recounts lexeme document frequencies for BM25; returns the memories counted.';
 COMMENT ON FUNCTION run_maintenance IS
-    'One maintenance pass in this session: up to 5000 neighborhoods, the access log, the lexicon, the cache. '
+    'One maintenance pass in this session: up to 5000 neighborhoods, the access log, the lexicon (retention is prune_history(), '
+    'which the worker runs and the driver''s role may not). '
     'Returns a summary with neighborhoods_remaining: call again while it is above zero.';
 
 -- ---------------------------------------------------------------------------------------
@@ -152,6 +154,7 @@ COMMENT ON TABLE goals IS 'The goal backlog (seed 000 §4): active, queued, back
 COMMENT ON TABLE goal_memory_links IS 'Goal–memory links: origin, progress, completion, blocker.';
 COMMENT ON TABLE identity_aspects IS 'Who the agent takes itself to be, with confidence (written by reflect).';
 COMMENT ON TABLE worldview_beliefs IS 'What the agent believes about the world, with confidence (written by reflect).';
+COMMENT ON TABLE memory_changes IS 'What the maintain action changed: each judgement with the state before and after, and why.';
 COMMENT ON TABLE heartbeat_log IS 'One row per heartbeat (§7.3): energy, snapshots, decision, actions with cost and result, narrative.';
 COMMENT ON TABLE work_queue IS 'Actions for the driver (LLM or network), claimed with SKIP LOCKED, each with an idempotency key.';
 COMMENT ON TABLE outbox IS 'Messages for the person (or public, after approval) that the driver delivers: pending → sent/failed.';
@@ -189,25 +192,55 @@ COMMENT ON FUNCTION link_goal_memory(uuid, uuid, text) IS 'Links a goal and a me
 COMMENT ON FUNCTION claim_work(text, text[], integer, uuid) IS
     'Claims up to max_items available work items (optionally of some actions, or of one heartbeat) for a worker, with a lease; '
     'expired leases return to the queue.';
-COMMENT ON FUNCTION claim_rows(text, uuid[]) IS 'Marks the given pending items claimed by a worker, with a lease (used by claim_work and claim_work_item).';
+COMMENT ON FUNCTION claim_rows(text, uuid[]) IS
+    'Marks the given pending items claimed by a worker, with a lease and a new lease_token (used by claim_work and claim_work_item).';
 COMMENT ON FUNCTION claim_work_item(uuid, text) IS
     'Claims one known pending item whatever its available_at (the conversation extracting its own turn); no row when it is not pending.';
-COMMENT ON FUNCTION release_work(uuid, text, integer) IS
+COMMENT ON FUNCTION release_work(uuid, text, integer, uuid) IS
     'Hands a claimed item back without spending an attempt (the driver could not work on it: LLM down, shutting down); '
-    'claimable again after delay_seconds.';
-COMMENT ON FUNCTION expire_work_leases() IS 'Returns items whose lease ran out to the queue (or fails them when their attempts are spent).';
-COMMENT ON FUNCTION complete_work(uuid, jsonb) IS
+    'claimable again after delay_seconds. With lease (the claim''s lease_token), only its holder may.';
+COMMENT ON FUNCTION expire_work_leases() IS
+    'Returns items whose lease ran out to the queue (or fails them when their attempts are spent, refunding their energy).';
+COMMENT ON FUNCTION complete_work(uuid, jsonb, uuid) IS
     'Applies a claimed work item''s result (memories, facts, triples, goals, goal_progress, identity, worldview, concepts, '
     'episode_summary, message, summary; basis: the memory ids the model was shown; person: whom a reach-out is for) and marks it done, '
     'in one transaction. What it writes is as private as the item''s person, its heartbeat''s context and the basis; what an inquiry '
     'brought is stored as web content; a reach-out that drew on someone else''s private words, or only on the web, is refused (42501). '
-    'Completing again returns the first summary and repeats nothing.';
-COMMENT ON FUNCTION fail_work(uuid, text, boolean) IS
-    'Fails a claimed work item: back to pending after an exponential back-off while attempts remain, else failed.';
+    'Completing again returns the first summary and repeats nothing. With lease (the claim''s lease_token), only its holder may: '
+    'a driver whose lease lapsed and whose item was claimed again gets 55000.';
+COMMENT ON FUNCTION fail_work(uuid, text, boolean, uuid) IS
+    'Fails a claimed work item: back to pending after an exponential back-off while attempts remain, else failed for good and '
+    'the energy its heartbeat spent on it refunded. With lease, only its holder may.';
 COMMENT ON FUNCTION pending_outbox(integer) IS 'Messages ready to deliver (public ones only once approved).';
-COMMENT ON FUNCTION mark_outbox_sent(uuid, text) IS 'Marks a message delivered, exactly once.';
+COMMENT ON FUNCTION mark_outbox_sent(uuid, text) IS
+    'Marks a message delivered, exactly once (by hand; the driver uses reserve_outbox / confirm_outbox).';
 COMMENT ON FUNCTION mark_outbox_failed(uuid, text, boolean) IS 'Records a failed delivery; the message stays pending until 5 attempts.';
 COMMENT ON FUNCTION approve_outbox(uuid) IS 'A human''s approval of a public message.';
+COMMENT ON FUNCTION outbox_lease() IS 'How long a reservation of an outbox message lasts (heartbeat_config.outbox_lease_seconds).';
+COMMENT ON FUNCTION reserve_outbox(text, text, integer) IS
+    'Reserves up to max_items deliverable messages of a platform for a worker (a lease, committed at once; nothing stays locked '
+    'while the platform is called). Reservations that lapsed are taken again.';
+COMMENT ON FUNCTION require_reserved_outbox(uuid, text) IS 'The outbox row, locked, unsent and still reserved by this worker; otherwise 55000 saying why.';
+COMMENT ON FUNCTION outbox_part_sent(uuid, text, integer, text) IS
+    'Records that part N (from 0, in order) of a message was delivered, with its platform id; a repeat is a no-op. Renews the lease.';
+COMMENT ON FUNCTION confirm_outbox(uuid, text, text, text) IS
+    'Every part is out: logs the bot''s turn in the channel it went to and marks the message sent, in one transaction; a reach-out '
+    'starts the contact cooldown now. Returns the logged message''s id.';
+COMMENT ON FUNCTION release_outbox(uuid, text, text, boolean) IS
+    'Hands a reserved message back: unavailable channel, no attempt spent; rejected by the platform, an attempt spent (the fifth fails it).';
+COMMENT ON FUNCTION maintain_target(text, uuid) IS
+    'The maintain action''s target (§3.2.3) with its evidence: memory_id, else the belief or identity aspect named by target, else the '
+    'memory recall finds for it; with neither, the least confident belief or the oldest unconfirmed fact. NULL when there is nothing.';
+COMMENT ON FUNCTION apply_maintenance(jsonb, uuid, uuid) IS
+    'Applies a maintain verdict {kind, id, verdict keep|update|retire, confidence, content, reason} and records it in memory_changes: '
+    'a memory''s new wording supersedes it, a retired belief or aspect is removed, a new text resting on the web alone is refused.';
+COMMENT ON FUNCTION refund_work(uuid) IS 'Gives back, once, the energy a heartbeat spent on an action that failed for good.';
+COMMENT ON FUNCTION require_claimed_work(uuid, uuid) IS
+    'The work item, locked; with a lease, the caller must still hold it (an item claimed again since is someone else''s: 55000).';
+COMMENT ON FUNCTION heartbeat_touch(uuid) IS
+    'The driver''s sign of life while it works on a heartbeat; returns its status (''recovered'': the scheduler closed it after silence, stop).';
+COMMENT ON FUNCTION recover_stalled_heartbeats() IS
+    'Closes heartbeats whose driver fell silent for heartbeat_timeout_minutes, each in its own subtransaction (one that fails is closed by force, with its reason).';
 COMMENT ON FUNCTION session_start() IS 'The person is talking: heartbeats pause.';
 COMMENT ON FUNCTION note_user_message() IS 'The person spoke (ends the reach-out cooldown).';
 COMMENT ON FUNCTION session_end(boolean) IS 'The conversation ended; a significant one requests an immediate heartbeat.';
@@ -218,7 +251,35 @@ COMMENT ON FUNCTION scheduler_tick() IS
     'What the scheduler worker does each tick: closes stalled heartbeats with the fallback, ends an idle session, queues '
     'language work, and NOTIFYs dionysus_heartbeat when one is due, dionysus_work / dionysus_outbox while items wait.';
 COMMENT ON FUNCTION heartbeat_warnings() IS 'Warnings of §9: hoarding, reach-out spam, stagnation, loops.';
-COMMENT ON VIEW heartbeat_health IS 'Appendix A: heartbeats, energy, goals, reach-outs; plus queue depth, oldest pending work, outbox backlog and warnings.';
+COMMENT ON VIEW heartbeat_health IS
+    'Appendix A: heartbeats, energy, goals, reach-outs; plus queue depth, oldest pending work, outbox backlog, warnings and the tables'' sizes in bytes.';
+COMMENT ON FUNCTION prune_history(integer) IS
+    'Retention: deletes, at most batch rows per table, ledger entries, finished heartbeats, finished work, sent messages of the outbox, '
+    'access-log rows and cache entries older than heartbeat_config.retention_days (90). Never the message log or memories. '
+    'The maintenance pass calls it; returns the counts.';
+COMMENT ON FUNCTION table_bytes(text[]) IS 'Total sizes (with indexes and TOAST) of the named dionysus tables, in bytes.';
+COMMENT ON FUNCTION action_costs() IS 'The cost of every action (heartbeat_config.cost_<action>) as a jsonb object, cheapest first.';
+COMMENT ON FUNCTION activated_themes(integer) IS
+    'Themes recall touched in the last day: the concepts of recently recalled memories, else the memories themselves (for the heartbeat context).';
+COMMENT ON FUNCTION check_self_model(text, text, double precision) IS
+    'Internal: the shared checks of set_identity_aspect and set_worldview_belief (a statement, a confidence in [0, 1]).';
+COMMENT ON FUNCTION complete_parent_goals(uuid) IS 'Internal: completes a goal''s parents, up the hierarchy, once all their children are completed (§4.6).';
+COMMENT ON FUNCTION enforce_goal_limits(uuid) IS
+    'Internal: keeps the goal limits (max_active_goals, max_queued_goals) by demoting the least recently touched overflow one level, never keep.';
+COMMENT ON FUNCTION goal_brief(dionysus.goals) IS 'Internal: a goal as the heartbeat context shows it (with its last progress and open blockers).';
+COMMENT ON FUNCTION goal_level(dionysus.goal_priority) IS 'Internal: the rank of a priority (active 3, queued 2, backburner 1, closed 0).';
+COMMENT ON FUNCTION goal_open_blockers(dionysus.goals) IS 'Internal: a goal''s unresolved blockers: free texts, and ids of goals not completed.';
+COMMENT ON FUNCTION heartbeat_config_check() IS 'Trigger: heartbeat_config values must be finite numbers >= 0 (carry_over within [0, 1]).';
+COMMENT ON FUNCTION heartbeat_interval_minutes() IS 'The time between heartbeats in minutes (the dionysus.heartbeat_interval setting, default 60).';
+COMMENT ON FUNCTION heartbeat_observe() IS 'The environment a heartbeat observes (§5.1): time, the person''s presence and silence, pending work, system status.';
+COMMENT ON FUNCTION heartbeat_setting(text) IS 'One value of heartbeat_config; an unknown key is an error naming it.';
+COMMENT ON FUNCTION messages_immutable() IS 'Trigger: the message log is immutable (only links that deletions clear may change).';
+COMMENT ON FUNCTION require_goal(uuid, text) IS 'Internal: the goal, locked, or an error naming the argument.';
+COMMENT ON FUNCTION require_outbox(uuid) IS 'Internal: the outbox message, locked, or an error naming outbox_id.';
+COMMENT ON FUNCTION set_identity_aspect(text, double precision) IS
+    'Adds an identity aspect (who the agent takes itself to be), or updates its confidence; returns its id (reflect writes these).';
+COMMENT ON FUNCTION set_worldview_belief(text, double precision) IS
+    'Adds a worldview belief, or updates its confidence; returns its id (reflect writes these).';
 COMMENT ON VIEW active_goals IS 'Active goals, most recently touched first.';
 COMMENT ON VIEW goal_backlog IS 'Open goals by priority.';
 
@@ -237,8 +298,10 @@ COMMENT ON FUNCTION log_message(text, text, text, text, text, boolean, boolean, 
 COMMENT ON FUNCTION chat_context(uuid, integer, integer) IS
     'Everything a reply needs: the last turns of the channel, recalled memories (turns in view left out; facts marked), '
     'triples about the entities named and the person, and the active goals; only what the message''s person may see.';
-COMMENT ON FUNCTION outbox_reply(text, text, text, text) IS
-    'Queues a reply the channel could not deliver, for its person, platform and channel; it goes out there when the channel is back.';
+COMMENT ON FUNCTION queue_reply(uuid, text, text) IS
+    'The reply to a person''s message, in the outbox and reserved for the worker that sends it (reserve → send → confirm). One reply '
+    'per message: asked again it returns the reply already queued (re-reserved for the caller when nobody else holds it); with '
+    'content NULL it only looks for that reply.';
 COMMENT ON FUNCTION prompt_template(text) IS 'The active version of a prompt template: {key, version, template, temperature}.';
 COMMENT ON FUNCTION set_prompt_template(text, text, double precision, text) IS
     'Adds a new active version of a prompt template (the previous stays, inactive); returns the version number.';

@@ -52,6 +52,8 @@ pub struct Config {
     /// How long shutdown waits for in-flight work before handing it back.
     pub shutdown_grace: Duration,
     pub log_format: LogFormat,
+    /// Where the logs go while the conversation is on this terminal (see [`Config::log_path`]).
+    pub log_file: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,6 +70,7 @@ struct File {
     search_url: Option<String>,
     fetch_allow_private: Option<Vec<String>>,
     log_format: Option<String>,
+    log_file: Option<String>,
     llm: Option<LlmFile>,
     discord: Option<DiscordFile>,
     chat: Option<ChatFile>,
@@ -235,7 +238,19 @@ impl Config {
             worker_name: format!("dionysus@{}:{}", hostname(), std::process::id()),
             shutdown_grace: Duration::from_secs(20),
             log_format,
+            log_file: env("DIONYSUS_LOG_FILE").or(file.log_file).filter(|f| !f.is_empty()),
         })
+    }
+
+    /// The log file used while the conversation is on this terminal, so logs do not interleave
+    /// with it: `log_file`, else `$XDG_STATE_HOME/dionysus/dionysus.log`, else
+    /// `~/.local/state/dionysus/dionysus.log` (None without a home: logs stay on stderr).
+    pub fn log_path(&self) -> Option<std::path::PathBuf> {
+        if let Some(f) = &self.log_file {
+            return Some(f.into());
+        }
+        let state = env("XDG_STATE_HOME").map(std::path::PathBuf::from).or_else(|| env("HOME").map(|h| std::path::Path::new(&h).join(".local/state")))?;
+        Some(state.join("dionysus").join("dionysus.log"))
     }
 
     /// The actions this driver can perform (the decision prompt offers only these).

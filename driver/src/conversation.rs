@@ -1,12 +1,13 @@
 //! A message is an event, not a heartbeat (seed 000 §5.3, seed 004 §3): log it once →
 //! context from the database → the smart model's reply (or an honest fallback) → send →
 //! log the reply → extraction by the fast model, after the reply and without delaying it.
-use crate::channel::{Incoming, SendError};
+use crate::channel::Incoming;
 use crate::db::DbError;
 use crate::llm::Msg;
 use crate::prompt::{self, bullets, render};
 use crate::work::{self, Outcome};
-use crate::Mind;
+use crate::outbox;
+use crate::{fallback, Mind};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,7 +51,7 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
                 DbError::Down(_) => "My memory is unreachable right now, so I can't take this in. Please tell me again in a few minutes.",
                 DbError::Sql { .. } => "I couldn't take that message in; something on my side went wrong, and it has been logged.",
             };
-            let _ = ch.send(&m.channel_id, text).await;
+            let _ = ch.send(&m.channel_id, text, &format!("x{}", m.message_id).chars().take(25).collect::<String>()).await;
             return Handled::NotStored(e.to_string());
         }
     };
@@ -61,8 +62,19 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
         tracing::info!(%message_id, "redelivered message ignored (already answered)");
         return Handled::Duplicate;
     }
+    if logged["duplicate"] == Value::Bool(true) && logged["reply_queued"] == Value::Bool(true) {
+        // An earlier attempt composed the reply (and maybe sent part of it): that one goes
+        // out, under its own nonces, never a second one.
+        return match outbox::reserve_reply(mind, message_id, None).await {
+            Ok(Some(r)) => deliver_reply(mind, message_id, &r, false).await,
+            Ok(None) => Handled::Duplicate,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot look up the queued reply");
+                Handled::Queued { message_id }
+            }
+        };
+    }
     let work_id = logged["work_id"].as_str().and_then(|s| Uuid::parse_str(s).ok());
-    let person = logged["person"].as_str().unwrap_or_default().to_string();
 
     // Typing while composing (Discord shows it for ~10 s, so it is renewed).
     ch.typing(&m.channel_id).await;
@@ -79,31 +91,13 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
     let (reply, fallback) = compose(mind, message_id, &m.content, m.private).await;
     typing.abort();
 
-    let sent = send_with_retries(mind, &m.channel_id, &reply).await;
-    let outcome = match sent {
-        Ok(platform_id) => {
-            let r = mind
-                .chat_db
-                .query(
-                    "SELECT dionysus.log_message($1, $2, $3, $4, $5, true, false, $6)",
-                    &[&ch.platform(), &platform_id, &m.channel_id, &ch.bot_id(), &reply, &message_id],
-                )
-                .await;
-            if let Err(e) = r {
-                tracing::error!(error = %e, "reply sent but not stored");
-            }
-            Handled::Replied { message_id, fallback }
-        }
+    // Reserve → send → confirm, through the outbox: a crash anywhere never sends it twice.
+    let outcome = match outbox::reserve_reply(mind, message_id, Some(&reply)).await {
+        Ok(Some(r)) => deliver_reply(mind, message_id, &r, fallback).await,
+        Ok(None) => Handled::Duplicate, // sent already, or another driver is sending it
         Err(e) => {
-            tracing::warn!(error = %e, "reply not delivered; it waits in the outbox");
-            let r = mind
-                .chat_db
-                .query("SELECT dionysus.outbox_reply($1, $2, $3, $4)", &[&reply, &person, &ch.platform(), &m.channel_id])
-                .await;
-            if let Err(e) = r {
-                tracing::error!(error = %e, "reply lost: neither delivered nor queued");
-            }
-            Handled::Queued { message_id }
+            tracing::error!(error = %e, "the reply could not be queued");
+            Handled::NotStored(e.to_string())
         }
     };
     // Extraction after the reply. With the model down it waits in the queue instead.
@@ -169,7 +163,7 @@ async fn compose(mind: &Mind, message_id: Uuid, content: &str, private: bool) ->
                 &t.text,
                 &[
                     ("now", ctx["now"].as_str().unwrap_or("").to_string()),
-                    ("memories", bullets(memories.clone(), "(nothing relevant)")),
+                    ("memories", bullets(memories, "(nothing relevant)")),
                     ("triples", bullets(triples, "(nothing)")),
                     ("goals", bullets(goals, "(none)")),
                 ],
@@ -180,7 +174,7 @@ async fn compose(mind: &Mind, message_id: Uuid, content: &str, private: bool) ->
                 msgs.push(if turn["role"] == "assistant" { Msg::assistant(c) } else { Msg::user(c) });
             }
             msgs.push(Msg::user(content));
-            mind.smart.chat(&msgs, t.temperature).await.map_err(|e| e.to_string())
+            mind.chat.chat(&msgs, t.temperature).await.map_err(|e| e.to_string())
         }
         Err(e) => Err(e.to_string()),
     };
@@ -188,39 +182,20 @@ async fn compose(mind: &Mind, message_id: Uuid, content: &str, private: bool) ->
         Ok(r) => (r, false),
         Err(e) => {
             tracing::warn!(error = %e, "replying with the fallback");
-            // In a shared channel others read the fallback: it quotes nothing remembered.
-            let quotable: &[String] = if private { &memories } else { &[] };
-            (fallback_reply(mind, quotable).await, true)
+            (fallback::reply(mind, &ctx, content, private).await, true)
         }
     }
 }
 
-async fn fallback_reply(mind: &Mind, memories: &[String]) -> String {
-    let recalled = if memories.is_empty() {
-        String::new()
-    } else {
-        format!("\n\nWhat I remember that seems related:\n{}", bullets(memories.iter().take(3).cloned(), ""))
-    };
-    let template = prompt::load(&mind.chat_db, "chat_unavailable").await.map(|t| t.text).unwrap_or_else(|_| {
-        "I can't reach my language model right now, so I can't answer you properly. Your message is saved.{{recalled}}".into()
-    });
-    render(&template, &[("recalled", recalled)])
-}
-
-/// Seed 003: a channel gets 3 retries. An unavailable channel is retried; a rejection is final.
-async fn send_with_retries(mind: &Mind, channel_id: &str, text: &str) -> Result<String, SendError> {
-    let mut delay = Duration::from_millis(500);
-    let mut attempt = 0;
-    loop {
-        match mind.channel.send(channel_id, text).await {
-            Ok(id) => return Ok(id),
-            Err(SendError::Unavailable(e)) if attempt < 3 && !mind.shutdown.is_cancelled() => {
-                tracing::warn!(error = %e, attempt, "send failed; retrying");
-                tokio::time::sleep(delay).await;
-                delay *= 2;
-                attempt += 1;
-            }
-            Err(e) => return Err(e),
+/// Sends a reserved reply, with the 3 retries seed 003 gives a channel; if it still cannot
+/// go out it waits in the outbox for the channel to come back.
+async fn deliver_reply(mind: &Mind, message_id: Uuid, reply: &outbox::Reserved, fallback: bool) -> Handled {
+    match outbox::send_reserved(mind, reply, 3).await {
+        Ok(outbox::Delivery::Delivered(_)) => Handled::Replied { message_id, fallback },
+        Ok(outbox::Delivery::Waiting) | Ok(outbox::Delivery::Rejected(_)) => Handled::Queued { message_id },
+        Err(e) => {
+            tracing::warn!(error = %e, "reply not confirmed; its reservation lapses and the outbox retries it");
+            Handled::Queued { message_id }
         }
     }
 }

@@ -1,10 +1,16 @@
 //! One heartbeat (seed 000 §5.1): heartbeat_begin → the §5.2 decision prompt, offering only
-//! the actions this driver can perform → the smart model's JSON decision, or the default
-//! decision when the model fails or answers nonsense → heartbeat_commit → the queued work →
-//! the narrative (model, or a plain template) → heartbeat_finish → the outbox.
+//! the actions this driver can perform → the smart model's JSON decision → heartbeat_commit
+//! → the queued work → the narrative (model, or a plain template) → heartbeat_finish → the
+//! outbox. When the model fails (§9.6): an unusable answer gives the default decision
+//! (reflect + rest), a refusal the minimal one (observe and remember only), and an
+//! unreachable model skips the heartbeat, recording why.
+//!
+//! While it works the driver touches its heartbeat every half minute: the scheduler closes
+//! only a heartbeat whose driver fell silent, and a driver that finds its heartbeat closed
+//! that way stops instead of mistaking the scheduler's commit for its own.
 use crate::db::DbError;
 use crate::jsonish::{self, list, text};
-use crate::llm::Msg;
+use crate::llm::{LlmError, Msg};
 use crate::prompt::{self, bullets, render};
 use crate::{outbox, work, Mind};
 use serde_json::{json, Value};
@@ -14,7 +20,7 @@ use uuid::Uuid;
 pub struct Report {
     pub heartbeat_id: Uuid,
     pub number: i64,
-    /// "model" or "default".
+    /// "model", "default" (unusable answer), "minimal" (refusal) or "skipped" (model unreachable).
     pub decided_by: &'static str,
     pub actions: Vec<String>,
     pub rejected: usize,
@@ -139,17 +145,65 @@ fn offered(mind: &Mind) -> Vec<&'static str> {
     a
 }
 
-async fn decide(mind: &Mind, ctx: &Value) -> Option<Value> {
-    let system = prompt::load(&mind.work_db, "heartbeat_system").await.ok()?;
-    let user = prompt::load(&mind.work_db, "heartbeat_user").await.ok()?;
-    let schema = mind.work_db.json("SELECT dionysus.action_schema()", &[]).await.ok()?;
+/// The decision, and who made it (§9.6 for the model's failures).
+async fn decide(mind: &Mind, ctx: &Value) -> Result<(Value, &'static str), DbError> {
+    let system = prompt::load(&mind.work_db, "heartbeat_system").await?;
+    let user = prompt::load(&mind.work_db, "heartbeat_user").await?;
+    let schema = mind.work_db.json("SELECT dionysus.action_schema()", &[]).await?;
     let (s, u) = decision_prompt(&system.text, &user.text, ctx, &schema, &offered(mind));
     match mind.smart.json(&[Msg::system(s), Msg::user(u)], system.temperature, decision_shape).await {
-        Ok(d) => Some(d),
-        Err(e) => {
+        Ok(d) => Ok((d, "model")),
+        Err(LlmError::BadAnswer(e)) => {
             tracing::warn!(error = %e, "no usable decision from the model; using the default decision");
-            None
+            Ok((default_decision(mind).await?, "default"))
         }
+        Err(LlmError::Refused(e)) => {
+            tracing::warn!(error = %e, "the model declined to decide; observing and remembering only");
+            Ok((json!({"reasoning": format!("The model declined to decide ({e}); observing and remembering only."),
+                       "actions": [], "goal_changes": []}), "minimal"))
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "the model is unreachable; this heartbeat is skipped");
+            Ok((json!({"reasoning": format!("Skipped: the language model could not be reached ({e})."),
+                       "actions": [], "goal_changes": []}), "skipped"))
+        }
+    }
+}
+
+/// Keeps the heartbeat alive while this driver works on it (the scheduler recovers only
+/// silent ones). Ends when dropped.
+struct Liveness(tokio::task::JoinHandle<()>);
+
+impl Liveness {
+    fn start(mind: &Mind, hb: Uuid) -> Liveness {
+        // A connection of its own: the work connection may be busy in a long call.
+        let db = crate::db::Db::new(&mind.config.database_url, "heartbeat liveness");
+        Liveness(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+                if let Err(e) = db.query("SELECT dionysus.heartbeat_touch($1)", &[&hb]).await {
+                    tracing::warn!(error = %e, "cannot touch the heartbeat");
+                }
+            }
+        }))
+    }
+}
+
+impl Drop for Liveness {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Whether the scheduler closed this heartbeat after its driver fell silent.
+async fn recovered(mind: &Mind, hb: Uuid) -> bool {
+    matches!(mind.work_db.json("SELECT to_jsonb(dionysus.heartbeat_touch($1))", &[&hb]).await, Ok(Value::String(s)) if s == "recovered")
+}
+
+fn superseded(number: i64) -> DbError {
+    DbError::Sql {
+        code: "55000".into(),
+        message: format!("heartbeat {number} was recovered by the scheduler while this driver was silent; stopping"),
     }
 }
 
@@ -171,19 +225,20 @@ pub async fn run_once(mind: &Mind) -> Result<Report, DbError> {
     })?;
     let number = ctx["heartbeat_number"].as_i64().unwrap_or(0);
     tracing::info!(heartbeat = number, energy = %ctx["energy"]["available"], "heartbeat begins");
+    let _alive = Liveness::start(mind, hb);
     let mut decided_by = "model";
     if !(ctx["resumed"] == Value::Bool(true) && ctx["status"] == "committed") {
-        let decision = match decide(mind, &ctx).await {
-            Some(d) => d,
-            None => {
-                decided_by = "default";
-                default_decision(mind).await?
-            }
-        };
+        let decision;
+        (decision, decided_by) = decide(mind, &ctx).await?;
         match commit(mind, hb, &decision).await {
             Ok(_) => {}
-            // 55000: committed already (a retried call whose first attempt landed).
-            Err(DbError::Sql { code, .. }) if code == "55000" => {}
+            // 55000: committed already — by a retried call whose first attempt landed, or by
+            // the scheduler's recovery while this driver was silent (then stop).
+            Err(DbError::Sql { code, .. }) if code == "55000" => {
+                if recovered(mind, hb).await {
+                    return Err(superseded(number));
+                }
+            }
             // The decision's shape was refused as a whole: the default decision instead.
             Err(DbError::Sql { code, message }) if code.starts_with("22") => {
                 tracing::warn!(%code, %message, "decision refused; committing the default decision");
@@ -207,8 +262,16 @@ pub async fn run_once(mind: &Mind) -> Result<Report, DbError> {
         .await?;
     let actions: Vec<String> = log["taken"].as_array().into_iter().flatten().filter_map(|a| a["action"].as_str().map(str::to_string)).collect();
     let rejected = log["rejected"].as_array().map_or(0, Vec::len);
-    let (narrative, valence) = narrate(mind, number, &log, &actions).await;
-    mind.work_db.query("SELECT dionysus.heartbeat_finish($1, $2, $3)", &[&hb, &narrative, &valence]).await?;
+    let (narrative, valence) = if decided_by == "skipped" {
+        (format!("Heartbeat {number} was skipped: {}", log["reasoning"].as_str().unwrap_or("the model could not be reached")), 0.0)
+    } else {
+        narrate(mind, number, &log, &actions).await
+    };
+    match mind.work_db.query("SELECT dionysus.heartbeat_finish($1, $2, $3)", &[&hb, &narrative, &valence]).await {
+        Ok(_) => {}
+        Err(DbError::Sql { code, .. }) if code == "55000" && recovered(mind, hb).await => return Err(superseded(number)),
+        Err(e) => return Err(e),
+    }
     tracing::info!(heartbeat = number, decided_by, actions = ?actions, rejected, "heartbeat finished");
     outbox::deliver(mind).await;
     Ok(Report { heartbeat_id: hb, number, decided_by, actions, rejected, work_settled, narrative })

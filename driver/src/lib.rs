@@ -2,6 +2,7 @@
 //! LLM, the person and the extension's SQL functions, and keeps no memory logic of its own.
 //!
 //! - [`conversation`]: a message is an event: log → context → reply → extraction afterwards
+//! - [`fallback`]: the honest answer when the model cannot be used
 //! - [`heartbeat`]: begin → decision → commit → queued work → narrative → finish
 //! - [`work`]: the queued actions and language jobs, claimed/completed/failed via the queue
 //! - [`outbox`]: unprompted messages, delivered once
@@ -13,6 +14,7 @@ pub mod config;
 pub mod conversation;
 pub mod db;
 pub mod doctor;
+pub mod fallback;
 pub mod heartbeat;
 pub mod jsonish;
 pub mod llm;
@@ -33,6 +35,9 @@ pub struct Mind {
     pub config: config::Config,
     pub fast: llm::Llm,
     pub smart: llm::Llm,
+    /// The smart role for replies only, with a breaker of its own: a heartbeat or a reflection
+    /// that keeps failing never silences the conversation.
+    pub chat: llm::Llm,
     pub chat_db: db::Db,
     pub work_db: db::Db,
     pub outbox_db: db::Db,
@@ -48,6 +53,7 @@ impl Mind {
         Mind {
             fast: llm::Llm::new(config.fast.clone()),
             smart: llm::Llm::new(config.smart.clone()),
+            chat: llm::Llm::new(config::LlmRole { name: "chat", ..config.smart.clone() }),
             chat_db: db::Db::new(&config.database_url, "conversation"),
             work_db: db::Db::new(&config.database_url, "work"),
             outbox_db: db::Db::new(&config.database_url, "outbox"),

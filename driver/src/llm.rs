@@ -1,12 +1,14 @@
 //! OpenAI-compatible chat completions (Ollama, OpenRouter, OpenAI, vLLM, LM Studio), with the
 //! resilience of seed 003: a timeout per call, two retries with exponential back-off, and a
-//! circuit breaker that opens after 3 failures for 30 s. A JSON task's answer is parsed
-//! robustly and checked against the expected shape; an unusable answer counts as a failure.
+//! circuit breaker that opens after 3 failures of the endpoint for 30 s. A JSON task's answer
+//! is parsed robustly and checked against the expected shape; an unusable answer is an error
+//! of that call (retried), never a failure of the endpoint: the model did answer.
 use crate::config::LlmRole;
 use crate::jsonish;
 use serde_json::{json, Value};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 
 pub const RETRIES: u32 = 2;
 pub const BREAKER_FAILURES: u32 = 3;
@@ -67,6 +69,8 @@ pub struct Llm {
     http: reqwest::Client,
     breaker: Mutex<Breaker>,
     backoff_base: Duration,
+    /// Whether the endpoint answered its last call (None: not called yet), for a status line.
+    reachable: watch::Sender<Option<bool>>,
 }
 
 #[derive(Clone, Debug)]
@@ -94,13 +98,24 @@ impl Llm {
             .connect_timeout(Duration::from_secs(10).min(role.timeout))
             .build()
             .expect("HTTP client");
-        Llm { role, http, breaker: Mutex::new(Breaker::default()), backoff_base: Duration::from_millis(500) }
+        Llm {
+            role,
+            http,
+            breaker: Mutex::new(Breaker::default()),
+            backoff_base: Duration::from_millis(500),
+            reachable: watch::Sender::new(None),
+        }
     }
 
     /// Shorter back-off (tests).
     pub fn with_backoff(mut self, base: Duration) -> Llm {
         self.backoff_base = base;
         self
+    }
+
+    /// Follows whether the endpoint answers (true) or is unreachable (false).
+    pub fn reachability(&self) -> watch::Receiver<Option<bool>> {
+        self.reachable.subscribe()
     }
 
     pub fn is_open(&self) -> bool {
@@ -116,16 +131,22 @@ impl Llm {
         }
     }
 
-    fn record(&self, ok: bool) {
+    /// The endpoint answered (whatever the model said): the breaker closes.
+    fn answered(&self) {
+        *self.breaker.lock().unwrap() = Breaker::default();
+        self.reachable.send_if_modified(|r| r.replace(true) != Some(true));
+    }
+
+    /// The endpoint failed: unreachable, timed out, an HTTP error, a body that is no completion.
+    fn failed(&self, e: &LlmError) {
         let mut b = self.breaker.lock().unwrap();
-        if ok {
-            *b = Breaker::default();
-        } else {
-            b.failures += 1;
-            if b.failures >= BREAKER_FAILURES {
-                b.open_until = Some(Instant::now() + BREAKER_RESET);
-                tracing::warn!(role = self.role.name, "LLM circuit open for {}s after {} failures", BREAKER_RESET.as_secs(), b.failures);
-            }
+        b.failures += 1;
+        if b.failures >= BREAKER_FAILURES {
+            b.open_until = Some(Instant::now() + BREAKER_RESET);
+            tracing::warn!(role = self.role.name, "LLM circuit open for {}s after {} failures", BREAKER_RESET.as_secs(), b.failures);
+        }
+        if e.unavailable() {
+            self.reachable.send_if_modified(|r| r.replace(false) != Some(false));
         }
     }
 
@@ -165,20 +186,26 @@ impl Llm {
             self.admit()?;
             let started = Instant::now();
             let outcome = match self.once(messages, temperature, json_task).await {
-                Ok(text) => accept(&text).map_err(LlmError::BadAnswer),
-                Err(e) => Err(e),
+                Ok(text) => {
+                    self.answered();
+                    accept(&text).map_err(LlmError::BadAnswer)
+                }
+                // A refusal is the model's answer, not the endpoint failing.
+                Err(e @ LlmError::Refused(_)) => {
+                    self.answered();
+                    Err(e)
+                }
+                Err(e) => {
+                    self.failed(&e);
+                    Err(e)
+                }
             };
             match outcome {
                 Ok(v) => {
-                    self.record(true);
                     tracing::debug!(role = self.role.name, ms = started.elapsed().as_millis() as u64, "LLM answered");
                     return Ok(v);
                 }
                 Err(e) => {
-                    // A refusal is the model's answer, not the endpoint failing.
-                    if !matches!(e, LlmError::Refused(_)) {
-                        self.record(false);
-                    }
                     tracing::warn!(role = self.role.name, attempt, error = %e, "LLM call failed");
                     if attempt >= RETRIES || !e.retryable() {
                         return Err(e);

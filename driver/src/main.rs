@@ -2,15 +2,20 @@
 use dionysus_driver::channel::{discord::Discord, terminal::Terminal, Channel};
 use dionysus_driver::config::{Config, LogFormat};
 use dionysus_driver::{doctor, heartbeat, runtime, status, Mind};
+use std::fs::File;
+use std::io::IsTerminal;
+use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 const USAGE: &str = "usage: dionysus [--config FILE] <command>
 
 commands:
   run               everything: the conversation (Discord when a token is configured, else the
-                    terminal), heartbeats, queued work and the outbox
-  chat [--json]     the same, with the terminal as the channel (--json: JSON lines in and out)
+                    terminal), heartbeats, queued work and the outbox, until SIGTERM or Ctrl-C
+                    (with stdin closed, e.g. as a service, all but the conversation goes on)
+  chat [--json]     the same, with the terminal as the channel (--json: JSON lines in and out);
+                    at the end of input (Ctrl-D) it answers what was said and stops
   heartbeat --once  run one heartbeat now and print what it did
   status            energy, goals, last heartbeats, queue, outbox, memory health
   doctor            check PostgreSQL, pgvector, the extension, the worker, the embedding model,
@@ -21,15 +26,62 @@ every key is in the README. The essentials:
   DIONYSUS_DATABASE_URL   (default postgresql://postgres@127.0.0.1:5433/dionysus)
   DIONYSUS_LLM_BASE_URL   (default http://127.0.0.1:11434/v1, a local Ollama)
   DIONYSUS_FAST_MODEL / DIONYSUS_SMART_MODEL, DIONYSUS_LLM_API_KEY
-  DIONYSUS_DISCORD_TOKEN, DIONYSUS_DISCORD_ALLOWED_USERS, DIONYSUS_DISCORD_HOME_CHANNEL";
+  DIONYSUS_DISCORD_TOKEN, DIONYSUS_DISCORD_ALLOWED_USERS, DIONYSUS_DISCORD_HOME_CHANNEL
+  DIONYSUS_LOG_FILE       (while the conversation is on a terminal, the logs go there; default
+                          ~/.local/state/dionysus/dionysus.log)";
 
-fn init_logs(config: &Config) {
+/// Logs go to `file` when given, else to stderr.
+fn init_logs(config: &Config, file: Option<File>) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("DIONYSUS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,serenity=warn,tokio_postgres=warn,reqwest=warn,hyper=warn,rustls=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    match config.log_format {
-        LogFormat::Json => builder.json().init(),
-        LogFormat::Text => builder.init(),
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match (file, config.log_format) {
+        (Some(f), LogFormat::Json) => builder.with_writer(Mutex::new(f)).with_ansi(false).json().init(),
+        (Some(f), LogFormat::Text) => builder.with_writer(Mutex::new(f)).with_ansi(false).init(),
+        (None, LogFormat::Json) => builder.with_writer(std::io::stderr).json().init(),
+        (None, LogFormat::Text) => builder.with_writer(std::io::stderr).init(),
+    }
+}
+
+/// The log file, appended to, its directory created (None, said on stderr, if it cannot be).
+fn open_log(path: &Path) -> Option<File> {
+    let opened = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|_| std::fs::OpenOptions::new().create(true).append(true).open(path));
+    match opened {
+        Ok(f) => Some(f),
+        Err(e) => {
+            eprintln!("dionysus: cannot write the log file {}: {e}; logging to stderr", path.display());
+            None
+        }
+    }
+}
+
+/// While the logs are in a file, the terminal still learns that the model is unreachable: one
+/// line when it becomes so, one when it is back (when every role that failed has answered again).
+async fn show_model_status(mind: Arc<Mind>, terminal: Arc<Terminal>) {
+    let mut roles = [mind.chat.reachability(), mind.smart.reachability(), mind.fast.reachability()];
+    let mut down = false;
+    loop {
+        let [chat, smart, fast] = &mut roles;
+        let changed = tokio::select! {
+            c = chat.changed() => c,
+            c = smart.changed() => c,
+            c = fast.changed() => c,
+        };
+        if changed.is_err() {
+            return;
+        }
+        let unreachable = roles.iter().any(|r| *r.borrow() == Some(false));
+        if unreachable != down {
+            down = unreachable;
+            terminal.notice(if down {
+                "the language model is unreachable: I answer plainly until it is back (details in the log)"
+            } else {
+                "the language model is back"
+            });
+        }
     }
 }
 
@@ -53,21 +105,33 @@ async fn main() -> ExitCode {
         }
     };
     let command = args.first().map(String::as_str);
+    let json = args.iter().any(|a| a == "--json");
+    let on_terminal = matches!(command, Some("run" | "chat")) && (command == Some("chat") || config.discord.token.is_none());
+    // A conversation on this terminal keeps the logs out of it; a service, Discord and --json
+    // (a script reading stdout) log to stderr.
+    let log_path = if on_terminal && !json && std::io::stdout().is_terminal() { config.log_path() } else { None };
+    let log_file = log_path.as_deref().and_then(open_log);
+    let logs_in_file = log_file.is_some();
     if matches!(command, Some("run" | "chat" | "heartbeat")) {
-        init_logs(&config);
+        init_logs(&config, log_file);
+        if let (true, Some(path)) = (logs_in_file, &log_path) {
+            println!("(logs go to {})", path.display());
+        }
         tracing::info!(config = ?config, "configuration");
     }
     match command {
         Some("doctor") => doctor::run(&config).await,
         Some("status") => status::run(&config).await,
         Some("run") | Some("chat") => {
-            let terminal = command == Some("chat") || config.discord.token.is_none();
-            let channel: Arc<dyn Channel> = if terminal {
-                Arc::new(Terminal::new(&config.terminal_user, args.iter().any(|a| a == "--json"), command == Some("chat")))
-            } else {
-                Arc::new(Discord::new(config.discord.clone()))
+            let terminal = on_terminal.then(|| Arc::new(Terminal::new(&config.terminal_user, json, command == Some("chat"))));
+            let channel: Arc<dyn Channel> = match &terminal {
+                Some(t) => t.clone(),
+                None => Arc::new(Discord::new(config.discord.clone())),
             };
             let mind = Arc::new(Mind::new(config, channel));
+            if let (Some(t), true) = (terminal, logs_in_file) {
+                tokio::spawn(show_model_status(mind.clone(), t));
+            }
             runtime::on_signals(&mind);
             runtime::run(mind, None).await;
             // tokio's stdin reader is a blocking thread that would hold the runtime open.

@@ -1,11 +1,14 @@
-//! Wiring: the channel's events feed the conversation; the extension's NOTIFY channels wake
-//! the autonomous side (heartbeat, work, outbox) — there is no polling loop. SIGTERM/SIGINT
-//! stop intake, let in-flight work finish within the grace period, and hand back the rest.
-use crate::channel::Event;
+//! Wiring: the channel's events feed the conversation, one task per channel; the extension's
+//! NOTIFY channels wake the autonomous side (heartbeat, work, outbox) — there is no polling
+//! loop. SIGTERM/SIGINT stop intake, let in-flight replies and work finish within the grace
+//! period, and hand back the rest.
+use crate::channel::{Event, Incoming};
 use crate::conversation::{self, Handled};
 use crate::db::{self, Wake};
 use crate::{heartbeat, outbox, work, Mind};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
@@ -23,7 +26,9 @@ pub fn on_signals(mind: &Arc<Mind>) {
     });
 }
 
-/// Runs the driver until shutdown (or until the channel closes).
+/// Runs the driver until shutdown. A channel that ends (`run` with stdin at its end) leaves
+/// heartbeats, work and the outbox running; one that closes (`chat` at the end of its input, a
+/// Discord client that cannot start) has what was said answered, then the driver stops.
 pub async fn run(mind: Arc<Mind>, observer: Option<Observer>) {
     let (events_tx, mut events) = mpsc::channel::<Event>(256);
     let (wake_tx, wake_rx) = mpsc::channel::<Wake>(256);
@@ -36,36 +41,138 @@ pub async fn run(mind: Arc<Mind>, observer: Option<Observer>) {
     let autonomy = tokio::spawn(autonomy(mind.clone(), wake_rx));
     tracing::info!(platform = mind.channel.platform(), fast = %mind.fast.role.model, smart = %mind.smart.role.model, "dionysus is running");
 
-    let mut extractions = JoinSet::new();
+    let mut conversations = Conversations::new(mind.clone(), observer);
+    let mut listening = true;
     loop {
         let event = tokio::select! {
-            e = events.recv() => e,
-            _ = mind.shutdown.cancelled() => None,
+            e = events.recv(), if listening => e,
+            _ = mind.shutdown.cancelled() => break,
         };
         match event {
-            Some(Event::Message(m)) => {
-                let handled = conversation::handle(&mind, m, &mut extractions).await;
-                if let Some(o) = &observer {
-                    let _ = o.send(handled);
-                }
-            }
+            Some(Event::Message(m)) => conversations.take(m),
             Some(Event::Ready) => {
                 let _ = wake_tx.send(Wake::Outbox).await;
             }
-            Some(Event::Closed) | None => break,
+            Some(Event::Closed) => {
+                conversations.close();
+                tokio::select! {
+                    _ = conversations.wait() => {}
+                    _ = mind.shutdown.cancelled() => {}
+                }
+                break;
+            }
+            None => listening = false,
         }
-        while extractions.try_join_next().is_some() {}
     }
     mind.shutdown.cancel();
-    // In-flight work gets the grace period (work::guarded hands it back after that).
-    let wait = mind.config.shutdown_grace + std::time::Duration::from_secs(5);
+    // In-flight replies and work get the grace period (work::guarded cuts them off after it).
+    let wait = mind.config.shutdown_grace + Duration::from_secs(5);
     let _ = tokio::time::timeout(wait, async {
-        while extractions.join_next().await.is_some() {}
+        conversations.wait().await;
         let _ = autonomy.await;
     })
     .await;
     tasks.abort_all();
     tracing::info!("dionysus stopped");
+}
+
+/// A channel's task ends after this long without a message (the next one starts a new task).
+const IDLE: Duration = Duration::from_secs(300);
+
+/// The channels' inboxes, by channel id.
+type Inboxes = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Incoming>>>>;
+
+/// The conversation, one task per channel: a channel's messages are handled one after another
+/// in arrival order, different channels at the same time, so one slow reply holds up nobody
+/// else. A task idle for [`IDLE`] ends, so there are only as many as channels recently active.
+struct Conversations {
+    mind: Arc<Mind>,
+    observer: Option<Observer>,
+    inboxes: Inboxes,
+    tasks: JoinSet<()>,
+}
+
+impl Conversations {
+    fn new(mind: Arc<Mind>, observer: Option<Observer>) -> Conversations {
+        Conversations { mind, observer, inboxes: Inboxes::default(), tasks: JoinSet::new() }
+    }
+
+    /// Queues a message for its channel's task, starting the task if there is none.
+    fn take(&mut self, m: Incoming) {
+        while self.tasks.try_join_next().is_some() {}
+        let mut inboxes = self.inboxes.lock().unwrap();
+        let m = match inboxes.get(&m.channel_id) {
+            Some(inbox) => match inbox.send(m) {
+                Ok(()) => return,
+                Err(mpsc::error::SendError(back)) => back, // its task died: a new one takes over
+            },
+            None => m,
+        };
+        let (inbox, messages) = mpsc::unbounded_channel();
+        let channel_id = m.channel_id.clone();
+        let _ = inbox.send(m);
+        inboxes.insert(channel_id.clone(), inbox);
+        let (mind, inboxes, observer) = (self.mind.clone(), self.inboxes.clone(), self.observer.clone());
+        self.tasks.spawn(converse(mind, channel_id, messages, inboxes, observer));
+    }
+
+    /// No more messages: each task answers what it has, then ends.
+    fn close(&self) {
+        self.inboxes.lock().unwrap().clear();
+    }
+
+    async fn wait(&mut self) {
+        while self.tasks.join_next().await.is_some() {}
+    }
+}
+
+/// One channel's conversation. After shutdown it takes no new message; the reply in flight
+/// gets the grace period, and the extractions it started finish (or are handed back) as usual.
+async fn converse(
+    mind: Arc<Mind>,
+    channel_id: String,
+    mut messages: mpsc::UnboundedReceiver<Incoming>,
+    inboxes: Inboxes,
+    observer: Option<Observer>,
+) {
+    let mut extractions = JoinSet::new();
+    loop {
+        let next = tokio::select! {
+            biased;
+            _ = mind.shutdown.cancelled() => break,
+            m = tokio::time::timeout(IDLE, messages.recv()) => m,
+        };
+        let m = match next {
+            Ok(Some(m)) => m,
+            Ok(None) => break,
+            Err(_idle) if retire(&inboxes, &channel_id, &messages) => break,
+            Err(_idle) => continue,
+        };
+        match work::guarded(&mind, conversation::handle(&mind, m, &mut extractions)).await {
+            Some(handled) => {
+                if let Some(o) = &observer {
+                    let _ = o.send(handled);
+                }
+            }
+            None => {
+                tracing::warn!(channel = %channel_id, "shutdown: a reply still in flight after the grace period was abandoned");
+                break;
+            }
+        }
+        while extractions.try_join_next().is_some() {}
+    }
+    while extractions.join_next().await.is_some() {}
+}
+
+/// Removes an idle channel's inbox, unless a message arrived meanwhile (the lock orders this
+/// against [`Conversations::take`], so no message is left in an inbox nobody reads).
+fn retire(inboxes: &Inboxes, channel_id: &str, messages: &mpsc::UnboundedReceiver<Incoming>) -> bool {
+    let mut inboxes = inboxes.lock().unwrap();
+    if !messages.is_empty() {
+        return false;
+    }
+    inboxes.remove(channel_id);
+    true
 }
 
 /// The autonomous side: one wake-up at a time, duplicates merged.

@@ -18,23 +18,33 @@ const SQL: &str = "SELECT jsonb_build_object(
     'queue', (SELECT jsonb_object_agg(status, n) FROM (SELECT status, count(*) AS n FROM dionysus.work_queue GROUP BY status) q),
     'messages', (SELECT jsonb_build_object('total', count(*), 'last', max(created_at)) FROM dionysus.messages),
     'memory', (SELECT to_jsonb(m) FROM dionysus.memory_health m),
+    -- Intervals as seconds: their text form (\"00:37:30.011953\") is not for people.
+    'waited_s', (SELECT jsonb_build_object('work', extract(epoch FROM h.oldest_pending_work), 'stale', extract(epoch FROM m.oldest_stale_age))
+                   FROM dionysus.heartbeat_health h, dionysus.memory_health m),
     'now', now())";
 
-fn ago(now: &str, t: &Value) -> String {
-    let (Ok(n), Some(Ok(t))) = (chrono::DateTime::parse_from_rfc3339(now), t.as_str().map(chrono::DateTime::parse_from_rfc3339)) else {
-        return "never".into();
-    };
-    let s = (n - t).num_seconds();
-    let (v, unit) = match s.abs() {
+/// A length of time as people say it: "45 s", "38 min", "2 h", "3 d".
+fn age(seconds: f64) -> String {
+    let s = seconds.abs().round() as i64;
+    let (v, unit) = match s {
         x if x < 120 => (x, "s"),
         x if x < 7200 => (x / 60, "min"),
         x if x < 172_800 => (x / 3600, "h"),
         x => (x / 86400, "d"),
     };
+    format!("{v} {unit}")
+}
+
+/// How long ago `t` was (or how long until it), "never" without a time.
+fn ago(now: &str, t: &Value) -> String {
+    let (Ok(n), Some(Ok(t))) = (chrono::DateTime::parse_from_rfc3339(now), t.as_str().map(chrono::DateTime::parse_from_rfc3339)) else {
+        return "never".into();
+    };
+    let s = (n - t).num_seconds();
     if s >= 0 {
-        format!("{v} {unit} ago")
+        format!("{} ago", age(s as f64))
     } else {
-        format!("in {v} {unit}")
+        format!("in {}", age(s as f64))
     }
 }
 
@@ -81,7 +91,7 @@ pub fn render(v: &Value) -> String {
     out.push(format!(
         "queue      {} pending, {} claimed, {} failed, {} done{}",
         n(&q["pending"]), n(&q["claimed"]), n(&q["failed"]), n(&q["done"]),
-        hb["oldest_pending_work"].as_str().map(|a| format!("  (oldest waiting {a})")).unwrap_or_default()
+        v["waited_s"]["work"].as_f64().map(|s| format!("  (oldest waiting {})", age(s))).unwrap_or_default()
     ));
     out.push(format!(
         "outbox     {} pending, {} awaiting approval   reach-outs 24h: {}",
@@ -89,8 +99,9 @@ pub fn render(v: &Value) -> String {
     ));
     out.push(format!("messages   {} logged, last {}", n(&v["messages"]["total"]), ago(now, &v["messages"]["last"])));
     out.push(format!(
-        "memory     {} memories ({} active), {} stale neighbourhoods, worker {}{}",
+        "memory     {} memories ({} active), {} stale neighbourhoods{}, worker {}{}",
         n(&mem["memories"]), n(&mem["active_memories"]), n(&mem["stale_neighborhoods"]),
+        v["waited_s"]["stale"].as_f64().map(|s| format!(" (oldest {})", age(s))).unwrap_or_default(),
         ago(now, &mem["last_worker_run"]),
         mem["last_worker_error"].as_str().map(|e| format!("  ERROR: {e}")).unwrap_or_default()
     ));
@@ -117,5 +128,45 @@ pub async fn run(config: &Config) -> ExitCode {
             eprintln!("dionysus status: {e}\n(run `dionysus doctor` to see what is wrong)");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ages_read_as_people_say_them() {
+        assert_eq!(age(45.2), "45 s");
+        assert_eq!(age(2250.011953), "37 min");
+        assert_eq!(age(7200.0), "2 h");
+        assert_eq!(age(3.0 * 86400.0 + 5.0), "3 d");
+        assert_eq!(ago("2026-03-02T10:00:00+00:00", &json!("2026-03-02T09:22:00+00:00")), "38 min ago");
+        assert_eq!(ago("2026-03-02T10:00:00+00:00", &json!("2026-03-02T12:00:00+00:00")), "in 2 h");
+        assert_eq!(ago("2026-03-02T10:00:00+00:00", &Value::Null), "never");
+    }
+
+    /// Every field that is a time or a length of time, as `status` prints it.
+    #[test]
+    fn the_screen_shows_no_raw_interval_or_timestamp() {
+        let v = json!({
+            "now": "2026-03-02T10:00:00+00:00",
+            "hb": {"current_energy": 12.5, "total_heartbeats": 4, "last_heartbeat": "2026-03-02T09:22:00+00:00",
+                   "next_heartbeat": "2026-03-02T11:00:00+00:00", "oldest_pending_work": "00:37:30.011953",
+                   "last_scheduler_tick": "2026-03-02T09:59:58+00:00", "warnings": []},
+            "goals": [], "queue": {"pending": 2},
+            "beats": [{"n": 4, "status": "finished", "started": "2026-02-27T10:00:00+00:00", "energy_start": 12, "energy_end": 7, "actions": ["rest"]}],
+            "messages": {"total": 3, "last": "2026-03-02T08:00:00+00:00"},
+            "memory": {"memories": 10, "active_memories": 9, "stale_neighborhoods": 2, "oldest_stale_age": "2 days 03:00:00",
+                       "last_worker_run": "2026-03-02T09:59:00+00:00"},
+            "waited_s": {"work": 2250.011953, "stale": 183600.0},
+        });
+        let screen = render(&v);
+        for expected in ["last 38 min ago, next in 60 min", "3 d ago", "(oldest waiting 37 min)", "2 stale neighbourhoods (oldest 2 d)",
+                         "last 2 h ago", "worker 60 s ago", "last tick 2 s ago"] {
+            assert!(screen.contains(expected), "missing {expected:?} in\n{screen}");
+        }
+        assert!(!screen.contains("00:37") && !screen.contains("2026-") && !screen.contains("days"), "{screen}");
     }
 }

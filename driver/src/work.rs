@@ -17,6 +17,9 @@ pub struct WorkItem {
     pub action: String,
     pub params: Value,
     pub heartbeat_id: Option<Uuid>,
+    /// The claim's fencing token: settling needs it, so a driver whose lease lapsed and whose
+    /// item was claimed again cannot settle it.
+    pub lease: Option<Uuid>,
 }
 
 #[derive(Debug, Clone)]
@@ -43,10 +46,10 @@ fn from_db(e: DbError) -> Outcome {
     }
 }
 
-const COLUMNS: &str = "id, action, params, heartbeat_id";
+const COLUMNS: &str = "id, action, params, heartbeat_id, lease_token";
 
 fn item(r: &tokio_postgres::Row) -> WorkItem {
-    WorkItem { id: r.get(0), action: r.get(1), params: r.get(2), heartbeat_id: r.get(3) }
+    WorkItem { id: r.get(0), action: r.get(1), params: r.get(2), heartbeat_id: r.get(3), lease: r.get(4) }
 }
 
 pub async fn claim(db: &Db, worker: &str, actions: Option<&[&str]>, max: i32, heartbeat: Option<Uuid>) -> Result<Vec<WorkItem>, DbError> {
@@ -63,33 +66,43 @@ pub async fn claim_item(db: &Db, id: Uuid, worker: &str) -> Result<Option<WorkIt
 }
 
 /// Records the outcome. A completion the extension refuses (the model produced something
-/// invalid, e.g. an over-long fact) fails the item with the extension's message.
+/// invalid, e.g. an over-long fact) fails the item with the extension's message. An item
+/// whose lease this driver lost (55000: someone else holds it now) is left to its holder.
 pub async fn settle(db: &Db, item: &WorkItem, outcome: Outcome) -> Result<&'static str, DbError> {
-    match outcome {
-        Outcome::Done(result) => match db.query("SELECT dionysus.complete_work($1, $2)", &[&item.id, &result]).await {
+    let lease = item.lease;
+    let r = match outcome {
+        Outcome::Done(result) => match db.query("SELECT dionysus.complete_work($1, $2, $3)", &[&item.id, &result, &lease]).await {
             Ok(_) => {
                 tracing::info!(action = %item.action, id = %item.id, "work done");
                 Ok("done")
             }
-            Err(DbError::Sql { code, message }) => {
+            Err(DbError::Sql { code, message }) if code != "55000" => {
                 // 42501: refused by policy (privacy, web trust): trying again would be refused again.
                 let retry = code != "42501";
                 tracing::warn!(action = %item.action, id = %item.id, %code, %message, retry, "result refused; failing the item");
-                db.query("SELECT dionysus.fail_work($1, $2, $3)", &[&item.id, &format!("result refused: {message}"), &retry]).await?;
-                Ok("failed")
+                db.query("SELECT dionysus.fail_work($1, $2, $3, $4)", &[&item.id, &format!("result refused: {message}"), &retry, &lease])
+                    .await
+                    .map(|_| "failed")
             }
             Err(e) => Err(e),
         },
         Outcome::Fail(error, retry) => {
             tracing::warn!(action = %item.action, id = %item.id, %error, retry, "work failed");
-            let rows = db.query("SELECT dionysus.fail_work($1, $2, $3)", &[&item.id, &error, &retry]).await?;
-            Ok(if rows.first().map(|r| r.get::<_, String>(0)).as_deref() == Some("failed") { "failed" } else { "retry" })
+            db.query("SELECT dionysus.fail_work($1, $2, $3, $4)", &[&item.id, &error, &retry, &lease])
+                .await
+                .map(|rows| if rows.first().map(|r| r.get::<_, String>(0)).as_deref() == Some("failed") { "failed" } else { "retry" })
         }
         Outcome::Release(reason, delay) => {
             tracing::info!(action = %item.action, id = %item.id, %reason, "work handed back");
-            db.query("SELECT dionysus.release_work($1, $2, $3)", &[&item.id, &reason, &delay]).await?;
-            Ok("released")
+            db.query("SELECT dionysus.release_work($1, $2, $3, $4)", &[&item.id, &reason, &delay, &lease]).await.map(|_| "released")
         }
+    };
+    match r {
+        Err(DbError::Sql { code, message }) if code == "55000" => {
+            tracing::info!(action = %item.action, id = %item.id, %message, "lease lost; the item is someone else's now");
+            Ok("lost")
+        }
+        other => other,
     }
 }
 
@@ -157,7 +170,7 @@ pub async fn execute(mind: &Mind, item: &WorkItem) -> Outcome {
         "summarize_episode" => summarize_episode(mind, p).await,
         "extract_concepts" => return extract_concepts(mind, std::slice::from_ref(item)).await.pop().unwrap(),
         "reflect" => reflect(mind, p).await,
-        "maintain" => maintain(mind).await,
+        "maintain" => maintain(mind, p, item.id).await,
         "brainstorm_goals" => brainstorm_goals(mind, p).await,
         "inquire_shallow" | "inquire_deep" => inquire(mind, p, item.action == "inquire_deep").await,
         "synthesize" => synthesize(mind, p).await,
@@ -438,10 +451,45 @@ async fn reflect(mind: &Mind, p: &Value) -> Step<Outcome> {
     Ok(Outcome::Done(v))
 }
 
-async fn maintain(mind: &Mind) -> Step<Outcome> {
-    let pass = json_of(&mind.work_db, "SELECT dionysus.run_maintenance()", &[]).await?;
-    let queued = json_of(&mind.work_db, "SELECT to_jsonb(dionysus.enqueue_language_work())", &[]).await?;
-    Ok(Outcome::Done(json!({"summary": format!("maintenance pass {pass}; {queued} language jobs queued")})))
+/// §3.2.3: one belief, identity aspect or memory, loaded with its evidence by the extension;
+/// the model judges whether it still holds; complete_work applies the verdict and records it.
+async fn maintain(mind: &Mind, p: &Value, _work: Uuid) -> Step<Outcome> {
+    let memory_id = p.get("memory_id").and_then(Value::as_str).and_then(|s| Uuid::parse_str(s).ok());
+    let target = json_of(&mind.work_db, "SELECT dionysus.maintain_target($1, $2)", &[&text(p, "target"), &memory_id]).await?;
+    if target.is_null() {
+        return Ok(Outcome::Done(json!({"summary": "nothing to maintain"})));
+    }
+    let evidence = Shown::from(&target["evidence"]);
+    let t = template(&mind.work_db, "maintain").await?;
+    let system = render(
+        &t.text,
+        &[
+            ("kind", target["kind"].as_str().unwrap_or("memory").to_string()),
+            ("content", target["content"].as_str().unwrap_or("").to_string()),
+            ("confidence", target["confidence"].to_string()),
+            ("evidence", bullets(evidence.lines, "(nothing else is known about it)")),
+        ],
+    );
+    let v = ask(&mind.fast, &t, system, None, |v| {
+        let verdict = text(&v, "verdict").map(|s| s.to_ascii_lowercase()).filter(|s| ["keep", "update", "retire"].contains(&s.as_str()));
+        let verdict = verdict.ok_or("\"verdict\" must be keep, update or retire")?;
+        Ok(json!({
+            "verdict": verdict,
+            "confidence": number(&v, "confidence", 0.0, 1.0),
+            "content": text(&v, "content").map(|c| clip(&c, 2000)),
+            "reason": text(&v, "reason").map(|r| clip(&r, 1000)),
+        }))
+    })
+    .await?;
+    let mut change = v.clone();
+    change["kind"] = target["kind"].clone();
+    change["id"] = target["id"].clone();
+    if change["confidence"].is_null() {
+        change.as_object_mut().map(|o| o.remove("confidence"));
+    }
+    let summary = format!("{} the {} \"{}\"", v["verdict"].as_str().unwrap_or("kept"), target["kind"].as_str().unwrap_or("memory"),
+        clip(target["content"].as_str().unwrap_or(""), 80));
+    Ok(Outcome::Done(json!({"maintenance": change, "basis": evidence.basis, "summary": summary})))
 }
 
 async fn brainstorm_goals(mind: &Mind, p: &Value) -> Step<Outcome> {
@@ -484,23 +532,45 @@ async fn brainstorm_goals(mind: &Mind, p: &Value) -> Step<Outcome> {
     Ok(Outcome::Done(v))
 }
 
+/// §3.2.4. Shallow: one search, its top 2 pages, an answer. Deep: 3–5 searches the fast model
+/// plans, up to 8 distinct pages, related memories recalled, a multi-source synthesis, and an
+/// evaluation of how far it can be trusted; the answer is stored with that confidence (the
+/// extension keeps web-derived memories at low trust whatever it says).
 async fn inquire(mind: &Mind, p: &Value, deep: bool) -> Step<Outcome> {
     let Some(url) = mind.config.search_url.clone() else {
         return Ok(Outcome::Fail("no search endpoint configured (DIONYSUS_SEARCH_URL)".into(), false));
     };
     let question = text(p, "question").ok_or_else(|| Outcome::Fail("params.question is missing".into(), false))?;
-    let results = search::search(&mind.web, &url, &question, if deep { 8 } else { 5 })
-        .await
-        .map_err(|e| Outcome::Fail(format!("search failed: {e}"), true))?;
+    let queries = if deep { plan_queries(mind, &question).await } else { vec![question.clone()] };
+    let mut results: Vec<search::Hit> = Vec::new();
+    for q in &queries {
+        match search::search(&mind.web, &url, q, 5).await {
+            Ok(hits) => {
+                for h in hits {
+                    if !results.iter().any(|r| r.url == h.url) {
+                        results.push(h);
+                    }
+                }
+            }
+            Err(e) if results.is_empty() && q == queries.last().unwrap() => return Err(Outcome::Fail(format!("search failed: {e}"), true)),
+            Err(e) => tracing::info!(error = %e, query = %q, "one search failed"),
+        }
+    }
     // Everything the web said is quoted inside fences, so a page cannot pose as instructions.
     let mut lines: Vec<String> = results.iter().map(|r| web::fence(&r.url, &format!("{}\n{}", r.title, r.snippet))).collect();
-    if deep {
-        for r in results.iter().take(3) {
-            match search::fetch_text(&mind.web, &r.url, 3000).await {
-                Ok(page) => lines.push(web::fence(&r.url, &page)),
-                Err(e) => tracing::info!(error = %e, "page not read"),
+    let mut pages = 0;
+    for r in results.iter().take(if deep { 8 } else { 2 }) {
+        match search::fetch_text(&mind.web, &r.url, 3000).await {
+            Ok(page) => {
+                lines.push(web::fence(&r.url, &page));
+                pages += 1;
             }
+            Err(e) => tracing::info!(error = %e, "page not read"),
         }
+    }
+    let known = if deep { recalled(&mind.work_db, &question, 3, None).await? } else { Shown::default() };
+    if !known.lines.is_empty() {
+        lines.push(format!("What you already remember about it:\n{}", bullets(known.lines.clone(), "")));
     }
     let t = template(&mind.work_db, "inquire").await?;
     let system = format!("{}\n\n{}", render(&t.text, &[("question", question.clone()), ("results", bullets(lines, "(no results)"))]), web::FENCE_RULE);
@@ -511,11 +581,51 @@ async fn inquire(mind: &Mind, p: &Value, deep: bool) -> Step<Outcome> {
     })
     .await?;
     let sources = v["sources"].as_array().map(|a| a.iter().filter_map(|s| s.as_str()).collect::<Vec<_>>().join(", ")).unwrap_or_default();
-    let content = clip(&format!("Question: {question}\nAnswer: {}\nSources: {sources}", v["answer"].as_str().unwrap_or("")), 8000);
+    let answer = v["answer"].as_str().unwrap_or("");
+    let (confidence, caveats) = if deep { evaluate(mind, &question, answer, &sources).await } else { (0.5, None) };
+    let content = clip(
+        &format!("Question: {question}\nAnswer: {answer}\nSources: {sources}{}", caveats.map(|c| format!("\nCaveats: {c}")).unwrap_or_default()),
+        8000,
+    );
     Ok(Outcome::Done(json!({
-        "memories": [{"content": content, "type": "semantic", "importance": if deep { 0.7 } else { 0.6 }}],
-        "summary": format!("answered \"{}\" from {} results", clip(&question, 80), results.len())
+        "memories": [{"content": content, "type": "semantic", "importance": if deep { 0.7 } else { 0.6 }, "confidence": confidence}],
+        "basis": known.basis,
+        "summary": format!("answered \"{}\" from {} searches, {} results and {pages} pages (confidence {confidence:.2})",
+            clip(&question, 80), queries.len(), results.len())
     })))
+}
+
+/// inquire_deep's searches: 3–5 queries from the fast model; the question itself if it fails.
+async fn plan_queries(mind: &Mind, question: &str) -> Vec<String> {
+    let Ok(t) = template(&mind.work_db, "inquiry_queries").await else { return vec![question.to_string()] };
+    let system = render(&t.text, &[("question", question.to_string())]);
+    let planned = ask(&mind.fast, &t, system, None, |v| {
+        let q: Vec<Value> = list(&v, "queries")?.iter().filter_map(|q| q.as_str()).map(|q| json!(clip(q.trim(), 200))).take(5).collect();
+        if q.is_empty() { Err("no queries".into()) } else { Ok(json!(q)) }
+    })
+    .await;
+    let mut queries = vec![question.to_string()];
+    for q in planned.ok().and_then(|v| v.as_array().cloned()).unwrap_or_default() {
+        if let Some(q) = q.as_str().filter(|q| !q.is_empty() && !queries.iter().any(|x| x.eq_ignore_ascii_case(q))) {
+            queries.push(q.to_string());
+        }
+    }
+    queries.truncate(5);
+    queries
+}
+
+/// inquire_deep's second look: how far the sources support the answer (0.5 when unknown).
+async fn evaluate(mind: &Mind, question: &str, answer: &str, sources: &str) -> (f64, Option<String>) {
+    let Ok(t) = template(&mind.work_db, "inquiry_confidence").await else { return (0.5, None) };
+    let system = render(&t.text, &[("question", question.to_string()), ("answer", answer.to_string()), ("sources", sources.to_string())]);
+    match ask(&mind.fast, &t, system, None, |v| {
+        Ok(json!({"confidence": number(&v, "confidence", 0.0, 1.0).ok_or("\"confidence\" must be a number in [0, 1]")?, "caveats": text(&v, "caveats")}))
+    })
+    .await
+    {
+        Ok(v) => (v["confidence"].as_f64().unwrap_or(0.5), v["caveats"].as_str().map(|c| clip(c, 500))),
+        Err(_) => (0.5, None),
+    }
 }
 
 async fn synthesize(mind: &Mind, p: &Value) -> Step<Outcome> {

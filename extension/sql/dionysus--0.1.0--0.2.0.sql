@@ -18,6 +18,34 @@ ALTER TABLE dionysus.goals ADD COLUMN private_to text[];
 ALTER TABLE dionysus.heartbeat_log ADD COLUMN private_to text[];
 ALTER TABLE dionysus.outbox ADD COLUMN person text, ADD COLUMN platform text, ADD COLUMN channel_id text;
 ALTER TABLE dionysus.messages ADD COLUMN person text;
+-- Trust II: lease fencing and refunds, liveness, reserve → send → confirm delivery.
+ALTER TABLE dionysus.work_queue ADD COLUMN lease_token uuid,
+    ADD COLUMN energy_cost double precision NOT NULL DEFAULT 0 CHECK (energy_cost >= 0);
+ALTER TABLE dionysus.heartbeat_log ADD COLUMN last_alive_at timestamptz, ADD COLUMN recovery_error text;
+ALTER TABLE dionysus.outbox ADD COLUMN reply_to uuid UNIQUE, ADD COLUMN reserved_by text, ADD COLUMN reserved_until timestamptz,
+    ADD COLUMN sent_parts jsonb NOT NULL DEFAULT '[]'::jsonb CHECK (jsonb_typeof(sent_parts) = 'array');
+ALTER TABLE dionysus.outbox ADD CONSTRAINT outbox_reply_to_fkey FOREIGN KEY (reply_to) REFERENCES dionysus.messages (id) ON DELETE SET NULL;
+INSERT INTO dionysus.heartbeat_config (key, value, description) VALUES
+    ('outbox_lease_seconds', 120, 'a message reserved for sending and not confirmed within this goes back to the outbox'),
+    ('retention_days', 90, 'the maintenance pass prunes ledger, heartbeat log, finished work, sent messages, access log and cache older than this (never the message log)')
+ON CONFLICT (key) DO NOTHING;
+UPDATE dionysus.heartbeat_config SET description = 'an unfinished heartbeat silent this long (its driver stopped touching it) is closed with the fallback'
+ WHERE key = 'heartbeat_timeout_minutes';
+CREATE TABLE dionysus.memory_changes (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at           timestamptz NOT NULL DEFAULT now(),
+    heartbeat_id uuid,
+    work_id      uuid,
+    target_kind  text NOT NULL CHECK (target_kind IN ('memory', 'belief', 'identity')),
+    target_id    uuid NOT NULL,
+    verdict      text NOT NULL CHECK (verdict IN ('keep', 'update', 'retire')),
+    before       jsonb NOT NULL,
+    after        jsonb,
+    reason       text
+);
+CREATE INDEX memory_changes_target ON dionysus.memory_changes (target_id);
+-- A heartbeat in flight now counts as alive from its start.
+UPDATE dionysus.heartbeat_log SET last_alive_at = started_at WHERE status IN ('in_flight', 'committed');
 
 -- ---------------------------------------------------------------------------------------
 -- Data: whose words the existing turns, facts and triples are
@@ -63,7 +91,39 @@ DROP FUNCTION dionysus.recall(text, integer, text[], timestamp with time zone, t
 DROP FUNCTION dionysus.log_message(text, text, text, text, text, boolean, boolean, uuid);
 DROP FUNCTION dionysus.outbox_reply(text);
 DROP FUNCTION dionysus.create_goal(text, text, text, text, uuid, double precision, jsonb, uuid);
+DROP FUNCTION dionysus.require_claimed_work(uuid);
+DROP FUNCTION dionysus.release_work(uuid, text, integer);
+DROP FUNCTION dionysus.fail_work(uuid, text, boolean);
+DROP FUNCTION dionysus.complete_work(uuid, jsonb);
 
+
+-- The new prompt templates (maintain, and inquire_deep's query plan and confidence).
+INSERT INTO dionysus.prompt_templates (key, version, temperature, note, template) VALUES
+('maintain', 1, 0.2, 'heartbeat action: maintain (§3.2.3), the judgement of one belief, aspect or memory', $t$TASK: maintain
+You are Dionysus, checking whether something you hold still holds. It is a {{kind}}:
+"{{content}}" (confidence {{confidence}}).
+
+What else you know that bears on it:
+{{evidence}}
+
+Judge it against that evidence. Answer with JSON only:
+{"verdict": "keep" | "update" | "retire", "confidence": 0.0-1.0, "content": "a corrected statement, only when the wording must change", "reason": "why, citing the evidence"}
+Keep it when nothing contradicts it; update its confidence (or wording) when the evidence shifts it; retire it when it no longer holds.$t$),
+('inquiry_queries', 1, 0.3, 'inquire_deep (§3.2.4): the web searches that cover a question', $t$TASK: inquiry_queries
+Plan the web searches that would answer this question well: 3 to 5 short, different queries (different angles, terms, sources).
+
+Question: {{question}}
+
+Answer with JSON only: {"queries": ["...", "..."]}$t$),
+('inquiry_confidence', 1, 0.1, 'inquire_deep (§3.2.4): how far the answer can be trusted', $t$TASK: inquiry_confidence
+Evaluate how well the sources support this answer: do they agree, are they reliable, is anything missing?
+
+Question: {{question}}
+Answer: {{answer}}
+Sources consulted: {{sources}}
+
+Answer with JSON only: {"confidence": 0.0-1.0, "caveats": "what is uncertain"}$t$)
+ON CONFLICT DO NOTHING;
 
 
 -- ---------------------------------------------------------------------------------------
@@ -160,67 +220,104 @@ AS 'MODULE_PATHNAME', 'recall_wrapper';
 
 
 -- ---------------------------------------------------------------------------------------
--- SQL functions, new or changed (as in sql/003, 004 and 005)
+-- Every SQL function of the organs, as sql/003, 004 and 005 define them at 0.2.0 (those that
+-- did not change are replaced by themselves).
 -- ---------------------------------------------------------------------------------------
 
-CREATE OR REPLACE FUNCTION person_key(platform text, author_id text) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    RETURN lower(btrim(platform)) || ':' || btrim(author_id);
-
-CREATE OR REPLACE FUNCTION visible_to(private_to text[], person text) RETURNS boolean
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    RETURN private_to IS NULL OR (person IS NOT NULL AND private_to <@ ARRAY[person]);
-
-CREATE OR REPLACE FUNCTION privacy_union(a text[], b text[]) RETURNS text[]
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    RETURN CASE WHEN a IS NULL AND b IS NULL THEN NULL
-                ELSE (SELECT array_agg(DISTINCT p ORDER BY p) FROM unnest(coalesce(a, '{}') || coalesce(b, '{}')) p) END;
-
-CREATE OR REPLACE FUNCTION memory_privacy(memory_ids uuid[]) RETURNS text[]
-    LANGUAGE sql STABLE PARALLEL SAFE
-    RETURN (SELECT array_agg(DISTINCT p ORDER BY p)
-              FROM dionysus.memories m, unnest(m.private_to) p WHERE m.id = ANY(memory_ids));
-
-CREATE OR REPLACE FUNCTION web_only_basis(content text) RETURNS boolean
+CREATE OR REPLACE FUNCTION heartbeat_setting(setting_key text) RETURNS double precision
     LANGUAGE plpgsql STABLE AS $$
-DECLARE
-    q vector;
-    n integer;
-    web integer;
+DECLARE v double precision;
 BEGIN
-    IF content IS NULL OR btrim(content) = '' THEN
-        RETURN false;
-    END IF;
-    q := dionysus.embed(content);
-    SELECT count(*), count(*) FILTER (WHERE s.source = 'web') INTO n, web
-      FROM (SELECT m.source, 1 - (m.embedding <=> q) AS sim FROM dionysus.memories m
-             WHERE m.status = 'active' ORDER BY m.embedding <=> q LIMIT 5) s
-     WHERE s.sim >= 0.5;
-    RETURN n > 0 AND web = n;
-END $$;
-
-CREATE OR REPLACE FUNCTION reach_out_target(person text DEFAULT NULL) RETURNS jsonb
-    LANGUAGE plpgsql STABLE AS $$
-DECLARE m dionysus.messages;
-BEGIN
-    SELECT * INTO m FROM dionysus.messages x
-     WHERE NOT x.is_bot AND x.person IS NOT NULL AND (reach_out_target.person IS NULL OR x.person = reach_out_target.person)
-     ORDER BY x.created_at DESC, x.id DESC LIMIT 1;
+    SELECT value INTO v FROM dionysus.heartbeat_config WHERE key = setting_key;
     IF NOT FOUND THEN
-        IF person IS NOT NULL THEN
-            RAISE EXCEPTION 'dionysus: argument "person": nobody called % has talked here', person USING ERRCODE = 'no_data_found';
-        END IF;
-        RETURN NULL;
+        RAISE EXCEPTION 'dionysus: invalid argument "setting_key": no heartbeat_config key %', setting_key
+            USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    RETURN jsonb_build_object('person', m.person, 'platform', m.platform, 'author_id', m.author_id);
+    RETURN v;
 END $$;
 
-CREATE OR REPLACE FUNCTION known_people() RETURNS jsonb
-    LANGUAGE sql STABLE AS $$
-    SELECT coalesce(jsonb_agg(jsonb_build_object('person', p.person, 'last_message_at', p.at) ORDER BY p.at DESC), '[]'::jsonb)
-      FROM (SELECT person, max(created_at) AS at FROM dionysus.messages
-             WHERE NOT is_bot AND person IS NOT NULL GROUP BY person ORDER BY max(created_at) DESC LIMIT 20) p
+CREATE OR REPLACE FUNCTION get_action_cost(action_name text) RETURNS double precision
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE v double precision;
+BEGIN
+    IF action_name IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "action_name" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT value INTO v FROM dionysus.heartbeat_config WHERE key = 'cost_' || lower(btrim(action_name));
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "action_name": unknown action %', action_name
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN v;
+END $$;
+
+CREATE OR REPLACE FUNCTION get_current_energy() RETURNS double precision
+    LANGUAGE sql STABLE AS $$ SELECT current_energy FROM dionysus.heartbeat_state WHERE id = 1 $$;
+
+CREATE OR REPLACE FUNCTION update_energy(delta double precision, heartbeat_id uuid DEFAULT NULL,
+                              action text DEFAULT NULL, reason text DEFAULT NULL)
+    RETURNS double precision LANGUAGE plpgsql AS $$
+DECLARE
+    before double precision;
+    after double precision;
+BEGIN
+    IF delta IS NULL OR delta = 'NaN'::float8 OR delta IN ('Infinity'::float8, '-Infinity'::float8) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "delta": % is not a finite number', delta
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT current_energy INTO before FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
+    after := greatest(dionysus.heartbeat_setting('min_energy'),
+                      least(before + delta, dionysus.heartbeat_setting('max_energy')));
+    UPDATE dionysus.heartbeat_state SET current_energy = after, updated_at = now() WHERE id = 1;
+    INSERT INTO dionysus.energy_ledger (heartbeat_id, action, delta, energy_before, energy_after, reason)
+    VALUES (update_energy.heartbeat_id, update_energy.action, after - before, before, after, update_energy.reason);
+    RETURN after;
+END $$;
+
+CREATE OR REPLACE FUNCTION goal_level(p dionysus.goal_priority) RETURNS integer
+    LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE p WHEN 'active' THEN 3 WHEN 'queued' THEN 2 WHEN 'backburner' THEN 1 ELSE 0 END
 $$;
+
+CREATE OR REPLACE FUNCTION enforce_goal_limits(keep uuid DEFAULT NULL) RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    demoted integer := 0;
+    over integer;
+    g record;
+BEGIN
+    over := (SELECT count(*) FROM dionysus.goals WHERE priority = 'active') - dionysus.heartbeat_setting('max_active_goals');
+    FOR g IN SELECT id FROM dionysus.goals WHERE priority = 'active' AND id IS DISTINCT FROM keep
+             ORDER BY last_touched, created_at LIMIT greatest(over, 0) LOOP
+        UPDATE dionysus.goals SET priority = 'queued',
+               progress = progress || jsonb_build_array(jsonb_build_object('at', now(), 'note', 'demoted to queued: active limit reached'))
+         WHERE id = g.id;
+        demoted := demoted + 1;
+    END LOOP;
+    over := (SELECT count(*) FROM dionysus.goals WHERE priority = 'queued') - dionysus.heartbeat_setting('max_queued_goals');
+    FOR g IN SELECT id FROM dionysus.goals WHERE priority = 'queued' AND id IS DISTINCT FROM keep
+             ORDER BY last_touched, created_at LIMIT greatest(over, 0) LOOP
+        UPDATE dionysus.goals SET priority = 'backburner',
+               progress = progress || jsonb_build_array(jsonb_build_object('at', now(), 'note', 'demoted to backburner: queued limit reached'))
+         WHERE id = g.id;
+        demoted := demoted + 1;
+    END LOOP;
+    RETURN demoted;
+END $$;
+
+CREATE OR REPLACE FUNCTION require_goal(goal_id uuid, arg text DEFAULT 'goal_id') RETURNS dionysus.goals
+    LANGUAGE plpgsql AS $$
+DECLARE g dionysus.goals;
+BEGIN
+    IF goal_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "%" must not be null', arg USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO g FROM dionysus.goals WHERE id = goal_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "%": no goal with id %', arg, goal_id USING ERRCODE = 'no_data_found';
+    END IF;
+    RETURN g;
+END $$;
 
 CREATE OR REPLACE FUNCTION create_goal(title text, description text DEFAULT NULL, source text DEFAULT 'curiosity',
                             priority text DEFAULT NULL, parent_goal_id uuid DEFAULT NULL,
@@ -250,6 +347,9 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "blocked_by": must be a JSON array of goal ids or texts'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- Goal limits are counted under one lock so concurrent creators cannot both overflow; it
+    -- comes before any goal row (the global lock order in 002_heartbeat.sql).
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
     IF parent_goal_id IS NOT NULL THEN
         parent := dionysus.require_goal(parent_goal_id, 'parent_goal_id');
         IF parent.priority IN ('completed', 'abandoned') THEN
@@ -274,8 +374,6 @@ BEGIN
     IF origin_memory_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dionysus.memories WHERE id = origin_memory_id) THEN
         RAISE EXCEPTION 'dionysus: argument "origin_memory_id": no memory with id %', origin_memory_id USING ERRCODE = 'no_data_found';
     END IF;
-    -- Goal limits are counted under one lock so concurrent creators cannot both overflow.
-    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
     -- A newcomer that does not fit takes the overflow itself, one level down at a time;
     -- only a user's request displaces the stalest active goal instead.
     IF src <> 'user_request' THEN
@@ -297,7 +395,399 @@ BEGIN
     RETURN new_id;
 END $$;
 
-CREATE OR REPLACE FUNCTION complete_work(work_id uuid, result jsonb DEFAULT '{}') RETURNS jsonb
+CREATE OR REPLACE FUNCTION change_goal_priority(goal_id uuid, new_priority text, reason text DEFAULT NULL)
+    RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    g dionysus.goals;
+    target dionysus.goal_priority;
+BEGIN
+    -- The goals lock before the goal's row: the global lock order (002_heartbeat.sql).
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
+    g := dionysus.require_goal(goal_id);
+    IF new_priority IS NULL OR lower(btrim(new_priority)) NOT IN ('active', 'queued', 'backburner', 'completed', 'abandoned') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "new_priority": unknown priority %', new_priority
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    target := lower(btrim(new_priority))::dionysus.goal_priority;
+    IF target = g.priority THEN
+        RETURN target::text;
+    END IF;
+    IF g.priority IN ('completed', 'abandoned') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "new_priority": goal % is % and cannot become %', goal_id, g.priority, target
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF target = 'completed' AND g.priority <> 'active' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "new_priority": only an active goal can be completed (goal % is %)', goal_id, g.priority
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF target IN ('active', 'queued', 'backburner') AND abs(dionysus.goal_level(target) - dionysus.goal_level(g.priority)) <> 1 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "new_priority": % → % skips a level (backburner ↔ queued ↔ active)', g.priority, target
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF target = 'abandoned' AND (reason IS NULL OR btrim(reason) = '') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "reason": abandoning a goal needs a reason' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.goals SET
+        priority = target,
+        last_touched = now(),
+        completed_at = CASE WHEN target = 'completed' THEN now() ELSE completed_at END,
+        abandoned_at = CASE WHEN target = 'abandoned' THEN now() ELSE abandoned_at END,
+        abandonment_reason = CASE WHEN target = 'abandoned' THEN reason ELSE abandonment_reason END,
+        progress = progress || jsonb_build_array(jsonb_build_object('at', now(),
+                     'note', format('%s → %s%s', g.priority, target, coalesce(': ' || reason, ''))))
+    WHERE id = goal_id;
+    IF target = 'completed' THEN
+        PERFORM dionysus.complete_parent_goals(goal_id);
+    END IF;
+    PERFORM dionysus.enforce_goal_limits(goal_id);
+    RETURN target::text;
+END $$;
+
+CREATE OR REPLACE FUNCTION complete_parent_goals(child uuid) RETURNS void
+    LANGUAGE plpgsql AS $$
+DECLARE p uuid;
+BEGIN
+    SELECT parent_goal_id INTO p FROM dionysus.goals WHERE id = child;
+    WHILE p IS NOT NULL LOOP
+        EXIT WHEN EXISTS (SELECT 1 FROM dionysus.goals WHERE parent_goal_id = p AND priority <> 'completed');
+        EXIT WHEN (SELECT priority FROM dionysus.goals WHERE id = p) IN ('completed', 'abandoned');
+        UPDATE dionysus.goals SET priority = 'completed', completed_at = now(), last_touched = now(),
+               progress = progress || jsonb_build_array(jsonb_build_object('at', now(), 'note', 'completed: every sub-goal is done'))
+         WHERE id = p;
+        SELECT parent_goal_id INTO p FROM dionysus.goals WHERE id = p;
+    END LOOP;
+END $$;
+
+CREATE OR REPLACE FUNCTION add_goal_progress(goal_id uuid, note text, memory_id uuid DEFAULT NULL) RETURNS void
+    LANGUAGE plpgsql AS $$
+DECLARE g dionysus.goals;
+BEGIN
+    g := dionysus.require_goal(goal_id);
+    IF note IS NULL OR btrim(note) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "note": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.goals SET last_touched = now(),
+           progress = progress || jsonb_build_array(jsonb_build_object('at', now(), 'note', note))
+     WHERE id = goal_id;
+    IF memory_id IS NOT NULL THEN
+        PERFORM dionysus.link_goal_memory(goal_id, memory_id, 'progress');
+    END IF;
+END $$;
+
+CREATE OR REPLACE FUNCTION set_goal_blockers(goal_id uuid, blocked_by jsonb) RETURNS void
+    LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM dionysus.require_goal(goal_id);
+    IF blocked_by IS NOT NULL AND jsonb_typeof(blocked_by) <> 'array' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "blocked_by": must be a JSON array of goal ids or texts'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.goals g
+       SET blocked_by = CASE WHEN jsonb_array_length(coalesce(set_goal_blockers.blocked_by, '[]')) = 0 THEN NULL
+                             ELSE set_goal_blockers.blocked_by END,
+           last_touched = now()
+     WHERE g.id = set_goal_blockers.goal_id;
+END $$;
+
+CREATE OR REPLACE FUNCTION link_goal_memory(goal_id uuid, memory_id uuid, link_type text) RETURNS void
+    LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM dionysus.require_goal(goal_id);
+    IF memory_id IS NULL OR NOT EXISTS (SELECT 1 FROM dionysus.memories m WHERE m.id = memory_id) THEN
+        RAISE EXCEPTION 'dionysus: argument "memory_id": no memory with id %', memory_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF link_type IS NULL OR link_type NOT IN ('origin', 'progress', 'completion', 'blocker') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "link_type": % (expected origin, progress, completion, blocker)', link_type
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO dionysus.goal_memory_links (goal_id, memory_id, link_type) VALUES (goal_id, memory_id, link_type)
+    ON CONFLICT DO NOTHING;
+END $$;
+
+CREATE OR REPLACE FUNCTION goal_open_blockers(g dionysus.goals) RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    SELECT coalesce(jsonb_agg(b), '[]'::jsonb)
+    FROM jsonb_array_elements(coalesce(g.blocked_by, '[]'::jsonb)) AS b
+    WHERE NOT (jsonb_typeof(b) = 'string'
+               AND (b #>> '{}') ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+               AND EXISTS (SELECT 1 FROM dionysus.goals d WHERE d.id = (b #>> '{}')::uuid AND d.priority = 'completed'))
+$$;
+
+CREATE OR REPLACE FUNCTION goal_brief(g dionysus.goals) RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object('id', g.id, 'title', g.title, 'description', g.description, 'priority', g.priority,
+                              'source', g.source, 'parent_goal_id', g.parent_goal_id,
+                              'last_touched', g.last_touched, 'emotional_valence', g.emotional_valence,
+                              'last_progress', g.progress -> -1, 'open_blockers', dionysus.goal_open_blockers(g))
+$$;
+
+CREATE OR REPLACE FUNCTION review_goals() RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    stale_days double precision := dionysus.heartbeat_setting('stale_goal_days');
+    active jsonb; queued jsonb; blocked jsonb; stale jsonb; candidates jsonb;
+    n_active integer; n_queued integer; n_backburner integer;
+BEGIN
+    SELECT coalesce(jsonb_agg(dionysus.goal_brief(g) ORDER BY g.last_touched DESC), '[]'), count(*)
+      INTO active, n_active FROM dionysus.goals g WHERE g.priority = 'active';
+    SELECT coalesce(jsonb_agg(dionysus.goal_brief(g) ORDER BY g.last_touched DESC), '[]'), count(*)
+      INTO queued, n_queued FROM dionysus.goals g WHERE g.priority = 'queued';
+    SELECT count(*) INTO n_backburner FROM dionysus.goals WHERE priority = 'backburner';
+    SELECT coalesce(jsonb_agg(jsonb_build_object('id', g.id, 'title', g.title, 'blocked_by', dionysus.goal_open_blockers(g))), '[]')
+      INTO blocked FROM dionysus.goals g
+     WHERE g.priority = 'active' AND jsonb_array_length(dionysus.goal_open_blockers(g)) > 0;
+    SELECT coalesce(jsonb_agg(jsonb_build_object('id', g.id, 'title', g.title,
+                    'days_untouched', round((extract(epoch FROM now() - g.last_touched) / 86400)::numeric, 1))), '[]')
+      INTO stale FROM dionysus.goals g
+     WHERE g.priority = 'active' AND g.last_touched < now() - make_interval(secs => stale_days * 86400);
+    -- Queued goals that are unblocked, most recently touched (most relevant) first.
+    SELECT coalesce(jsonb_agg(jsonb_build_object('id', c.id, 'title', c.title)), '[]') INTO candidates
+      FROM (SELECT g.id, g.title FROM dionysus.goals g
+             WHERE g.priority = 'queued' AND jsonb_array_length(dionysus.goal_open_blockers(g)) = 0
+             ORDER BY g.last_touched DESC LIMIT 3) c;
+    RETURN jsonb_build_object(
+        'active', active, 'queued', queued, 'backburner_count', n_backburner,
+        'blocked', blocked, 'stale', stale, 'promotion_candidates', candidates,
+        'needs_brainstorm', n_active + n_queued + n_backburner = 0,
+        'suggest_promotion', CASE WHEN n_active = 0 AND jsonb_array_length(candidates) > 0 THEN candidates -> 0 END);
+END $$;
+
+CREATE OR REPLACE FUNCTION check_self_model(arg text, statement text, confidence double precision) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF statement IS NULL OR btrim(statement) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "%": must not be empty', arg USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF confidence IS NULL OR confidence = 'NaN'::float8 OR confidence < 0 OR confidence > 1 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "confidence": % is outside [0, 1]', confidence USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+END $$;
+
+CREATE OR REPLACE FUNCTION set_identity_aspect(aspect text, confidence double precision DEFAULT 0.5) RETURNS uuid
+    LANGUAGE plpgsql AS $$
+DECLARE r uuid;
+BEGIN
+    PERFORM dionysus.check_self_model('aspect', aspect, confidence);
+    INSERT INTO dionysus.identity_aspects (aspect, confidence) VALUES (btrim(aspect), confidence)
+    ON CONFLICT (aspect_key) DO UPDATE SET confidence = EXCLUDED.confidence, updated_at = now()
+    RETURNING id INTO r;
+    RETURN r;
+END $$;
+
+CREATE OR REPLACE FUNCTION set_worldview_belief(belief text, confidence double precision DEFAULT 0.5) RETURNS uuid
+    LANGUAGE plpgsql AS $$
+DECLARE r uuid;
+BEGIN
+    PERFORM dionysus.check_self_model('belief', belief, confidence);
+    INSERT INTO dionysus.worldview_beliefs (belief, confidence) VALUES (btrim(belief), confidence)
+    ON CONFLICT (belief_key) DO UPDATE SET confidence = EXCLUDED.confidence, updated_at = now()
+    RETURNING id INTO r;
+    RETURN r;
+END $$;
+
+CREATE OR REPLACE FUNCTION session_start() RETURNS void LANGUAGE sql AS $$
+    UPDATE dionysus.heartbeat_state SET session_active = true,
+           session_started_at = CASE WHEN session_active THEN session_started_at ELSE now() END,
+           last_user_interaction_at = now(), updated_at = now() WHERE id = 1;
+$$;
+
+CREATE OR REPLACE FUNCTION note_user_message() RETURNS void LANGUAGE sql AS $$
+    UPDATE dionysus.heartbeat_state SET last_user_interaction_at = now(), updated_at = now() WHERE id = 1;
+$$;
+
+CREATE OR REPLACE FUNCTION request_heartbeat(reason text DEFAULT 'requested') RETURNS void
+    LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE dionysus.heartbeat_state SET requested_at = now(), request_reason = reason, updated_at = now() WHERE id = 1;
+    PERFORM pg_notify('dionysus_heartbeat', jsonb_build_object('reason', reason, 'database', current_database())::text);
+END $$;
+
+CREATE OR REPLACE FUNCTION session_end(significant boolean DEFAULT false) RETURNS void
+    LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE dionysus.heartbeat_state SET session_active = false, updated_at = now() WHERE id = 1;
+    IF significant THEN
+        PERFORM dionysus.request_heartbeat('significant session');
+    END IF;
+END $$;
+
+CREATE OR REPLACE FUNCTION pause_heartbeats(paused boolean DEFAULT true) RETURNS void LANGUAGE sql AS $$
+    UPDATE dionysus.heartbeat_state SET paused = pause_heartbeats.paused, updated_at = now() WHERE id = 1;
+$$;
+
+CREATE OR REPLACE FUNCTION heartbeat_warnings() RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    w jsonb := '[]'::jsonb;
+    avg_unused double precision;
+    n integer;
+    reach_outs integer;
+    loop_sim double precision;
+BEGIN
+    -- Hoarding (§9.2): average unused energy over 5 across the last 24 heartbeats (no verdict before 24).
+    SELECT avg(energy_end), count(*) INTO avg_unused, n
+      FROM (SELECT energy_end FROM dionysus.heartbeat_log WHERE energy_end IS NOT NULL
+             ORDER BY heartbeat_number DESC LIMIT 24) h;
+    IF n >= 24 AND avg_unused > 5 THEN
+        w := w || jsonb_build_array(jsonb_build_object('kind', 'hoarding', 'avg_unused_energy', round(avg_unused::numeric, 2),
+             'heartbeats', n, 'message', 'Energy keeps going unused; spend it on something that matters, or reflect on why not.'));
+    END IF;
+    -- Reach-out spam: 5 or more in 24 hours.
+    SELECT count(*) INTO reach_outs FROM dionysus.heartbeat_log h, jsonb_array_elements(h.actions_taken) a
+     WHERE h.started_at > now() - interval '24 hours' AND a ->> 'action' = 'reach_out_user';
+    IF reach_outs >= 5 THEN
+        w := w || jsonb_build_array(jsonb_build_object('kind', 'reach_out_spam', 'reach_outs_24h', reach_outs,
+             'message', 'You have messaged the user often today; let them come to you.'));
+    END IF;
+    -- Stagnation: active goals untouched for a week.
+    IF EXISTS (SELECT 1 FROM dionysus.goals WHERE priority = 'active'
+                AND last_touched < now() - make_interval(secs => dionysus.heartbeat_setting('stale_goal_days') * 86400)) THEN
+        w := w || jsonb_build_array(jsonb_build_object('kind', 'stagnation',
+             'goals', (SELECT jsonb_agg(title) FROM dionysus.goals WHERE priority = 'active'
+                        AND last_touched < now() - make_interval(secs => dionysus.heartbeat_setting('stale_goal_days') * 86400)),
+             'message', 'Some active goals have not moved in a week: progress, demote or abandon them.'));
+    END IF;
+    -- Loops: the last three narratives nearly the same (by embedding).
+    SELECT min(1 - (a.embedding <=> b.embedding)) INTO loop_sim
+      FROM (SELECT m.id, m.embedding, row_number() OVER (ORDER BY h.heartbeat_number DESC) AS r
+              FROM dionysus.heartbeat_log h JOIN dionysus.memories m ON m.id = h.memory_id
+             ORDER BY h.heartbeat_number DESC LIMIT 3) a
+      JOIN (SELECT m.id, m.embedding, row_number() OVER (ORDER BY h.heartbeat_number DESC) AS r
+              FROM dionysus.heartbeat_log h JOIN dionysus.memories m ON m.id = h.memory_id
+             ORDER BY h.heartbeat_number DESC LIMIT 3) b ON b.r = a.r + 1
+     HAVING count(*) = 2;
+    IF loop_sim IS NOT NULL AND loop_sim >= 0.9 THEN
+        w := w || jsonb_build_array(jsonb_build_object('kind', 'loop', 'similarity', round(loop_sim::numeric, 3),
+             'message', 'Your last heartbeats read almost the same. What else might deserve attention?'));
+    END IF;
+    RETURN w;
+END $$;
+
+CREATE OR REPLACE FUNCTION claim_rows(worker text, ids uuid[]) RETURNS SETOF work_queue
+    LANGUAGE sql AS $$
+    UPDATE dionysus.work_queue w SET status = 'claimed', attempts = w.attempts + 1, claimed_by = claim_rows.worker,
+           claimed_at = now(), lease_token = gen_random_uuid(),
+           lease_until = now() + make_interval(mins => dionysus.heartbeat_setting('work_lease_minutes')::int)
+     WHERE w.id = ANY(claim_rows.ids) AND w.status = 'pending'
+    RETURNING w.*
+$$;
+
+CREATE OR REPLACE FUNCTION claim_work(worker text, actions text[] DEFAULT NULL, max_items integer DEFAULT 1,
+                           heartbeat_id uuid DEFAULT NULL)
+    RETURNS SETOF work_queue LANGUAGE plpgsql AS $$
+BEGIN
+    IF worker IS NULL OR btrim(worker) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "worker": must name the claimer' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_items IS NULL OR max_items < 1 OR max_items > 1000 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "max_items": % is outside [1, 1000]', max_items USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM dionysus.expire_work_leases();
+    RETURN QUERY SELECT * FROM dionysus.claim_rows(worker, ARRAY(
+        SELECT q.id FROM dionysus.work_queue q
+         WHERE q.status = 'pending' AND q.available_at <= now()
+           AND (actions IS NULL OR q.action = ANY(actions))
+           AND (claim_work.heartbeat_id IS NULL OR q.heartbeat_id = claim_work.heartbeat_id)
+         ORDER BY q.created_at, q.id LIMIT max_items FOR UPDATE SKIP LOCKED));
+END $$;
+
+CREATE OR REPLACE FUNCTION expire_work_leases() RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    n integer;
+    w record;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM dionysus.work_queue WHERE status = 'claimed' AND lease_until < now()) THEN
+        RETURN 0;
+    END IF;
+    PERFORM 1 FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE; -- lock order: state before rows
+    n := 0;
+    FOR w IN UPDATE dionysus.work_queue
+                SET status = CASE WHEN attempts >= max_attempts THEN 'failed'::dionysus.work_status ELSE 'pending' END,
+                    last_error = 'lease expired (claimed by ' || coalesce(claimed_by, '?') || ')', lease_until = NULL,
+                    completed_at = CASE WHEN attempts >= max_attempts THEN now() END
+              WHERE status = 'claimed' AND lease_until < now()
+          RETURNING * LOOP
+        n := n + 1;
+        IF w.status = 'failed' THEN
+            PERFORM dionysus.refund_work(w.id);
+        END IF;
+    END LOOP;
+    RETURN n;
+END $$;
+
+CREATE OR REPLACE FUNCTION refund_work(work_id uuid) RETURNS double precision
+    LANGUAGE plpgsql AS $$
+DECLARE
+    cost double precision;
+    hb uuid;
+    act text;
+BEGIN
+    SELECT q.energy_cost, q.heartbeat_id, q.action INTO cost, hb, act
+      FROM dionysus.work_queue q WHERE q.id = refund_work.work_id FOR UPDATE;
+    IF NOT FOUND OR cost <= 0 THEN
+        RETURN 0;
+    END IF;
+    UPDATE dionysus.work_queue q SET energy_cost = 0 WHERE q.id = refund_work.work_id;
+    PERFORM dionysus.update_energy(cost, hb, act, 'refund: the action failed for good');
+    RETURN cost;
+END $$;
+
+CREATE OR REPLACE FUNCTION claim_work_item(work_id uuid, worker text) RETURNS SETOF work_queue
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF work_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "work_id" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF worker IS NULL OR btrim(worker) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "worker": must name the claimer' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY SELECT * FROM dionysus.claim_rows(worker, ARRAY(
+        SELECT q.id FROM dionysus.work_queue q WHERE q.id = claim_work_item.work_id AND q.status = 'pending'
+           FOR UPDATE SKIP LOCKED));
+END $$;
+
+CREATE OR REPLACE FUNCTION release_work(work_id uuid, reason text DEFAULT NULL, delay_seconds integer DEFAULT 60, lease uuid DEFAULT NULL)
+    RETURNS void
+    LANGUAGE plpgsql AS $$
+DECLARE w dionysus.work_queue;
+BEGIN
+    IF delay_seconds IS NULL OR delay_seconds < 0 OR delay_seconds > 86400 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "delay_seconds": % is outside [0, 86400]', delay_seconds
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    w := dionysus.require_claimed_work(work_id, lease);
+    IF w.status <> 'claimed' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "work_id": work item % is %, not claimed', work_id, w.status
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.work_queue SET status = 'pending', attempts = greatest(attempts - 1, 0), lease_until = NULL,
+           last_error = coalesce(reason, last_error), available_at = now() + make_interval(secs => delay_seconds)
+     WHERE id = w.id;
+END $$;
+
+CREATE OR REPLACE FUNCTION require_claimed_work(work_id uuid, lease uuid DEFAULT NULL) RETURNS dionysus.work_queue
+    LANGUAGE plpgsql AS $$
+DECLARE w dionysus.work_queue;
+BEGIN
+    IF work_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "work_id" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO w FROM dionysus.work_queue WHERE id = work_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "work_id": no work item with id %', work_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF lease IS NOT NULL AND w.status IN ('claimed', 'pending') THEN
+        IF w.lease_token IS DISTINCT FROM lease THEN
+            RAISE EXCEPTION 'dionysus: argument "lease": work item % is no longer held by this lease (now claimed by %)',
+                work_id, coalesce(w.claimed_by, 'nobody') USING ERRCODE = 'object_not_in_prerequisite_state';
+        END IF;
+        w.status := 'claimed'; -- the holder's lease lapsed, but nobody else took it
+    END IF;
+    RETURN w;
+END $$;
+
+CREATE OR REPLACE FUNCTION complete_work(work_id uuid, result jsonb DEFAULT '{}', lease uuid DEFAULT NULL) RETURNS jsonb
     LANGUAGE plpgsql AS $$
 DECLARE
     w dionysus.work_queue;
@@ -311,7 +801,11 @@ DECLARE
     target jsonb;
     refused jsonb := '[]'::jsonb;
 BEGIN
-    w := dionysus.require_claimed_work(work_id);
+    -- Lock order: goals before the rows and the learn/episode locks remember and learn take.
+    IF result ? 'goals' OR result ? 'goal_progress' THEN
+        PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
+    END IF;
+    w := dionysus.require_claimed_work(work_id, lease);
     IF w.status = 'done' THEN
         RETURN w.result -> 'applied';
     END IF;
@@ -325,7 +819,7 @@ BEGIN
     END IF;
     FOR key IN SELECT jsonb_object_keys(result) LOOP
         IF key NOT IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts',
-                       'episode_summary', 'message', 'summary', 'basis', 'person') THEN
+                       'episode_summary', 'message', 'summary', 'basis', 'person', 'maintenance') THEN
             RAISE EXCEPTION 'dionysus: argument "result": unknown key "%"', key USING ERRCODE = 'invalid_text_representation';
         END IF;
         IF key IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts', 'basis')
@@ -351,7 +845,8 @@ BEGIN
                                     jsonb_build_object('work_id', w.id, 'action', w.action, 'heartbeat_id', w.heartbeat_id,
                                                        'provenance', CASE WHEN from_web THEN 'web' ELSE 'heartbeat' END),
                                     CASE WHEN from_web THEN 'web' ELSE 'heartbeat' END,
-                                    confidence => CASE WHEN from_web THEN 0.5 ELSE 1.0 END,
+                                    confidence => CASE WHEN from_web THEN least(coalesce((item ->> 'confidence')::float8, 0.5), 0.5)
+                                                       ELSE coalesce((item ->> 'confidence')::float8, 1.0) END,
                                     private_to => privacy);
         made := jsonb_set(made, '{memories}', (made -> 'memories') || to_jsonb(new_id));
     END LOOP;
@@ -396,6 +891,9 @@ BEGIN
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'goal_progress', '[]')) LOOP
         PERFORM dionysus.add_goal_progress((item ->> 'goal_id')::uuid, item ->> 'note');
     END LOOP;
+    IF result ? 'maintenance' THEN
+        made := made || jsonb_build_object('maintenance', dionysus.apply_maintenance(result -> 'maintenance', w.heartbeat_id, w.id));
+    END IF;
     -- Who the agent is and what it believes never changes on the web's word alone.
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'identity', '[]')) LOOP
         IF from_web OR dionysus.web_only_basis(item ->> 'aspect') THEN
@@ -446,6 +944,395 @@ BEGIN
     RETURN made;
 END $$;
 
+CREATE OR REPLACE FUNCTION fail_work(work_id uuid, error text, retry boolean DEFAULT true, lease uuid DEFAULT NULL) RETURNS text
+    LANGUAGE plpgsql AS $$
+DECLARE
+    w dionysus.work_queue;
+    next_status dionysus.work_status;
+BEGIN
+    PERFORM 1 FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE; -- lock order: state before rows (refund)
+    w := dionysus.require_claimed_work(work_id, lease);
+    IF w.status <> 'claimed' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "work_id": work item % is %, not claimed', work_id, w.status
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    next_status := CASE WHEN retry AND w.attempts < w.max_attempts THEN 'pending' ELSE 'failed' END;
+    -- Exponential back-off: work_retry_seconds × 2^(attempts − 1).
+    UPDATE dionysus.work_queue SET status = next_status, last_error = error, lease_until = NULL,
+           completed_at = CASE WHEN next_status = 'failed' THEN now() END,
+           available_at = now() + make_interval(secs => dionysus.heartbeat_setting('work_retry_seconds')
+                                                        * power(2, greatest(w.attempts - 1, 0)))
+     WHERE id = w.id;
+    IF next_status = 'pending' THEN
+        PERFORM pg_notify('dionysus_work', w.id::text);
+    ELSE
+        PERFORM dionysus.refund_work(w.id);
+    END IF;
+    RETURN next_status::text;
+END $$;
+
+CREATE OR REPLACE FUNCTION maintain_target(target text DEFAULT NULL, memory_id uuid DEFAULT NULL) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    t jsonb;
+    key text := lower(btrim(target));
+BEGIN
+    IF memory_id IS NOT NULL THEN
+        SELECT jsonb_build_object('kind', 'memory', 'id', m.id, 'content', m.content, 'confidence', m.confidence,
+                                  'status', m.status, 'created_at', m.created_at)
+          INTO t FROM dionysus.memories m WHERE m.id = maintain_target.memory_id;
+        IF t IS NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "memory_id": no memory with id %', memory_id USING ERRCODE = 'no_data_found';
+        END IF;
+    ELSIF key IS NOT NULL AND key <> '' THEN
+        SELECT jsonb_build_object('kind', 'belief', 'id', b.id, 'content', b.belief, 'confidence', b.confidence)
+          INTO t FROM dionysus.worldview_beliefs b WHERE b.belief_key = key;
+        IF t IS NULL THEN
+            SELECT jsonb_build_object('kind', 'identity', 'id', a.id, 'content', a.aspect, 'confidence', a.confidence)
+              INTO t FROM dionysus.identity_aspects a WHERE a.aspect_key = key;
+        END IF;
+        IF t IS NULL THEN
+            SELECT jsonb_build_object('kind', 'memory', 'id', m.id, 'content', m.content, 'confidence', m.confidence,
+                                      'status', m.status, 'created_at', m.created_at)
+              INTO t FROM dionysus.recall(target, 1) r JOIN dionysus.memories m ON m.id = r.memory_id;
+        END IF;
+    ELSE
+        SELECT jsonb_build_object('kind', 'belief', 'id', b.id, 'content', b.belief, 'confidence', b.confidence)
+          INTO t FROM dionysus.worldview_beliefs b ORDER BY b.confidence, b.updated_at LIMIT 1;
+        IF t IS NULL THEN
+            SELECT jsonb_build_object('kind', 'memory', 'id', m.id, 'content', m.content, 'confidence', m.confidence,
+                                      'status', m.status, 'created_at', m.created_at)
+              INTO t FROM dionysus.facts f JOIN dionysus.memories m ON m.id = f.memory_id
+             WHERE f.state IN ('learned', 'confirmed') AND m.status = 'active'
+               AND coalesce(f.last_confirmed, f.learned_at) < now() - interval '30 days'
+             ORDER BY coalesce(f.last_confirmed, f.learned_at) LIMIT 1;
+        END IF;
+    END IF;
+    IF t IS NULL THEN
+        RETURN NULL;
+    END IF;
+    RETURN t || jsonb_build_object('evidence', coalesce((
+        SELECT jsonb_agg(jsonb_build_object('id', r.memory_id, 'content', r.content, 'created_at', r.created_at,
+                                            'source', m.source) ORDER BY r.score DESC)
+          FROM dionysus.recall(t ->> 'content', 7) r JOIN dionysus.memories m ON m.id = r.memory_id
+         WHERE r.memory_id::text IS DISTINCT FROM t ->> 'id'), '[]'::jsonb));
+END $$;
+
+CREATE OR REPLACE FUNCTION apply_maintenance(m jsonb, heartbeat_id uuid DEFAULT NULL, work_id uuid DEFAULT NULL) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    kind text := m ->> 'kind';
+    target uuid;
+    verdict text := lower(coalesce(m ->> 'verdict', ''));
+    conf double precision;
+    content text := nullif(btrim(m ->> 'content'), '');
+    before jsonb;
+    after jsonb;
+    new_id uuid;
+BEGIN
+    IF jsonb_typeof(m) IS DISTINCT FROM 'object' OR kind IS NULL OR kind NOT IN ('memory', 'belief', 'identity') THEN
+        RAISE EXCEPTION 'dionysus: argument "result.maintenance": needs a kind (memory, belief or identity)' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF verdict NOT IN ('keep', 'update', 'retire') THEN
+        RAISE EXCEPTION 'dionysus: argument "result.maintenance.verdict": % is not keep, update or retire', quote_nullable(m ->> 'verdict')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF (m ->> 'id') !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN
+        RAISE EXCEPTION 'dionysus: argument "result.maintenance.id": must be the target''s id' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    target := (m ->> 'id')::uuid;
+    IF m ? 'confidence' AND jsonb_typeof(m -> 'confidence') = 'number' THEN
+        conf := (m ->> 'confidence')::float8;
+        IF conf < 0 OR conf > 1 THEN
+            RAISE EXCEPTION 'dionysus: argument "result.maintenance.confidence": % is outside [0, 1]', conf USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END IF;
+    IF content IS NOT NULL AND kind <> 'memory' AND dionysus.web_only_basis(content) THEN
+        RAISE EXCEPTION 'dionysus: maintenance refused: the new text rests on web content alone' USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF kind = 'memory' THEN
+        SELECT jsonb_build_object('content', x.content, 'confidence', x.confidence, 'status', x.status) INTO before
+          FROM dionysus.memories x WHERE x.id = target;
+    ELSIF kind = 'belief' THEN
+        SELECT jsonb_build_object('content', x.belief, 'confidence', x.confidence) INTO before FROM dionysus.worldview_beliefs x WHERE x.id = target;
+    ELSE
+        SELECT jsonb_build_object('content', x.aspect, 'confidence', x.confidence) INTO before FROM dionysus.identity_aspects x WHERE x.id = target;
+    END IF;
+    IF before IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "result.maintenance.id": no % with id %', kind, target USING ERRCODE = 'no_data_found';
+    END IF;
+    IF verdict = 'update' AND kind = 'memory' THEN
+        IF content IS NOT NULL AND content <> before ->> 'content' THEN
+            new_id := dionysus.supersede(target, content, confidence => conf);
+            after := jsonb_build_object('superseded_by', new_id, 'content', content, 'confidence', coalesce(conf, (before ->> 'confidence')::float8));
+        ELSIF conf IS NOT NULL THEN
+            UPDATE dionysus.memories SET confidence = conf, updated_at = now() WHERE id = target;
+            after := jsonb_build_object('confidence', conf);
+        END IF;
+    ELSIF verdict = 'update' THEN
+        IF kind = 'belief' THEN
+            UPDATE dionysus.worldview_beliefs SET confidence = coalesce(conf, confidence), belief = coalesce(content, belief), updated_at = now()
+             WHERE id = target;
+        ELSE
+            UPDATE dionysus.identity_aspects SET confidence = coalesce(conf, confidence), aspect = coalesce(content, aspect), updated_at = now()
+             WHERE id = target;
+        END IF;
+        after := jsonb_build_object('content', coalesce(content, before ->> 'content'), 'confidence', coalesce(conf, (before ->> 'confidence')::float8));
+    ELSIF verdict = 'retire' THEN
+        IF kind = 'memory' THEN
+            PERFORM dionysus.archive(target);
+            after := jsonb_build_object('status', 'archived');
+        ELSIF kind = 'belief' THEN
+            DELETE FROM dionysus.worldview_beliefs WHERE id = target;
+            after := jsonb_build_object('removed', true);
+        ELSE
+            DELETE FROM dionysus.identity_aspects WHERE id = target;
+            after := jsonb_build_object('removed', true);
+        END IF;
+    END IF;
+    INSERT INTO dionysus.memory_changes (heartbeat_id, work_id, target_kind, target_id, verdict, before, after, reason)
+    VALUES (apply_maintenance.heartbeat_id, apply_maintenance.work_id, kind, target, verdict, before, after, m ->> 'reason');
+    RETURN jsonb_build_object('kind', kind, 'id', target, 'verdict', verdict, 'before', before, 'after', after);
+END $$;
+
+CREATE OR REPLACE FUNCTION pending_outbox(max_items integer DEFAULT 10) RETURNS SETOF outbox
+    LANGUAGE sql STABLE AS $$
+    SELECT * FROM dionysus.outbox
+     WHERE status = 'pending' AND (NOT requires_approval OR approved_at IS NOT NULL)
+     ORDER BY created_at, id LIMIT max_items
+$$;
+
+CREATE OR REPLACE FUNCTION require_outbox(outbox_id uuid) RETURNS dionysus.outbox
+    LANGUAGE plpgsql AS $$
+DECLARE o dionysus.outbox;
+BEGIN
+    SELECT * INTO o FROM dionysus.outbox WHERE id = outbox_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "outbox_id": no outbox message with id %', outbox_id USING ERRCODE = 'no_data_found';
+    END IF;
+    RETURN o;
+END $$;
+
+CREATE OR REPLACE FUNCTION mark_outbox_sent(outbox_id uuid, platform_message_id text DEFAULT NULL) RETURNS void
+    LANGUAGE plpgsql AS $$
+DECLARE o dionysus.outbox;
+BEGIN
+    PERFORM 1 FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE; -- lock order: state before rows
+    o := dionysus.require_outbox(outbox_id);
+    IF o.status <> 'pending' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": message % is already %', outbox_id, o.status
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF o.requires_approval AND o.approved_at IS NULL THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": public message % is not approved', outbox_id
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.outbox SET status = 'sent', sent_at = now(), attempts = attempts + 1, reserved_until = NULL,
+           platform_message_id = mark_outbox_sent.platform_message_id WHERE id = outbox_id;
+    IF o.audience = 'user' AND o.work_id IS NOT NULL THEN
+        UPDATE dionysus.heartbeat_state SET last_user_contact_at = now() WHERE id = 1;
+    END IF;
+END $$;
+
+CREATE OR REPLACE FUNCTION outbox_lease() RETURNS interval
+    LANGUAGE sql STABLE AS $$ SELECT make_interval(secs => dionysus.heartbeat_setting('outbox_lease_seconds')) $$;
+
+CREATE OR REPLACE FUNCTION reserve_outbox(worker text, platform text, max_items integer DEFAULT 1) RETURNS SETOF outbox
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF worker IS NULL OR btrim(worker) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "worker": must name the sender' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF platform IS NULL OR btrim(platform) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "platform": must name the platform' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_items IS NULL OR max_items < 1 OR max_items > 100 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "max_items": % is outside [1, 100]', max_items USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY
+    -- A message for nobody in particular (the home channel) takes the platform that sends it.
+    UPDATE dionysus.outbox o SET reserved_by = reserve_outbox.worker, reserved_until = now() + dionysus.outbox_lease(),
+           platform = coalesce(o.platform, reserve_outbox.platform)
+     WHERE o.id IN (SELECT x.id FROM dionysus.outbox x
+                     WHERE x.status = 'pending' AND x.audience = 'user' AND (NOT x.requires_approval OR x.approved_at IS NOT NULL)
+                       AND (x.platform IS NULL OR x.platform = reserve_outbox.platform)
+                       AND (x.reserved_until IS NULL OR x.reserved_until < now())
+                     ORDER BY x.created_at, x.id LIMIT max_items FOR UPDATE SKIP LOCKED)
+    RETURNING o.*;
+END $$;
+
+CREATE OR REPLACE FUNCTION require_reserved_outbox(outbox_id uuid, worker text) RETURNS dionysus.outbox
+    LANGUAGE plpgsql AS $$
+DECLARE o dionysus.outbox;
+BEGIN
+    o := dionysus.require_outbox(outbox_id);
+    IF o.status <> 'pending' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": message % is already %', outbox_id, o.status
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF o.reserved_by IS DISTINCT FROM worker THEN
+        RAISE EXCEPTION 'dionysus: argument "worker": message % is reserved by %, not %', outbox_id, coalesce(o.reserved_by, 'nobody'), worker
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    RETURN o;
+END $$;
+
+CREATE OR REPLACE FUNCTION outbox_part_sent(outbox_id uuid, worker text, part integer, platform_message_id text) RETURNS void
+    LANGUAGE plpgsql AS $$
+DECLARE o dionysus.outbox;
+BEGIN
+    IF coalesce(btrim(platform_message_id), '') = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "platform_message_id": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    o := dionysus.require_reserved_outbox(outbox_id, worker);
+    IF part IS NULL OR part < 0 OR part > jsonb_array_length(o.sent_parts) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "part": % is not the next part (% recorded)', part, jsonb_array_length(o.sent_parts)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.outbox x SET reserved_until = now() + dionysus.outbox_lease(),
+           sent_parts = CASE WHEN outbox_part_sent.part = jsonb_array_length(x.sent_parts)
+                             THEN x.sent_parts || to_jsonb(outbox_part_sent.platform_message_id)
+                             ELSE x.sent_parts END
+     WHERE x.id = outbox_part_sent.outbox_id;
+END $$;
+
+CREATE OR REPLACE FUNCTION confirm_outbox(outbox_id uuid, worker text, channel_id text, bot_author_id text) RETURNS uuid
+    LANGUAGE plpgsql AS $$
+DECLARE
+    o dionysus.outbox;
+    logged jsonb;
+    last_part text;
+BEGIN
+    IF coalesce(btrim(channel_id), '') = '' OR coalesce(btrim(bot_author_id), '') = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "%": must not be empty', CASE WHEN coalesce(btrim(channel_id), '') = '' THEN 'channel_id' ELSE 'bot_author_id' END
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT * INTO o FROM dionysus.outbox x WHERE x.id = outbox_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "outbox_id": no outbox message with id %', outbox_id USING ERRCODE = 'no_data_found';
+    END IF;
+    -- Lock order: the channel (log_message takes it again), the state row, then the row.
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.channel:' || coalesce(o.platform, '') || ':' || channel_id, 0));
+    PERFORM 1 FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
+    o := dionysus.require_reserved_outbox(outbox_id, worker);
+    last_part := o.sent_parts ->> -1;
+    IF last_part IS NULL THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": no part of message % was recorded as sent', outbox_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF o.platform IS NULL THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": message % names no platform', outbox_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    logged := dionysus.log_message(o.platform, last_part, channel_id, bot_author_id, o.content, true, o.work_id IS NOT NULL,
+                                   o.reply_to, o.person);
+    UPDATE dionysus.outbox x SET status = 'sent', sent_at = now(), attempts = x.attempts + 1, reserved_until = NULL,
+           platform_message_id = last_part, channel_id = confirm_outbox.channel_id
+     WHERE x.id = outbox_id;
+    IF o.work_id IS NOT NULL THEN
+        UPDATE dionysus.heartbeat_state SET last_user_contact_at = now() WHERE id = 1;
+    END IF;
+    RETURN (logged ->> 'message_id')::uuid;
+END $$;
+
+CREATE OR REPLACE FUNCTION release_outbox(outbox_id uuid, worker text, error text, rejected boolean DEFAULT false) RETURNS text
+    LANGUAGE plpgsql AS $$
+DECLARE
+    o dionysus.outbox;
+    st text;
+BEGIN
+    o := dionysus.require_reserved_outbox(outbox_id, worker);
+    UPDATE dionysus.outbox x SET reserved_until = NULL, last_error = release_outbox.error,
+           attempts = x.attempts + CASE WHEN rejected THEN 1 ELSE 0 END,
+           status = CASE WHEN rejected AND x.attempts + 1 >= 5 THEN 'failed'::dionysus.outbox_status ELSE 'pending' END
+     WHERE x.id = outbox_id
+    RETURNING x.status::text INTO st;
+    RETURN st;
+END $$;
+
+CREATE OR REPLACE FUNCTION mark_outbox_failed(outbox_id uuid, error text, retry boolean DEFAULT true) RETURNS text
+    LANGUAGE plpgsql AS $$
+DECLARE o dionysus.outbox;
+BEGIN
+    o := dionysus.require_outbox(outbox_id);
+    IF o.status <> 'pending' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": message % is already %', outbox_id, o.status
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.outbox SET attempts = attempts + 1, last_error = error,
+           status = CASE WHEN retry AND attempts + 1 < 5 THEN 'pending'::dionysus.outbox_status ELSE 'failed' END
+     WHERE id = outbox_id;
+    RETURN (SELECT status::text FROM dionysus.outbox WHERE id = outbox_id);
+END $$;
+
+CREATE OR REPLACE FUNCTION approve_outbox(outbox_id uuid) RETURNS void
+    LANGUAGE plpgsql AS $$
+DECLARE o dionysus.outbox;
+BEGIN
+    o := dionysus.require_outbox(outbox_id);
+    IF o.status <> 'pending' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": message % is already %', outbox_id, o.status
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.outbox SET approved_at = coalesce(approved_at, now()) WHERE id = outbox_id;
+    PERFORM pg_notify('dionysus_outbox', outbox_id::text);
+END $$;
+
+CREATE OR REPLACE FUNCTION heartbeat_interval_minutes() RETURNS integer
+    LANGUAGE sql STABLE AS $$
+    SELECT coalesce(nullif(current_setting('dionysus.heartbeat_interval', true), '')::integer, 60)
+$$;
+
+CREATE OR REPLACE FUNCTION heartbeat_observe() RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT jsonb_build_object(
+        'timestamp', now(),
+        'weekday', to_char(now(), 'FMDay'),
+        'user_present', s.session_active,
+        'last_user_interaction', s.last_user_interaction_at,
+        'hours_since_user', round((extract(epoch FROM now() - s.last_user_interaction_at) / 3600)::numeric, 2),
+        'last_user_contact', s.last_user_contact_at,
+        'hours_since_contact', round((extract(epoch FROM now() - s.last_user_contact_at) / 3600)::numeric, 2),
+        'pending_events', jsonb_build_object(
+            'work_pending', (SELECT count(*) FROM dionysus.work_queue WHERE status IN ('pending', 'claimed')),
+            'outbox_pending', (SELECT count(*) FROM dionysus.outbox WHERE status = 'pending'),
+            'requested', s.request_reason),
+        -- Cheap on any store size: estimates and the worker's own record, no scans
+        -- (memory_health has the exact counts).
+        'system_status', (SELECT jsonb_build_object(
+                              'memories_estimate', (SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'dionysus.memories'::regclass),
+                              'neighborhood_backlog', EXISTS (SELECT 1 FROM dionysus.neighborhood_queue),
+                              'last_worker_run', w.last_run_at, 'last_worker_error', w.last_error)
+                            FROM dionysus.worker_status w WHERE w.id = 1))
+    FROM dionysus.heartbeat_state s WHERE s.id = 1);
+END $$;
+
+CREATE OR REPLACE FUNCTION activated_themes(max_items integer DEFAULT 5) RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    WITH touched AS (
+        (SELECT memory_id FROM dionysus.memory_access_log WHERE accessed_at > now() - interval '1 day'
+          ORDER BY accessed_at DESC LIMIT 200)
+        UNION
+        (SELECT id FROM dionysus.memories WHERE last_accessed > now() - interval '1 day'
+          ORDER BY last_accessed DESC LIMIT 200)),
+    concepts AS (
+        SELECT c.name, count(*) AS hits FROM touched t
+          JOIN dionysus.memory_concepts mc ON mc.memory_id = t.memory_id JOIN dionysus.concepts c ON c.id = mc.concept_id
+         GROUP BY c.name ORDER BY hits DESC, c.name LIMIT max_items)
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM concepts)
+                THEN (SELECT jsonb_agg(jsonb_build_object('theme', name, 'hits', hits)) FROM concepts)
+                ELSE coalesce((SELECT jsonb_agg(jsonb_build_object('memory', left(m.content, 160)))
+                                 FROM (SELECT m.content FROM touched t JOIN dionysus.memories m ON m.id = t.memory_id
+                                        ORDER BY m.last_accessed DESC NULLS LAST LIMIT max_items) m), '[]'::jsonb)
+           END
+$$;
+
+CREATE OR REPLACE FUNCTION action_costs() RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    SELECT jsonb_object_agg(substr(key, 6), value ORDER BY value, key) FROM dionysus.heartbeat_config WHERE key LIKE 'cost\_%'
+$$;
+
 CREATE OR REPLACE FUNCTION heartbeat_begin() RETURNS jsonb
     LANGUAGE plpgsql AS $$
 DECLARE
@@ -471,7 +1358,7 @@ BEGIN
     energy := least(st.current_energy * dionysus.heartbeat_setting('carry_over') + dionysus.heartbeat_setting('base_regeneration'),
                     dionysus.heartbeat_setting('max_energy'));
     -- The log row first: the ledger entry of the regeneration points at it.
-    INSERT INTO dionysus.heartbeat_log (id, heartbeat_number, energy_start) VALUES (hb, n, energy);
+    INSERT INTO dionysus.heartbeat_log (id, heartbeat_number, energy_start, last_alive_at) VALUES (hb, n, energy, now());
     PERFORM dionysus.update_energy(energy - st.current_energy, hb, 'regenerate', 'heartbeat start');
     env := dionysus.heartbeat_observe();
     goals := dionysus.review_goals();
@@ -511,6 +1398,13 @@ BEGIN
     RETURN ctx;
 END $$;
 
+CREATE OR REPLACE FUNCTION heartbeat_default_decision() RETURNS jsonb
+    LANGUAGE sql IMMUTABLE AS $$
+    SELECT '{"reasoning": "The decision could not be made (the language model failed or answered nonsense); reflecting on recent experience and resting instead.",
+             "actions": [{"action": "reflect", "params": {"focus": "recent experience"}}, {"action": "rest", "params": {}}],
+             "goal_changes": []}'::jsonb
+$$;
+
 CREATE OR REPLACE FUNCTION heartbeat_finish(heartbeat_id uuid, narrative text, emotional_valence double precision DEFAULT 0.0)
     RETURNS uuid LANGUAGE plpgsql AS $$
 DECLARE
@@ -532,6 +1426,11 @@ BEGIN
     SELECT * INTO h FROM dionysus.heartbeat_log l WHERE l.id = heartbeat_finish.heartbeat_id FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'dionysus: argument "heartbeat_id": no heartbeat with id %', heartbeat_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF h.status = 'recovered' THEN
+        -- Its driver fell silent and the scheduler closed it: a late driver must stop here.
+        RAISE EXCEPTION 'dionysus: heartbeat % was recovered by the scheduler after its driver fell silent; it is not finished twice', h.heartbeat_number
+            USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
     IF h.status <> 'committed' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "heartbeat_id": heartbeat % is %, finish needs a committed one', h.heartbeat_number, h.status
@@ -564,6 +1463,149 @@ BEGIN
     RETURN mem;
 END $$;
 
+CREATE OR REPLACE FUNCTION heartbeat_touch(heartbeat_id uuid) RETURNS text
+    LANGUAGE plpgsql AS $$
+DECLARE st text;
+BEGIN
+    IF heartbeat_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "heartbeat_id" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    UPDATE dionysus.heartbeat_log l SET last_alive_at = now()
+     WHERE l.id = heartbeat_touch.heartbeat_id AND l.status IN ('in_flight', 'committed')
+    RETURNING l.status::text INTO st;
+    IF st IS NULL THEN
+        SELECT l.status::text INTO st FROM dionysus.heartbeat_log l WHERE l.id = heartbeat_touch.heartbeat_id;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'dionysus: argument "heartbeat_id": no heartbeat with id %', heartbeat_id USING ERRCODE = 'no_data_found';
+        END IF;
+    END IF;
+    RETURN st;
+END $$;
+
+CREATE OR REPLACE FUNCTION recover_stalled_heartbeats() RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    h dionysus.heartbeat_log;
+    n integer := 0;
+    why text;
+BEGIN
+    FOR h IN SELECT * FROM dionysus.heartbeat_log
+              WHERE status IN ('in_flight', 'committed')
+                AND coalesce(last_alive_at, started_at)
+                    < now() - make_interval(secs => dionysus.heartbeat_setting('heartbeat_timeout_minutes') * 60)
+              ORDER BY heartbeat_number LOOP
+        BEGIN
+            IF h.status = 'in_flight' THEN
+                PERFORM dionysus.heartbeat_commit(h.id, dionysus.heartbeat_default_decision());
+            END IF;
+            PERFORM dionysus.heartbeat_finish(h.id, format('Heartbeat %s was interrupted before it finished; it was closed with the fallback decision (reflect and rest).', h.heartbeat_number), 0.0);
+            UPDATE dionysus.heartbeat_log SET status = 'recovered' WHERE id = h.id;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS why = MESSAGE_TEXT;
+            UPDATE dionysus.heartbeat_state SET in_flight = NULL, last_heartbeat_at = now(),
+                   next_heartbeat_at = now() + make_interval(mins => dionysus.heartbeat_interval_minutes()), updated_at = now()
+             WHERE id = 1 AND in_flight = h.id;
+            UPDATE dionysus.heartbeat_log SET status = 'recovered', ended_at = now(), recovery_error = why WHERE id = h.id;
+        END;
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END $$;
+
+CREATE OR REPLACE FUNCTION heartbeat_due() RETURNS boolean
+    LANGUAGE sql STABLE AS $$
+    SELECT NOT s.paused AND NOT s.session_active AND s.in_flight IS NULL
+           AND (s.requested_at IS NOT NULL OR s.next_heartbeat_at IS NULL OR s.next_heartbeat_at <= now())
+      FROM dionysus.heartbeat_state s WHERE s.id = 1
+$$;
+
+CREATE OR REPLACE FUNCTION scheduler_tick() RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    recovered integer;
+    due boolean;
+    st dionysus.heartbeat_state;
+    work_waiting bigint;
+    outbox_waiting bigint;
+    ended_session boolean;
+    language_work integer := 0;
+    errors jsonb := '[]'::jsonb;
+    why text;
+BEGIN
+    -- Each step in its own subtransaction: one that fails is reported, the others (and the
+    -- NOTIFYs below) still happen.
+    recovered := dionysus.recover_stalled_heartbeats();
+    BEGIN
+        ended_session := dionysus.end_idle_session();
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS why = MESSAGE_TEXT;
+        errors := errors || jsonb_build_object('step', 'end_idle_session', 'error', why);
+    END;
+    BEGIN
+        language_work := dionysus.enqueue_language_work();
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS why = MESSAGE_TEXT;
+        errors := errors || jsonb_build_object('step', 'enqueue_language_work', 'error', why);
+    END;
+    SELECT * INTO st FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
+    due := dionysus.heartbeat_due();
+    IF due AND (st.last_notified_at IS NULL OR st.last_notified_at < now() - interval '1 minute'
+                OR st.requested_at > st.last_notified_at) THEN
+        PERFORM pg_notify('dionysus_heartbeat', jsonb_build_object('reason', coalesce(st.request_reason, 'scheduled'),
+                                                                  'database', current_database())::text);
+        UPDATE dionysus.heartbeat_state SET last_notified_at = now() WHERE id = 1;
+    END IF;
+    -- Items fresh from their producer were announced by it; these are the ones that waited,
+    -- or came out of a retry delay.
+    SELECT count(*) INTO work_waiting FROM dionysus.work_queue
+     WHERE status = 'pending' AND available_at <= now()
+       AND (created_at < now() - interval '1 minute' OR available_at > created_at OR language_work > 0);
+    IF work_waiting > 0 THEN
+        PERFORM pg_notify('dionysus_work', jsonb_build_object('waiting', work_waiting)::text);
+    END IF;
+    SELECT count(*) INTO outbox_waiting FROM dionysus.outbox
+     WHERE status = 'pending' AND (NOT requires_approval OR approved_at IS NOT NULL) AND created_at < now() - interval '1 minute';
+    IF outbox_waiting > 0 THEN
+        PERFORM pg_notify('dionysus_outbox', jsonb_build_object('waiting', outbox_waiting)::text);
+    END IF;
+    RETURN jsonb_build_object('recovered', recovered, 'due', due, 'work_waiting', work_waiting, 'outbox_waiting', outbox_waiting,
+                              'ended_session', ended_session, 'language_work_queued', language_work, 'errors', errors);
+END $$;
+
+CREATE OR REPLACE FUNCTION prune_history(batch integer DEFAULT 10000) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    cutoff timestamptz := now() - make_interval(secs => dionysus.heartbeat_setting('retention_days') * 86400);
+    pruned jsonb := '{}'::jsonb;
+    n integer;
+BEGIN
+    IF batch IS NULL OR batch < 1 OR batch > 1000000 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "batch": % is outside [1, 1000000]', batch USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    DELETE FROM dionysus.energy_ledger WHERE id IN (SELECT id FROM dionysus.energy_ledger WHERE at < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('energy_ledger', n);
+    DELETE FROM dionysus.work_queue WHERE id IN (SELECT id FROM dionysus.work_queue WHERE status IN ('done', 'failed')
+                                                   AND coalesce(completed_at, created_at) < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('work_queue', n);
+    DELETE FROM dionysus.outbox WHERE id IN (SELECT id FROM dionysus.outbox WHERE status IN ('sent', 'failed')
+                                               AND coalesce(sent_at, created_at) < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('outbox', n);
+    DELETE FROM dionysus.heartbeat_log WHERE id IN (SELECT id FROM dionysus.heartbeat_log WHERE status IN ('finished', 'recovered')
+                                                      AND coalesce(ended_at, started_at) < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('heartbeat_log', n);
+    DELETE FROM dionysus.memory_access_log WHERE ctid IN (SELECT ctid FROM dionysus.memory_access_log WHERE accessed_at < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('memory_access_log', n);
+    DELETE FROM dionysus.embedding_cache WHERE (model, content_hash) IN
+        (SELECT model, content_hash FROM dionysus.embedding_cache WHERE created_at < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('embedding_cache', n);
+    RETURN pruned;
+END $$;
+
+CREATE OR REPLACE FUNCTION table_bytes(tables text[]) RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    SELECT jsonb_object_agg(t, pg_total_relation_size(('dionysus.' || quote_ident(t))::regclass) ORDER BY t) FROM unnest(tables) t
+$$;
+
 CREATE OR REPLACE FUNCTION messages_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF (NEW.platform, NEW.platform_message_id, NEW.channel_id, NEW.author_id, NEW.is_bot, NEW.is_proactive,
@@ -578,6 +1620,47 @@ BEGIN
             USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
     RETURN NEW;
+END $$;
+
+CREATE OR REPLACE FUNCTION prompt_template(key text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE t dionysus.prompt_templates;
+BEGIN
+    IF key IS NULL OR btrim(key) = '' THEN
+        RAISE EXCEPTION 'dionysus: argument "key" must name a template' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO t FROM dionysus.prompt_templates p WHERE p.key = prompt_template.key AND p.active;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "key": no active prompt template "%"', key USING ERRCODE = 'no_data_found';
+    END IF;
+    RETURN jsonb_build_object('key', t.key, 'version', t.version, 'template', t.template, 'temperature', t.temperature);
+END $$;
+
+CREATE OR REPLACE FUNCTION set_prompt_template(key text, template text, temperature double precision DEFAULT NULL,
+                                    note text DEFAULT NULL) RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    prev dionysus.prompt_templates;
+    v integer;
+BEGIN
+    IF key IS NULL OR key !~ '^[a-z][a-z0-9_]*$' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "key": % must be lower_snake_case', quote_nullable(key)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF template IS NULL OR btrim(template) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "template": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF temperature IS NOT NULL AND (temperature = 'NaN'::float8 OR temperature < 0 OR temperature > 2) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "temperature": % is outside [0, 2]', temperature
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.prompt:' || key, 0));
+    SELECT * INTO prev FROM dionysus.prompt_templates p WHERE p.key = set_prompt_template.key AND p.active;
+    SELECT coalesce(max(version), 0) + 1 INTO v FROM dionysus.prompt_templates p WHERE p.key = set_prompt_template.key;
+    UPDATE dionysus.prompt_templates p SET active = false WHERE p.key = set_prompt_template.key AND p.active;
+    INSERT INTO dionysus.prompt_templates (key, version, template, temperature, note)
+    VALUES (key, v, template, coalesce(temperature, prev.temperature, 0.7), note);
+    RETURN v;
 END $$;
 
 CREATE OR REPLACE FUNCTION log_message(platform text, platform_message_id text, channel_id text, author_id text, content text,
@@ -612,8 +1695,9 @@ BEGIN
      WHERE m.platform = log_message.platform AND m.platform_message_id = log_message.platform_message_id;
     IF FOUND THEN
         RETURN jsonb_build_object('message_id', existing.id, 'duplicate', true, 'prev_message_id', existing.prev_message_id,
-                                  'memory_id', existing.memory_id,
+                                  'memory_id', existing.memory_id, 'person', existing.person,
                                   'replied', EXISTS (SELECT 1 FROM dionysus.messages r WHERE r.reply_to = existing.id AND r.is_bot),
+                                  'reply_queued', EXISTS (SELECT 1 FROM dionysus.outbox o WHERE o.reply_to = existing.id),
                                   'work_id', (SELECT id FROM dionysus.work_queue WHERE idempotency_key = 'extract_message:' || existing.id));
     END IF;
     IF log_message.reply_to IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dionysus.messages m WHERE m.id = log_message.reply_to) THEN
@@ -631,6 +1715,9 @@ BEGIN
     SELECT m.id INTO prev FROM dionysus.messages m
      WHERE m.platform = log_message.platform AND m.channel_id = log_message.channel_id
      ORDER BY m.created_at DESC, m.id DESC LIMIT 1;
+    IF NOT is_bot THEN
+        PERFORM dionysus.session_start(); -- the state row before remember's episode lock (lock order)
+    END IF;
     mem := dionysus.remember(content, 'episodic', CASE WHEN is_bot THEN 0.3 ELSE 0.5 END, 0.0,
                              jsonb_build_object('message_id', msg, 'platform', platform, 'channel_id', channel_id,
                                                 'role', CASE WHEN is_bot THEN 'assistant' ELSE 'user' END,
@@ -641,7 +1728,6 @@ BEGIN
                                    prev_message_id, reply_to, memory_id, person)
     VALUES (msg, platform, platform_message_id, channel_id, author_id, is_bot, is_proactive, content, prev, reply_to, mem, who);
     IF NOT is_bot THEN
-        PERFORM dionysus.session_start();
         INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, available_at)
         VALUES ('extract_message:' || msg, 'extract_message',
                 jsonb_build_object('message_id', msg, 'memory_id', mem, 'source', 'conversation:' || msg, 'person', who),
@@ -652,22 +1738,31 @@ BEGIN
                               'person', who);
 END $$;
 
-CREATE OR REPLACE FUNCTION outbox_reply(content text, person text, platform text, channel_id text) RETURNS uuid
+CREATE OR REPLACE FUNCTION queue_reply(message_id uuid, worker text, content text DEFAULT NULL) RETURNS SETOF outbox
     LANGUAGE plpgsql AS $$
-DECLARE id uuid;
+DECLARE m dionysus.messages;
 BEGIN
-    IF content IS NULL OR btrim(content) = '' THEN
+    IF content IS NOT NULL AND btrim(content) = '' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "content": must not be empty' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF coalesce(btrim(person), '') = '' OR coalesce(btrim(platform), '') = '' OR coalesce(btrim(channel_id), '') = '' THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "%": a waiting reply needs its person, platform and channel',
-            CASE WHEN coalesce(btrim(person), '') = '' THEN 'person' WHEN coalesce(btrim(platform), '') = '' THEN 'platform' ELSE 'channel_id' END
-            USING ERRCODE = 'invalid_parameter_value';
+    IF worker IS NULL OR btrim(worker) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "worker": must name the sender' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    INSERT INTO dionysus.outbox (audience, content, person, platform, channel_id)
-    VALUES ('user', content, person, platform, channel_id) RETURNING outbox.id INTO id;
-    PERFORM pg_notify('dionysus_outbox', id::text);
-    RETURN id;
+    SELECT * INTO m FROM dionysus.messages x WHERE x.id = queue_reply.message_id;
+    IF NOT FOUND OR m.is_bot THEN
+        RAISE EXCEPTION 'dionysus: argument "message_id": no message from a person with id %', message_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF content IS NULL THEN
+        UPDATE dionysus.outbox ob SET reserved_by = queue_reply.worker, reserved_until = now() + dionysus.outbox_lease()
+         WHERE ob.reply_to = m.id AND ob.status = 'pending'
+           AND (ob.reserved_until IS NULL OR ob.reserved_until < now() OR ob.reserved_by = queue_reply.worker);
+    ELSE
+        INSERT INTO dionysus.outbox AS ob (audience, content, person, platform, channel_id, reply_to, reserved_by, reserved_until)
+        VALUES ('user', content, m.person, m.platform, m.channel_id, m.id, worker, now() + dionysus.outbox_lease())
+        ON CONFLICT (reply_to) DO UPDATE SET reserved_by = EXCLUDED.reserved_by, reserved_until = EXCLUDED.reserved_until
+         WHERE ob.status = 'pending' AND (ob.reserved_until IS NULL OR ob.reserved_until < now() OR ob.reserved_by = EXCLUDED.reserved_by);
+    END IF;
+    RETURN QUERY SELECT * FROM dionysus.outbox o WHERE o.reply_to = queue_reply.message_id;
 END $$;
 
 CREATE OR REPLACE FUNCTION chat_context(message_id uuid, max_memories integer DEFAULT 8, max_turns integer DEFAULT 12)
@@ -754,10 +1849,186 @@ BEGIN
                           '[]'::jsonb));
 END $$;
 
+CREATE OR REPLACE FUNCTION end_idle_session() RETURNS boolean
+    LANGUAGE plpgsql AS $$
+DECLARE
+    st dionysus.heartbeat_state;
+    turns bigint;
+BEGIN
+    SELECT * INTO st FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
+    IF NOT st.session_active OR st.last_user_interaction_at >
+       now() - make_interval(secs => dionysus.heartbeat_setting('session_idle_minutes') * 60) THEN
+        RETURN false;
+    END IF;
+    SELECT count(*) INTO turns FROM dionysus.messages
+     WHERE NOT is_bot AND created_at >= coalesce(st.session_started_at, st.last_user_interaction_at);
+    PERFORM dionysus.session_end(turns >= dionysus.heartbeat_setting('significant_session_turns'));
+    RETURN true;
+END $$;
 
--- goals gained a column: the view over goals.* is made again to show it.
+CREATE OR REPLACE FUNCTION enqueue_language_work() RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    n integer := 0;
+    k integer;
+    attempts integer := dionysus.heartbeat_setting('work_max_attempts')::int;
+BEGIN
+    UPDATE dionysus.episodes SET ended_at = greatest(last_event_at, started_at)
+     WHERE ended_at IS NULL AND NOT explicit
+       AND last_event_at < now() - make_interval(mins => coalesce((SELECT setting::int FROM pg_settings WHERE name = 'dionysus.episode_gap_minutes'), 30));
+    INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts)
+    SELECT 'summarize_episode:' || e.id, 'summarize_episode', jsonb_build_object('episode_id', e.id), attempts
+      FROM dionysus.episodes e
+     WHERE e.ended_at IS NOT NULL AND e.summary IS NULL AND e.memory_count > 0
+       AND e.ended_at < now() - make_interval(secs => dionysus.heartbeat_setting('summary_delay_minutes') * 60)
+       AND NOT EXISTS (SELECT 1 FROM dionysus.work_queue q WHERE q.idempotency_key = 'summarize_episode:' || e.id)
+     ORDER BY e.ended_at LIMIT 5
+    ON CONFLICT (idempotency_key) DO NOTHING;
+    GET DIAGNOSTICS k = ROW_COUNT;
+    n := n + k;
+    INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts)
+    SELECT 'extract_concepts:' || m.id, 'extract_concepts', jsonb_build_object('memory_id', m.id), attempts
+      FROM dionysus.memories m
+     WHERE m.created_at > now() - make_interval(secs => dionysus.heartbeat_setting('concept_window_hours') * 3600)
+       AND m.status = 'active'
+       AND NOT EXISTS (SELECT 1 FROM dionysus.memory_concepts mc WHERE mc.memory_id = m.id)
+       AND NOT EXISTS (SELECT 1 FROM dionysus.work_queue q WHERE q.idempotency_key = 'extract_concepts:' || m.id)
+     ORDER BY m.created_at LIMIT 10
+    ON CONFLICT (idempotency_key) DO NOTHING;
+    GET DIAGNOSTICS k = ROW_COUNT;
+    n := n + k;
+    IF n > 0 THEN
+        PERFORM pg_notify('dionysus_work', jsonb_build_object('queued', n)::text);
+    END IF;
+    RETURN n;
+END $$;
+
+CREATE OR REPLACE FUNCTION episode_transcript(episode_id uuid) RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    SELECT coalesce(jsonb_agg(jsonb_build_object('content', m.content, 'type', m.type, 'at', m.created_at,
+                                                 'role', m.metadata ->> 'role') ORDER BY em.sequence_order), '[]'::jsonb)
+      FROM dionysus.episode_memories em JOIN dionysus.memories m ON m.id = em.memory_id
+     WHERE em.episode_id = episode_transcript.episode_id
+$$;
+
+CREATE OR REPLACE FUNCTION person_key(platform text, author_id text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN lower(btrim(platform)) || ':' || btrim(author_id);
+
+CREATE OR REPLACE FUNCTION visible_to(private_to text[], person text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN private_to IS NULL OR (person IS NOT NULL AND private_to <@ ARRAY[person]);
+
+CREATE OR REPLACE FUNCTION privacy_union(a text[], b text[]) RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE WHEN a IS NULL AND b IS NULL THEN NULL
+                ELSE (SELECT array_agg(DISTINCT p ORDER BY p) FROM unnest(coalesce(a, '{}') || coalesce(b, '{}')) p) END;
+
+CREATE OR REPLACE FUNCTION memory_privacy(memory_ids uuid[]) RETURNS text[]
+    LANGUAGE sql STABLE PARALLEL SAFE
+    RETURN (SELECT array_agg(DISTINCT p ORDER BY p)
+              FROM dionysus.memories m, unnest(m.private_to) p WHERE m.id = ANY(memory_ids));
+
+CREATE OR REPLACE FUNCTION web_only_basis(content text) RETURNS boolean
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    q vector;
+    n integer;
+    web integer;
+BEGIN
+    IF content IS NULL OR btrim(content) = '' THEN
+        RETURN false;
+    END IF;
+    q := dionysus.embed(content);
+    SELECT count(*), count(*) FILTER (WHERE s.source = 'web') INTO n, web
+      FROM (SELECT m.source, 1 - (m.embedding <=> q) AS sim FROM dionysus.memories m
+             WHERE m.status = 'active' ORDER BY m.embedding <=> q LIMIT 5) s
+     WHERE s.sim >= 0.5;
+    RETURN n > 0 AND web = n;
+END $$;
+
+CREATE OR REPLACE FUNCTION reach_out_target(person text DEFAULT NULL) RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE m dionysus.messages;
+BEGIN
+    SELECT * INTO m FROM dionysus.messages x
+     WHERE NOT x.is_bot AND x.person IS NOT NULL AND (reach_out_target.person IS NULL OR x.person = reach_out_target.person)
+     ORDER BY x.created_at DESC, x.id DESC LIMIT 1;
+    IF NOT FOUND THEN
+        IF person IS NOT NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "person": nobody called % has talked here', person USING ERRCODE = 'no_data_found';
+        END IF;
+        RETURN NULL;
+    END IF;
+    RETURN jsonb_build_object('person', m.person, 'platform', m.platform, 'author_id', m.author_id);
+END $$;
+
+CREATE OR REPLACE FUNCTION known_people() RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    SELECT coalesce(jsonb_agg(jsonb_build_object('person', p.person, 'last_message_at', p.at) ORDER BY p.at DESC), '[]'::jsonb)
+      FROM (SELECT person, max(created_at) AS at FROM dionysus.messages
+             WHERE NOT is_bot AND person IS NOT NULL GROUP BY person ORDER BY max(created_at) DESC LIMIT 20) p
+$$;
+
+
+-- Views over tables that gained columns, or that show more (table sizes).
+
 CREATE OR REPLACE VIEW active_goals AS
 SELECT * FROM goals WHERE priority = 'active' ORDER BY last_touched DESC;
+
+CREATE OR REPLACE VIEW goal_backlog AS
+SELECT priority, count(*) AS count, array_agg(title ORDER BY last_touched DESC) AS titles
+FROM goals WHERE priority IN ('active', 'queued', 'backburner') GROUP BY priority;
+
+CREATE OR REPLACE VIEW heartbeat_health AS
+SELECT
+    s.heartbeat_count                                                       AS total_heartbeats,
+    s.current_energy,
+    s.last_heartbeat_at                                                     AS last_heartbeat,
+    s.next_heartbeat_at                                                     AS next_heartbeat,
+    s.in_flight,
+    s.paused,
+    s.session_active,
+    (SELECT count(*) FROM goals WHERE priority = 'active')                  AS active_goals,
+    (SELECT count(*) FROM goals WHERE priority = 'queued')                  AS queued_goals,
+    (SELECT avg(energy_end - energy_start) FROM heartbeat_log
+      WHERE started_at > now() - interval '24 hours')                       AS avg_energy_delta_24h,
+    (SELECT count(*) FROM heartbeat_log h, jsonb_array_elements(h.actions_taken) a
+      WHERE h.started_at > now() - interval '24 hours' AND a ->> 'action' = 'reach_out_user') AS reach_outs_24h,
+    (SELECT count(*) FROM work_queue WHERE status IN ('pending', 'claimed')) AS queue_depth,
+    (SELECT now() - min(created_at) FROM work_queue WHERE status = 'pending') AS oldest_pending_work,
+    (SELECT count(*) FROM work_queue WHERE status = 'failed')               AS failed_work,
+    (SELECT count(*) FROM outbox WHERE status = 'pending')                  AS outbox_backlog,
+    (SELECT count(*) FROM outbox WHERE status = 'pending' AND requires_approval AND approved_at IS NULL) AS awaiting_approval,
+    sc.last_tick_at                                                         AS last_scheduler_tick,
+    sc.last_error                                                           AS last_scheduler_error,
+    heartbeat_warnings()                                                    AS warnings,
+    table_bytes(ARRAY['heartbeat_log', 'energy_ledger', 'work_queue', 'outbox', 'messages']) AS table_bytes
+FROM heartbeat_state s CROSS JOIN scheduler_status sc WHERE s.id = 1;
+
+CREATE OR REPLACE VIEW memory_health AS
+SELECT
+    (SELECT count(*) FROM memories)                                   AS memories,
+    (SELECT count(*) FROM memories WHERE status = 'active')           AS active_memories,
+    (SELECT count(DISTINCT memory_id) FROM neighborhood_queue)        AS stale_neighborhoods,
+    (SELECT now() - min(queued_at) FROM neighborhood_queue)           AS oldest_stale_age,
+    (SELECT count(DISTINCT memory_id) FROM neighborhood_queue
+      WHERE attempts > 0)                                             AS failing_neighborhoods,
+    (SELECT min(last_error) FROM neighborhood_queue
+      WHERE last_error IS NOT NULL)                                   AS neighborhood_error,
+    w.last_run_at                                                     AS last_worker_run,
+    w.last_success_at                                                 AS last_worker_success,
+    w.last_error                                                      AS last_worker_error,
+    w.last_error_at                                                   AS last_worker_error_at,
+    w.consecutive_failures                                            AS worker_consecutive_failures,
+    w.neighborhoods_done                                              AS neighborhoods_recomputed,
+    w.last_pass_ms                                                    AS last_pass_ms,
+    (SELECT count(*) FROM memory_access_log)                          AS pending_access_log,
+    (SELECT count(*) FROM embedding_cache)                            AS cached_embeddings,
+    l.refreshed_at                                                    AS lexicon_refreshed_at,
+    table_bytes(ARRAY['memories', 'memory_neighborhoods', 'memory_access_log', 'embedding_cache', 'triples', 'episodes']) AS table_bytes
+FROM worker_status w CROSS JOIN lexicon_stats l;
+
 
 -- Functions that compare vectors see pgvector's operators whatever the caller's search_path.
 
@@ -775,8 +2046,62 @@ END $$;
 
 
 -- ---------------------------------------------------------------------------------------
--- Documentation of what is new or was made again
+-- Documentation: every comment as 0.2.0 has it
 -- ---------------------------------------------------------------------------------------
+
+COMMENT ON VIEW memory_health IS
+    'Memory maintenance at a glance: stale neighborhood backlog and its oldest age, failing rows, the '
+    'maintenance worker''s last run, success and error, the pending access log, the cache size and the tables'' sizes in bytes.';
+
+COMMENT ON TABLE memories IS
+    'Every memory: episodic, semantic (facts), procedural, strategic. Embedded with all-MiniLM-L6-v2 '
+    '(vector(384), HNSW cosine) and indexed for full text (search, GIN).';
+
+COMMENT ON TABLE episodes IS
+    'Runs of episodic memories from one source; a gap over dionysus.episode_gap_minutes starts a new one.';
+
+COMMENT ON TABLE episode_memories IS 'Which episode each episodic memory belongs to, in order.';
+
+COMMENT ON TABLE facts IS 'Lifecycle of semantic memories learned as facts: learned, confirmed, superseded, deactivated.';
+
+COMMENT ON TABLE entities IS 'Things triples talk about; identity is case- and space-insensitive.';
+
+COMMENT ON TABLE triples IS 'Subject–predicate–object statements over entities, with provenance.';
+
+COMMENT ON TABLE memory_edges IS 'The memory graph: typed, weighted edges, one per (from, to, relation).';
+
+COMMENT ON TABLE concepts IS 'Concepts, in a hierarchy (parent_id).';
+
+COMMENT ON TABLE memory_concepts IS 'Memory–concept links with strength.';
+
+COMMENT ON TABLE memory_neighborhoods IS 'Precomputed top-20 associations of each memory (seed 000 §6.3).';
+
+COMMENT ON TABLE neighborhood_queue IS
+    'Append-only queue of stale neighborhoods; rows that failed wait with back-off (not_before).';
+
+COMMENT ON TABLE embedding_cache IS 'Embeddings by (model, sha256 of the text).';
+
+COMMENT ON TABLE memory_access_log IS 'Recall hits not yet folded into memories.access_count by the worker.';
+
+COMMENT ON TABLE recall_config IS 'Every weight and knob of recall, in one place. UPDATE to tune.';
+
+COMMENT ON TABLE lexicon IS 'Document frequency of each lexeme, for BM25 (refresh_lexicon()).';
+
+COMMENT ON TABLE worker_status IS 'The maintenance worker''s last pass in this database.';
+
+COMMENT ON FUNCTION embed(text) IS
+    'Embedding of a text as vector(384), computed inside the database (dionysus.embedding_provider: '
+    'local all-MiniLM-L6-v2, or an OpenAI-compatible http endpoint). Cached by content hash.';
+
+COMMENT ON FUNCTION embed_batch(text[]) IS
+    'Embeddings of many texts in one call (batched forward passes), with their 1-based position.';
+
+COMMENT ON FUNCTION embed_real IS 'embed() as real[]: for clients without the vector type.';
+
+COMMENT ON FUNCTION embed_batch_real IS 'embed_batch() as real[] rows.';
+
+COMMENT ON FUNCTION embedding_info IS
+    'The embedding provider in use, its model and whether it loads: for diagnostics (dionysus doctor).';
 
 COMMENT ON FUNCTION remember IS
     'Stores a memory from plain text and returns its id. type: episodic (default), semantic, procedural, '
@@ -785,9 +2110,25 @@ COMMENT ON FUNCTION remember IS
     'now() and may be set for imported history (finite, from 1900-01-01 to a day after now()); summary and micro are '
     'shorter detail levels; private_to lists the people whose private words it holds (person keys; NULL: nobody''s).';
 
+COMMENT ON FUNCTION remember_batch IS
+    'Stores a JSON array of memories (objects with the keys of remember) in one statement, embedding them '
+    'in batches. Returns (ord, memory_id) in input order. One bad element rejects the whole batch.';
+
 COMMENT ON FUNCTION learn IS
     'Learns a fact (a semantic memory). If an active fact is at least 0.95 similar it is confirmed instead '
     '(state confirmed, confirmations + 1, confidence raised) and its id returned.';
+
+COMMENT ON FUNCTION supersede IS
+    'Replaces a memory with new content: the old one becomes superseded and points to the new one, '
+    'whose id is returned. A superseded fact hands on its subject and category.';
+
+COMMENT ON FUNCTION archive IS 'Archives a memory: recall stops returning it; a fact becomes deactivated.';
+
+COMMENT ON FUNCTION forget IS 'Deletes a memory with its edges, links and episode membership.';
+
+COMMENT ON FUNCTION connect IS
+    'Adds or updates a typed, weighted edge between two memories (relation: TEMPORAL_NEXT, CAUSES, '
+    'DERIVED_FROM, CONTRADICTS, SUPPORTS, INSTANCE_OF, PARENT_OF, ASSOCIATED). Returns true if new.';
 
 COMMENT ON FUNCTION add_triple IS
     'Records subject–predicate–object over entities (created as needed). The same triple again updates '
@@ -796,6 +2137,14 @@ COMMENT ON FUNCTION add_triple IS
 COMMENT ON FUNCTION triples_about IS
     'Triples where the named entity is subject or object; with person, only those that person may see.';
 
+COMMENT ON FUNCTION link_concept IS
+    'Links a memory to a concept by name (created if new, optionally under a parent concept).';
+
+COMMENT ON FUNCTION open_episode IS
+    'Opens an episode for a source explicitly (closing the open one); it stays open until close_episode.';
+
+COMMENT ON FUNCTION close_episode IS 'Closes an open episode.';
+
 COMMENT ON FUNCTION recall IS
     'Hybrid recall of the k memories most relevant to a text: HNSW vector and BM25 lexical seeds, expanded '
     'through neighborhoods, graph edges and episode-adjacent turns, weighted by importance and recency '
@@ -803,16 +2152,240 @@ COMMENT ON FUNCTION recall IS
     '(only what that person may see: nothing private to someone else). Returns each score component and found_by, '
     'the channel that found the memory.';
 
+COMMENT ON FUNCTION recall_recent IS 'The k most recent active memories, optionally of some types or one source.';
+
+COMMENT ON FUNCTION recall_by_id IS 'One memory with every field (access counts include the unfolded log).';
+
+COMMENT ON FUNCTION recompute_neighborhoods IS
+    'Recomputes up to batch (at most 10000) stale neighborhoods now and returns how many; the worker does this on its own.';
+
+COMMENT ON FUNCTION refresh_lexicon IS 'Recounts lexeme document frequencies for BM25; returns the memories counted.';
+
+COMMENT ON FUNCTION run_maintenance IS
+    'One maintenance pass in this session: up to 5000 neighborhoods, the access log, the lexicon (retention is prune_history(), '
+    'which the worker runs and the driver''s role may not). '
+    'Returns a summary with neighborhoods_remaining: call again while it is above zero.';
+
+COMMENT ON TABLE heartbeat_config IS
+    'Energy parameters, action costs (cost_<action>), goal limits, cooldown and timeouts (seed 000 §2.2, §2.4). '
+    'Values must be finite and >= 0.';
+
+COMMENT ON TABLE heartbeat_state IS 'The single heartbeat state row: energy, count, schedule, session, in-flight heartbeat.';
+
+COMMENT ON TABLE energy_ledger IS 'Every change of energy, with the heartbeat and action it belongs to.';
+
+COMMENT ON TABLE goals IS 'The goal backlog (seed 000 §4): active, queued, backburner, completed, abandoned.';
+
+COMMENT ON TABLE goal_memory_links IS 'Goal–memory links: origin, progress, completion, blocker.';
+
+COMMENT ON TABLE identity_aspects IS 'Who the agent takes itself to be, with confidence (written by reflect).';
+
+COMMENT ON TABLE worldview_beliefs IS 'What the agent believes about the world, with confidence (written by reflect).';
+
+COMMENT ON TABLE memory_changes IS 'What the maintain action changed: each judgement with the state before and after, and why.';
+
+COMMENT ON TABLE heartbeat_log IS 'One row per heartbeat (§7.3): energy, snapshots, decision, actions with cost and result, narrative.';
+
+COMMENT ON TABLE work_queue IS 'Actions for the driver (LLM or network), claimed with SKIP LOCKED, each with an idempotency key.';
+
+COMMENT ON TABLE outbox IS 'Messages for the person (or public, after approval) that the driver delivers: pending → sent/failed.';
+
+COMMENT ON FUNCTION get_action_cost(text) IS 'Energy cost of an action (heartbeat_config.cost_<action>); unknown actions are an error.';
+
+COMMENT ON FUNCTION get_current_energy() IS 'The energy available now.';
+
+COMMENT ON FUNCTION update_energy(double precision, uuid, text, text) IS
+    'Adds delta to the energy, clamped to [min_energy, max_energy] under the state row''s lock; writes the ledger. Returns the new energy.';
+
+COMMENT ON FUNCTION heartbeat_begin() IS
+    'Starts a heartbeat (or returns the one in flight): regenerates energy, observes, orients, and returns the whole '
+    'context as jsonb: energy, environment, goal review, recent memories, activated themes, identity, worldview, '
+    'action costs and warnings.';
+
+COMMENT ON FUNCTION heartbeat_commit IS
+    'Applies a decision {reasoning, actions[{action, params}], goal_changes[{goal_id, change, note}]} to the heartbeat in '
+    'flight: each action validated against its schema, walked in order within the energy available, database actions '
+    'done now, the others queued for the driver (only those in available_actions, when given); rejections recorded with '
+    'their reason. One commit per heartbeat.';
+
+COMMENT ON FUNCTION action_schema() IS
+    'The action taxonomy (seed 000 §3) as jsonb: for each action its performer (database or driver) and its parameters '
+    '(kind, required). heartbeat_commit validates against it; the driver builds its prompt from it.';
+
+COMMENT ON FUNCTION heartbeat_finish(uuid, text, double precision) IS
+    'Records a committed heartbeat: the narrative becomes an episodic memory linked to the goals touched, and the log row is completed.';
+
+COMMENT ON FUNCTION heartbeat_default_decision() IS 'The fallback decision of §9.6 (reflect, then rest) for when the LLM fails.';
+
+COMMENT ON FUNCTION review_goals() IS
+    'The goal assessment of §4.4: active, queued, blocked, stale, promotion candidates, whether to brainstorm, a promotion to suggest.';
+
 COMMENT ON FUNCTION create_goal IS
     'Adds a goal. Default priority by source (user_request → active, derived → the parent''s, else queued); over the '
     'limits a goal is demoted one level, never dropped (a user''s request displaces the stalest active goal).';
 
-COMMENT ON FUNCTION complete_work(uuid, jsonb) IS
+COMMENT ON FUNCTION change_goal_priority(uuid, text, text) IS
+    'Moves a goal: backburner ↔ queued ↔ active, active → completed, any open goal → abandoned (with a reason). '
+    'A parent completes when all its children have.';
+
+COMMENT ON FUNCTION add_goal_progress(uuid, text, uuid) IS 'Appends a progress note (and optionally links a memory); touches the goal.';
+
+COMMENT ON FUNCTION set_goal_blockers(uuid, jsonb) IS 'Sets what blocks a goal: goal ids (resolved when they complete) or free texts.';
+
+COMMENT ON FUNCTION link_goal_memory(uuid, uuid, text) IS 'Links a goal and a memory (origin, progress, completion, blocker).';
+
+COMMENT ON FUNCTION claim_work(text, text[], integer, uuid) IS
+    'Claims up to max_items available work items (optionally of some actions, or of one heartbeat) for a worker, with a lease; '
+    'expired leases return to the queue.';
+
+COMMENT ON FUNCTION claim_rows(text, uuid[]) IS
+    'Marks the given pending items claimed by a worker, with a lease and a new lease_token (used by claim_work and claim_work_item).';
+
+COMMENT ON FUNCTION claim_work_item(uuid, text) IS
+    'Claims one known pending item whatever its available_at (the conversation extracting its own turn); no row when it is not pending.';
+
+COMMENT ON FUNCTION release_work(uuid, text, integer, uuid) IS
+    'Hands a claimed item back without spending an attempt (the driver could not work on it: LLM down, shutting down); '
+    'claimable again after delay_seconds. With lease (the claim''s lease_token), only its holder may.';
+
+COMMENT ON FUNCTION expire_work_leases() IS
+    'Returns items whose lease ran out to the queue (or fails them when their attempts are spent, refunding their energy).';
+
+COMMENT ON FUNCTION complete_work(uuid, jsonb, uuid) IS
     'Applies a claimed work item''s result (memories, facts, triples, goals, goal_progress, identity, worldview, concepts, '
     'episode_summary, message, summary; basis: the memory ids the model was shown; person: whom a reach-out is for) and marks it done, '
     'in one transaction. What it writes is as private as the item''s person, its heartbeat''s context and the basis; what an inquiry '
     'brought is stored as web content; a reach-out that drew on someone else''s private words, or only on the web, is refused (42501). '
-    'Completing again returns the first summary and repeats nothing.';
+    'Completing again returns the first summary and repeats nothing. With lease (the claim''s lease_token), only its holder may: '
+    'a driver whose lease lapsed and whose item was claimed again gets 55000.';
+
+COMMENT ON FUNCTION fail_work(uuid, text, boolean, uuid) IS
+    'Fails a claimed work item: back to pending after an exponential back-off while attempts remain, else failed for good and '
+    'the energy its heartbeat spent on it refunded. With lease, only its holder may.';
+
+COMMENT ON FUNCTION pending_outbox(integer) IS 'Messages ready to deliver (public ones only once approved).';
+
+COMMENT ON FUNCTION mark_outbox_sent(uuid, text) IS
+    'Marks a message delivered, exactly once (by hand; the driver uses reserve_outbox / confirm_outbox).';
+
+COMMENT ON FUNCTION mark_outbox_failed(uuid, text, boolean) IS 'Records a failed delivery; the message stays pending until 5 attempts.';
+
+COMMENT ON FUNCTION approve_outbox(uuid) IS 'A human''s approval of a public message.';
+
+COMMENT ON FUNCTION outbox_lease() IS 'How long a reservation of an outbox message lasts (heartbeat_config.outbox_lease_seconds).';
+
+COMMENT ON FUNCTION reserve_outbox(text, text, integer) IS
+    'Reserves up to max_items deliverable messages of a platform for a worker (a lease, committed at once; nothing stays locked '
+    'while the platform is called). Reservations that lapsed are taken again.';
+
+COMMENT ON FUNCTION require_reserved_outbox(uuid, text) IS 'The outbox row, locked, unsent and still reserved by this worker; otherwise 55000 saying why.';
+
+COMMENT ON FUNCTION outbox_part_sent(uuid, text, integer, text) IS
+    'Records that part N (from 0, in order) of a message was delivered, with its platform id; a repeat is a no-op. Renews the lease.';
+
+COMMENT ON FUNCTION confirm_outbox(uuid, text, text, text) IS
+    'Every part is out: logs the bot''s turn in the channel it went to and marks the message sent, in one transaction; a reach-out '
+    'starts the contact cooldown now. Returns the logged message''s id.';
+
+COMMENT ON FUNCTION release_outbox(uuid, text, text, boolean) IS
+    'Hands a reserved message back: unavailable channel, no attempt spent; rejected by the platform, an attempt spent (the fifth fails it).';
+
+COMMENT ON FUNCTION maintain_target(text, uuid) IS
+    'The maintain action''s target (§3.2.3) with its evidence: memory_id, else the belief or identity aspect named by target, else the '
+    'memory recall finds for it; with neither, the least confident belief or the oldest unconfirmed fact. NULL when there is nothing.';
+
+COMMENT ON FUNCTION apply_maintenance(jsonb, uuid, uuid) IS
+    'Applies a maintain verdict {kind, id, verdict keep|update|retire, confidence, content, reason} and records it in memory_changes: '
+    'a memory''s new wording supersedes it, a retired belief or aspect is removed, a new text resting on the web alone is refused.';
+
+COMMENT ON FUNCTION refund_work(uuid) IS 'Gives back, once, the energy a heartbeat spent on an action that failed for good.';
+
+COMMENT ON FUNCTION require_claimed_work(uuid, uuid) IS
+    'The work item, locked; with a lease, the caller must still hold it (an item claimed again since is someone else''s: 55000).';
+
+COMMENT ON FUNCTION heartbeat_touch(uuid) IS
+    'The driver''s sign of life while it works on a heartbeat; returns its status (''recovered'': the scheduler closed it after silence, stop).';
+
+COMMENT ON FUNCTION recover_stalled_heartbeats() IS
+    'Closes heartbeats whose driver fell silent for heartbeat_timeout_minutes, each in its own subtransaction (one that fails is closed by force, with its reason).';
+
+COMMENT ON FUNCTION session_start() IS 'The person is talking: heartbeats pause.';
+
+COMMENT ON FUNCTION note_user_message() IS 'The person spoke (ends the reach-out cooldown).';
+
+COMMENT ON FUNCTION session_end(boolean) IS 'The conversation ended; a significant one requests an immediate heartbeat.';
+
+COMMENT ON FUNCTION request_heartbeat(text) IS 'Asks for a heartbeat now (the scheduler notifies the driver).';
+
+COMMENT ON FUNCTION pause_heartbeats(boolean) IS 'Pauses or resumes scheduled heartbeats.';
+
+COMMENT ON FUNCTION heartbeat_due() IS 'Whether a heartbeat is due: not paused, no session, none in flight, and requested or past its time.';
+
+COMMENT ON FUNCTION scheduler_tick() IS
+    'What the scheduler worker does each tick: closes stalled heartbeats with the fallback, ends an idle session, queues '
+    'language work, and NOTIFYs dionysus_heartbeat when one is due, dionysus_work / dionysus_outbox while items wait.';
+
+COMMENT ON FUNCTION heartbeat_warnings() IS 'Warnings of §9: hoarding, reach-out spam, stagnation, loops.';
+
+COMMENT ON VIEW heartbeat_health IS
+    'Appendix A: heartbeats, energy, goals, reach-outs; plus queue depth, oldest pending work, outbox backlog, warnings and the tables'' sizes in bytes.';
+
+COMMENT ON FUNCTION prune_history(integer) IS
+    'Retention: deletes, at most batch rows per table, ledger entries, finished heartbeats, finished work, sent messages of the outbox, '
+    'access-log rows and cache entries older than heartbeat_config.retention_days (90). Never the message log or memories. '
+    'The maintenance pass calls it; returns the counts.';
+
+COMMENT ON FUNCTION table_bytes(text[]) IS 'Total sizes (with indexes and TOAST) of the named dionysus tables, in bytes.';
+
+COMMENT ON FUNCTION action_costs() IS 'The cost of every action (heartbeat_config.cost_<action>) as a jsonb object, cheapest first.';
+
+COMMENT ON FUNCTION activated_themes(integer) IS
+    'Themes recall touched in the last day: the concepts of recently recalled memories, else the memories themselves (for the heartbeat context).';
+
+COMMENT ON FUNCTION check_self_model(text, text, double precision) IS
+    'Internal: the shared checks of set_identity_aspect and set_worldview_belief (a statement, a confidence in [0, 1]).';
+
+COMMENT ON FUNCTION complete_parent_goals(uuid) IS 'Internal: completes a goal''s parents, up the hierarchy, once all their children are completed (§4.6).';
+
+COMMENT ON FUNCTION enforce_goal_limits(uuid) IS
+    'Internal: keeps the goal limits (max_active_goals, max_queued_goals) by demoting the least recently touched overflow one level, never keep.';
+
+COMMENT ON FUNCTION goal_brief(dionysus.goals) IS 'Internal: a goal as the heartbeat context shows it (with its last progress and open blockers).';
+
+COMMENT ON FUNCTION goal_level(dionysus.goal_priority) IS 'Internal: the rank of a priority (active 3, queued 2, backburner 1, closed 0).';
+
+COMMENT ON FUNCTION goal_open_blockers(dionysus.goals) IS 'Internal: a goal''s unresolved blockers: free texts, and ids of goals not completed.';
+
+COMMENT ON FUNCTION heartbeat_config_check() IS 'Trigger: heartbeat_config values must be finite numbers >= 0 (carry_over within [0, 1]).';
+
+COMMENT ON FUNCTION heartbeat_interval_minutes() IS 'The time between heartbeats in minutes (the dionysus.heartbeat_interval setting, default 60).';
+
+COMMENT ON FUNCTION heartbeat_observe() IS 'The environment a heartbeat observes (§5.1): time, the person''s presence and silence, pending work, system status.';
+
+COMMENT ON FUNCTION heartbeat_setting(text) IS 'One value of heartbeat_config; an unknown key is an error naming it.';
+
+COMMENT ON FUNCTION messages_immutable() IS 'Trigger: the message log is immutable (only links that deletions clear may change).';
+
+COMMENT ON FUNCTION require_goal(uuid, text) IS 'Internal: the goal, locked, or an error naming the argument.';
+
+COMMENT ON FUNCTION require_outbox(uuid) IS 'Internal: the outbox message, locked, or an error naming outbox_id.';
+
+COMMENT ON FUNCTION set_identity_aspect(text, double precision) IS
+    'Adds an identity aspect (who the agent takes itself to be), or updates its confidence; returns its id (reflect writes these).';
+
+COMMENT ON FUNCTION set_worldview_belief(text, double precision) IS
+    'Adds a worldview belief, or updates its confidence; returns its id (reflect writes these).';
+
+COMMENT ON VIEW active_goals IS 'Active goals, most recently touched first.';
+
+COMMENT ON VIEW goal_backlog IS 'Open goals by priority.';
+
+COMMENT ON TABLE messages IS
+    'The immutable message log (seed 004 raw_messages): every turn once per (platform, platform_message_id), chained to the '
+    'previous turn of its channel, with the episodic memory it became.';
+
+COMMENT ON TABLE prompt_templates IS
+    'Versioned prompt templates with {{placeholders}}, one active version per key; set_prompt_template() adds a version.';
 
 COMMENT ON FUNCTION log_message(text, text, text, text, text, boolean, boolean, uuid, text) IS
     'Logs one turn in one transaction: deduplicated by the platform''s message id, chained, remembered as an episodic memory '
@@ -823,8 +2396,25 @@ COMMENT ON FUNCTION chat_context(uuid, integer, integer) IS
     'Everything a reply needs: the last turns of the channel, recalled memories (turns in view left out; facts marked), '
     'triples about the entities named and the person, and the active goals; only what the message''s person may see.';
 
-COMMENT ON FUNCTION outbox_reply(text, text, text, text) IS
-    'Queues a reply the channel could not deliver, for its person, platform and channel; it goes out there when the channel is back.';
+COMMENT ON FUNCTION queue_reply(uuid, text, text) IS
+    'The reply to a person''s message, in the outbox and reserved for the worker that sends it (reserve → send → confirm). One reply '
+    'per message: asked again it returns the reply already queued (re-reserved for the caller when nobody else holds it); with '
+    'content NULL it only looks for that reply.';
+
+COMMENT ON FUNCTION prompt_template(text) IS 'The active version of a prompt template: {key, version, template, temperature}.';
+
+COMMENT ON FUNCTION set_prompt_template(text, text, double precision, text) IS
+    'Adds a new active version of a prompt template (the previous stays, inactive); returns the version number.';
+
+COMMENT ON FUNCTION end_idle_session() IS
+    'Ends the session when the person has been silent for session_idle_minutes; with significant_session_turns or more of '
+    'their turns it requests a heartbeat. Returns whether it ended one.';
+
+COMMENT ON FUNCTION enqueue_language_work() IS
+    'Queues the worker''s language jobs for the driver (seed 000 §6.4–6.5): summaries of closed episodes, concepts of young memories. '
+    'Closes episodes left open past the gap first. Returns how many were queued.';
+
+COMMENT ON FUNCTION episode_transcript(uuid) IS 'An episode''s memories in order, for its summary.';
 
 COMMENT ON FUNCTION person_key(text, text) IS 'The key of a person on a platform, ''platform:author_id'': what private_to lists.';
 

@@ -220,6 +220,8 @@ async fn inquiry_searches_the_web_reads_pages_and_remembers_the_answer() {
     llm.json("TASK: heartbeat", json!({"reasoning": "I want to know more about Rex's breed.",
         "actions": [{"action": "inquire_deep", "params": {"question": "How much exercise does a border collie need?"}}]}));
     llm.json("TASK: inquire", json!({"answer": "About two hours a day.", "sources": ["http://example/page/collie-care"]}));
+    llm.json("TASK: inquiry_queries", json!({"queries": ["border collie daily exercise", "herding dog activity needs"]}));
+    llm.json("TASK: inquiry_confidence", json!({"confidence": 0.35, "caveats": "only two sources"}));
     llm.json("TASK: narrative", json!({"narrative": "I looked up border collies.", "emotional_valence": 0.2}));
     // Without a search endpoint the action is neither offered nor accepted.
     let channel = Arc::new(TestChannel::new(&["ada"]));
@@ -243,6 +245,57 @@ async fn inquiry_searches_the_web_reads_pages_and_remembers_the_answer() {
         count(&db.client, "SELECT count(*) FROM dionysus.memories WHERE type = 'semantic' AND content LIKE 'Question: How much exercise%About two hours a day.%'").await,
         1
     );
+    // §3.2.4 deep: several searches the model planned, a confidence evaluation, stored with it.
+    let searches = llm.requests().iter().filter(|r| r.get("search").is_some()).count();
+    assert!(searches >= 3, "inquire_deep searched {searches} times");
+    assert_eq!(llm.requests_with("TASK: inquiry_confidence").len(), 1);
+    let row = db.client.query_one("SELECT source, confidence::float8, content FROM dionysus.memories WHERE content LIKE 'Question: How much exercise%'", &[]).await.unwrap();
+    assert_eq!(row.get::<_, Option<String>>(0).as_deref(), Some("web"));
+    assert!((row.get::<_, f64>(1) - 0.35).abs() < 1e-6, "the evaluated confidence was not kept");
+    assert!(row.get::<_, String>(2).contains("Caveats: only two sources"));
+    // Shallow: one search, and its top pages are read too.
+    llm.on_times("TASK: heartbeat", 1, Answer::Text(json!({"reasoning": "A quick check.",
+        "actions": [{"action": "inquire_shallow", "params": {"question": "Do border collies like water?"}}]}).to_string()));
+    let before = llm.requests().iter().filter(|r| r.get("search").is_some()).count();
+    let r = heartbeat::run_once(&mind).await.unwrap();
+    assert_eq!(r.actions, vec!["inquire_shallow"]);
+    assert_eq!(llm.requests().iter().filter(|r| r.get("search").is_some()).count(), before + 1);
+    let shallow = llm.requests_with("Do border collies like water?");
+    let prompt = shallow.iter().find(|r| r["messages"].to_string().contains("TASK: inquire\\n")).map(|r| r["messages"].to_string()).unwrap_or_default();
+    assert!(prompt.contains("two hours of exercise a day"), "inquire_shallow read no page: {prompt}");
+}
+
+/// §3.2.3: maintain loads a belief with its evidence, the model judges it, and the change is
+/// applied and recorded with its reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn maintain_judges_a_belief_against_the_evidence_and_records_the_change() {
+    let db = TestDb::new("drv_maintain").await;
+    let llm = FakeLlm::start().await;
+    let c = &db.client;
+    c.batch_execute(
+        "SELECT dionysus.set_worldview_belief('The user lives in Lisbon', 0.8); \
+         SELECT dionysus.remember('The user told me they moved to Porto last month', 'semantic')",
+    )
+    .await
+    .unwrap();
+    llm.json("TASK: heartbeat", json!({"reasoning": "Is what I believe about where they live still true?",
+        "actions": [{"action": "maintain", "params": {"target": "The user lives in Lisbon"}}]}));
+    llm.json("TASK: maintain", json!({"verdict": "update", "confidence": 0.2, "reason": "they said they moved to Porto"}));
+    llm.json("TASK: narrative", json!({"narrative": "I doubted an old belief.", "emotional_valence": 0.0}));
+    let mind = Mind::new(config(url(&db), &llm), Arc::new(TestChannel::new(&["ada"])));
+    let r = heartbeat::run_once(&mind).await.unwrap();
+    assert_eq!(r.actions, vec!["maintain"]);
+    let prompt = llm.requests_with("TASK: maintain")[0]["messages"].to_string();
+    assert!(prompt.contains("The user lives in Lisbon") && prompt.contains("moved to Porto"), "{prompt}");
+    let conf: f64 = c.query_one("SELECT confidence FROM dionysus.worldview_beliefs", &[]).await.unwrap().get(0);
+    assert!((conf - 0.2).abs() < 1e-9, "{conf}");
+    let change = c
+        .query_one("SELECT target_kind, verdict, (before ->> 'confidence')::float8, (after ->> 'confidence')::float8, reason FROM dionysus.memory_changes", &[])
+        .await
+        .unwrap();
+    assert_eq!((change.get::<_, String>(0).as_str(), change.get::<_, String>(1).as_str()), ("belief", "update"));
+    assert!((change.get::<_, f64>(2) - 0.8).abs() < 1e-9 && (change.get::<_, f64>(3) - 0.2).abs() < 1e-9);
+    assert!(change.get::<_, String>(4).contains("Porto"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -290,8 +343,10 @@ async fn garbage_timeouts_and_refusals_never_crash_and_nothing_is_lost() {
     assert_eq!(r.decided_by, "default");
     assert_eq!(r.actions, vec!["reflect", "rest"]);
     assert_eq!(count(c, "SELECT count(*) FROM dionysus.heartbeat_log WHERE status = 'finished'").await, 1);
-    // Three unusable answers opened the breaker, so the reflect was handed back untouched.
-    assert_eq!(count(c, "SELECT count(*) FROM dionysus.work_queue WHERE action = 'reflect' AND status = 'pending' AND attempts = 0 AND last_error LIKE 'LLM circuit open%'").await, 1);
+    // Unusable answers are the model's, not the endpoint failing: no breaker opened, and the
+    // reflect spent an attempt on its own garbage, to be tried again later.
+    assert!(!mind.smart.is_open() && !mind.chat.is_open(), "unusable answers opened a breaker");
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.work_queue WHERE action = 'reflect' AND status = 'pending' AND attempts = 1 AND last_error LIKE 'LLM unusable answer%'").await, 1);
 
     // 2. The model hangs past the timeout: an honest reply with what was recalled.
     llm.clear();
@@ -619,4 +674,244 @@ async fn shared_channels_and_errors_show_nothing_private() {
         assert!(!reply.contains(internal), "internal error text reached the chat: {reply}");
     }
     run.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------
+// Trust II §4: a slow reply blocks nobody; §6: the terminal is for talking.
+// ---------------------------------------------------------------------------------------
+
+/// Each channel has its own conversation. Alice's reply hangs on the model; Bob, who wrote
+/// after her in his own DM, is answered meanwhile. Alice's second message waits for her first
+/// reply: a channel's messages are answered in the order they came.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_reply_holds_up_nobody_else() {
+    let db = TestDb::new("drv_slow").await;
+    let llm = FakeLlm::start().await;
+    llm.on_times("TASK: chat && tell me a long story", 1, Answer::Hang(Duration::from_secs(8)));
+    llm.on("TASK: chat", Answer::Text("Here I am.".into()));
+    db.client.batch_execute("SELECT dionysus.pause_heartbeats(true)").await.unwrap();
+    let mut cfg = config(url(&db), &llm);
+    cfg.smart.timeout = Duration::from_secs(30);
+    let mut run = Running::start(cfg, &["alice", "bob"]).await;
+
+    run.channel.deliver_in("dm:alice", "a1", "alice", "Please tell me a long story", true).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while llm.requests_with("tell me a long story").is_empty() {
+        assert!(Instant::now() < deadline, "Alice's message never reached the model");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    run.channel.deliver_in("dm:alice", "a2", "alice", "And then?", true).await;
+    run.channel.deliver_in("dm:bob", "b1", "bob", "Are you there?", true).await;
+
+    let first = tokio::time::timeout(Duration::from_secs(60), run.handled.recv()).await.expect("nothing handled").unwrap();
+    assert!(matches!(first, Handled::Replied { fallback: false, .. }), "{first:?}");
+    assert_eq!(run.channel.sent(), vec![("dm:bob".to_string(), "Here I am.".to_string())], "Bob waited for Alice's slow reply");
+    for _ in 0..2 {
+        let h = tokio::time::timeout(Duration::from_secs(60), run.handled.recv()).await.expect("Alice not answered").unwrap();
+        assert!(matches!(h, Handled::Replied { fallback: false, .. }), "{h:?}");
+    }
+    let to_alice: Vec<String> = run.channel.sent().into_iter().filter(|(ch, _)| ch == "dm:alice").map(|(_, text)| text).collect();
+    assert_eq!(to_alice, vec!["too late", "Here I am."], "Alice's messages were answered out of order");
+    run.stop().await;
+}
+
+/// The conversation has a breaker of its own, and unusable answers open none: a heartbeat whose
+/// decisions are garbage, then whose model times out, leaves the chat answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeats_garbage_never_silences_the_chat() {
+    let db = TestDb::new("drv_breakers").await;
+    let llm = FakeLlm::start().await;
+    db.client.batch_execute("SELECT dionysus.pause_heartbeats(true)").await.unwrap();
+    llm.on("TASK: heartbeat", Answer::Text("I would love to help! {not json at all".into()));
+    llm.on("TASK: chat", Answer::Text("Still listening.".into()));
+    let mut cfg = config(url(&db), &llm);
+    cfg.smart.timeout = Duration::from_secs(1);
+    let mut run = Running::start(cfg, &["ada"]).await;
+    for _ in 0..2 {
+        let r = heartbeat::run_once(&run.mind).await.expect("heartbeat");
+        assert_eq!(r.decided_by, "default");
+    }
+    assert!(llm.requests_with("TASK: heartbeat").len() >= 6);
+    assert!(!run.mind.smart.is_open(), "garbage decisions opened the smart role's breaker");
+    let h = run.say("c1", "ada", "Are you still with me?").await;
+    assert!(matches!(h, Handled::Replied { fallback: false, .. }), "{h:?}");
+
+    // The heartbeat's model now times out: its breaker opens, the chat's stays closed.
+    llm.clear();
+    llm.on("TASK: heartbeat", Answer::Hang(Duration::from_secs(3)));
+    llm.on("TASK: chat", Answer::Text("Still listening.".into()));
+    heartbeat::run_once(&run.mind).await.expect("heartbeat with a model that times out");
+    assert!(run.mind.smart.is_open(), "three timeouts did not open the smart role's breaker");
+    let h = run.say("c2", "ada", "And now?").await;
+    assert!(matches!(h, Handled::Replied { fallback: false, .. }), "{h:?}");
+    assert!(!run.mind.chat.is_open());
+    run.stop().await;
+}
+
+/// With the model down, the fallback in a DM shows what the person told that is about their
+/// message — a fact, and their own earlier turn still in view — and neither a heartbeat's
+/// narrative nor a turn about something else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fallback_shows_what_was_recalled_about_the_message() {
+    let db = TestDb::new("drv_fallback").await;
+    let llm = FakeLlm::start().await;
+    llm.on("TASK: chat", Answer::Status(503));
+    let c = &db.client;
+    c.batch_execute(
+        "SELECT dionysus.pause_heartbeats(true);
+         SELECT dionysus.learn('Ada''s sister is called Mira', 'Ada');
+         SELECT dionysus.remember('While resting I wondered how Mira is doing.', 'episodic', 0.5, 0, '{}', 'heartbeat');
+         SELECT dionysus.log_message('test', 'o1', 'dm:ada', 'ada', 'Mira moved to Porto last spring.');
+         SELECT dionysus.log_message('test', 'o2', 'dm:ada', 'ada', 'I had pasta for lunch today.');",
+    )
+    .await
+    .unwrap();
+    let mut run = Running::start(config(url(&db), &llm), &["ada"]).await;
+    let h = run.say("q1", "ada", "Where does my sister Mira live now?").await;
+    assert!(matches!(h, Handled::Replied { fallback: true, .. }), "{h:?}");
+    let (_, reply) = run.channel.sent().pop().unwrap();
+    assert!(reply.contains("can't reach my language model"), "{reply}");
+    assert!(reply.contains("Ada's sister is called Mira"), "the fact is missing: {reply}");
+    assert!(reply.contains("Mira moved to Porto"), "her own earlier words are missing: {reply}");
+    assert!(!reply.contains("wondered") && !reply.contains("pasta"), "unrelated memories shown: {reply}");
+    run.stop().await;
+}
+
+/// `dionysus run` with stdin at its end (a service, `docker run` without a terminal) keeps
+/// heartbeats going until SIGTERM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_keeps_its_heartbeats_after_stdin_closes() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let db = TestDb::new("drv_eof").await;
+    let c = &db.client;
+    c.batch_execute("SELECT dionysus.pause_heartbeats(true)").await.unwrap(); // none before the test asks
+    let llm = FakeLlm::start().await;
+    llm.json("TASK: heartbeat", json!({"reasoning": "quiet", "actions": [{"action": "rest", "params": {}}]}));
+    llm.json("TASK: narrative", json!({"narrative": "I rested while nobody was at the terminal.", "emotional_valence": 0.0}));
+    let bin = env!("CARGO_BIN_EXE_dionysus-bench").replace("dionysus-bench", "dionysus");
+    assert!(std::path::Path::new(&bin).exists(), "build the driver first: {bin}");
+    let mut child = tokio::process::Command::new(&bin)
+        .arg("run")
+        .env("DIONYSUS_DATABASE_URL", url(&db))
+        .env("DIONYSUS_LLM_BASE_URL", &llm.base_url)
+        .env("DIONYSUS_TERMINAL_USER", "ada")
+        .env("DIONYSUS_LOG", "info")
+        .env_remove("DIONYSUS_DISCORD_TOKEN")
+        .env_remove("DISCORD_TOKEN")
+        .env_remove("DIONYSUS_CONFIG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn dionysus");
+    // It has read the end of stdin and listens for wake-ups.
+    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut log = Vec::new();
+    let started = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(line)) = err.next_line().await {
+            log.push(line);
+            let seen = |what: &str| log.iter().any(|l| l.contains(what));
+            if seen("stdin closed") && seen("listening on") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(started, Ok(true), "the driver did not carry on after stdin closed:\n{}", log.join("\n"));
+    let rest = tokio::spawn(async move {
+        let mut lines = Vec::new();
+        while let Ok(Some(line)) = err.next_line().await {
+            lines.push(line);
+        }
+        lines
+    });
+
+    c.batch_execute("SELECT dionysus.pause_heartbeats(false); SELECT dionysus.request_heartbeat('test')").await.unwrap();
+    wait_until(c, "SELECT count(*) = 1 FROM dionysus.heartbeat_log WHERE status = 'finished' AND narrative LIKE 'I rested while nobody%'", "a heartbeat after stdin closed").await;
+    assert!(child.try_wait().unwrap().is_none(), "the driver exited");
+    let pid = child.id().unwrap() as i32;
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait()).await.expect("no exit after SIGTERM").unwrap();
+    assert!(status.success(), "{status:?}");
+    let log = rest.await.unwrap().join("\n");
+    assert!(log.contains("dionysus stopped"), "{log}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Trust II: exactly once, and the model's failures per seed 000 §9.6.
+// ---------------------------------------------------------------------------------------
+
+/// A driver killed after the platform took a part but before it recorded it: the next driver
+/// skips the part already recorded, resends the one in flight under the same nonce (the
+/// platform returns the original, as Discord does with enforce_nonce), and confirms. The
+/// person sees each part once; the reply is logged once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_driver_killed_between_send_and_confirm_never_sends_twice() {
+    let db = TestDb::new("drv_once").await;
+    let llm = FakeLlm::start().await;
+    let long_reply = (1..=3).map(|i| format!("Paragraph {i}. {}", "All is well here, thank you for asking. ".repeat(30))).collect::<Vec<_>>().join("\n\n");
+    llm.on("TASK: chat", Answer::Text(long_reply.clone()));
+    llm.json("TASK: extract_concepts", json!({"memories": []}));
+    llm.json("TASK: extract", json!({"facts": [], "triples": [], "goals": []}));
+    db.client.batch_execute("SELECT dionysus.pause_heartbeats(true)").await.unwrap();
+    let channel = Arc::new(TestChannel::new(&["ada"]));
+    let dyn_channel: Arc<dyn Channel> = channel.clone();
+    let first = Arc::new(Mind::new(config(url(&db), &llm), dyn_channel.clone()));
+    let driver = tokio::spawn(runtime::run(first.clone(), None));
+    // Three parts (paragraphs at Discord's 2,000 characters). The second goes out, and the
+    // driver dies before recording it.
+    channel.stall_after_sends(Some(2));
+    channel.deliver("m1", "ada", "How is everything at home?").await;
+    tokio::time::timeout(Duration::from_secs(60), channel.stalled()).await.expect("the reply was never sent");
+    driver.abort();
+    let _ = driver.await;
+    let c = &db.client;
+    let parts: i64 = count(c, "SELECT jsonb_array_length(sent_parts)::bigint FROM dionysus.outbox").await;
+    assert_eq!(parts, 1, "the first part was not recorded before the crash");
+    assert_eq!(channel.sent().len(), 2);
+    // Its reservation lapses; another driver delivers what is left.
+    channel.stall_after_sends(None);
+    c.batch_execute("UPDATE dionysus.outbox SET reserved_until = now() - interval '1 second'").await.unwrap();
+    let mut cfg = config(url(&db), &llm);
+    cfg.worker_name = "second-driver".into();
+    let second = Mind::new(cfg, dyn_channel);
+    assert_eq!(dionysus_driver::outbox::deliver(&second).await, 1);
+    let sent = channel.sent();
+    assert_eq!(sent.len(), 3, "a part was posted twice, or one is missing: {sent:?}");
+    assert!(sent.iter().all(|(ch, _)| ch == "dm:ada"));
+    let joined: String = sent.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>().join(" ");
+    assert_eq!(joined.split_whitespace().collect::<Vec<_>>(), long_reply.split_whitespace().collect::<Vec<_>>());
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.outbox WHERE status = 'sent' AND jsonb_array_length(sent_parts) = 3").await, 1);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.outbox WHERE status = 'sent' AND reserved_by = 'second-driver'").await, 1);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.messages WHERE is_bot AND reply_to IS NOT NULL").await, 1);
+    // Nothing more goes out on later wake-ups.
+    assert_eq!(dionysus_driver::outbox::deliver(&second).await, 0);
+    assert_eq!(channel.sent().len(), 3);
+}
+
+/// §9.6: a refusal gives the minimal decision (observe and remember only); an unreachable
+/// model skips the heartbeat, recording why, without calling the model for a narrative.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_is_minimal_and_an_unreachable_model_skips_the_heartbeat() {
+    let db = TestDb::new("drv_96").await;
+    let llm = FakeLlm::start().await;
+    llm.on("TASK: heartbeat", Answer::Refusal("I would rather not.".into()));
+    llm.json("TASK: narrative", json!({"narrative": "I observed and remembered.", "emotional_valence": 0.0}));
+    let channel = Arc::new(TestChannel::new(&["ada"]));
+    let mind = Mind::new(config(url(&db), &llm), channel.clone());
+    let r = heartbeat::run_once(&mind).await.expect("heartbeat with a refusal");
+    assert_eq!(r.decided_by, "minimal");
+    assert!(r.actions.is_empty(), "{:?}", r.actions);
+    let c = &db.client;
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.work_queue WHERE heartbeat_id IS NOT NULL").await, 0);
+    llm.clear();
+    llm.on("TASK", Answer::Status(503));
+    let r = heartbeat::run_once(&mind).await.expect("heartbeat with the model down");
+    assert_eq!(r.decided_by, "skipped");
+    assert!(r.narrative.contains("skipped") && r.narrative.contains("503"), "{}", r.narrative);
+    assert!(llm.requests_with("TASK: narrative").len() <= 1, "the narrative was asked of a model that is down");
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.heartbeat_log WHERE status = 'finished' AND decision_reasoning LIKE 'Skipped%'").await, 1);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.work_queue WHERE heartbeat_id IS NOT NULL").await, 0);
 }

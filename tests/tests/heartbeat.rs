@@ -242,16 +242,39 @@ async fn reach_out_waits_out_the_cooldown_unless_the_user_spoke() {
     assert_eq!(r["actions_taken"].as_array().unwrap().len(), 1);
     assert!(r["actions_rejected"][0]["reason"].as_str().unwrap().contains("cooldown"), "{r}");
     finish(c, &hb, "Reached out.", 0.1).await;
+    // Committing a reach-out is not contact: the cooldown starts when it is delivered. Until
+    // then the one on its way blocks a second.
+    let contact: Option<std::time::SystemTime> = c.query_one("SELECT last_user_contact_at FROM dionysus.heartbeat_state", &[]).await.unwrap().get(0);
+    assert_eq!(contact, None, "the cooldown started before anything was sent");
     let hb = begin(c).await;
     let r = commit(c, &hb, reach.clone()).await;
     assert!(r["actions_rejected"][0]["reason"].as_str().unwrap().contains("cooldown"), "{r}");
     finish(c, &hb, "Waited.", 0.0).await;
+    // Delivered (composed, reserved, sent, confirmed): contact from now, still the cooldown.
+    let w: Uuid = c.query_one("SELECT id FROM dionysus.claim_work('d', ARRAY['reach_out_user'])", &[]).await.unwrap().get(0);
+    c.execute("SELECT dionysus.complete_work($1, '{\"message\": \"How are you?\"}')", &[&w]).await.unwrap();
+    let o: Uuid = c.query_one("SELECT id FROM dionysus.reserve_outbox('d', 'test')", &[]).await.unwrap().get(0);
+    c.execute("SELECT dionysus.outbox_part_sent($1, 'd', 0, 'p-1')", &[&o]).await.unwrap();
+    c.execute("SELECT dionysus.confirm_outbox($1, 'd', 'home', 'bot')", &[&o]).await.unwrap();
+    let contact: Option<std::time::SystemTime> = c.query_one("SELECT last_user_contact_at FROM dionysus.heartbeat_state", &[]).await.unwrap().get(0);
+    assert!(contact.is_some(), "delivery did not start the cooldown");
+    let hb = begin(c).await;
+    let r = commit(c, &hb, reach.clone()).await;
+    assert!(r["actions_rejected"][0]["reason"].as_str().unwrap().contains("cooldown"), "{r}");
+    finish(c, &hb, "Waited again.", 0.0).await;
     // The user speaks: the cooldown no longer applies.
     c.batch_execute("SELECT dionysus.note_user_message()").await.unwrap();
     let hb = begin(c).await;
     let r = commit(c, &hb, reach.clone()).await;
     assert_eq!(r["actions_rejected"], json!([]), "{r}");
     finish(c, &hb, "Answered.", 0.2).await;
+    // That reach-out fails for good: nothing is on its way any more, and its energy comes back.
+    set_energy(c, 10.0).await;
+    let before = energy(c).await;
+    c.batch_execute("SELECT dionysus.fail_work(id, 'the model refused to write it', false) FROM dionysus.claim_work('d', ARRAY['reach_out_user'])").await.unwrap();
+    assert_eq!(energy(c).await, before + 5.0, "the failed reach-out's energy was not refunded");
+    let refunds: i64 = c.query_one("SELECT count(*) FROM dionysus.energy_ledger WHERE reason LIKE 'refund%'", &[]).await.unwrap().get(0);
+    assert_eq!(refunds, 1);
     // Outside the cooldown window it is allowed again.
     c.batch_execute("UPDATE dionysus.heartbeat_state SET last_user_contact_at = now() - interval '5 hours', last_user_interaction_at = NULL").await.unwrap();
     let hb = begin(c).await;
@@ -317,12 +340,20 @@ async fn public_posts_wait_for_approval_and_failures_retry_then_fail() {
     set_energy(c, 20.0).await;
     c.batch_execute("UPDATE dionysus.heartbeat_config SET value = 2 WHERE key = 'work_max_attempts'").await.unwrap();
     let hb = begin(c).await;
-    commit(c, &hb, json!({"actions": [act("reach_out_public", json!({"content": "Thoughts on memory"})),
-                                      act("inquire_shallow", json!({"question": "What is new in pgvector?"}))]})).await;
-    let post: Uuid = c.query_one("SELECT id FROM dionysus.claim_work('d', ARRAY['reach_out_public'])", &[]).await.unwrap().get(0);
-    c.execute("SELECT dionysus.complete_work($1, '{\"message\": \"Memory is reconstruction.\"}')", &[&post]).await.unwrap();
+    // No channel offers a public post with a person's approval: refused even from psql (no
+    // available_actions), with its reason, and no energy spent on it.
+    let r = commit(c, &hb, json!({"actions": [act("reach_out_public", json!({"content": "Thoughts on memory"})),
+                                              act("inquire_shallow", json!({"question": "What is new in pgvector?"}))]})).await;
+    assert!(r["actions_rejected"][0]["reason"].as_str().unwrap().contains("approval"), "{r}");
+    assert_eq!(r["actions_taken"].as_array().unwrap().len(), 1, "{r}");
+    assert_eq!(r["energy_end"].as_f64().unwrap(), 17.0, "{r}");
+    // A public message put in the outbox by hand still waits for a person's approval.
+    let msg: Uuid = c
+        .query_one("INSERT INTO dionysus.outbox (audience, content, requires_approval) VALUES ('public', 'Memory is reconstruction.', true) RETURNING id", &[])
+        .await
+        .unwrap()
+        .get(0);
     assert!(c.query("SELECT 1 FROM dionysus.pending_outbox()", &[]).await.unwrap().is_empty(), "not before approval");
-    let msg: Uuid = c.query_one("SELECT id FROM dionysus.outbox", &[]).await.unwrap().get(0);
     let (state, _) = expect_error(c, &format!("SELECT dionysus.mark_outbox_sent('{msg}')")).await;
     assert_eq!(state, "22023");
     c.execute("SELECT dionysus.approve_outbox($1)", &[&msg]).await.unwrap();
@@ -626,9 +657,19 @@ async fn a_stalled_heartbeat_is_closed_with_the_fallback() {
     set_energy(c, 0.0).await;
     let hb = begin(c).await;
     let id: Uuid = hb["heartbeat_id"].as_str().unwrap().parse().unwrap();
+    // Long-running but alive (its driver touches it): not recovered.
     c.execute("UPDATE dionysus.heartbeat_log SET started_at = now() - interval '1 hour' WHERE id = $1", &[&id]).await.unwrap();
+    assert_eq!(c.query_one("SELECT dionysus.heartbeat_touch($1)", &[&id]).await.unwrap().get::<_, String>(0), "in_flight");
+    let tick: Value = c.query_one("SELECT dionysus.scheduler_tick()", &[]).await.unwrap().get(0);
+    assert_eq!(tick["recovered"], json!(0), "a heartbeat that is still being worked on was taken over");
+    // Silent for longer than heartbeat_timeout_minutes: recovered.
+    c.execute("UPDATE dionysus.heartbeat_log SET last_alive_at = now() - interval '16 minutes' WHERE id = $1", &[&id]).await.unwrap();
     let tick: Value = c.query_one("SELECT dionysus.scheduler_tick()", &[]).await.unwrap().get(0);
     assert_eq!(tick["recovered"], json!(1));
+    // Its driver, waking up late, learns that it was superseded instead of finishing it.
+    assert_eq!(c.query_one("SELECT dionysus.heartbeat_touch($1)", &[&id]).await.unwrap().get::<_, String>(0), "recovered");
+    let (state, msg) = expect_error(c, &format!("SELECT dionysus.heartbeat_finish('{id}', 'late narrative')")).await;
+    assert_eq!(state, "55000", "{msg}");
     let r = c
         .query_one("SELECT status::text, memory_id IS NOT NULL, actions_taken -> 0 ->> 'action', actions_taken -> 1 ->> 'action' \
                     FROM dionysus.heartbeat_log WHERE id = $1", &[&id])
@@ -640,4 +681,229 @@ async fn a_stalled_heartbeat_is_closed_with_the_fallback() {
     let in_flight: Option<Uuid> = c.query_one("SELECT in_flight FROM dionysus.heartbeat_state", &[]).await.unwrap().get(0);
     assert_eq!(in_flight, None);
     assert_eq!(energy(c).await, 8.0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Trust II: exactly once, the lock order, liveness, what actually happened, retention.
+// ---------------------------------------------------------------------------------------
+
+/// A driver whose lease lapsed and whose item was claimed again cannot settle it: the lease
+/// token fences it out (55000); the new holder settles it once.
+#[tokio::test]
+async fn an_expired_lease_holder_cannot_settle_an_item_someone_else_holds() {
+    let db = TestDb::new("hb_fence").await;
+    let c = &db.client;
+    set_energy(c, 20.0).await;
+    let hb = begin(c).await;
+    commit(c, &hb, json!({"actions": [act("reflect", json!({}))]})).await;
+    let first = c.query_one("SELECT id, lease_token FROM dionysus.claim_work('old-driver')", &[]).await.unwrap();
+    let (id, old_lease): (Uuid, Uuid) = (first.get(0), first.get(1));
+    // The old driver stalls past its lease; the item goes back and a new driver claims it.
+    c.execute("UPDATE dionysus.work_queue SET lease_until = now() - interval '1 second' WHERE id = $1", &[&id]).await.unwrap();
+    let new_lease: Uuid = c.query_one("SELECT lease_token FROM dionysus.claim_work('new-driver')", &[]).await.unwrap().get(0);
+    assert_ne!(old_lease, new_lease);
+    for sql in [
+        format!("SELECT dionysus.complete_work('{id}', '{{\"memories\": [{{\"content\": \"stale insight\"}}]}}', '{old_lease}')"),
+        format!("SELECT dionysus.fail_work('{id}', 'late failure', false, '{old_lease}')"),
+        format!("SELECT dionysus.release_work('{id}', 'late release', 0, '{old_lease}')"),
+    ] {
+        let (state, msg) = expect_error(c, &sql).await;
+        assert_eq!(state, "55000", "{sql}: {msg}");
+        assert!(msg.contains("new-driver"), "{msg}");
+    }
+    c.execute("SELECT dionysus.complete_work($1, '{\"memories\": [{\"content\": \"fresh insight\"}]}', $2)", &[&id, &new_lease]).await.unwrap();
+    let rows: i64 = c.query_one("SELECT count(*) FROM dionysus.memories WHERE content IN ('stale insight', 'fresh insight')", &[]).await.unwrap().get(0);
+    assert_eq!(rows, 1);
+    finish(c, &hb, "Reflected.", 0.0).await;
+    // A holder whose lease lapsed while nobody else took the item still completes it.
+    let hb = begin(c).await;
+    commit(c, &hb, json!({"actions": [act("reflect", json!({"focus": "again"}))]})).await;
+    let item = c.query_one("SELECT id, lease_token FROM dionysus.claim_work('slow-driver')", &[]).await.unwrap();
+    let (id, lease): (Uuid, Uuid) = (item.get(0), item.get(1));
+    c.execute("UPDATE dionysus.work_queue SET lease_until = now() - interval '1 second' WHERE id = $1", &[&id]).await.unwrap();
+    c.batch_execute("SELECT dionysus.expire_work_leases()").await.unwrap();
+    c.execute("SELECT dionysus.complete_work($1, '{}', $2)", &[&id, &lease]).await.expect("the lapsed but unclaimed holder completes");
+}
+
+/// The global lock order: a person's turns, deliveries confirmed in the same channel,
+/// heartbeats and goal changes, all at once, never deadlock (no 40P01).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn turns_deliveries_heartbeats_and_goals_at_once_never_deadlock() {
+    let db = TestDb::new("hb_locks").await;
+    let goal: Uuid = db.client.query_one("SELECT dionysus.create_goal('Keep the garden alive', source => 'user_request')", &[]).await.unwrap().get(0);
+    let mut tasks = Vec::new();
+    for t in 0..4 {
+        let c = db.connect().await;
+        tasks.push(tokio::spawn(async move {
+            let mut deadlocks = 0;
+            for i in 0..12 {
+                let r = match t {
+                    // The person writing in the channel (channel lock, then the state row).
+                    0 => c.batch_execute(&format!("SELECT dionysus.log_message('test', 'p{i}', 'dm:ada', 'ada', 'message {i}')")).await,
+                    // A reply queued, sent and confirmed in the same channel.
+                    1 => async {
+                        let m: Uuid = c
+                            .query_one(&format!("SELECT (dionysus.log_message('test', 'q{i}', 'dm:ada', 'ada', 'question {i}') ->> 'message_id')::uuid"), &[])
+                            .await?
+                            .get(0);
+                        let o: Uuid = c.query_one("SELECT id FROM dionysus.queue_reply($1, 'w', 'an answer')", &[&m]).await?.get(0);
+                        c.execute("SELECT dionysus.outbox_part_sent($1, 'w', 0, $2)", &[&o, &format!("r{i}")]).await?;
+                        c.execute("SELECT dionysus.confirm_outbox($1, 'w', 'dm:ada', 'bot')", &[&o]).await.map(|_| ())
+                    }
+                    .await,
+                    // Heartbeats that touch goals.
+                    2 => async {
+                        let hb: Value = c.query_one("SELECT dionysus.heartbeat_begin()", &[]).await?.get(0);
+                        let id: Uuid = hb["heartbeat_id"].as_str().unwrap().parse().unwrap();
+                        let d = json!({"actions": [act("remember", json!({"content": format!("note {i}")}))],
+                                       "goal_changes": [{"goal_id": goal, "change": "progress", "note": format!("step {i}")}]});
+                        c.query("SELECT dionysus.heartbeat_commit($1, $2)", &[&id, &d]).await?;
+                        c.query("SELECT dionysus.heartbeat_finish($1, 'done')", &[&id]).await.map(|_| ())
+                    }
+                    .await,
+                    // Goals created and moved.
+                    _ => async {
+                        let g: Uuid = c.query_one(&format!("SELECT dionysus.create_goal('goal {i}', priority => 'queued')"), &[]).await?.get(0);
+                        c.query("SELECT dionysus.change_goal_priority($1, 'active')", &[&g]).await?;
+                        c.query("SELECT dionysus.change_goal_priority($1, 'queued')", &[&goal]).await?;
+                        c.query("SELECT dionysus.change_goal_priority($1, 'active')", &[&goal]).await.map(|_| ())
+                    }
+                    .await,
+                };
+                match r.as_ref().map_err(sqlstate).err().as_deref() {
+                    None => {}
+                    Some("40P01") => deadlocks += 1,
+                    // A goal move the concurrent demotions made invalid: a clean refusal, not a fault.
+                    Some("22023") if t == 3 => {}
+                    Some(_) => panic!("task {t} step {i}: {:?}", r.err()),
+                }
+            }
+            deadlocks
+        }));
+    }
+    let mut deadlocks = 0;
+    for t in tasks {
+        deadlocks += t.await.unwrap();
+    }
+    assert_eq!(deadlocks, 0, "deadlocks between the organs");
+    let sent: i64 = db.client.query_one("SELECT count(*) FROM dionysus.outbox WHERE status = 'sent'", &[]).await.unwrap().get(0);
+    assert_eq!(sent, 12);
+}
+
+/// One stalled heartbeat that cannot be closed normally is closed by force with its reason;
+/// the others are recovered and the tick (NOTIFY, sessions, language work) goes on.
+#[tokio::test]
+async fn one_broken_recovery_neither_blocks_the_others_nor_the_tick() {
+    let db = TestDb::new("hb_recover").await;
+    let c = &db.client;
+    // Two stalled heartbeats left by dead drivers (only one is ever in flight; the other is
+    // an older one that was never closed). The older one's record is corrupt.
+    c.batch_execute(
+        "INSERT INTO dionysus.heartbeat_log (heartbeat_number, status, energy_start, started_at, last_alive_at, goals_modified) \
+         VALUES (1, 'committed', 10, now() - interval '2 hours', now() - interval '2 hours', \
+                 '[{\"goal_id\": \"00000000-0000-0000-0000-000000000001\", \"applied\": \"maybe\"}]'); \
+         UPDATE dionysus.heartbeat_state SET heartbeat_count = 1",
+    )
+    .await
+    .unwrap();
+    let hb = begin(c).await;
+    let id: Uuid = hb["heartbeat_id"].as_str().unwrap().parse().unwrap();
+    c.execute("UPDATE dionysus.heartbeat_log SET last_alive_at = now() - interval '1 hour' WHERE id = $1", &[&id]).await.unwrap();
+    let tick: Value = c.query_one("SELECT dionysus.scheduler_tick()", &[]).await.expect("the tick itself does not fail").get(0);
+    assert_eq!(tick["recovered"], json!(2), "{tick}");
+    let rows = c.query("SELECT heartbeat_number, status::text, recovery_error, memory_id IS NOT NULL FROM dionysus.heartbeat_log ORDER BY 1", &[]).await.unwrap();
+    assert_eq!(rows[0].get::<_, String>(1), "recovered");
+    assert!(rows[0].get::<_, Option<String>>(2).is_some_and(|e| e.contains("boolean")), "the forced close has no reason");
+    assert_eq!((rows[1].get::<_, String>(1).as_str(), rows[1].get::<_, Option<String>>(2), rows[1].get::<_, bool>(3)), ("recovered", None, true));
+    let in_flight: Option<Uuid> = c.query_one("SELECT in_flight FROM dionysus.heartbeat_state", &[]).await.unwrap().get(0);
+    assert_eq!(in_flight, None);
+}
+
+/// §5.1: the walk stops at the first action that does not fit (no skipping ahead to a
+/// cheaper one); §3.1: one explicit remember per heartbeat.
+#[tokio::test]
+async fn the_budget_walk_stops_at_the_first_action_that_does_not_fit() {
+    let db = TestDb::new("hb_break").await;
+    let c = &db.client;
+    set_energy(c, 0.0).await;
+    let hb = begin(c).await; // 10 energy
+    let r = commit(c, &hb, json!({"actions": [
+        act("inquire_deep", json!({"question": "q"})), act("reach_out_user", json!({"intent": "hello"})), act("recall", json!({"query": "x"})),
+        act("remember", json!({"content": "one"}))]})).await;
+    let taken: Vec<&str> = r["actions_taken"].as_array().unwrap().iter().map(|a| a["action"].as_str().unwrap()).collect();
+    assert_eq!(taken, vec!["inquire_deep"], "recall (1) and remember (0) fit the 4 left, but the walk stops: {r}");
+    let reasons: Vec<&str> = r["actions_rejected"].as_array().unwrap().iter().map(|a| a["reason"].as_str().unwrap()).collect();
+    assert!(reasons.len() == 3 && reasons[0].contains("over budget") && reasons[1..].iter().all(|x| x.contains("not reached")), "{r}");
+    assert_eq!(energy(c).await, 4.0);
+    finish(c, &hb, "Reflected.", 0.0).await;
+    let hb = begin(c).await;
+    let r = commit(c, &hb, json!({"actions": [act("remember", json!({"content": "one"})), act("remember", json!({"content": "two"}))]})).await;
+    assert_eq!(r["actions_taken"].as_array().unwrap().len(), 1, "{r}");
+    assert!(r["actions_rejected"][0]["reason"].as_str().unwrap().contains("one remember"), "{r}");
+}
+
+/// §9.2: hoarding is judged over 24 heartbeats, not 3.
+#[tokio::test]
+async fn hoarding_needs_twenty_four_heartbeats() {
+    let db = TestDb::new("hb_hoard").await;
+    let c = &db.client;
+    async fn hoarding(c: &Client) -> bool {
+        let w: Value = c.query_one("SELECT dionysus.heartbeat_warnings()", &[]).await.unwrap().get(0);
+        w.as_array().unwrap().iter().any(|x| x["kind"] == "hoarding")
+    }
+    for n in 1..=24 {
+        let hb = begin(c).await;
+        commit(c, &hb, json!({"actions": [act("rest", json!({}))]})).await;
+        finish(c, &hb, &format!("Rested, heartbeat {n}, keeping everything."), 0.0).await;
+        if n == 3 || n == 23 {
+            assert!(!hoarding(c).await, "hoarding warned after only {n} heartbeats");
+        }
+    }
+    assert!(hoarding(c).await, "24 heartbeats of unused energy and no warning");
+}
+
+/// Retention: the maintenance pass prunes the record of the past after retention_days,
+/// never the message log, never memories, never what is recent.
+#[tokio::test]
+async fn history_is_pruned_after_its_retention_and_the_message_log_never() {
+    let db = TestDb::new("hb_retention").await;
+    let c = &db.client;
+    let hb = begin(c).await;
+    commit(c, &hb, json!({"actions": [act("rest", json!({}))]})).await;
+    finish(c, &hb, "An old heartbeat.", 0.0).await;
+    c.batch_execute(
+        "SELECT dionysus.log_message('test', 'old', 'dm:ada', 'ada', 'a message from long ago'); \
+         INSERT INTO dionysus.work_queue (idempotency_key, action, status, completed_at, created_at) \
+             VALUES ('old-work', 'reflect', 'done', now() - interval '100 days', now() - interval '100 days'); \
+         INSERT INTO dionysus.outbox (audience, content, status, sent_at, created_at) \
+             VALUES ('user', 'an old reach-out', 'sent', now() - interval '100 days', now() - interval '100 days'); \
+         UPDATE dionysus.heartbeat_log SET started_at = now() - interval '100 days', ended_at = now() - interval '100 days'; \
+         UPDATE dionysus.energy_ledger SET at = now() - interval '100 days'; \
+         UPDATE dionysus.embedding_cache SET created_at = now() - interval '100 days'; \
+         SET session_replication_role = replica; \
+         UPDATE dionysus.messages SET created_at = now() - interval '100 days'; \
+         SET session_replication_role = DEFAULT",
+    )
+    .await
+    .unwrap();
+    c.batch_execute("SELECT dionysus.log_message('test', 'new', 'dm:ada', 'ada', 'a message from today')").await.unwrap();
+    let pruned: Value = c.query_one("SELECT dionysus.prune_history()", &[]).await.unwrap().get(0);
+    for table in ["energy_ledger", "work_queue", "outbox", "heartbeat_log", "embedding_cache"] {
+        assert!(pruned[table].as_i64().unwrap() >= 1, "{table} not pruned: {pruned}");
+    }
+    let left = c
+        .query_one(
+            "SELECT (SELECT count(*) FROM dionysus.messages), (SELECT count(*) FROM dionysus.heartbeat_log), \
+                    (SELECT count(*) FROM dionysus.memories WHERE content LIKE 'a message from%'), \
+                    (SELECT count(*) FROM dionysus.work_queue WHERE idempotency_key = 'old-work')",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!((left.get::<_, i64>(0), left.get::<_, i64>(1), left.get::<_, i64>(2), left.get::<_, i64>(3)), (2, 0, 2, 0));
+    // The health views show what the tables weigh.
+    let sizes: Value = c.query_one("SELECT table_bytes FROM dionysus.heartbeat_health", &[]).await.unwrap().get(0);
+    assert!(sizes["messages"].as_i64().unwrap() > 0, "{sizes}");
+    let sizes: Value = c.query_one("SELECT table_bytes FROM dionysus.memory_health", &[]).await.unwrap().get(0);
+    assert!(sizes["memories"].as_i64().unwrap() > 0, "{sizes}");
 }

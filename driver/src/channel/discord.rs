@@ -1,10 +1,10 @@
 //! Discord through serenity's gateway: direct messages and one home channel. Translation only;
 //! serenity reconnects the gateway by itself. Intents needed: GUILD_MESSAGES, DIRECT_MESSAGES
 //! and MESSAGE_CONTENT (enable "Message Content Intent" in the developer portal).
-use super::{split_message, Channel, Event, Incoming, SendError};
+use super::{Channel, Event, Incoming, SendError};
 use crate::config::DiscordConfig;
 use async_trait::async_trait;
-use serenity::all::{ChannelId, Context, EventHandler, GatewayIntents, Message, Ready, ResumedEvent, UserId};
+use serenity::all::{ChannelId, Context, CreateMessage, EventHandler, GatewayIntents, Message, Nonce, Ready, ResumedEvent, UserId};
 use serenity::http::Http;
 use std::sync::Arc;
 use tokio::sync::{mpsc, Mutex};
@@ -122,14 +122,16 @@ impl Channel for Discord {
             }
         }
     }
-    async fn send(&self, channel_id: &str, text: &str) -> Result<String, SendError> {
+    fn max_chars(&self) -> usize {
+        MAX_CHARS
+    }
+    async fn send(&self, channel_id: &str, text: &str, nonce: &str) -> Result<String, SendError> {
         let id: u64 = channel_id.parse().map_err(|_| SendError::Rejected(format!("bad channel id {channel_id}")))?;
-        let mut last = String::new();
-        for part in split_message(text, MAX_CHARS) {
-            let m = ChannelId::new(id).say(&self.http, part).await.map_err(send_error)?;
-            last = m.id.get().to_string();
-        }
-        Ok(last)
+        // enforce_nonce: a retry of the same part within Discord's window returns the
+        // original message instead of posting a second one.
+        let msg = CreateMessage::new().content(text).nonce(Nonce::String(nonce.to_string())).enforce_nonce(true);
+        let m = ChannelId::new(id).send_message(&self.http, msg).await.map_err(send_error)?;
+        Ok(m.id.get().to_string())
     }
     async fn typing(&self, channel_id: &str) {
         if let Ok(id) = channel_id.parse::<u64>() {

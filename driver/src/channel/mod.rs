@@ -59,8 +59,14 @@ pub trait Channel: Send + Sync {
     async fn home(&self) -> Option<String>;
     /// A channel only this person reads (their DM), for what is meant for them alone.
     async fn direct(&self, author_id: &str) -> Option<String>;
-    /// Delivers a message; returns the platform's id of it (of its last part when split).
-    async fn send(&self, channel_id: &str, text: &str) -> Result<String, SendError>;
+    /// The longest message the platform takes; the outbox sends longer text in parts.
+    fn max_chars(&self) -> usize {
+        usize::MAX
+    }
+    /// Delivers one message (at most `max_chars`); returns the platform's id of it. `nonce` is
+    /// stable for this part of this message: a platform that honours it (Discord's
+    /// `enforce_nonce`) returns the message already posted instead of posting it twice.
+    async fn send(&self, channel_id: &str, text: &str, nonce: &str) -> Result<String, SendError>;
     /// Shows that a reply is being written (best effort).
     async fn typing(&self, _channel_id: &str) {}
     /// Receives messages until shutdown, sending them to `events`.

@@ -15,7 +15,9 @@ pub const CHANNEL_ID: &str = "terminal";
 pub struct Terminal {
     user: String,
     json: bool,
-    /// `chat` ends when stdin does; `run` (a service with no terminal) keeps its heartbeats.
+    /// At the end of stdin, `chat` answers what was said and stops (Ctrl-D ends a conversation);
+    /// `run` (a service with no terminal, `docker run` without one) keeps its heartbeats, work
+    /// and outbox going until SIGTERM.
     exit_on_eof: bool,
     sent: AtomicU64,
 }
@@ -23,6 +25,16 @@ pub struct Terminal {
 impl Terminal {
     pub fn new(user: &str, json: bool, exit_on_eof: bool) -> Terminal {
         Terminal { user: user.to_string(), json, exit_on_eof, sent: AtomicU64::new(0) }
+    }
+
+    /// A line about the driver itself, not the companion's words, between the conversation's
+    /// lines (text mode: a script reading JSON lines gets none).
+    pub fn notice(&self, text: &str) {
+        if self.json {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        let _ = write!(out, "\r({text})\n{}> ", self.user).and_then(|_| out.flush());
     }
 
     fn prompt(&self) {
@@ -50,7 +62,7 @@ impl Channel for Terminal {
     async fn direct(&self, _author_id: &str) -> Option<String> {
         Some(CHANNEL_ID.into())
     }
-    async fn send(&self, channel_id: &str, text: &str) -> Result<String, SendError> {
+    async fn send(&self, channel_id: &str, text: &str, _nonce: &str) -> Result<String, SendError> {
         let id = format!("out-{}-{}", std::process::id(), self.sent.fetch_add(1, Ordering::Relaxed));
         let mut out = std::io::stdout().lock();
         let r = if self.json {

@@ -15,6 +15,12 @@ pub struct TestChannel {
     pub typing_shown: AtomicU64,
     down: AtomicBool,
     next_id: AtomicU64,
+    /// Like Discord with enforce_nonce: a nonce seen before returns its message, posts nothing.
+    nonces: Mutex<std::collections::HashMap<String, String>>,
+    /// Sends left before one posts its message and then never returns (a driver killed
+    /// between sending and recording; the test drops it); negative: never.
+    stall_after: std::sync::atomic::AtomicI64,
+    stalled: tokio::sync::Notify,
 }
 
 impl TestChannel {
@@ -28,6 +34,9 @@ impl TestChannel {
             typing_shown: AtomicU64::new(0),
             down: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
+            nonces: Mutex::new(Default::default()),
+            stall_after: std::sync::atomic::AtomicI64::new(-1),
+            stalled: tokio::sync::Notify::new(),
         }
     }
 
@@ -61,6 +70,16 @@ impl TestChannel {
     pub fn sent(&self) -> Vec<(String, String)> {
         self.sent.lock().unwrap().clone()
     }
+
+    /// The `n`th send from now posts its message and then never returns; `stalled()`
+    /// resolves when one is stuck so. None: sends return normally again.
+    pub fn stall_after_sends(&self, n: Option<u32>) {
+        self.stall_after.store(n.map_or(-1, i64::from), Ordering::SeqCst);
+    }
+
+    pub async fn stalled(&self) {
+        self.stalled.notified().await
+    }
 }
 
 /// The test platform's direct channel with a person.
@@ -85,12 +104,24 @@ impl Channel for TestChannel {
     async fn direct(&self, author_id: &str) -> Option<String> {
         Some(direct_channel(author_id))
     }
-    async fn send(&self, channel_id: &str, text: &str) -> Result<String, SendError> {
+    fn max_chars(&self) -> usize {
+        2000
+    }
+    async fn send(&self, channel_id: &str, text: &str, nonce: &str) -> Result<String, SendError> {
         if self.down.load(Ordering::SeqCst) {
             return Err(SendError::Unavailable("test channel is down".into()));
         }
+        if let Some(id) = self.nonces.lock().unwrap().get(nonce) {
+            return Ok(id.clone());
+        }
+        let id = format!("sent-{}", self.next_id.fetch_add(1, Ordering::SeqCst));
         self.sent.lock().unwrap().push((channel_id.to_string(), text.to_string()));
-        Ok(format!("sent-{}", self.next_id.fetch_add(1, Ordering::SeqCst)))
+        self.nonces.lock().unwrap().insert(nonce.to_string(), id.clone());
+        if self.stall_after.load(Ordering::SeqCst) > 0 && self.stall_after.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.stalled.notify_one();
+            std::future::pending::<()>().await;
+        }
+        Ok(id)
     }
     async fn typing(&self, _channel_id: &str) {
         self.typing_shown.fetch_add(1, Ordering::SeqCst);

@@ -79,10 +79,11 @@ fn perform(hb: Uuid, name: &str, params: &Map<String, Value>) -> Result<Value, S
 }
 
 /// Queues a driver action; the key makes a repeated commit of the same heartbeat a no-op.
-fn enqueue(hb: Uuid, index: usize, name: &str, params: &Map<String, Value>, max_attempts: i32) -> Result<Value, String> {
+/// Queues an action for the driver, with the energy it costs (refunded if it fails for good).
+fn enqueue(hb: Uuid, index: usize, name: &str, params: &Map<String, Value>, max_attempts: i32, cost: f64) -> Result<Value, String> {
     try_json(
-        "WITH ins AS (INSERT INTO dionysus.work_queue (idempotency_key, heartbeat_id, action, params, max_attempts) \
-                      VALUES ($1, $2, $3, $4, $5) ON CONFLICT (idempotency_key) DO NOTHING RETURNING id) \
+        "WITH ins AS (INSERT INTO dionysus.work_queue (idempotency_key, heartbeat_id, action, params, max_attempts, energy_cost) \
+                      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (idempotency_key) DO NOTHING RETURNING id) \
          SELECT jsonb_build_object('work_id', coalesce((SELECT id FROM ins), \
                 (SELECT id FROM dionysus.work_queue WHERE idempotency_key = $1)), 'queued', true)",
         vec![
@@ -91,6 +92,7 @@ fn enqueue(hb: Uuid, index: usize, name: &str, params: &Map<String, Value>, max_
             name.into(),
             JsonB(Value::Object(params.clone())).into(),
             max_attempts.into(),
+            cost.into(),
         ],
     )
 }
@@ -168,14 +170,19 @@ fn heartbeat_commit(
         Some(other) => errors::bad_json("decision", format!("\"reasoning\" must be a string, not {}", crate::memory::validate::json_kind(other))),
     };
 
-    // The state row's lock orders this commit after any begin/commit/finish in progress.
+    // The state row's lock orders this commit after any begin/commit/finish in progress; the
+    // goals lock comes next (the global lock order in 002_heartbeat.sql).
+    // The cooldown counts from the last delivered contact, and a reach-out still on its way
+    // (queued or in the outbox) counts as one: contact time is set when it is delivered.
     let (mut energy, cooldown_blocks) = Spi::connect_mut(|c| {
         let t = c
             .update(
                 "SELECT current_energy, \
-                        last_user_contact_at IS NOT NULL \
-                        AND last_user_contact_at > now() - make_interval(secs => dionysus.heartbeat_setting('reach_out_cooldown_hours') * 3600) \
-                        AND NOT coalesce(last_user_interaction_at > last_user_contact_at, false) \
+                        (last_user_contact_at IS NOT NULL \
+                         AND last_user_contact_at > now() - make_interval(secs => dionysus.heartbeat_setting('reach_out_cooldown_hours') * 3600) \
+                         AND NOT coalesce(last_user_interaction_at > last_user_contact_at, false)) \
+                        OR EXISTS (SELECT 1 FROM dionysus.work_queue q WHERE q.action = 'reach_out_user' AND q.status IN ('pending', 'claimed')) \
+                        OR EXISTS (SELECT 1 FROM dionysus.outbox o WHERE o.status = 'pending' AND o.work_id IS NOT NULL) \
                  FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE",
                 None,
                 &[],
@@ -184,6 +191,7 @@ fn heartbeat_commit(
             .first();
         (t.get::<f64>(1).unwrap().unwrap_or(0.0), t.get::<bool>(2).unwrap().unwrap_or(false))
     });
+    Spi::run("SELECT pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0))").expect("goals lock");
     let log = Spi::connect_mut(|c| {
         c.update(
             "SELECT status::text, heartbeat_number, energy_start FROM dionysus.heartbeat_log WHERE id = $1 FOR UPDATE",
@@ -211,8 +219,15 @@ fn heartbeat_commit(
     let mut rejected = Vec::new();
     let mut work_ids = Vec::new();
     let mut cooldown = cooldown_blocks;
+    let mut remembered = false;
+    let mut out_of_energy: Option<String> = None;
     for (index, item) in actions.iter().enumerate() {
         let mut reject = |action: Value, reason: String| rejected.push(json!({"index": index, "action": action, "reason": reason}));
+        // §5.1: the walk stops at the first action that does not fit; the rest are not done.
+        if let Some(why) = &out_of_energy {
+            reject(item.get("action").cloned().unwrap_or(Value::Null), why.clone());
+            continue;
+        }
         let Some(obj) = item.as_object() else {
             reject(Value::Null, format!("an action must be an object, not {}", crate::memory::validate::json_kind(item)));
             continue;
@@ -247,15 +262,30 @@ fn heartbeat_commit(
         };
         if cost > energy + 1e-9 {
             reject(json!(name), format!("over budget: costs {cost}, {energy} left"));
+            out_of_energy = Some(format!("not reached: the walk stopped at \"{name}\", which did not fit the energy left"));
             continue;
         }
         if name == "reach_out_user" && cooldown {
-            reject(json!(name), "cooldown: the user was contacted recently and has not spoken since".into());
+            reject(json!(name), "cooldown: the user was contacted recently (or a message is on its way) and has not spoken since".into());
             continue;
+        }
+        if name == "reach_out_public" {
+            // A public post needs a person's approval before it goes out, and no channel
+            // offers that yet: refused rather than queued where nothing can approve it.
+            reject(json!(name), "no public channel with an approval path exists".into());
+            continue;
+        }
+        if name == "remember" {
+            // §3.1: the heartbeat is remembered through its narrative; one explicit memory at most.
+            if remembered {
+                reject(json!(name), "one remember per heartbeat (its narrative is remembered anyway)".into());
+                continue;
+            }
+            remembered = true;
         }
         let outcome = match action.performer {
             Performer::Database => perform(hb, &name, &params),
-            Performer::Driver => enqueue(hb, index, &name, &params, max_attempts),
+            Performer::Driver => enqueue(hb, index, &name, &params, max_attempts, cost),
         };
         let result = match outcome {
             Ok(r) => r,
@@ -273,8 +303,7 @@ fn heartbeat_commit(
             .unwrap_or(energy - cost);
         }
         if name == "reach_out_user" {
-            // Counts as contact from now on: a second reach-out waits out the cooldown.
-            Spi::run("UPDATE dionysus.heartbeat_state SET last_user_contact_at = now() WHERE id = 1").expect("contact");
+            // On its way: a second one waits (contact time itself is set on delivery).
             cooldown = true;
         }
         if let Some(id) = result.get("work_id").and_then(|v| v.as_str()) {

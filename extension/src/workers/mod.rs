@@ -5,8 +5,8 @@
 //! one short-lived *maintenance pass* per database, one after another. A pass connects, does
 //! nothing if the extension is not installed there, and otherwise, for at most
 //! `dionysus.worker_pass_seconds`: recomputes stale neighborhoods, folds the access log into
-//! access counts, refreshes the BM25 lexicon when the store has grown, and prunes the
-//! embedding cache. Passes exit when done, so no idle connection ever blocks DROP DATABASE.
+//! access counts, refreshes the BM25 lexicon when the store has grown, and prunes history past
+//! its retention (prune_history). Passes exit when done, so no idle connection ever blocks DROP DATABASE.
 //!
 //! Errors are caught per step, recorded in `dionysus.worker_status` (shown by the
 //! `memory_health` view) and followed by exponential back-off; a crash of a pass is a normal
@@ -20,8 +20,6 @@ use pgrx::prelude::*;
 use std::time::{Duration, Instant};
 
 const NEIGHBORHOOD_BATCH: i64 = 50;
-/// Embedding cache entries older than this are pruned.
-const CACHE_DAYS: i32 = 30;
 
 /// The two kinds of per-database pass a launcher starts.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -216,7 +214,7 @@ pub extern "C-unwind" fn dionysus_maintenance_main(_arg: pg_sys::Datum) {
         }
     }
     let steps: [(&str, fn()); 3] =
-        [("access log", fold_access_log), ("lexicon", refresh_lexicon_if_stale), ("embedding cache", prune_cache)];
+        [("access log", fold_access_log), ("lexicon", refresh_lexicon_if_stale), ("retention", prune_history)];
     for (name, step) in steps {
         if stopping() {
             break;
@@ -238,20 +236,25 @@ pub extern "C-unwind" fn dionysus_scheduler_main(_arg: pg_sys::Datum) {
     let Some(db) = open_pass(Duty::Scheduler) else {
         return;
     };
-    // The tick and its record commit together: whoever hears the NOTIFY sees the tick.
+    // The tick and its record commit together: whoever hears the NOTIFY sees the tick. A
+    // failed tick backs off; a step that failed inside a good tick is recorded, no back-off.
     let error = BackgroundWorker::transaction(|| {
-        let error = match in_subtransaction(|| Spi::get_one::<pgrx::JsonB>("SELECT scheduler_tick()").map(|_| ())) {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e.to_string()),
-            Err(e) => Some(e),
+        let (failed, error) = match in_subtransaction(|| Spi::get_one::<pgrx::JsonB>("SELECT scheduler_tick()")) {
+            Ok(Ok(Some(pgrx::JsonB(tick)))) => {
+                let steps = tick["errors"].as_array().filter(|e| !e.is_empty()).map(|e| serde_json::Value::Array(e.clone()).to_string());
+                (false, steps)
+            }
+            Ok(Ok(None)) => (false, None),
+            Ok(Err(e)) => (true, Some(e.to_string())),
+            Err(e) => (true, Some(e)),
         };
         let _ = Spi::run_with_args(
             "UPDATE scheduler_status SET last_tick_at = now(), \
                last_error = coalesce($1, last_error), \
                last_error_at = CASE WHEN $1 IS NULL THEN last_error_at ELSE now() END, \
-               consecutive_failures = CASE WHEN $1 IS NULL THEN 0 ELSE consecutive_failures + 1 END \
+               consecutive_failures = CASE WHEN $2 THEN consecutive_failures + 1 ELSE 0 END \
              WHERE id = 1",
-            &[error.clone().into()],
+            &[error.clone().into(), failed.into()],
         );
         error
     });
@@ -363,12 +366,9 @@ fn refresh_lexicon_if_stale() {
     }
 }
 
-fn prune_cache() {
-    Spi::run_with_args(
-        "DELETE FROM dionysus.embedding_cache WHERE created_at < now() - make_interval(days => $1)",
-        &[CACHE_DAYS.into()],
-    )
-    .expect("prune embedding cache");
+/// Retention (heartbeat_config.retention_days): the past that is only a record is pruned.
+fn prune_history() {
+    Spi::run("SELECT dionysus.prune_history()").expect("prune history");
 }
 
 /// Neighborhoods one `run_maintenance()` call recomputes at most: every row runs in a
@@ -384,7 +384,6 @@ fn run_maintenance() -> pgrx::JsonB {
     let pass = neighborhoods::process_queue(MAINTENANCE_CALL_LIMIT, None);
     fold_access_log();
     refresh_lexicon_if_stale();
-    prune_cache();
     pgrx::JsonB(serde_json::json!({
         "neighborhoods_recomputed": pass.done,
         "neighborhoods_failed": pass.failed,

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Puts PostgreSQL majors that Debian 12 does not package under /usr/lib/postgresql/NN, laid
+# out so that the rest of the scripts find them as they find Debian's 15:
+# /usr/lib/postgresql/NN/bin/{pg_config,initdb,pg_ctl,postgres}, server headers included
+# (`pg_config --includedir-server`), sharedir and pkglibdir inside the same prefix.
+#
+#   scripts/postgres-versions.sh 16 17 18
+#
+# Idempotent: a major whose pg_config is there is skipped (a second run takes a second).
+#   17, 18   built from the upstream sources in Debian's source packages (trixie's
+#            postgresql-17, sid's postgresql-18): ./configure --without-icu --with-openssl,
+#            make -j2, make install; about 4-6 minutes each, once.
+#   16       no Debian suite carries it any more: the PostgreSQL 16 build inside the PyPI
+#            wheel pgserver 0.1.4 (PostgreSQL 16.2, relocatable, headers included; built
+#            without readline and without OpenSSL, so it serves the #[pg_test] units only).
+set -euo pipefail
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
+JOBS="${DIONYSUS_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+
+deb_src() {  # deb_src SUITE: a deb-src list for that Debian suite (source packages only)
+  local list="/etc/apt/sources.list.d/dionysus-$1-src.list"
+  if [ ! -f "$list" ]; then
+    echo "deb-src http://deb.debian.org/debian $1 main" | $SUDO tee "$list" >/dev/null
+    $SUDO apt-get update -qq
+  fi
+}
+
+build_deps() {
+  local need=()
+  for p in gcc make bison flex libreadline-dev zlib1g-dev libssl-dev pkg-config dpkg-dev; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need+=("$p")
+  done
+  if [ ${#need[@]} -gt 0 ]; then
+    log "installing build dependencies: ${need[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  fi
+}
+
+from_debian_source() {  # from_debian_source MAJOR SUITE
+  local major="$1" suite="$2" prefix="/usr/lib/postgresql/$1" build tarball srcdir
+  build_deps
+  deb_src "$suite"
+  build="$(mktemp -d)"; chmod a+rwx "$build"   # apt's download user writes there
+  # The upstream tarball is all we need (Debian's patches are packaging): download only.
+  (cd "$build" && apt-get source -qq --download-only "postgresql-$major" >/dev/null)
+  tarball="$(find "$build" -maxdepth 1 -name "postgresql-${major}_*.orig.tar.*" | head -n1)"
+  [ -n "$tarball" ] || { echo "no upstream tarball for postgresql-$major in Debian $suite" >&2; exit 1; }
+  log "building PostgreSQL $major from $(basename "$tarball") into $prefix (a few minutes, once)"
+  tar -xf "$tarball" -C "$build"
+  srcdir="$(find "$build" -maxdepth 1 -type d -name 'postgresql-*' | head -n1)"
+  (
+    cd "$srcdir"
+    ./configure -q --prefix="$prefix" --without-icu --with-openssl >/dev/null
+    nice -n 10 make -s -j"$JOBS" >/dev/null 2>"$build/make.err" || { tail -n 40 "$build/make.err" >&2; exit 1; }
+    $SUDO make -s install >/dev/null
+  )
+  rm -rf "$build"
+}
+
+from_pgserver_wheel() {  # PostgreSQL 16 from PyPI's pgserver wheel
+  local prefix=/usr/lib/postgresql/16 store=/usr/lib/postgresql/16-pgserver tmp whl
+  log "installing PostgreSQL 16 from the PyPI wheel pgserver 0.1.4 into $store"
+  tmp="$(mktemp -d)"
+  python3 -m pip download --quiet --no-deps --only-binary :all: \
+    --platform manylinux2014_x86_64 --python-version 3.11 -d "$tmp" "pgserver==0.1.4"
+  whl="$(find "$tmp" -maxdepth 1 -name 'pgserver-*.whl' | head -n1)"
+  $SUDO rm -rf "$store"; $SUDO mkdir -p "$store"
+  $SUDO python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$whl" "$store"
+  $SUDO chmod -R a+rX "$store"
+  $SUDO chmod a+x "$store"/pgserver/pginstall/bin/*
+  # The binaries find their libraries relative to themselves: link the whole install, whose
+  # pg_config then reports its real paths (sharedir, pkglibdir, includedir-server) inside it.
+  $SUDO rm -rf "$prefix"
+  $SUDO ln -s "$store/pgserver/pginstall" "$prefix"
+  rm -rf "$tmp"
+}
+
+for major in "$@"; do
+  [ -x "/usr/lib/postgresql/$major/bin/pg_config" ] && continue
+  case "$major" in
+    16) from_pgserver_wheel ;;
+    17) from_debian_source 17 trixie ;;
+    18) from_debian_source 18 sid ;;
+    *) echo "PostgreSQL $major: no source known (Debian 12 packages 15; 16, 17 and 18 are built here)" >&2; exit 1 ;;
+  esac
+  "/usr/lib/postgresql/$major/bin/pg_config" --version >/dev/null
+done
