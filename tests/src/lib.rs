@@ -109,6 +109,25 @@ pub fn driver_conninfo(dbname: &str) -> String {
     format!("{} dbname={dbname}", cluster_conninfo().replace("user=postgres", "user=dionysus_driver"))
 }
 
+/// The driver's configuration in a test: this database, both model roles on the scripted
+/// server, no Discord, no search (a test adds it), the fake server's own port allowed for page
+/// fetches although it is on loopback, and a short shutdown grace.
+pub fn scripted_driver_config(database_url: String, llm: &fake_llm::FakeLlm) -> dionysus_driver::config::Config {
+    let mut c = dionysus_driver::config::Config::load(None).expect("config");
+    c.database_url = database_url;
+    for (role, model) in [(&mut c.fast, "fast-model"), (&mut c.smart, "smart-model")] {
+        role.base_url = llm.base_url.clone();
+        role.model = model.into();
+        role.api_key = None;
+        role.timeout = std::time::Duration::from_secs(5);
+    }
+    c.discord = Default::default();
+    c.search_url = None;
+    c.fetch_allow_private = vec![llm.host_port()];
+    c.shutdown_grace = std::time::Duration::from_secs(3);
+    c
+}
+
 /// Runs `scripts/cluster.sh` (start/stop/restart DATADIR [PORT] [conf lines]) for tests that
 /// need a cluster of their own; true when it succeeded.
 pub fn cluster_sh(args: &[&str]) -> bool {

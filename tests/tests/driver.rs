@@ -6,28 +6,11 @@ use dionysus_driver::config::Config;
 use dionysus_driver::conversation::Handled;
 use dionysus_driver::{heartbeat, runtime, work, Mind};
 use dionysus_tests::fake_llm::{Answer, FakeLlm};
-use dionysus_tests::{cluster_conninfo, driver_conninfo, TestDb};
+use dionysus_tests::{cluster_conninfo, driver_conninfo, scripted_driver_config as config, TestDb};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
-
-fn config(url: String, llm: &FakeLlm) -> Config {
-    let mut c = Config::load(None).expect("config");
-    c.database_url = url;
-    for (role, model) in [(&mut c.fast, "fast-model"), (&mut c.smart, "smart-model")] {
-        role.base_url = llm.base_url.clone();
-        role.model = model.into();
-        role.api_key = None;
-        role.timeout = Duration::from_secs(5);
-    }
-    c.discord = Default::default();
-    c.search_url = None;
-    // The fake server's pages are on loopback, which the page fetcher otherwise refuses.
-    c.fetch_allow_private = vec![llm.host_port()];
-    c.shutdown_grace = Duration::from_secs(3);
-    c
-}
 
 struct Running {
     mind: Arc<Mind>,

@@ -7,7 +7,7 @@ use dionysus_driver::llm::{Llm, LlmError, Msg};
 use dionysus_driver::web::{Web, FENCE_END, FENCE_RULE, PAGE_CAP, PAGE_TYPES};
 use dionysus_driver::{db, heartbeat, Mind};
 use dionysus_tests::fake_llm::{Answer, FakeLlm, FakePage};
-use dionysus_tests::{cluster_conninfo, driver_conninfo, TestDb};
+use dionysus_tests::{cluster_conninfo, driver_conninfo, scripted_driver_config, TestDb};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -56,17 +56,8 @@ impl SecretServer {
 /// The driver's configuration against the fake LLM and its search, with the fake server's own
 /// port (and only it) allowed although it is on loopback.
 fn config(db: &TestDb, llm: &FakeLlm) -> Config {
-    let mut c = Config::load(None).expect("config");
-    c.database_url = driver_conninfo(&db.name);
-    for (role, model) in [(&mut c.fast, "fast-model"), (&mut c.smart, "smart-model")] {
-        role.base_url = llm.base_url.clone();
-        role.model = model.into();
-        role.api_key = None;
-        role.timeout = Duration::from_secs(5);
-    }
-    c.discord = Default::default();
+    let mut c = scripted_driver_config(driver_conninfo(&db.name), llm);
     c.search_url = Some(llm.search_url());
-    c.fetch_allow_private = vec![llm.host_port()];
     c
 }
 
