@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of Dionysus, from a fresh machine if need be, on each PostgreSQL major:
 #   1. set-up (idempotent)            scripts/setup.sh, with every major below
-#   2. per major: build and install the extension into that PostgreSQL   scripts/install.sh
-#   3. per major: #[pg_test] units inside Postgres   cargo pgrx test pgNN
+#   2. per major: #[pg_test] units inside Postgres   cargo pgrx test pgNN
+#   3. per major: build and install the extension into that PostgreSQL   scripts/install.sh
+#      (after the units: `cargo pgrx test` installs its own build, with the test functions)
 #   4. on the majors with the full suites: a throw-away cluster with dionysus preloaded, then
 #      the integration tests (tests/) and the driver's tests against it
 # Every suite runs even when an earlier one failed; a summary closes the run, and the exit
@@ -47,12 +48,6 @@ port="$BASE_PORT"
 for major in $MAJORS; do
   export PG_MAJOR="$major"   # scripts/install.sh and scripts/cluster.sh (the tests call it too)
   unset DIONYSUS_TEST_CONNINFO DIONYSUS_TEST_SSL_CA DIONYSUS_TEST_DATA
-  log "PostgreSQL $major: building and installing the extension"
-  if ! scripts/install.sh; then
-    record "pg$major install (no tests run)" 1
-    continue
-  fi
-
   if [ "${DIONYSUS_SKIP_PG_TEST:-0}" != 1 ]; then
     log "PostgreSQL $major: #[pg_test] units"
     # Outside the checkout: the postgres user must reach it whatever the clone's parent permissions.
@@ -60,6 +55,12 @@ for major in $MAJORS; do
     mkdir -p "$pgtest_data"; chown -R postgres:postgres "$pgtest_data" 2>/dev/null || true
     (cd extension && cargo pgrx test "pg$major" --release --runas postgres --pgdata "$pgtest_data")
     record "pg$major #[pg_test] units" $?
+  fi
+
+  log "PostgreSQL $major: building and installing the extension"
+  if ! scripts/install.sh; then
+    record "pg$major install (no tests run)" 1
+    continue
   fi
 
   is_full "$major" || continue
