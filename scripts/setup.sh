@@ -28,7 +28,7 @@ log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
 need_pkgs=()
 # (procps: pgrep/pkill/kill for cluster.sh and the tests; python3-pip: the model's wheel.)
 for p in "postgresql-${DEBIAN_PG}" "postgresql-server-dev-${DEBIAN_PG}" clang libclang-dev sudo make \
-         pkg-config libssl-dev dpkg-dev unzip procps python3-pip ca-certificates; do
+         pkg-config libssl-dev dpkg-dev unzip procps python3-pip ca-certificates openssl; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
