@@ -4,10 +4,19 @@
 -- `dionysus` (see dionysus.control); pgvector's `vector` type resolves through the
 -- search_path CREATE EXTENSION sets up for the script.
 --
+-- Two schemas: `dionysus` holds the API (every function a person or the driver calls, each
+-- with its COMMENT, so `\df+ dionysus.*` is the reference) and the tables; `dionysus_internal`
+-- holds the helpers the API is built from (checks, triggers, scheduler steps), kept apart as
+-- pg_graphql keeps its internals. The driver's role may execute them (the API's functions run
+-- as their caller) but nothing lists them as something to call.
+--
 -- Organisation:
 --   enumerations · episodes · memories · episode membership · facts · entities/triples
 --   graph edges · concepts · neighborhoods (+ their stale queue) · embedding cache
 --   access log · recall configuration · worker status
+
+CREATE SCHEMA dionysus_internal;
+COMMENT ON SCHEMA dionysus_internal IS 'Dionysus internals: helpers of the API in schema dionysus; not for direct use, may change in any release.';
 
 -- ---------------------------------------------------------------------------------------
 -- Enumerations

@@ -26,7 +26,7 @@ CREATE TABLE heartbeat_config (
 );
 
 -- Costs and limits must be finite, non-negative numbers: a bad value is refused with its key named.
-CREATE FUNCTION heartbeat_config_check() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION dionysus_internal.heartbeat_config_check() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.value IS NULL OR NEW.value = 'NaN'::float8 OR NEW.value IN ('Infinity'::float8, '-Infinity'::float8)
        OR NEW.value < 0 THEN
@@ -40,7 +40,7 @@ BEGIN
     RETURN NEW;
 END $$;
 CREATE TRIGGER heartbeat_config_check BEFORE INSERT OR UPDATE ON heartbeat_config
-    FOR EACH ROW EXECUTE FUNCTION heartbeat_config_check();
+    FOR EACH ROW EXECUTE FUNCTION dionysus_internal.heartbeat_config_check();
 
 INSERT INTO heartbeat_config (key, value, description) VALUES
     ('base_regeneration', 10, 'energy regained at the start of each heartbeat'),

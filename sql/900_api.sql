@@ -27,7 +27,7 @@ DECLARE
     f text;
 BEGIN
     FOREACH f IN ARRAY ARRAY['dionysus.heartbeat_warnings()', 'dionysus.chat_context(uuid, integer, integer)',
-                             'dionysus.web_only_basis(text)'] LOOP
+                             'dionysus_internal.web_only_basis(text)'] LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, dionysus, %I', f, vschema);
     END LOOP;
 END $$;
@@ -55,7 +55,7 @@ SELECT
     (SELECT count(*) FROM memory_access_log)                          AS pending_access_log,
     (SELECT count(*) FROM embedding_cache)                            AS cached_embeddings,
     l.refreshed_at                                                    AS lexicon_refreshed_at,
-    table_bytes(ARRAY['memories', 'memory_neighborhoods', 'memory_access_log', 'embedding_cache', 'triples', 'episodes']) AS table_bytes
+    dionysus_internal.table_bytes(ARRAY['memories', 'memory_neighborhoods', 'memory_access_log', 'embedding_cache', 'triples', 'episodes']) AS table_bytes
 FROM worker_status w CROSS JOIN lexicon_stats l;
 
 COMMENT ON VIEW memory_health IS
@@ -192,14 +192,14 @@ COMMENT ON FUNCTION link_goal_memory(uuid, uuid, text) IS 'Links a goal and a me
 COMMENT ON FUNCTION claim_work(text, text[], integer, uuid) IS
     'Claims up to max_items available work items (optionally of some actions, or of one heartbeat) for a worker, with a lease; '
     'expired leases return to the queue.';
-COMMENT ON FUNCTION claim_rows(text, uuid[]) IS
+COMMENT ON FUNCTION dionysus_internal.claim_rows(text, uuid[]) IS
     'Marks the given pending items claimed by a worker, with a lease and a new lease_token (used by claim_work and claim_work_item).';
 COMMENT ON FUNCTION claim_work_item(uuid, text) IS
     'Claims one known pending item whatever its available_at (the conversation extracting its own turn); no row when it is not pending.';
 COMMENT ON FUNCTION release_work(uuid, text, integer, uuid) IS
     'Hands a claimed item back without spending an attempt (the driver could not work on it: LLM down, shutting down); '
     'claimable again after delay_seconds. With lease (the claim''s lease_token), only its holder may.';
-COMMENT ON FUNCTION expire_work_leases() IS
+COMMENT ON FUNCTION dionysus_internal.expire_work_leases() IS
     'Returns items whose lease ran out to the queue (or fails them when their attempts are spent, refunding their energy).';
 COMMENT ON FUNCTION complete_work(uuid, jsonb, uuid) IS
     'Applies a claimed work item''s result (memories, facts, triples, goals, goal_progress, identity, worldview, concepts, '
@@ -216,11 +216,11 @@ COMMENT ON FUNCTION mark_outbox_sent(uuid, text) IS
     'Marks a message delivered, exactly once (by hand; the driver uses reserve_outbox / confirm_outbox).';
 COMMENT ON FUNCTION mark_outbox_failed(uuid, text, boolean) IS 'Records a failed delivery; the message stays pending until 5 attempts.';
 COMMENT ON FUNCTION approve_outbox(uuid) IS 'A human''s approval of a public message.';
-COMMENT ON FUNCTION outbox_lease() IS 'How long a reservation of an outbox message lasts (heartbeat_config.outbox_lease_seconds).';
+COMMENT ON FUNCTION dionysus_internal.outbox_lease() IS 'How long a reservation of an outbox message lasts (heartbeat_config.outbox_lease_seconds).';
 COMMENT ON FUNCTION reserve_outbox(text, text, integer) IS
     'Reserves up to max_items deliverable messages of a platform for a worker (a lease, committed at once; nothing stays locked '
     'while the platform is called). Reservations that lapsed are taken again.';
-COMMENT ON FUNCTION require_reserved_outbox(uuid, text) IS 'The outbox row, locked, unsent and still reserved by this worker; otherwise 55000 saying why.';
+COMMENT ON FUNCTION dionysus_internal.require_reserved_outbox(uuid, text) IS 'The outbox row, locked, unsent and still reserved by this worker; otherwise 55000 saying why.';
 COMMENT ON FUNCTION outbox_part_sent(uuid, text, integer, text) IS
     'Records that part N (from 0, in order) of a message was delivered, with its platform id; a repeat is a no-op. Renews the lease.';
 COMMENT ON FUNCTION confirm_outbox(uuid, text, text, text) IS
@@ -231,15 +231,15 @@ COMMENT ON FUNCTION release_outbox(uuid, text, text, boolean) IS
 COMMENT ON FUNCTION maintain_target(text, uuid) IS
     'The maintain action''s target (§3.2.3) with its evidence: memory_id, else the belief or identity aspect named by target, else the '
     'memory recall finds for it; with neither, the least confident belief or the oldest unconfirmed fact. NULL when there is nothing.';
-COMMENT ON FUNCTION apply_maintenance(jsonb, uuid, uuid) IS
+COMMENT ON FUNCTION dionysus_internal.apply_maintenance(jsonb, uuid, uuid) IS
     'Applies a maintain verdict {kind, id, verdict keep|update|retire, confidence, content, reason} and records it in memory_changes: '
     'a memory''s new wording supersedes it, a retired belief or aspect is removed, a new text resting on the web alone is refused.';
-COMMENT ON FUNCTION refund_work(uuid) IS 'Gives back, once, the energy a heartbeat spent on an action that failed for good.';
-COMMENT ON FUNCTION require_claimed_work(uuid, uuid) IS
+COMMENT ON FUNCTION dionysus_internal.refund_work(uuid) IS 'Gives back, once, the energy a heartbeat spent on an action that failed for good.';
+COMMENT ON FUNCTION dionysus_internal.require_claimed_work(uuid, uuid) IS
     'The work item, locked; with a lease, the caller must still hold it (an item claimed again since is someone else''s: 55000).';
 COMMENT ON FUNCTION heartbeat_touch(uuid) IS
     'The driver''s sign of life while it works on a heartbeat; returns its status (''recovered'': the scheduler closed it after silence, stop).';
-COMMENT ON FUNCTION recover_stalled_heartbeats() IS
+COMMENT ON FUNCTION dionysus_internal.recover_stalled_heartbeats() IS
     'Closes heartbeats whose driver fell silent for heartbeat_timeout_minutes, each in its own subtransaction (one that fails is closed by force, with its reason).';
 COMMENT ON FUNCTION session_start() IS 'The person is talking: heartbeats pause.';
 COMMENT ON FUNCTION note_user_message() IS 'The person spoke (ends the reach-out cooldown).';
@@ -257,25 +257,25 @@ COMMENT ON FUNCTION prune_history(integer) IS
     'Retention: deletes, at most batch rows per table, ledger entries, finished heartbeats, finished work, sent messages of the outbox, '
     'access-log rows and cache entries older than heartbeat_config.retention_days (90). Never the message log or memories. '
     'The maintenance pass calls it; returns the counts.';
-COMMENT ON FUNCTION table_bytes(text[]) IS 'Total sizes (with indexes and TOAST) of the named dionysus tables, in bytes.';
+COMMENT ON FUNCTION dionysus_internal.table_bytes(text[]) IS 'Total sizes (with indexes and TOAST) of the named dionysus tables, in bytes.';
 COMMENT ON FUNCTION action_costs() IS 'The cost of every action (heartbeat_config.cost_<action>) as a jsonb object, cheapest first.';
 COMMENT ON FUNCTION activated_themes(integer) IS
     'Themes recall touched in the last day: the concepts of recently recalled memories, else the memories themselves (for the heartbeat context).';
-COMMENT ON FUNCTION check_self_model(text, text, double precision) IS
+COMMENT ON FUNCTION dionysus_internal.check_self_model(text, text, double precision) IS
     'Internal: the shared checks of set_identity_aspect and set_worldview_belief (a statement, a confidence in [0, 1]).';
-COMMENT ON FUNCTION complete_parent_goals(uuid) IS 'Internal: completes a goal''s parents, up the hierarchy, once all their children are completed (§4.6).';
-COMMENT ON FUNCTION enforce_goal_limits(uuid) IS
+COMMENT ON FUNCTION dionysus_internal.complete_parent_goals(uuid) IS 'Internal: completes a goal''s parents, up the hierarchy, once all their children are completed (§4.6).';
+COMMENT ON FUNCTION dionysus_internal.enforce_goal_limits(uuid) IS
     'Internal: keeps the goal limits (max_active_goals, max_queued_goals) by demoting the least recently touched overflow one level, never keep.';
-COMMENT ON FUNCTION goal_brief(dionysus.goals) IS 'Internal: a goal as the heartbeat context shows it (with its last progress and open blockers).';
-COMMENT ON FUNCTION goal_level(dionysus.goal_priority) IS 'Internal: the rank of a priority (active 3, queued 2, backburner 1, closed 0).';
-COMMENT ON FUNCTION goal_open_blockers(dionysus.goals) IS 'Internal: a goal''s unresolved blockers: free texts, and ids of goals not completed.';
-COMMENT ON FUNCTION heartbeat_config_check() IS 'Trigger: heartbeat_config values must be finite numbers >= 0 (carry_over within [0, 1]).';
-COMMENT ON FUNCTION heartbeat_interval_minutes() IS 'The time between heartbeats in minutes (the dionysus.heartbeat_interval setting, default 60).';
+COMMENT ON FUNCTION dionysus_internal.goal_brief(dionysus.goals) IS 'Internal: a goal as the heartbeat context shows it (with its last progress and open blockers).';
+COMMENT ON FUNCTION dionysus_internal.goal_level(dionysus.goal_priority) IS 'Internal: the rank of a priority (active 3, queued 2, backburner 1, closed 0).';
+COMMENT ON FUNCTION dionysus_internal.goal_open_blockers(dionysus.goals) IS 'Internal: a goal''s unresolved blockers: free texts, and ids of goals not completed.';
+COMMENT ON FUNCTION dionysus_internal.heartbeat_config_check() IS 'Trigger: heartbeat_config values must be finite numbers >= 0 (carry_over within [0, 1]).';
+COMMENT ON FUNCTION dionysus_internal.heartbeat_interval_minutes() IS 'The time between heartbeats in minutes (the dionysus.heartbeat_interval setting, default 60).';
 COMMENT ON FUNCTION heartbeat_observe() IS 'The environment a heartbeat observes (§5.1): time, the person''s presence and silence, pending work, system status.';
-COMMENT ON FUNCTION heartbeat_setting(text) IS 'One value of heartbeat_config; an unknown key is an error naming it.';
-COMMENT ON FUNCTION messages_immutable() IS 'Trigger: the message log is immutable (only links that deletions clear may change).';
-COMMENT ON FUNCTION require_goal(uuid, text) IS 'Internal: the goal, locked, or an error naming the argument.';
-COMMENT ON FUNCTION require_outbox(uuid) IS 'Internal: the outbox message, locked, or an error naming outbox_id.';
+COMMENT ON FUNCTION dionysus_internal.heartbeat_setting(text) IS 'One value of heartbeat_config; an unknown key is an error naming it.';
+COMMENT ON FUNCTION dionysus_internal.messages_immutable() IS 'Trigger: the message log is immutable (only links that deletions clear may change).';
+COMMENT ON FUNCTION dionysus_internal.require_goal(uuid, text) IS 'Internal: the goal, locked, or an error naming the argument.';
+COMMENT ON FUNCTION dionysus_internal.require_outbox(uuid) IS 'Internal: the outbox message, locked, or an error naming outbox_id.';
 COMMENT ON FUNCTION set_identity_aspect(text, double precision) IS
     'Adds an identity aspect (who the agent takes itself to be), or updates its confidence; returns its id (reflect writes these).';
 COMMENT ON FUNCTION set_worldview_belief(text, double precision) IS
@@ -317,11 +317,11 @@ COMMENT ON FUNCTION episode_transcript(uuid) IS 'An episode''s memories in order
 -- Privacy between people, trust of web content
 -- ---------------------------------------------------------------------------------------
 COMMENT ON FUNCTION person_key(text, text) IS 'The key of a person on a platform, ''platform:author_id'': what private_to lists.';
-COMMENT ON FUNCTION visible_to(text[], text) IS
+COMMENT ON FUNCTION dionysus_internal.visible_to(text[], text) IS
     'Whether a person may see something private to private_to: it is private to nobody, or to nobody but them.';
-COMMENT ON FUNCTION privacy_union(text[], text[]) IS 'The privacy of something made of two things: the people of both, sorted; NULL if neither is private.';
-COMMENT ON FUNCTION memory_privacy(uuid[]) IS 'The people whose private words these memories hold (what is made from them is as private).';
-COMMENT ON FUNCTION web_only_basis(text) IS
+COMMENT ON FUNCTION dionysus_internal.privacy_union(text[], text[]) IS 'The privacy of something made of two things: the people of both, sorted; NULL if neither is private.';
+COMMENT ON FUNCTION dionysus_internal.memory_privacy(uuid[]) IS 'The people whose private words these memories hold (what is made from them is as private).';
+COMMENT ON FUNCTION dionysus_internal.web_only_basis(text) IS
     'True when the active memories closest to a text (five nearest, similarity >= 0.5) exist and all came from the web: '
     'identity, worldview and reach-outs resting on it alone are refused.';
 COMMENT ON FUNCTION reach_out_target(text) IS
@@ -330,10 +330,10 @@ COMMENT ON FUNCTION known_people() IS 'The people who talk with Dionysus, most r
 
 -- ---------------------------------------------------------------------------------------
 -- The driver's role (least privilege). CREATE EXTENSION creates dionysus_driver (NOLOGIN;
--- give it LOGIN and a password to use it) and grants it what the driver's calls need: the
--- schema, every function, and rows — reading and writing the organs' tables, appending to
--- the message log and the ledger (never rewriting them), reading the configuration and the
--- prompt templates, and clearing the maintenance queues the `maintain` action works off.
+-- give it LOGIN and a password to use it) and grants it what the driver's calls need: both
+-- schemas (the API's functions run as their caller, so its internals too), every function,
+-- and rows — reading and writing the organs' tables, appending to the message log and the
+-- ledger (never rewriting them), reading the configuration and the prompt templates, and clearing the maintenance queues the `maintain` action works off.
 -- No DDL, no TRUNCATE, no other schema, nothing outside this database.
 -- Roles are cluster-wide: a second database's CREATE EXTENSION reuses the role.
 -- ---------------------------------------------------------------------------------------
@@ -343,8 +343,8 @@ BEGIN
 EXCEPTION WHEN duplicate_object OR unique_violation THEN
     NULL; -- created by another database's CREATE EXTENSION
 END $$;
-GRANT USAGE ON SCHEMA dionysus TO dionysus_driver;
-GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA dionysus TO dionysus_driver;
+GRANT USAGE ON SCHEMA dionysus, dionysus_internal TO dionysus_driver;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA dionysus, dionysus_internal TO dionysus_driver;
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA dionysus TO dionysus_driver;
 GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA dionysus TO dionysus_driver;
 REVOKE INSERT, UPDATE ON heartbeat_config, recall_config, prompt_templates FROM dionysus_driver;

@@ -5,6 +5,7 @@ use crate::channel::Incoming;
 use crate::db::DbError;
 use crate::llm::Msg;
 use crate::prompt::{self, bullets, render};
+use crate::actions;
 use crate::work::{self, Outcome};
 use crate::outbox;
 use crate::{fallback, Mind};
@@ -118,7 +119,7 @@ pub async fn extract_now(mind: &Mind, work_id: Uuid) {
             return;
         }
     };
-    let outcome = work::guarded(mind, work::execute(mind, &item)).await.unwrap_or(Outcome::Release("driver shutting down".into(), 0));
+    let outcome = work::guarded(mind, actions::execute(mind, &item)).await.unwrap_or(Outcome::Release("driver shutting down".into(), 0));
     if let Err(e) = work::settle(&mind.work_db, &item, outcome).await {
         tracing::warn!(error = %e, "cannot settle the extraction (its lease will expire)");
     }

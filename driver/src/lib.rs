@@ -4,11 +4,13 @@
 //! - [`conversation`]: a message is an event: log → context → reply → extraction afterwards
 //! - [`fallback`]: the honest answer when the model cannot be used
 //! - [`heartbeat`]: begin → decision → commit → queued work → narrative → finish
-//! - [`work`]: the queued actions and language jobs, claimed/completed/failed via the queue
+//! - [`work`]: the queue's plumbing: claim, run, settle (complete/fail/release) under a lease
+//! - [`actions`]: what each queued action and language job does
 //! - [`outbox`]: unprompted messages, delivered once
 //! - [`runtime`]: wiring, NOTIFY wake-ups, shutdown
 //! - [`channel`]: Discord, terminal and test channels behind one trait
 //! - [`llm`], [`db`]: the two outside services, each resilient to failure
+pub mod actions;
 pub mod channel;
 pub mod config;
 pub mod conversation;

@@ -97,6 +97,28 @@ DROP FUNCTION dionysus.fail_work(uuid, text, boolean);
 DROP FUNCTION dionysus.complete_work(uuid, jsonb);
 
 
+-- ---------------------------------------------------------------------------------------
+-- The internals move to a schema of their own, so that \df+ dionysus.* lists exactly the API.
+-- Moved, not recreated: triggers and every caller keep pointing at the same functions.
+-- ---------------------------------------------------------------------------------------
+CREATE SCHEMA dionysus_internal;
+COMMENT ON SCHEMA dionysus_internal IS 'Dionysus internals: helpers of the API in schema dionysus; not for direct use, may change in any release.';
+ALTER FUNCTION dionysus.check_self_model(text,text,double precision) SET SCHEMA dionysus_internal;
+ALTER FUNCTION dionysus.claim_rows(text,uuid[]) SET SCHEMA dionysus_internal;
+ALTER FUNCTION dionysus.complete_parent_goals(uuid) SET SCHEMA dionysus_internal;
+ALTER FUNCTION dionysus.enforce_goal_limits(uuid) SET SCHEMA dionysus_internal;
+ALTER FUNCTION dionysus.expire_work_leases() SET SCHEMA dionysus_internal;
+ALTER FUNCTION dionysus.goal_brief(dionysus.goals) SET SCHEMA dionysus_internal;
+ALTER FUNCTION dionysus.goal_level(dionysus.goal_priority) SET SCHEMA dionysus_internal;
+ALTER FUNCTION dionysus.goal_open_blockers(dionysus.goals) SET SCHEMA dionysus_internal;
+ALTER FUNCTION dionysus.heartbeat_config_check() SET SCHEMA dionysus_internal;
+ALTER FUNCTION dionysus.heartbeat_interval_minutes() SET SCHEMA dionysus_internal;
+ALTER FUNCTION dionysus.heartbeat_setting(text) SET SCHEMA dionysus_internal;
+ALTER FUNCTION dionysus.messages_immutable() SET SCHEMA dionysus_internal;
+ALTER FUNCTION dionysus.recover_stalled_heartbeats() SET SCHEMA dionysus_internal;
+ALTER FUNCTION dionysus.require_goal(uuid,text) SET SCHEMA dionysus_internal;
+ALTER FUNCTION dionysus.require_outbox(uuid) SET SCHEMA dionysus_internal;
+
 -- The new prompt templates (maintain, and inquire_deep's query plan and confidence).
 INSERT INTO dionysus.prompt_templates (key, version, temperature, note, template) VALUES
 ('maintain', 1, 0.2, 'heartbeat action: maintain (§3.2.3), the judgement of one belief, aspect or memory', $t$TASK: maintain
@@ -220,11 +242,25 @@ AS 'MODULE_PATHNAME', 'recall_wrapper';
 
 
 -- ---------------------------------------------------------------------------------------
--- Every SQL function of the organs, as sql/003, 004 and 005 define them at 0.2.0 (those that
--- did not change are replaced by themselves).
+-- Every SQL function, as the organs' files define them at 0.2.0 (those that did not change
+-- are replaced by themselves).
 -- ---------------------------------------------------------------------------------------
 
-CREATE OR REPLACE FUNCTION heartbeat_setting(setting_key text) RETURNS double precision
+CREATE OR REPLACE FUNCTION dionysus_internal.heartbeat_config_check() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.value IS NULL OR NEW.value = 'NaN'::float8 OR NEW.value IN ('Infinity'::float8, '-Infinity'::float8)
+       OR NEW.value < 0 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "heartbeat_config.%": % must be a finite number >= 0', NEW.key, NEW.value
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NEW.key IN ('carry_over') AND NEW.value > 1 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "heartbeat_config.carry_over": % must be within [0, 1]', NEW.value
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN NEW;
+END $$;
+
+CREATE OR REPLACE FUNCTION dionysus_internal.heartbeat_setting(setting_key text) RETURNS double precision
     LANGUAGE plpgsql STABLE AS $$
 DECLARE v double precision;
 BEGIN
@@ -266,27 +302,27 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     SELECT current_energy INTO before FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
-    after := greatest(dionysus.heartbeat_setting('min_energy'),
-                      least(before + delta, dionysus.heartbeat_setting('max_energy')));
+    after := greatest(dionysus_internal.heartbeat_setting('min_energy'),
+                      least(before + delta, dionysus_internal.heartbeat_setting('max_energy')));
     UPDATE dionysus.heartbeat_state SET current_energy = after, updated_at = now() WHERE id = 1;
     INSERT INTO dionysus.energy_ledger (heartbeat_id, action, delta, energy_before, energy_after, reason)
     VALUES (update_energy.heartbeat_id, update_energy.action, after - before, before, after, update_energy.reason);
     RETURN after;
 END $$;
 
-CREATE OR REPLACE FUNCTION goal_level(p dionysus.goal_priority) RETURNS integer
+CREATE OR REPLACE FUNCTION dionysus_internal.goal_level(p dionysus.goal_priority) RETURNS integer
     LANGUAGE sql IMMUTABLE AS $$
     SELECT CASE p WHEN 'active' THEN 3 WHEN 'queued' THEN 2 WHEN 'backburner' THEN 1 ELSE 0 END
 $$;
 
-CREATE OR REPLACE FUNCTION enforce_goal_limits(keep uuid DEFAULT NULL) RETURNS integer
+CREATE OR REPLACE FUNCTION dionysus_internal.enforce_goal_limits(keep uuid DEFAULT NULL) RETURNS integer
     LANGUAGE plpgsql AS $$
 DECLARE
     demoted integer := 0;
     over integer;
     g record;
 BEGIN
-    over := (SELECT count(*) FROM dionysus.goals WHERE priority = 'active') - dionysus.heartbeat_setting('max_active_goals');
+    over := (SELECT count(*) FROM dionysus.goals WHERE priority = 'active') - dionysus_internal.heartbeat_setting('max_active_goals');
     FOR g IN SELECT id FROM dionysus.goals WHERE priority = 'active' AND id IS DISTINCT FROM keep
              ORDER BY last_touched, created_at LIMIT greatest(over, 0) LOOP
         UPDATE dionysus.goals SET priority = 'queued',
@@ -294,7 +330,7 @@ BEGIN
          WHERE id = g.id;
         demoted := demoted + 1;
     END LOOP;
-    over := (SELECT count(*) FROM dionysus.goals WHERE priority = 'queued') - dionysus.heartbeat_setting('max_queued_goals');
+    over := (SELECT count(*) FROM dionysus.goals WHERE priority = 'queued') - dionysus_internal.heartbeat_setting('max_queued_goals');
     FOR g IN SELECT id FROM dionysus.goals WHERE priority = 'queued' AND id IS DISTINCT FROM keep
              ORDER BY last_touched, created_at LIMIT greatest(over, 0) LOOP
         UPDATE dionysus.goals SET priority = 'backburner',
@@ -305,7 +341,7 @@ BEGIN
     RETURN demoted;
 END $$;
 
-CREATE OR REPLACE FUNCTION require_goal(goal_id uuid, arg text DEFAULT 'goal_id') RETURNS dionysus.goals
+CREATE OR REPLACE FUNCTION dionysus_internal.require_goal(goal_id uuid, arg text DEFAULT 'goal_id') RETURNS dionysus.goals
     LANGUAGE plpgsql AS $$
 DECLARE g dionysus.goals;
 BEGIN
@@ -351,7 +387,7 @@ BEGIN
     -- comes before any goal row (the global lock order in 002_heartbeat.sql).
     PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
     IF parent_goal_id IS NOT NULL THEN
-        parent := dionysus.require_goal(parent_goal_id, 'parent_goal_id');
+        parent := dionysus_internal.require_goal(parent_goal_id, 'parent_goal_id');
         IF parent.priority IN ('completed', 'abandoned') THEN
             RAISE EXCEPTION 'dionysus: invalid argument "parent_goal_id": goal % is %', parent_goal_id, parent.priority
                 USING ERRCODE = 'invalid_parameter_value';
@@ -377,21 +413,21 @@ BEGIN
     -- A newcomer that does not fit takes the overflow itself, one level down at a time;
     -- only a user's request displaces the stalest active goal instead.
     IF src <> 'user_request' THEN
-        IF prio = 'active' AND (SELECT count(*) FROM dionysus.goals WHERE priority = 'active') >= dionysus.heartbeat_setting('max_active_goals') THEN
+        IF prio = 'active' AND (SELECT count(*) FROM dionysus.goals WHERE priority = 'active') >= dionysus_internal.heartbeat_setting('max_active_goals') THEN
             prio := 'queued';
         END IF;
-        IF prio = 'queued' AND (SELECT count(*) FROM dionysus.goals WHERE priority = 'queued') >= dionysus.heartbeat_setting('max_queued_goals') THEN
+        IF prio = 'queued' AND (SELECT count(*) FROM dionysus.goals WHERE priority = 'queued') >= dionysus_internal.heartbeat_setting('max_queued_goals') THEN
             prio := 'backburner';
         END IF;
     END IF;
     INSERT INTO dionysus.goals (title, description, priority, source, parent_goal_id, emotional_valence, blocked_by, private_to)
     VALUES (btrim(title), description, prio, src, parent_goal_id, emotional_valence, blocked_by,
-            dionysus.privacy_union(private_to, NULL))
+            dionysus_internal.privacy_union(private_to, NULL))
     RETURNING id INTO new_id;
     IF origin_memory_id IS NOT NULL THEN
         INSERT INTO dionysus.goal_memory_links (goal_id, memory_id, link_type) VALUES (new_id, origin_memory_id, 'origin');
     END IF;
-    PERFORM dionysus.enforce_goal_limits(new_id);
+    PERFORM dionysus_internal.enforce_goal_limits(new_id);
     RETURN new_id;
 END $$;
 
@@ -403,7 +439,7 @@ DECLARE
 BEGIN
     -- The goals lock before the goal's row: the global lock order (002_heartbeat.sql).
     PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
-    g := dionysus.require_goal(goal_id);
+    g := dionysus_internal.require_goal(goal_id);
     IF new_priority IS NULL OR lower(btrim(new_priority)) NOT IN ('active', 'queued', 'backburner', 'completed', 'abandoned') THEN
         RAISE EXCEPTION 'dionysus: invalid argument "new_priority": unknown priority %', new_priority
             USING ERRCODE = 'invalid_parameter_value';
@@ -420,7 +456,7 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "new_priority": only an active goal can be completed (goal % is %)', goal_id, g.priority
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF target IN ('active', 'queued', 'backburner') AND abs(dionysus.goal_level(target) - dionysus.goal_level(g.priority)) <> 1 THEN
+    IF target IN ('active', 'queued', 'backburner') AND abs(dionysus_internal.goal_level(target) - dionysus_internal.goal_level(g.priority)) <> 1 THEN
         RAISE EXCEPTION 'dionysus: invalid argument "new_priority": % → % skips a level (backburner ↔ queued ↔ active)', g.priority, target
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -437,13 +473,13 @@ BEGIN
                      'note', format('%s → %s%s', g.priority, target, coalesce(': ' || reason, ''))))
     WHERE id = goal_id;
     IF target = 'completed' THEN
-        PERFORM dionysus.complete_parent_goals(goal_id);
+        PERFORM dionysus_internal.complete_parent_goals(goal_id);
     END IF;
-    PERFORM dionysus.enforce_goal_limits(goal_id);
+    PERFORM dionysus_internal.enforce_goal_limits(goal_id);
     RETURN target::text;
 END $$;
 
-CREATE OR REPLACE FUNCTION complete_parent_goals(child uuid) RETURNS void
+CREATE OR REPLACE FUNCTION dionysus_internal.complete_parent_goals(child uuid) RETURNS void
     LANGUAGE plpgsql AS $$
 DECLARE p uuid;
 BEGIN
@@ -462,7 +498,7 @@ CREATE OR REPLACE FUNCTION add_goal_progress(goal_id uuid, note text, memory_id 
     LANGUAGE plpgsql AS $$
 DECLARE g dionysus.goals;
 BEGIN
-    g := dionysus.require_goal(goal_id);
+    g := dionysus_internal.require_goal(goal_id);
     IF note IS NULL OR btrim(note) = '' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "note": must not be empty' USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -477,7 +513,7 @@ END $$;
 CREATE OR REPLACE FUNCTION set_goal_blockers(goal_id uuid, blocked_by jsonb) RETURNS void
     LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM dionysus.require_goal(goal_id);
+    PERFORM dionysus_internal.require_goal(goal_id);
     IF blocked_by IS NOT NULL AND jsonb_typeof(blocked_by) <> 'array' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "blocked_by": must be a JSON array of goal ids or texts'
             USING ERRCODE = 'invalid_parameter_value';
@@ -492,7 +528,7 @@ END $$;
 CREATE OR REPLACE FUNCTION link_goal_memory(goal_id uuid, memory_id uuid, link_type text) RETURNS void
     LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM dionysus.require_goal(goal_id);
+    PERFORM dionysus_internal.require_goal(goal_id);
     IF memory_id IS NULL OR NOT EXISTS (SELECT 1 FROM dionysus.memories m WHERE m.id = memory_id) THEN
         RAISE EXCEPTION 'dionysus: argument "memory_id": no memory with id %', memory_id USING ERRCODE = 'no_data_found';
     END IF;
@@ -504,7 +540,7 @@ BEGIN
     ON CONFLICT DO NOTHING;
 END $$;
 
-CREATE OR REPLACE FUNCTION goal_open_blockers(g dionysus.goals) RETURNS jsonb
+CREATE OR REPLACE FUNCTION dionysus_internal.goal_open_blockers(g dionysus.goals) RETURNS jsonb
     LANGUAGE sql STABLE AS $$
     SELECT coalesce(jsonb_agg(b), '[]'::jsonb)
     FROM jsonb_array_elements(coalesce(g.blocked_by, '[]'::jsonb)) AS b
@@ -513,29 +549,29 @@ CREATE OR REPLACE FUNCTION goal_open_blockers(g dionysus.goals) RETURNS jsonb
                AND EXISTS (SELECT 1 FROM dionysus.goals d WHERE d.id = (b #>> '{}')::uuid AND d.priority = 'completed'))
 $$;
 
-CREATE OR REPLACE FUNCTION goal_brief(g dionysus.goals) RETURNS jsonb
+CREATE OR REPLACE FUNCTION dionysus_internal.goal_brief(g dionysus.goals) RETURNS jsonb
     LANGUAGE sql STABLE AS $$
     SELECT jsonb_build_object('id', g.id, 'title', g.title, 'description', g.description, 'priority', g.priority,
                               'source', g.source, 'parent_goal_id', g.parent_goal_id,
                               'last_touched', g.last_touched, 'emotional_valence', g.emotional_valence,
-                              'last_progress', g.progress -> -1, 'open_blockers', dionysus.goal_open_blockers(g))
+                              'last_progress', g.progress -> -1, 'open_blockers', dionysus_internal.goal_open_blockers(g))
 $$;
 
 CREATE OR REPLACE FUNCTION review_goals() RETURNS jsonb
     LANGUAGE plpgsql STABLE AS $$
 DECLARE
-    stale_days double precision := dionysus.heartbeat_setting('stale_goal_days');
+    stale_days double precision := dionysus_internal.heartbeat_setting('stale_goal_days');
     active jsonb; queued jsonb; blocked jsonb; stale jsonb; candidates jsonb;
     n_active integer; n_queued integer; n_backburner integer;
 BEGIN
-    SELECT coalesce(jsonb_agg(dionysus.goal_brief(g) ORDER BY g.last_touched DESC), '[]'), count(*)
+    SELECT coalesce(jsonb_agg(dionysus_internal.goal_brief(g) ORDER BY g.last_touched DESC), '[]'), count(*)
       INTO active, n_active FROM dionysus.goals g WHERE g.priority = 'active';
-    SELECT coalesce(jsonb_agg(dionysus.goal_brief(g) ORDER BY g.last_touched DESC), '[]'), count(*)
+    SELECT coalesce(jsonb_agg(dionysus_internal.goal_brief(g) ORDER BY g.last_touched DESC), '[]'), count(*)
       INTO queued, n_queued FROM dionysus.goals g WHERE g.priority = 'queued';
     SELECT count(*) INTO n_backburner FROM dionysus.goals WHERE priority = 'backburner';
-    SELECT coalesce(jsonb_agg(jsonb_build_object('id', g.id, 'title', g.title, 'blocked_by', dionysus.goal_open_blockers(g))), '[]')
+    SELECT coalesce(jsonb_agg(jsonb_build_object('id', g.id, 'title', g.title, 'blocked_by', dionysus_internal.goal_open_blockers(g))), '[]')
       INTO blocked FROM dionysus.goals g
-     WHERE g.priority = 'active' AND jsonb_array_length(dionysus.goal_open_blockers(g)) > 0;
+     WHERE g.priority = 'active' AND jsonb_array_length(dionysus_internal.goal_open_blockers(g)) > 0;
     SELECT coalesce(jsonb_agg(jsonb_build_object('id', g.id, 'title', g.title,
                     'days_untouched', round((extract(epoch FROM now() - g.last_touched) / 86400)::numeric, 1))), '[]')
       INTO stale FROM dionysus.goals g
@@ -543,7 +579,7 @@ BEGIN
     -- Queued goals that are unblocked, most recently touched (most relevant) first.
     SELECT coalesce(jsonb_agg(jsonb_build_object('id', c.id, 'title', c.title)), '[]') INTO candidates
       FROM (SELECT g.id, g.title FROM dionysus.goals g
-             WHERE g.priority = 'queued' AND jsonb_array_length(dionysus.goal_open_blockers(g)) = 0
+             WHERE g.priority = 'queued' AND jsonb_array_length(dionysus_internal.goal_open_blockers(g)) = 0
              ORDER BY g.last_touched DESC LIMIT 3) c;
     RETURN jsonb_build_object(
         'active', active, 'queued', queued, 'backburner_count', n_backburner,
@@ -552,7 +588,7 @@ BEGIN
         'suggest_promotion', CASE WHEN n_active = 0 AND jsonb_array_length(candidates) > 0 THEN candidates -> 0 END);
 END $$;
 
-CREATE OR REPLACE FUNCTION check_self_model(arg text, statement text, confidence double precision) RETURNS void
+CREATE OR REPLACE FUNCTION dionysus_internal.check_self_model(arg text, statement text, confidence double precision) RETURNS void
     LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
     IF statement IS NULL OR btrim(statement) = '' THEN
@@ -567,7 +603,7 @@ CREATE OR REPLACE FUNCTION set_identity_aspect(aspect text, confidence double pr
     LANGUAGE plpgsql AS $$
 DECLARE r uuid;
 BEGIN
-    PERFORM dionysus.check_self_model('aspect', aspect, confidence);
+    PERFORM dionysus_internal.check_self_model('aspect', aspect, confidence);
     INSERT INTO dionysus.identity_aspects (aspect, confidence) VALUES (btrim(aspect), confidence)
     ON CONFLICT (aspect_key) DO UPDATE SET confidence = EXCLUDED.confidence, updated_at = now()
     RETURNING id INTO r;
@@ -578,7 +614,7 @@ CREATE OR REPLACE FUNCTION set_worldview_belief(belief text, confidence double p
     LANGUAGE plpgsql AS $$
 DECLARE r uuid;
 BEGIN
-    PERFORM dionysus.check_self_model('belief', belief, confidence);
+    PERFORM dionysus_internal.check_self_model('belief', belief, confidence);
     INSERT INTO dionysus.worldview_beliefs (belief, confidence) VALUES (btrim(belief), confidence)
     ON CONFLICT (belief_key) DO UPDATE SET confidence = EXCLUDED.confidence, updated_at = now()
     RETURNING id INTO r;
@@ -615,59 +651,11 @@ CREATE OR REPLACE FUNCTION pause_heartbeats(paused boolean DEFAULT true) RETURNS
     UPDATE dionysus.heartbeat_state SET paused = pause_heartbeats.paused, updated_at = now() WHERE id = 1;
 $$;
 
-CREATE OR REPLACE FUNCTION heartbeat_warnings() RETURNS jsonb
-    LANGUAGE plpgsql STABLE AS $$
-DECLARE
-    w jsonb := '[]'::jsonb;
-    avg_unused double precision;
-    n integer;
-    reach_outs integer;
-    loop_sim double precision;
-BEGIN
-    -- Hoarding (§9.2): average unused energy over 5 across the last 24 heartbeats (no verdict before 24).
-    SELECT avg(energy_end), count(*) INTO avg_unused, n
-      FROM (SELECT energy_end FROM dionysus.heartbeat_log WHERE energy_end IS NOT NULL
-             ORDER BY heartbeat_number DESC LIMIT 24) h;
-    IF n >= 24 AND avg_unused > 5 THEN
-        w := w || jsonb_build_array(jsonb_build_object('kind', 'hoarding', 'avg_unused_energy', round(avg_unused::numeric, 2),
-             'heartbeats', n, 'message', 'Energy keeps going unused; spend it on something that matters, or reflect on why not.'));
-    END IF;
-    -- Reach-out spam: 5 or more in 24 hours.
-    SELECT count(*) INTO reach_outs FROM dionysus.heartbeat_log h, jsonb_array_elements(h.actions_taken) a
-     WHERE h.started_at > now() - interval '24 hours' AND a ->> 'action' = 'reach_out_user';
-    IF reach_outs >= 5 THEN
-        w := w || jsonb_build_array(jsonb_build_object('kind', 'reach_out_spam', 'reach_outs_24h', reach_outs,
-             'message', 'You have messaged the user often today; let them come to you.'));
-    END IF;
-    -- Stagnation: active goals untouched for a week.
-    IF EXISTS (SELECT 1 FROM dionysus.goals WHERE priority = 'active'
-                AND last_touched < now() - make_interval(secs => dionysus.heartbeat_setting('stale_goal_days') * 86400)) THEN
-        w := w || jsonb_build_array(jsonb_build_object('kind', 'stagnation',
-             'goals', (SELECT jsonb_agg(title) FROM dionysus.goals WHERE priority = 'active'
-                        AND last_touched < now() - make_interval(secs => dionysus.heartbeat_setting('stale_goal_days') * 86400)),
-             'message', 'Some active goals have not moved in a week: progress, demote or abandon them.'));
-    END IF;
-    -- Loops: the last three narratives nearly the same (by embedding).
-    SELECT min(1 - (a.embedding <=> b.embedding)) INTO loop_sim
-      FROM (SELECT m.id, m.embedding, row_number() OVER (ORDER BY h.heartbeat_number DESC) AS r
-              FROM dionysus.heartbeat_log h JOIN dionysus.memories m ON m.id = h.memory_id
-             ORDER BY h.heartbeat_number DESC LIMIT 3) a
-      JOIN (SELECT m.id, m.embedding, row_number() OVER (ORDER BY h.heartbeat_number DESC) AS r
-              FROM dionysus.heartbeat_log h JOIN dionysus.memories m ON m.id = h.memory_id
-             ORDER BY h.heartbeat_number DESC LIMIT 3) b ON b.r = a.r + 1
-     HAVING count(*) = 2;
-    IF loop_sim IS NOT NULL AND loop_sim >= 0.9 THEN
-        w := w || jsonb_build_array(jsonb_build_object('kind', 'loop', 'similarity', round(loop_sim::numeric, 3),
-             'message', 'Your last heartbeats read almost the same. What else might deserve attention?'));
-    END IF;
-    RETURN w;
-END $$;
-
-CREATE OR REPLACE FUNCTION claim_rows(worker text, ids uuid[]) RETURNS SETOF work_queue
+CREATE OR REPLACE FUNCTION dionysus_internal.claim_rows(worker text, ids uuid[]) RETURNS SETOF work_queue
     LANGUAGE sql AS $$
     UPDATE dionysus.work_queue w SET status = 'claimed', attempts = w.attempts + 1, claimed_by = claim_rows.worker,
            claimed_at = now(), lease_token = gen_random_uuid(),
-           lease_until = now() + make_interval(mins => dionysus.heartbeat_setting('work_lease_minutes')::int)
+           lease_until = now() + make_interval(mins => dionysus_internal.heartbeat_setting('work_lease_minutes')::int)
      WHERE w.id = ANY(claim_rows.ids) AND w.status = 'pending'
     RETURNING w.*
 $$;
@@ -682,8 +670,8 @@ BEGIN
     IF max_items IS NULL OR max_items < 1 OR max_items > 1000 THEN
         RAISE EXCEPTION 'dionysus: invalid argument "max_items": % is outside [1, 1000]', max_items USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    PERFORM dionysus.expire_work_leases();
-    RETURN QUERY SELECT * FROM dionysus.claim_rows(worker, ARRAY(
+    PERFORM dionysus_internal.expire_work_leases();
+    RETURN QUERY SELECT * FROM dionysus_internal.claim_rows(worker, ARRAY(
         SELECT q.id FROM dionysus.work_queue q
          WHERE q.status = 'pending' AND q.available_at <= now()
            AND (actions IS NULL OR q.action = ANY(actions))
@@ -691,7 +679,7 @@ BEGIN
          ORDER BY q.created_at, q.id LIMIT max_items FOR UPDATE SKIP LOCKED));
 END $$;
 
-CREATE OR REPLACE FUNCTION expire_work_leases() RETURNS integer
+CREATE OR REPLACE FUNCTION dionysus_internal.expire_work_leases() RETURNS integer
     LANGUAGE plpgsql AS $$
 DECLARE
     n integer;
@@ -710,13 +698,13 @@ BEGIN
           RETURNING * LOOP
         n := n + 1;
         IF w.status = 'failed' THEN
-            PERFORM dionysus.refund_work(w.id);
+            PERFORM dionysus_internal.refund_work(w.id);
         END IF;
     END LOOP;
     RETURN n;
 END $$;
 
-CREATE OR REPLACE FUNCTION refund_work(work_id uuid) RETURNS double precision
+CREATE OR REPLACE FUNCTION dionysus_internal.refund_work(work_id uuid) RETURNS double precision
     LANGUAGE plpgsql AS $$
 DECLARE
     cost double precision;
@@ -742,7 +730,7 @@ BEGIN
     IF worker IS NULL OR btrim(worker) = '' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "worker": must name the claimer' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    RETURN QUERY SELECT * FROM dionysus.claim_rows(worker, ARRAY(
+    RETURN QUERY SELECT * FROM dionysus_internal.claim_rows(worker, ARRAY(
         SELECT q.id FROM dionysus.work_queue q WHERE q.id = claim_work_item.work_id AND q.status = 'pending'
            FOR UPDATE SKIP LOCKED));
 END $$;
@@ -756,7 +744,7 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "delay_seconds": % is outside [0, 86400]', delay_seconds
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    w := dionysus.require_claimed_work(work_id, lease);
+    w := dionysus_internal.require_claimed_work(work_id, lease);
     IF w.status <> 'claimed' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "work_id": work item % is %, not claimed', work_id, w.status
             USING ERRCODE = 'invalid_parameter_value';
@@ -766,7 +754,7 @@ BEGIN
      WHERE id = w.id;
 END $$;
 
-CREATE OR REPLACE FUNCTION require_claimed_work(work_id uuid, lease uuid DEFAULT NULL) RETURNS dionysus.work_queue
+CREATE OR REPLACE FUNCTION dionysus_internal.require_claimed_work(work_id uuid, lease uuid DEFAULT NULL) RETURNS dionysus.work_queue
     LANGUAGE plpgsql AS $$
 DECLARE w dionysus.work_queue;
 BEGIN
@@ -805,7 +793,7 @@ BEGIN
     IF result ? 'goals' OR result ? 'goal_progress' THEN
         PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
     END IF;
-    w := dionysus.require_claimed_work(work_id, lease);
+    w := dionysus_internal.require_claimed_work(work_id, lease);
     IF w.status = 'done' THEN
         RETURN w.result -> 'applied';
     END IF;
@@ -833,8 +821,8 @@ BEGIN
         RAISE EXCEPTION 'dionysus: argument "result.basis": must be an array of memory ids' USING ERRCODE = 'invalid_text_representation';
     END IF;
     privacy := CASE WHEN w.params ->> 'person' IS NOT NULL THEN ARRAY[w.params ->> 'person'] END;
-    privacy := dionysus.privacy_union(privacy, (SELECT h.private_to FROM dionysus.heartbeat_log h WHERE h.id = w.heartbeat_id));
-    privacy := dionysus.privacy_union(privacy, dionysus.memory_privacy(
+    privacy := dionysus_internal.privacy_union(privacy, (SELECT h.private_to FROM dionysus.heartbeat_log h WHERE h.id = w.heartbeat_id));
+    privacy := dionysus_internal.privacy_union(privacy, dionysus_internal.memory_privacy(
                    ARRAY(SELECT (b #>> '{}')::uuid FROM jsonb_array_elements(coalesce(result -> 'basis', '[]')) b)));
     from_web := w.action IN ('inquire_shallow', 'inquire_deep');
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'memories', '[]')) LOOP
@@ -892,18 +880,18 @@ BEGIN
         PERFORM dionysus.add_goal_progress((item ->> 'goal_id')::uuid, item ->> 'note');
     END LOOP;
     IF result ? 'maintenance' THEN
-        made := made || jsonb_build_object('maintenance', dionysus.apply_maintenance(result -> 'maintenance', w.heartbeat_id, w.id));
+        made := made || jsonb_build_object('maintenance', dionysus_internal.apply_maintenance(result -> 'maintenance', w.heartbeat_id, w.id));
     END IF;
     -- Who the agent is and what it believes never changes on the web's word alone.
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'identity', '[]')) LOOP
-        IF from_web OR dionysus.web_only_basis(item ->> 'aspect') THEN
+        IF from_web OR dionysus_internal.web_only_basis(item ->> 'aspect') THEN
             refused := refused || jsonb_build_object('identity', item ->> 'aspect', 'reason', 'rests on web content alone');
             CONTINUE;
         END IF;
         PERFORM dionysus.set_identity_aspect(item ->> 'aspect', coalesce((item ->> 'confidence')::float8, 0.5));
     END LOOP;
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'worldview', '[]')) LOOP
-        IF from_web OR dionysus.web_only_basis(item ->> 'belief') THEN
+        IF from_web OR dionysus_internal.web_only_basis(item ->> 'belief') THEN
             refused := refused || jsonb_build_object('worldview', item ->> 'belief', 'reason', 'rests on web content alone');
             CONTINUE;
         END IF;
@@ -914,13 +902,13 @@ BEGIN
             RAISE EXCEPTION 'dionysus: argument "result.message": a reach-out needs the message to send'
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
-        IF dionysus.web_only_basis(result ->> 'message') THEN
+        IF dionysus_internal.web_only_basis(result ->> 'message') THEN
             RAISE EXCEPTION 'dionysus: reach-out refused: web content is its only basis' USING ERRCODE = 'insufficient_privilege';
         END IF;
         IF w.action = 'reach_out_user' THEN
             -- Nobody has talked yet: the message goes to the home channel, and may hold nothing private.
             target := dionysus.reach_out_target(coalesce(result ->> 'person', w.params ->> 'person'));
-            IF NOT dionysus.visible_to(privacy, target ->> 'person') THEN
+            IF NOT dionysus_internal.visible_to(privacy, target ->> 'person') THEN
                 RAISE EXCEPTION 'dionysus: reach-out refused: it drew on what someone other than % said in private', target ->> 'person'
                     USING ERRCODE = 'insufficient_privilege';
             END IF;
@@ -951,7 +939,7 @@ DECLARE
     next_status dionysus.work_status;
 BEGIN
     PERFORM 1 FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE; -- lock order: state before rows (refund)
-    w := dionysus.require_claimed_work(work_id, lease);
+    w := dionysus_internal.require_claimed_work(work_id, lease);
     IF w.status <> 'claimed' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "work_id": work item % is %, not claimed', work_id, w.status
             USING ERRCODE = 'invalid_parameter_value';
@@ -960,13 +948,13 @@ BEGIN
     -- Exponential back-off: work_retry_seconds × 2^(attempts − 1).
     UPDATE dionysus.work_queue SET status = next_status, last_error = error, lease_until = NULL,
            completed_at = CASE WHEN next_status = 'failed' THEN now() END,
-           available_at = now() + make_interval(secs => dionysus.heartbeat_setting('work_retry_seconds')
+           available_at = now() + make_interval(secs => dionysus_internal.heartbeat_setting('work_retry_seconds')
                                                         * power(2, greatest(w.attempts - 1, 0)))
      WHERE id = w.id;
     IF next_status = 'pending' THEN
         PERFORM pg_notify('dionysus_work', w.id::text);
     ELSE
-        PERFORM dionysus.refund_work(w.id);
+        PERFORM dionysus_internal.refund_work(w.id);
     END IF;
     RETURN next_status::text;
 END $$;
@@ -1018,7 +1006,7 @@ BEGIN
          WHERE r.memory_id::text IS DISTINCT FROM t ->> 'id'), '[]'::jsonb));
 END $$;
 
-CREATE OR REPLACE FUNCTION apply_maintenance(m jsonb, heartbeat_id uuid DEFAULT NULL, work_id uuid DEFAULT NULL) RETURNS jsonb
+CREATE OR REPLACE FUNCTION dionysus_internal.apply_maintenance(m jsonb, heartbeat_id uuid DEFAULT NULL, work_id uuid DEFAULT NULL) RETURNS jsonb
     LANGUAGE plpgsql AS $$
 DECLARE
     kind text := m ->> 'kind';
@@ -1047,7 +1035,7 @@ BEGIN
             RAISE EXCEPTION 'dionysus: argument "result.maintenance.confidence": % is outside [0, 1]', conf USING ERRCODE = 'invalid_parameter_value';
         END IF;
     END IF;
-    IF content IS NOT NULL AND kind <> 'memory' AND dionysus.web_only_basis(content) THEN
+    IF content IS NOT NULL AND kind <> 'memory' AND dionysus_internal.web_only_basis(content) THEN
         RAISE EXCEPTION 'dionysus: maintenance refused: the new text rests on web content alone' USING ERRCODE = 'insufficient_privilege';
     END IF;
     IF kind = 'memory' THEN
@@ -1102,7 +1090,7 @@ CREATE OR REPLACE FUNCTION pending_outbox(max_items integer DEFAULT 10) RETURNS 
      ORDER BY created_at, id LIMIT max_items
 $$;
 
-CREATE OR REPLACE FUNCTION require_outbox(outbox_id uuid) RETURNS dionysus.outbox
+CREATE OR REPLACE FUNCTION dionysus_internal.require_outbox(outbox_id uuid) RETURNS dionysus.outbox
     LANGUAGE plpgsql AS $$
 DECLARE o dionysus.outbox;
 BEGIN
@@ -1118,7 +1106,7 @@ CREATE OR REPLACE FUNCTION mark_outbox_sent(outbox_id uuid, platform_message_id 
 DECLARE o dionysus.outbox;
 BEGIN
     PERFORM 1 FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE; -- lock order: state before rows
-    o := dionysus.require_outbox(outbox_id);
+    o := dionysus_internal.require_outbox(outbox_id);
     IF o.status <> 'pending' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": message % is already %', outbox_id, o.status
             USING ERRCODE = 'invalid_parameter_value';
@@ -1134,8 +1122,8 @@ BEGIN
     END IF;
 END $$;
 
-CREATE OR REPLACE FUNCTION outbox_lease() RETURNS interval
-    LANGUAGE sql STABLE AS $$ SELECT make_interval(secs => dionysus.heartbeat_setting('outbox_lease_seconds')) $$;
+CREATE OR REPLACE FUNCTION dionysus_internal.outbox_lease() RETURNS interval
+    LANGUAGE sql STABLE AS $$ SELECT make_interval(secs => dionysus_internal.heartbeat_setting('outbox_lease_seconds')) $$;
 
 CREATE OR REPLACE FUNCTION reserve_outbox(worker text, platform text, max_items integer DEFAULT 1) RETURNS SETOF outbox
     LANGUAGE plpgsql AS $$
@@ -1151,7 +1139,7 @@ BEGIN
     END IF;
     RETURN QUERY
     -- A message for nobody in particular (the home channel) takes the platform that sends it.
-    UPDATE dionysus.outbox o SET reserved_by = reserve_outbox.worker, reserved_until = now() + dionysus.outbox_lease(),
+    UPDATE dionysus.outbox o SET reserved_by = reserve_outbox.worker, reserved_until = now() + dionysus_internal.outbox_lease(),
            platform = coalesce(o.platform, reserve_outbox.platform)
      WHERE o.id IN (SELECT x.id FROM dionysus.outbox x
                      WHERE x.status = 'pending' AND x.audience = 'user' AND (NOT x.requires_approval OR x.approved_at IS NOT NULL)
@@ -1161,11 +1149,11 @@ BEGIN
     RETURNING o.*;
 END $$;
 
-CREATE OR REPLACE FUNCTION require_reserved_outbox(outbox_id uuid, worker text) RETURNS dionysus.outbox
+CREATE OR REPLACE FUNCTION dionysus_internal.require_reserved_outbox(outbox_id uuid, worker text) RETURNS dionysus.outbox
     LANGUAGE plpgsql AS $$
 DECLARE o dionysus.outbox;
 BEGIN
-    o := dionysus.require_outbox(outbox_id);
+    o := dionysus_internal.require_outbox(outbox_id);
     IF o.status <> 'pending' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": message % is already %', outbox_id, o.status
             USING ERRCODE = 'object_not_in_prerequisite_state';
@@ -1184,12 +1172,12 @@ BEGIN
     IF coalesce(btrim(platform_message_id), '') = '' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "platform_message_id": must not be empty' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    o := dionysus.require_reserved_outbox(outbox_id, worker);
+    o := dionysus_internal.require_reserved_outbox(outbox_id, worker);
     IF part IS NULL OR part < 0 OR part > jsonb_array_length(o.sent_parts) THEN
         RAISE EXCEPTION 'dionysus: invalid argument "part": % is not the next part (% recorded)', part, jsonb_array_length(o.sent_parts)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    UPDATE dionysus.outbox x SET reserved_until = now() + dionysus.outbox_lease(),
+    UPDATE dionysus.outbox x SET reserved_until = now() + dionysus_internal.outbox_lease(),
            sent_parts = CASE WHEN outbox_part_sent.part = jsonb_array_length(x.sent_parts)
                              THEN x.sent_parts || to_jsonb(outbox_part_sent.platform_message_id)
                              ELSE x.sent_parts END
@@ -1214,7 +1202,7 @@ BEGIN
     -- Lock order: the channel (log_message takes it again), the state row, then the row.
     PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.channel:' || coalesce(o.platform, '') || ':' || channel_id, 0));
     PERFORM 1 FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
-    o := dionysus.require_reserved_outbox(outbox_id, worker);
+    o := dionysus_internal.require_reserved_outbox(outbox_id, worker);
     last_part := o.sent_parts ->> -1;
     IF last_part IS NULL THEN
         RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": no part of message % was recorded as sent', outbox_id
@@ -1241,7 +1229,7 @@ DECLARE
     o dionysus.outbox;
     st text;
 BEGIN
-    o := dionysus.require_reserved_outbox(outbox_id, worker);
+    o := dionysus_internal.require_reserved_outbox(outbox_id, worker);
     UPDATE dionysus.outbox x SET reserved_until = NULL, last_error = release_outbox.error,
            attempts = x.attempts + CASE WHEN rejected THEN 1 ELSE 0 END,
            status = CASE WHEN rejected AND x.attempts + 1 >= 5 THEN 'failed'::dionysus.outbox_status ELSE 'pending' END
@@ -1254,7 +1242,7 @@ CREATE OR REPLACE FUNCTION mark_outbox_failed(outbox_id uuid, error text, retry 
     LANGUAGE plpgsql AS $$
 DECLARE o dionysus.outbox;
 BEGIN
-    o := dionysus.require_outbox(outbox_id);
+    o := dionysus_internal.require_outbox(outbox_id);
     IF o.status <> 'pending' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": message % is already %', outbox_id, o.status
             USING ERRCODE = 'invalid_parameter_value';
@@ -1269,7 +1257,7 @@ CREATE OR REPLACE FUNCTION approve_outbox(outbox_id uuid) RETURNS void
     LANGUAGE plpgsql AS $$
 DECLARE o dionysus.outbox;
 BEGIN
-    o := dionysus.require_outbox(outbox_id);
+    o := dionysus_internal.require_outbox(outbox_id);
     IF o.status <> 'pending' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": message % is already %', outbox_id, o.status
             USING ERRCODE = 'invalid_parameter_value';
@@ -1278,7 +1266,55 @@ BEGIN
     PERFORM pg_notify('dionysus_outbox', outbox_id::text);
 END $$;
 
-CREATE OR REPLACE FUNCTION heartbeat_interval_minutes() RETURNS integer
+CREATE OR REPLACE FUNCTION heartbeat_warnings() RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    w jsonb := '[]'::jsonb;
+    avg_unused double precision;
+    n integer;
+    reach_outs integer;
+    loop_sim double precision;
+BEGIN
+    -- Hoarding (§9.2): average unused energy over 5 across the last 24 heartbeats (no verdict before 24).
+    SELECT avg(energy_end), count(*) INTO avg_unused, n
+      FROM (SELECT energy_end FROM dionysus.heartbeat_log WHERE energy_end IS NOT NULL
+             ORDER BY heartbeat_number DESC LIMIT 24) h;
+    IF n >= 24 AND avg_unused > 5 THEN
+        w := w || jsonb_build_array(jsonb_build_object('kind', 'hoarding', 'avg_unused_energy', round(avg_unused::numeric, 2),
+             'heartbeats', n, 'message', 'Energy keeps going unused; spend it on something that matters, or reflect on why not.'));
+    END IF;
+    -- Reach-out spam: 5 or more in 24 hours.
+    SELECT count(*) INTO reach_outs FROM dionysus.heartbeat_log h, jsonb_array_elements(h.actions_taken) a
+     WHERE h.started_at > now() - interval '24 hours' AND a ->> 'action' = 'reach_out_user';
+    IF reach_outs >= 5 THEN
+        w := w || jsonb_build_array(jsonb_build_object('kind', 'reach_out_spam', 'reach_outs_24h', reach_outs,
+             'message', 'You have messaged the user often today; let them come to you.'));
+    END IF;
+    -- Stagnation: active goals untouched for a week.
+    IF EXISTS (SELECT 1 FROM dionysus.goals WHERE priority = 'active'
+                AND last_touched < now() - make_interval(secs => dionysus_internal.heartbeat_setting('stale_goal_days') * 86400)) THEN
+        w := w || jsonb_build_array(jsonb_build_object('kind', 'stagnation',
+             'goals', (SELECT jsonb_agg(title) FROM dionysus.goals WHERE priority = 'active'
+                        AND last_touched < now() - make_interval(secs => dionysus_internal.heartbeat_setting('stale_goal_days') * 86400)),
+             'message', 'Some active goals have not moved in a week: progress, demote or abandon them.'));
+    END IF;
+    -- Loops: the last three narratives nearly the same (by embedding).
+    SELECT min(1 - (a.embedding <=> b.embedding)) INTO loop_sim
+      FROM (SELECT m.id, m.embedding, row_number() OVER (ORDER BY h.heartbeat_number DESC) AS r
+              FROM dionysus.heartbeat_log h JOIN dionysus.memories m ON m.id = h.memory_id
+             ORDER BY h.heartbeat_number DESC LIMIT 3) a
+      JOIN (SELECT m.id, m.embedding, row_number() OVER (ORDER BY h.heartbeat_number DESC) AS r
+              FROM dionysus.heartbeat_log h JOIN dionysus.memories m ON m.id = h.memory_id
+             ORDER BY h.heartbeat_number DESC LIMIT 3) b ON b.r = a.r + 1
+     HAVING count(*) = 2;
+    IF loop_sim IS NOT NULL AND loop_sim >= 0.9 THEN
+        w := w || jsonb_build_array(jsonb_build_object('kind', 'loop', 'similarity', round(loop_sim::numeric, 3),
+             'message', 'Your last heartbeats read almost the same. What else might deserve attention?'));
+    END IF;
+    RETURN w;
+END $$;
+
+CREATE OR REPLACE FUNCTION dionysus_internal.heartbeat_interval_minutes() RETURNS integer
     LANGUAGE sql STABLE AS $$
     SELECT coalesce(nullif(current_setting('dionysus.heartbeat_interval', true), '')::integer, 60)
 $$;
@@ -1355,8 +1391,8 @@ BEGIN
     END IF;
     n := st.heartbeat_count + 1;
     hb := gen_random_uuid();
-    energy := least(st.current_energy * dionysus.heartbeat_setting('carry_over') + dionysus.heartbeat_setting('base_regeneration'),
-                    dionysus.heartbeat_setting('max_energy'));
+    energy := least(st.current_energy * dionysus_internal.heartbeat_setting('carry_over') + dionysus_internal.heartbeat_setting('base_regeneration'),
+                    dionysus_internal.heartbeat_setting('max_energy'));
     -- The log row first: the ledger entry of the regeneration points at it.
     INSERT INTO dionysus.heartbeat_log (id, heartbeat_number, energy_start, last_alive_at) VALUES (hb, n, energy, now());
     PERFORM dionysus.update_energy(energy - st.current_energy, hb, 'regenerate', 'heartbeat start');
@@ -1365,7 +1401,7 @@ BEGIN
     ctx := jsonb_build_object(
         'heartbeat_id', hb,
         'heartbeat_number', n,
-        'energy', jsonb_build_object('available', energy, 'max', dionysus.heartbeat_setting('max_energy')),
+        'energy', jsonb_build_object('available', energy, 'max', dionysus_internal.heartbeat_setting('max_energy')),
         'environment', env,
         'goals', goals,
         'recent_memories', coalesce((SELECT jsonb_agg(jsonb_build_object('id', m.id, 'content', m.content, 'created_at', m.created_at,
@@ -1379,12 +1415,12 @@ BEGIN
                                  FROM dionysus.worldview_beliefs), '[]'::jsonb),
         'action_costs', dionysus.action_costs(),
         'warnings', dionysus.heartbeat_warnings(),
-        'reach_out_cooldown_hours', dionysus.heartbeat_setting('reach_out_cooldown_hours'),
+        'reach_out_cooldown_hours', dionysus_internal.heartbeat_setting('reach_out_cooldown_hours'),
         'people', dionysus.known_people());
     -- Whose private words this context holds: its memories (recent ones, and the recalled
     -- ones activated_themes may quote) and its goals. What the heartbeat writes inherits it.
-    taint := dionysus.privacy_union(
-        dionysus.memory_privacy(ARRAY(
+    taint := dionysus_internal.privacy_union(
+        dionysus_internal.memory_privacy(ARRAY(
             SELECT (e ->> 'id')::uuid FROM jsonb_array_elements(ctx -> 'recent_memories') e
             UNION (SELECT memory_id FROM dionysus.memory_access_log WHERE accessed_at > now() - interval '1 day'
                     ORDER BY accessed_at DESC LIMIT 200)
@@ -1439,7 +1475,7 @@ BEGIN
     -- The narrative tells what the context and the work held: it is as private as both.
     mem := dionysus.remember(narrative, 'episodic', 0.5, emotional_valence,
                              jsonb_build_object('heartbeat', h.heartbeat_number, 'heartbeat_id', h.id), 'heartbeat',
-                             private_to => dionysus.privacy_union(h.private_to,
+                             private_to => dionysus_internal.privacy_union(h.private_to,
                                  (SELECT array_agg(DISTINCT p #>> '{}') FROM dionysus.work_queue q,
                                          jsonb_array_elements(CASE WHEN jsonb_typeof(q.result -> 'applied' -> 'private_to') = 'array'
                                                                    THEN q.result -> 'applied' -> 'private_to' ELSE '[]' END) p
@@ -1458,7 +1494,7 @@ BEGIN
            energy_end = (SELECT current_energy FROM dionysus.heartbeat_state WHERE id = 1)
      WHERE id = h.id;
     UPDATE dionysus.heartbeat_state SET in_flight = NULL, last_heartbeat_at = now(),
-           next_heartbeat_at = now() + make_interval(mins => dionysus.heartbeat_interval_minutes()), updated_at = now()
+           next_heartbeat_at = now() + make_interval(mins => dionysus_internal.heartbeat_interval_minutes()), updated_at = now()
      WHERE id = 1;
     RETURN mem;
 END $$;
@@ -1482,7 +1518,7 @@ BEGIN
     RETURN st;
 END $$;
 
-CREATE OR REPLACE FUNCTION recover_stalled_heartbeats() RETURNS integer
+CREATE OR REPLACE FUNCTION dionysus_internal.recover_stalled_heartbeats() RETURNS integer
     LANGUAGE plpgsql AS $$
 DECLARE
     h dionysus.heartbeat_log;
@@ -1492,7 +1528,7 @@ BEGIN
     FOR h IN SELECT * FROM dionysus.heartbeat_log
               WHERE status IN ('in_flight', 'committed')
                 AND coalesce(last_alive_at, started_at)
-                    < now() - make_interval(secs => dionysus.heartbeat_setting('heartbeat_timeout_minutes') * 60)
+                    < now() - make_interval(secs => dionysus_internal.heartbeat_setting('heartbeat_timeout_minutes') * 60)
               ORDER BY heartbeat_number LOOP
         BEGIN
             IF h.status = 'in_flight' THEN
@@ -1503,7 +1539,7 @@ BEGIN
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS why = MESSAGE_TEXT;
             UPDATE dionysus.heartbeat_state SET in_flight = NULL, last_heartbeat_at = now(),
-                   next_heartbeat_at = now() + make_interval(mins => dionysus.heartbeat_interval_minutes()), updated_at = now()
+                   next_heartbeat_at = now() + make_interval(mins => dionysus_internal.heartbeat_interval_minutes()), updated_at = now()
              WHERE id = 1 AND in_flight = h.id;
             UPDATE dionysus.heartbeat_log SET status = 'recovered', ended_at = now(), recovery_error = why WHERE id = h.id;
         END;
@@ -1534,7 +1570,7 @@ DECLARE
 BEGIN
     -- Each step in its own subtransaction: one that fails is reported, the others (and the
     -- NOTIFYs below) still happen.
-    recovered := dionysus.recover_stalled_heartbeats();
+    recovered := dionysus_internal.recover_stalled_heartbeats();
     BEGIN
         ended_session := dionysus.end_idle_session();
     EXCEPTION WHEN OTHERS THEN
@@ -1575,7 +1611,7 @@ END $$;
 CREATE OR REPLACE FUNCTION prune_history(batch integer DEFAULT 10000) RETURNS jsonb
     LANGUAGE plpgsql AS $$
 DECLARE
-    cutoff timestamptz := now() - make_interval(secs => dionysus.heartbeat_setting('retention_days') * 86400);
+    cutoff timestamptz := now() - make_interval(secs => dionysus_internal.heartbeat_setting('retention_days') * 86400);
     pruned jsonb := '{}'::jsonb;
     n integer;
 BEGIN
@@ -1601,12 +1637,12 @@ BEGIN
     RETURN pruned;
 END $$;
 
-CREATE OR REPLACE FUNCTION table_bytes(tables text[]) RETURNS jsonb
+CREATE OR REPLACE FUNCTION dionysus_internal.table_bytes(tables text[]) RETURNS jsonb
     LANGUAGE sql STABLE AS $$
     SELECT jsonb_object_agg(t, pg_total_relation_size(('dionysus.' || quote_ident(t))::regclass) ORDER BY t) FROM unnest(tables) t
 $$;
 
-CREATE OR REPLACE FUNCTION messages_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION dionysus_internal.messages_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF (NEW.platform, NEW.platform_message_id, NEW.channel_id, NEW.author_id, NEW.is_bot, NEW.is_proactive,
         NEW.content, NEW.created_at, NEW.person)
@@ -1731,7 +1767,7 @@ BEGIN
         INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, available_at)
         VALUES ('extract_message:' || msg, 'extract_message',
                 jsonb_build_object('message_id', msg, 'memory_id', mem, 'source', 'conversation:' || msg, 'person', who),
-                dionysus.heartbeat_setting('work_max_attempts')::int, now() + interval '2 minutes')
+                dionysus_internal.heartbeat_setting('work_max_attempts')::int, now() + interval '2 minutes')
         RETURNING id INTO work;
     END IF;
     RETURN jsonb_build_object('message_id', msg, 'duplicate', false, 'prev_message_id', prev, 'memory_id', mem, 'work_id', work,
@@ -1753,12 +1789,12 @@ BEGIN
         RAISE EXCEPTION 'dionysus: argument "message_id": no message from a person with id %', message_id USING ERRCODE = 'no_data_found';
     END IF;
     IF content IS NULL THEN
-        UPDATE dionysus.outbox ob SET reserved_by = queue_reply.worker, reserved_until = now() + dionysus.outbox_lease()
+        UPDATE dionysus.outbox ob SET reserved_by = queue_reply.worker, reserved_until = now() + dionysus_internal.outbox_lease()
          WHERE ob.reply_to = m.id AND ob.status = 'pending'
            AND (ob.reserved_until IS NULL OR ob.reserved_until < now() OR ob.reserved_by = queue_reply.worker);
     ELSE
         INSERT INTO dionysus.outbox AS ob (audience, content, person, platform, channel_id, reply_to, reserved_by, reserved_until)
-        VALUES ('user', content, m.person, m.platform, m.channel_id, m.id, worker, now() + dionysus.outbox_lease())
+        VALUES ('user', content, m.person, m.platform, m.channel_id, m.id, worker, now() + dionysus_internal.outbox_lease())
         ON CONFLICT (reply_to) DO UPDATE SET reserved_by = EXCLUDED.reserved_by, reserved_until = EXCLUDED.reserved_until
          WHERE ob.status = 'pending' AND (ob.reserved_until IS NULL OR ob.reserved_until < now() OR ob.reserved_by = EXCLUDED.reserved_by);
     END IF;
@@ -1833,7 +1869,7 @@ BEGIN
                                                  'confidence', t.confidence) ORDER BY t.confidence DESC, t.updated_at DESC), '[]'::jsonb)
       INTO trips
       FROM (SELECT * FROM dionysus.triples
-             WHERE (subject_id = ANY(ents) OR object_id = ANY(ents)) AND dionysus.visible_to(private_to, viewer)
+             WHERE (subject_id = ANY(ents) OR object_id = ANY(ents)) AND dionysus_internal.visible_to(private_to, viewer)
              ORDER BY confidence DESC, updated_at DESC LIMIT 20) t
       JOIN dionysus.entities s ON s.id = t.subject_id JOIN dionysus.entities o ON o.id = t.object_id;
 
@@ -1845,7 +1881,7 @@ BEGIN
         'memories', mems,
         'triples', trips,
         'goals', coalesce((SELECT jsonb_agg(jsonb_build_object('id', g.id, 'title', g.title) ORDER BY g.last_touched DESC)
-                             FROM dionysus.goals g WHERE g.priority = 'active' AND dionysus.visible_to(g.private_to, viewer)),
+                             FROM dionysus.goals g WHERE g.priority = 'active' AND dionysus_internal.visible_to(g.private_to, viewer)),
                           '[]'::jsonb));
 END $$;
 
@@ -1857,12 +1893,12 @@ DECLARE
 BEGIN
     SELECT * INTO st FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
     IF NOT st.session_active OR st.last_user_interaction_at >
-       now() - make_interval(secs => dionysus.heartbeat_setting('session_idle_minutes') * 60) THEN
+       now() - make_interval(secs => dionysus_internal.heartbeat_setting('session_idle_minutes') * 60) THEN
         RETURN false;
     END IF;
     SELECT count(*) INTO turns FROM dionysus.messages
      WHERE NOT is_bot AND created_at >= coalesce(st.session_started_at, st.last_user_interaction_at);
-    PERFORM dionysus.session_end(turns >= dionysus.heartbeat_setting('significant_session_turns'));
+    PERFORM dionysus.session_end(turns >= dionysus_internal.heartbeat_setting('significant_session_turns'));
     RETURN true;
 END $$;
 
@@ -1871,7 +1907,7 @@ CREATE OR REPLACE FUNCTION enqueue_language_work() RETURNS integer
 DECLARE
     n integer := 0;
     k integer;
-    attempts integer := dionysus.heartbeat_setting('work_max_attempts')::int;
+    attempts integer := dionysus_internal.heartbeat_setting('work_max_attempts')::int;
 BEGIN
     UPDATE dionysus.episodes SET ended_at = greatest(last_event_at, started_at)
      WHERE ended_at IS NULL AND NOT explicit
@@ -1880,7 +1916,7 @@ BEGIN
     SELECT 'summarize_episode:' || e.id, 'summarize_episode', jsonb_build_object('episode_id', e.id), attempts
       FROM dionysus.episodes e
      WHERE e.ended_at IS NOT NULL AND e.summary IS NULL AND e.memory_count > 0
-       AND e.ended_at < now() - make_interval(secs => dionysus.heartbeat_setting('summary_delay_minutes') * 60)
+       AND e.ended_at < now() - make_interval(secs => dionysus_internal.heartbeat_setting('summary_delay_minutes') * 60)
        AND NOT EXISTS (SELECT 1 FROM dionysus.work_queue q WHERE q.idempotency_key = 'summarize_episode:' || e.id)
      ORDER BY e.ended_at LIMIT 5
     ON CONFLICT (idempotency_key) DO NOTHING;
@@ -1889,7 +1925,7 @@ BEGIN
     INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts)
     SELECT 'extract_concepts:' || m.id, 'extract_concepts', jsonb_build_object('memory_id', m.id), attempts
       FROM dionysus.memories m
-     WHERE m.created_at > now() - make_interval(secs => dionysus.heartbeat_setting('concept_window_hours') * 3600)
+     WHERE m.created_at > now() - make_interval(secs => dionysus_internal.heartbeat_setting('concept_window_hours') * 3600)
        AND m.status = 'active'
        AND NOT EXISTS (SELECT 1 FROM dionysus.memory_concepts mc WHERE mc.memory_id = m.id)
        AND NOT EXISTS (SELECT 1 FROM dionysus.work_queue q WHERE q.idempotency_key = 'extract_concepts:' || m.id)
@@ -1915,21 +1951,21 @@ CREATE OR REPLACE FUNCTION person_key(platform text, author_id text) RETURNS tex
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN lower(btrim(platform)) || ':' || btrim(author_id);
 
-CREATE OR REPLACE FUNCTION visible_to(private_to text[], person text) RETURNS boolean
+CREATE OR REPLACE FUNCTION dionysus_internal.visible_to(private_to text[], person text) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN private_to IS NULL OR (person IS NOT NULL AND private_to <@ ARRAY[person]);
 
-CREATE OR REPLACE FUNCTION privacy_union(a text[], b text[]) RETURNS text[]
+CREATE OR REPLACE FUNCTION dionysus_internal.privacy_union(a text[], b text[]) RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN CASE WHEN a IS NULL AND b IS NULL THEN NULL
                 ELSE (SELECT array_agg(DISTINCT p ORDER BY p) FROM unnest(coalesce(a, '{}') || coalesce(b, '{}')) p) END;
 
-CREATE OR REPLACE FUNCTION memory_privacy(memory_ids uuid[]) RETURNS text[]
+CREATE OR REPLACE FUNCTION dionysus_internal.memory_privacy(memory_ids uuid[]) RETURNS text[]
     LANGUAGE sql STABLE PARALLEL SAFE
     RETURN (SELECT array_agg(DISTINCT p ORDER BY p)
               FROM dionysus.memories m, unnest(m.private_to) p WHERE m.id = ANY(memory_ids));
 
-CREATE OR REPLACE FUNCTION web_only_basis(content text) RETURNS boolean
+CREATE OR REPLACE FUNCTION dionysus_internal.web_only_basis(content text) RETURNS boolean
     LANGUAGE plpgsql STABLE AS $$
 DECLARE
     q vector;
@@ -1970,6 +2006,16 @@ CREATE OR REPLACE FUNCTION known_people() RETURNS jsonb
              WHERE NOT is_bot AND person IS NOT NULL GROUP BY person ORDER BY max(created_at) DESC LIMIT 20) p
 $$;
 
+CREATE OR REPLACE FUNCTION embed(content text) RETURNS vector
+    LANGUAGE sql VOLATILE PARALLEL UNSAFE
+    RETURN embed_real(content)::vector;
+
+CREATE OR REPLACE FUNCTION embed_batch(contents text[]) RETURNS TABLE (ord integer, embedding vector)
+    LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT b.ord, b.embedding::vector FROM embed_batch_real(contents) AS b;
+END;
+
 
 -- Views over tables that gained columns, or that show more (table sizes).
 
@@ -2003,7 +2049,7 @@ SELECT
     sc.last_tick_at                                                         AS last_scheduler_tick,
     sc.last_error                                                           AS last_scheduler_error,
     heartbeat_warnings()                                                    AS warnings,
-    table_bytes(ARRAY['heartbeat_log', 'energy_ledger', 'work_queue', 'outbox', 'messages']) AS table_bytes
+    dionysus_internal.table_bytes(ARRAY['heartbeat_log', 'energy_ledger', 'work_queue', 'outbox', 'messages']) AS table_bytes
 FROM heartbeat_state s CROSS JOIN scheduler_status sc WHERE s.id = 1;
 
 CREATE OR REPLACE VIEW memory_health AS
@@ -2026,7 +2072,7 @@ SELECT
     (SELECT count(*) FROM memory_access_log)                          AS pending_access_log,
     (SELECT count(*) FROM embedding_cache)                            AS cached_embeddings,
     l.refreshed_at                                                    AS lexicon_refreshed_at,
-    table_bytes(ARRAY['memories', 'memory_neighborhoods', 'memory_access_log', 'embedding_cache', 'triples', 'episodes']) AS table_bytes
+    dionysus_internal.table_bytes(ARRAY['memories', 'memory_neighborhoods', 'memory_access_log', 'embedding_cache', 'triples', 'episodes']) AS table_bytes
 FROM worker_status w CROSS JOIN lexicon_stats l;
 
 
@@ -2039,7 +2085,7 @@ DECLARE
     f text;
 BEGIN
     FOREACH f IN ARRAY ARRAY['dionysus.heartbeat_warnings()', 'dionysus.chat_context(uuid, integer, integer)',
-                             'dionysus.web_only_basis(text)'] LOOP
+                             'dionysus_internal.web_only_basis(text)'] LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, dionysus, %I', f, vschema);
     END LOOP;
 END $$;
@@ -2238,7 +2284,7 @@ COMMENT ON FUNCTION claim_work(text, text[], integer, uuid) IS
     'Claims up to max_items available work items (optionally of some actions, or of one heartbeat) for a worker, with a lease; '
     'expired leases return to the queue.';
 
-COMMENT ON FUNCTION claim_rows(text, uuid[]) IS
+COMMENT ON FUNCTION dionysus_internal.claim_rows(text, uuid[]) IS
     'Marks the given pending items claimed by a worker, with a lease and a new lease_token (used by claim_work and claim_work_item).';
 
 COMMENT ON FUNCTION claim_work_item(uuid, text) IS
@@ -2248,7 +2294,7 @@ COMMENT ON FUNCTION release_work(uuid, text, integer, uuid) IS
     'Hands a claimed item back without spending an attempt (the driver could not work on it: LLM down, shutting down); '
     'claimable again after delay_seconds. With lease (the claim''s lease_token), only its holder may.';
 
-COMMENT ON FUNCTION expire_work_leases() IS
+COMMENT ON FUNCTION dionysus_internal.expire_work_leases() IS
     'Returns items whose lease ran out to the queue (or fails them when their attempts are spent, refunding their energy).';
 
 COMMENT ON FUNCTION complete_work(uuid, jsonb, uuid) IS
@@ -2272,13 +2318,13 @@ COMMENT ON FUNCTION mark_outbox_failed(uuid, text, boolean) IS 'Records a failed
 
 COMMENT ON FUNCTION approve_outbox(uuid) IS 'A human''s approval of a public message.';
 
-COMMENT ON FUNCTION outbox_lease() IS 'How long a reservation of an outbox message lasts (heartbeat_config.outbox_lease_seconds).';
+COMMENT ON FUNCTION dionysus_internal.outbox_lease() IS 'How long a reservation of an outbox message lasts (heartbeat_config.outbox_lease_seconds).';
 
 COMMENT ON FUNCTION reserve_outbox(text, text, integer) IS
     'Reserves up to max_items deliverable messages of a platform for a worker (a lease, committed at once; nothing stays locked '
     'while the platform is called). Reservations that lapsed are taken again.';
 
-COMMENT ON FUNCTION require_reserved_outbox(uuid, text) IS 'The outbox row, locked, unsent and still reserved by this worker; otherwise 55000 saying why.';
+COMMENT ON FUNCTION dionysus_internal.require_reserved_outbox(uuid, text) IS 'The outbox row, locked, unsent and still reserved by this worker; otherwise 55000 saying why.';
 
 COMMENT ON FUNCTION outbox_part_sent(uuid, text, integer, text) IS
     'Records that part N (from 0, in order) of a message was delivered, with its platform id; a repeat is a no-op. Renews the lease.';
@@ -2294,19 +2340,19 @@ COMMENT ON FUNCTION maintain_target(text, uuid) IS
     'The maintain action''s target (§3.2.3) with its evidence: memory_id, else the belief or identity aspect named by target, else the '
     'memory recall finds for it; with neither, the least confident belief or the oldest unconfirmed fact. NULL when there is nothing.';
 
-COMMENT ON FUNCTION apply_maintenance(jsonb, uuid, uuid) IS
+COMMENT ON FUNCTION dionysus_internal.apply_maintenance(jsonb, uuid, uuid) IS
     'Applies a maintain verdict {kind, id, verdict keep|update|retire, confidence, content, reason} and records it in memory_changes: '
     'a memory''s new wording supersedes it, a retired belief or aspect is removed, a new text resting on the web alone is refused.';
 
-COMMENT ON FUNCTION refund_work(uuid) IS 'Gives back, once, the energy a heartbeat spent on an action that failed for good.';
+COMMENT ON FUNCTION dionysus_internal.refund_work(uuid) IS 'Gives back, once, the energy a heartbeat spent on an action that failed for good.';
 
-COMMENT ON FUNCTION require_claimed_work(uuid, uuid) IS
+COMMENT ON FUNCTION dionysus_internal.require_claimed_work(uuid, uuid) IS
     'The work item, locked; with a lease, the caller must still hold it (an item claimed again since is someone else''s: 55000).';
 
 COMMENT ON FUNCTION heartbeat_touch(uuid) IS
     'The driver''s sign of life while it works on a heartbeat; returns its status (''recovered'': the scheduler closed it after silence, stop).';
 
-COMMENT ON FUNCTION recover_stalled_heartbeats() IS
+COMMENT ON FUNCTION dionysus_internal.recover_stalled_heartbeats() IS
     'Closes heartbeats whose driver fell silent for heartbeat_timeout_minutes, each in its own subtransaction (one that fails is closed by force, with its reason).';
 
 COMMENT ON FUNCTION session_start() IS 'The person is talking: heartbeats pause.';
@@ -2335,40 +2381,40 @@ COMMENT ON FUNCTION prune_history(integer) IS
     'access-log rows and cache entries older than heartbeat_config.retention_days (90). Never the message log or memories. '
     'The maintenance pass calls it; returns the counts.';
 
-COMMENT ON FUNCTION table_bytes(text[]) IS 'Total sizes (with indexes and TOAST) of the named dionysus tables, in bytes.';
+COMMENT ON FUNCTION dionysus_internal.table_bytes(text[]) IS 'Total sizes (with indexes and TOAST) of the named dionysus tables, in bytes.';
 
 COMMENT ON FUNCTION action_costs() IS 'The cost of every action (heartbeat_config.cost_<action>) as a jsonb object, cheapest first.';
 
 COMMENT ON FUNCTION activated_themes(integer) IS
     'Themes recall touched in the last day: the concepts of recently recalled memories, else the memories themselves (for the heartbeat context).';
 
-COMMENT ON FUNCTION check_self_model(text, text, double precision) IS
+COMMENT ON FUNCTION dionysus_internal.check_self_model(text, text, double precision) IS
     'Internal: the shared checks of set_identity_aspect and set_worldview_belief (a statement, a confidence in [0, 1]).';
 
-COMMENT ON FUNCTION complete_parent_goals(uuid) IS 'Internal: completes a goal''s parents, up the hierarchy, once all their children are completed (§4.6).';
+COMMENT ON FUNCTION dionysus_internal.complete_parent_goals(uuid) IS 'Internal: completes a goal''s parents, up the hierarchy, once all their children are completed (§4.6).';
 
-COMMENT ON FUNCTION enforce_goal_limits(uuid) IS
+COMMENT ON FUNCTION dionysus_internal.enforce_goal_limits(uuid) IS
     'Internal: keeps the goal limits (max_active_goals, max_queued_goals) by demoting the least recently touched overflow one level, never keep.';
 
-COMMENT ON FUNCTION goal_brief(dionysus.goals) IS 'Internal: a goal as the heartbeat context shows it (with its last progress and open blockers).';
+COMMENT ON FUNCTION dionysus_internal.goal_brief(dionysus.goals) IS 'Internal: a goal as the heartbeat context shows it (with its last progress and open blockers).';
 
-COMMENT ON FUNCTION goal_level(dionysus.goal_priority) IS 'Internal: the rank of a priority (active 3, queued 2, backburner 1, closed 0).';
+COMMENT ON FUNCTION dionysus_internal.goal_level(dionysus.goal_priority) IS 'Internal: the rank of a priority (active 3, queued 2, backburner 1, closed 0).';
 
-COMMENT ON FUNCTION goal_open_blockers(dionysus.goals) IS 'Internal: a goal''s unresolved blockers: free texts, and ids of goals not completed.';
+COMMENT ON FUNCTION dionysus_internal.goal_open_blockers(dionysus.goals) IS 'Internal: a goal''s unresolved blockers: free texts, and ids of goals not completed.';
 
-COMMENT ON FUNCTION heartbeat_config_check() IS 'Trigger: heartbeat_config values must be finite numbers >= 0 (carry_over within [0, 1]).';
+COMMENT ON FUNCTION dionysus_internal.heartbeat_config_check() IS 'Trigger: heartbeat_config values must be finite numbers >= 0 (carry_over within [0, 1]).';
 
-COMMENT ON FUNCTION heartbeat_interval_minutes() IS 'The time between heartbeats in minutes (the dionysus.heartbeat_interval setting, default 60).';
+COMMENT ON FUNCTION dionysus_internal.heartbeat_interval_minutes() IS 'The time between heartbeats in minutes (the dionysus.heartbeat_interval setting, default 60).';
 
 COMMENT ON FUNCTION heartbeat_observe() IS 'The environment a heartbeat observes (§5.1): time, the person''s presence and silence, pending work, system status.';
 
-COMMENT ON FUNCTION heartbeat_setting(text) IS 'One value of heartbeat_config; an unknown key is an error naming it.';
+COMMENT ON FUNCTION dionysus_internal.heartbeat_setting(text) IS 'One value of heartbeat_config; an unknown key is an error naming it.';
 
-COMMENT ON FUNCTION messages_immutable() IS 'Trigger: the message log is immutable (only links that deletions clear may change).';
+COMMENT ON FUNCTION dionysus_internal.messages_immutable() IS 'Trigger: the message log is immutable (only links that deletions clear may change).';
 
-COMMENT ON FUNCTION require_goal(uuid, text) IS 'Internal: the goal, locked, or an error naming the argument.';
+COMMENT ON FUNCTION dionysus_internal.require_goal(uuid, text) IS 'Internal: the goal, locked, or an error naming the argument.';
 
-COMMENT ON FUNCTION require_outbox(uuid) IS 'Internal: the outbox message, locked, or an error naming outbox_id.';
+COMMENT ON FUNCTION dionysus_internal.require_outbox(uuid) IS 'Internal: the outbox message, locked, or an error naming outbox_id.';
 
 COMMENT ON FUNCTION set_identity_aspect(text, double precision) IS
     'Adds an identity aspect (who the agent takes itself to be), or updates its confidence; returns its id (reflect writes these).';
@@ -2418,14 +2464,14 @@ COMMENT ON FUNCTION episode_transcript(uuid) IS 'An episode''s memories in order
 
 COMMENT ON FUNCTION person_key(text, text) IS 'The key of a person on a platform, ''platform:author_id'': what private_to lists.';
 
-COMMENT ON FUNCTION visible_to(text[], text) IS
+COMMENT ON FUNCTION dionysus_internal.visible_to(text[], text) IS
     'Whether a person may see something private to private_to: it is private to nobody, or to nobody but them.';
 
-COMMENT ON FUNCTION privacy_union(text[], text[]) IS 'The privacy of something made of two things: the people of both, sorted; NULL if neither is private.';
+COMMENT ON FUNCTION dionysus_internal.privacy_union(text[], text[]) IS 'The privacy of something made of two things: the people of both, sorted; NULL if neither is private.';
 
-COMMENT ON FUNCTION memory_privacy(uuid[]) IS 'The people whose private words these memories hold (what is made from them is as private).';
+COMMENT ON FUNCTION dionysus_internal.memory_privacy(uuid[]) IS 'The people whose private words these memories hold (what is made from them is as private).';
 
-COMMENT ON FUNCTION web_only_basis(text) IS
+COMMENT ON FUNCTION dionysus_internal.web_only_basis(text) IS
     'True when the active memories closest to a text (five nearest, similarity >= 0.5) exist and all came from the web: '
     'identity, worldview and reach-outs resting on it alone are refused.';
 
@@ -2437,10 +2483,10 @@ COMMENT ON FUNCTION known_people() IS 'The people who talk with Dionysus, most r
 
 -- ---------------------------------------------------------------------------------------
 -- The driver's role (least privilege). CREATE EXTENSION creates dionysus_driver (NOLOGIN;
--- give it LOGIN and a password to use it) and grants it what the driver's calls need: the
--- schema, every function, and rows — reading and writing the organs' tables, appending to
--- the message log and the ledger (never rewriting them), reading the configuration and the
--- prompt templates, and clearing the maintenance queues the `maintain` action works off.
+-- give it LOGIN and a password to use it) and grants it what the driver's calls need: both
+-- schemas (the API's functions run as their caller, so its internals too), every function,
+-- and rows — reading and writing the organs' tables, appending to the message log and the
+-- ledger (never rewriting them), reading the configuration and the prompt templates, and clearing the maintenance queues the `maintain` action works off.
 -- No DDL, no TRUNCATE, no other schema, nothing outside this database.
 -- Roles are cluster-wide: a second database's CREATE EXTENSION reuses the role.
 -- ---------------------------------------------------------------------------------------
@@ -2450,8 +2496,8 @@ BEGIN
 EXCEPTION WHEN duplicate_object OR unique_violation THEN
     NULL; -- created by another database's CREATE EXTENSION
 END $$;
-GRANT USAGE ON SCHEMA dionysus TO dionysus_driver;
-GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA dionysus TO dionysus_driver;
+GRANT USAGE ON SCHEMA dionysus, dionysus_internal TO dionysus_driver;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA dionysus, dionysus_internal TO dionysus_driver;
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA dionysus TO dionysus_driver;
 GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA dionysus TO dionysus_driver;
 REVOKE INSERT, UPDATE ON heartbeat_config, recall_config, prompt_templates FROM dionysus_driver;

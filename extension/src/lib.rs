@@ -8,7 +8,9 @@
 //! - [`heartbeat`]: energy, actions, goals and the heartbeat (commit in Rust, the rest in SQL)
 //! - [`workers`]: the background launchers and their per-database passes (maintenance, scheduler)
 //!
-//! The schema itself is hand-written SQL under `../sql`, loaded by `extension_sql_file!`.
+//! The schema itself is hand-written SQL under `../sql`, one file per organ, loaded by
+//! `extension_sql_file!`. The API lives in the `dionysus` schema; helpers nobody calls directly
+//! live in `dionysus_internal`, so `\df+ dionysus.*` lists exactly the API.
 use pgrx::prelude::*;
 
 ::pgrx::pg_module_magic!(name, version);
@@ -26,13 +28,21 @@ pub mod workers;
 
 // Tables, types, indexes: before every generated function.
 pgrx::extension_sql_file!("../../sql/001_schema.sql", name = "schema", bootstrap);
-// The heartbeat organ: its tables, then its SQL functions.
+// The heartbeat organ: its tables (and the global lock order), then one file per organ.
 pgrx::extension_sql_file!("../../sql/002_heartbeat.sql", name = "heartbeat_schema", requires = ["schema"]);
-pgrx::extension_sql_file!("../../sql/003_heartbeat_api.sql", name = "heartbeat_api", requires = ["heartbeat_schema"]);
+pgrx::extension_sql_file!("../../sql/003_energy.sql", name = "energy", requires = ["heartbeat_schema"]);
+pgrx::extension_sql_file!("../../sql/004_goals.sql", name = "goals", requires = ["energy"]);
+pgrx::extension_sql_file!("../../sql/005_self_model.sql", name = "self_model", requires = ["goals"]);
+pgrx::extension_sql_file!("../../sql/006_sessions.sql", name = "sessions", requires = ["self_model"]);
+pgrx::extension_sql_file!("../../sql/007_work_queue.sql", name = "work_queue", requires = ["sessions"]);
+pgrx::extension_sql_file!("../../sql/008_maintain.sql", name = "maintain", requires = ["work_queue"]);
+pgrx::extension_sql_file!("../../sql/009_outbox.sql", name = "outbox", requires = ["maintain"]);
+pgrx::extension_sql_file!("../../sql/010_heartbeat_cycle.sql", name = "heartbeat_cycle", requires = ["outbox"]);
+pgrx::extension_sql_file!("../../sql/011_retention.sql", name = "retention", requires = ["heartbeat_cycle"]);
 // The conversation organ: message log, prompt templates, chat context, language jobs.
-pgrx::extension_sql_file!("../../sql/004_conversation.sql", name = "conversation", requires = ["heartbeat_api"]);
+pgrx::extension_sql_file!("../../sql/012_conversation.sql", name = "conversation", requires = ["retention"]);
 // Privacy between people and the trust of web content.
-pgrx::extension_sql_file!("../../sql/005_privacy.sql", name = "privacy", requires = ["conversation"]);
+pgrx::extension_sql_file!("../../sql/013_privacy.sql", name = "privacy", requires = ["conversation"]);
 // Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 

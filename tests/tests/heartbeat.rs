@@ -721,7 +721,7 @@ async fn an_expired_lease_holder_cannot_settle_an_item_someone_else_holds() {
     let item = c.query_one("SELECT id, lease_token FROM dionysus.claim_work('slow-driver')", &[]).await.unwrap();
     let (id, lease): (Uuid, Uuid) = (item.get(0), item.get(1));
     c.execute("UPDATE dionysus.work_queue SET lease_until = now() - interval '1 second' WHERE id = $1", &[&id]).await.unwrap();
-    c.batch_execute("SELECT dionysus.expire_work_leases()").await.unwrap();
+    c.batch_execute("SELECT dionysus_internal.expire_work_leases()").await.unwrap();
     c.execute("SELECT dionysus.complete_work($1, '{}', $2)", &[&id, &lease]).await.expect("the lapsed but unclaimed holder completes");
 }
 

@@ -11,7 +11,7 @@ const PREVIOUS: &str = "0.1.0";
 /// Everything about the extension's objects that a person or the driver could notice, one
 /// line per fact, with no OIDs and no column order (ALTER TABLE ADD COLUMN appends).
 const CATALOG: &str = r#"
-WITH ns AS (SELECT oid FROM pg_namespace WHERE nspname = 'dionysus')
+WITH ns AS (SELECT oid FROM pg_namespace WHERE nspname IN ('dionysus', 'dionysus_internal'))
 SELECT 'column ' || c.relname || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
        || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END
        || coalesce(' default ' || pg_get_expr(d.adbin, d.adrelid), '')
@@ -35,7 +35,7 @@ UNION ALL
 SELECT 'view ' || c.relname || ' ' || pg_get_viewdef(c.oid) FROM pg_class c
  WHERE c.relnamespace IN (SELECT oid FROM ns) AND c.relkind = 'v'
 UNION ALL
-SELECT 'function ' || p.proname || '(' || pg_get_function_arguments(p.oid) || ') ' || pg_get_function_result(p.oid)
+SELECT 'function ' || p.pronamespace::regnamespace::text || '.' || p.proname || '(' || pg_get_function_arguments(p.oid) || ') ' || pg_get_function_result(p.oid)
        || ' ' || p.provolatile::text || p.proparallel::text || ' ' || l.lanname || ' ' || md5(p.prosrc) || ' '
        || coalesce(p.probin, '') || ' ' || coalesce(p.proconfig::text, '') || ' acl ' || coalesce(p.proacl::text, '-')
   FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.pronamespace IN (SELECT oid FROM ns)
@@ -44,11 +44,14 @@ SELECT 'type ' || t.typname || ' ' || coalesce((SELECT string_agg(e.enumlabel, '
                                                  WHERE e.enumtypid = t.oid), '')
   FROM pg_type t WHERE t.typnamespace IN (SELECT oid FROM ns) AND t.typtype IN ('e', 'd', 'b')
 UNION ALL
-SELECT 'comment ' || coalesce(c.relname, p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')', '?') || ' ' || md5(d.description)
+SELECT 'comment ' || coalesce(c.relname, p.pronamespace::regnamespace::text || '.' || p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')', '?') || ' ' || md5(d.description)
   FROM pg_description d
   LEFT JOIN pg_class c ON d.classoid = 'pg_class'::regclass AND c.oid = d.objoid AND d.objsubid = 0
   LEFT JOIN pg_proc p ON d.classoid = 'pg_proc'::regclass AND p.oid = d.objoid
  WHERE coalesce(c.relnamespace, p.pronamespace) IN (SELECT oid FROM ns)
+UNION ALL
+SELECT 'schema ' || n.nspname || ' acl ' || coalesce(n.nspacl::text, '-') || ' ' || coalesce(md5(obj_description(n.oid, 'pg_namespace')), '-')
+  FROM pg_namespace n WHERE n.oid IN (SELECT oid FROM ns)
 UNION ALL
 SELECT 'member ' || pg_describe_object(classid, objid, objsubid) FROM pg_depend
  WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
@@ -139,4 +142,48 @@ async fn an_update_from_the_previous_release_keeps_everything_and_matches_a_fres
     assert!(missing.is_empty() && extra.is_empty(), "the updated schema differs from a fresh install:\nonly in a fresh install: {missing:#?}\nonly after the update: {extra:#?}");
     drop(old);
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// `\df+ dionysus.*` is the reference: it lists the API and only the API, each function with
+/// its comment; the helpers live in dionysus_internal, documented too.
+#[tokio::test]
+async fn the_api_schema_lists_exactly_the_documented_api() {
+    let db = TestDb::new("api_surface").await;
+    let undocumented: Vec<String> = db
+        .client
+        .query(
+            "SELECT p.oid::regprocedure::text FROM pg_proc p \
+              WHERE p.pronamespace IN ('dionysus'::regnamespace, 'dionysus_internal'::regnamespace) \
+                AND obj_description(p.oid, 'pg_proc') IS NULL ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(undocumented.is_empty(), "functions without a COMMENT: {undocumented:?}");
+    // Trigger functions and the checks and locks the API is made of are not something to call.
+    let misplaced: Vec<String> = db
+        .client
+        .query(
+            "SELECT p.proname::text FROM pg_proc p WHERE p.pronamespace = 'dionysus'::regnamespace \
+                AND (p.prorettype = 'trigger'::regtype OR p.proname ~ '^(require_|check_|claim_rows$|refund_|enforce_|expire_)') ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(misplaced.is_empty(), "internal helpers listed as API: {misplaced:?}");
+    let internals: i64 =
+        db.client.query_one("SELECT count(*) FROM pg_proc WHERE pronamespace = 'dionysus_internal'::regnamespace", &[]).await.unwrap().get(0);
+    assert!(internals >= 20, "only {internals} helpers in dionysus_internal");
+    // The driver's role reaches the API, and the API reaches its helpers as that role.
+    let client = &db.client;
+    client.batch_execute("SET ROLE dionysus_driver").await.unwrap();
+    client.query_one("SELECT dionysus.create_goal('Read about bees')", &[]).await.expect("the API as the driver");
+    client.query_one("SELECT dionysus.heartbeat_begin()", &[]).await.expect("a heartbeat as the driver (its helpers are internal)");
+    client.batch_execute("RESET ROLE").await.unwrap();
 }

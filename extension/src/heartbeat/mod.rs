@@ -174,12 +174,14 @@ fn heartbeat_commit(
     // goals lock comes next (the global lock order in 002_heartbeat.sql).
     // The cooldown counts from the last delivered contact, and a reach-out still on its way
     // (queued or in the outbox) counts as one: contact time is set when it is delivered.
+    // The setting is read from its table, not through an internal helper: a newly installed
+    // library serves databases not yet updated (before ALTER EXTENSION UPDATE) too.
     let (mut energy, cooldown_blocks) = Spi::connect_mut(|c| {
         let t = c
             .update(
                 "SELECT current_energy, \
                         (last_user_contact_at IS NOT NULL \
-                         AND last_user_contact_at > now() - make_interval(secs => dionysus.heartbeat_setting('reach_out_cooldown_hours') * 3600) \
+                         AND last_user_contact_at > now() - make_interval(secs => coalesce((SELECT value FROM dionysus.heartbeat_config WHERE key = 'reach_out_cooldown_hours'), 4) * 3600) \
                          AND NOT coalesce(last_user_interaction_at > last_user_contact_at, false)) \
                         OR EXISTS (SELECT 1 FROM dionysus.work_queue q WHERE q.action = 'reach_out_user' AND q.status IN ('pending', 'claimed')) \
                         OR EXISTS (SELECT 1 FROM dionysus.outbox o WHERE o.status = 'pending' AND o.work_id IS NOT NULL) \

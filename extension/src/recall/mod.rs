@@ -78,7 +78,7 @@ pub struct Filters {
     pub until: Option<TimestampWithTimeZone>,
     pub min_importance: Option<f64>,
     pub episode: Option<Uuid>,
-    /// Only what this person may see (see `visible_to` in sql/005_people.sql); None: everything.
+    /// Only what this person may see (as `dionysus_internal.visible_to` in sql/013_privacy.sql); None: everything.
     pub person: Option<String>,
 }
 

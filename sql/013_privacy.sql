@@ -22,18 +22,18 @@ CREATE FUNCTION person_key(platform text, author_id text) RETURNS text
 
 -- Whether `person` may see something private to `private_to` (NULL person: only what is
 -- private to nobody).
-CREATE FUNCTION visible_to(private_to text[], person text) RETURNS boolean
+CREATE FUNCTION dionysus_internal.visible_to(private_to text[], person text) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN private_to IS NULL OR (person IS NOT NULL AND private_to <@ ARRAY[person]);
 
 -- The privacy of something made of two things: the people of both (NULL when neither is private).
-CREATE FUNCTION privacy_union(a text[], b text[]) RETURNS text[]
+CREATE FUNCTION dionysus_internal.privacy_union(a text[], b text[]) RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN CASE WHEN a IS NULL AND b IS NULL THEN NULL
                 ELSE (SELECT array_agg(DISTINCT p ORDER BY p) FROM unnest(coalesce(a, '{}') || coalesce(b, '{}')) p) END;
 
 -- The privacy of what was made from these memories.
-CREATE FUNCTION memory_privacy(memory_ids uuid[]) RETURNS text[]
+CREATE FUNCTION dionysus_internal.memory_privacy(memory_ids uuid[]) RETURNS text[]
     LANGUAGE sql STABLE PARALLEL SAFE
     RETURN (SELECT array_agg(DISTINCT p ORDER BY p)
               FROM dionysus.memories m, unnest(m.private_to) p WHERE m.id = ANY(memory_ids));
@@ -41,7 +41,7 @@ CREATE FUNCTION memory_privacy(memory_ids uuid[]) RETURNS text[]
 -- True when the memories closest in meaning to `content` (cosine similarity ≥ 0.5, the five
 -- nearest) exist and all came from the web: the web is then its only basis. Identity,
 -- worldview and reach-outs must not rest on the web alone.
-CREATE FUNCTION web_only_basis(content text) RETURNS boolean
+CREATE FUNCTION dionysus_internal.web_only_basis(content text) RETURNS boolean
     LANGUAGE plpgsql STABLE AS $$
 DECLARE
     q vector;

@@ -35,7 +35,7 @@ CREATE INDEX messages_memory ON messages (memory_id);
 CREATE INDEX messages_person ON messages (created_at) WHERE NOT is_bot;
 
 -- Turns are immutable: only the links that deletions clear may change.
-CREATE FUNCTION messages_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION dionysus_internal.messages_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF (NEW.platform, NEW.platform_message_id, NEW.channel_id, NEW.author_id, NEW.is_bot, NEW.is_proactive,
         NEW.content, NEW.created_at, NEW.person)
@@ -50,7 +50,7 @@ BEGIN
     END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER messages_immutable BEFORE UPDATE ON messages FOR EACH ROW EXECUTE FUNCTION messages_immutable();
+CREATE TRIGGER messages_immutable BEFORE UPDATE ON messages FOR EACH ROW EXECUTE FUNCTION dionysus_internal.messages_immutable();
 
 -- ---------------------------------------------------------------------------------------
 -- Prompt templates: versioned, one active version per key. {{name}} placeholders are filled
@@ -186,7 +186,7 @@ BEGIN
         INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, available_at)
         VALUES ('extract_message:' || msg, 'extract_message',
                 jsonb_build_object('message_id', msg, 'memory_id', mem, 'source', 'conversation:' || msg, 'person', who),
-                dionysus.heartbeat_setting('work_max_attempts')::int, now() + interval '2 minutes')
+                dionysus_internal.heartbeat_setting('work_max_attempts')::int, now() + interval '2 minutes')
         RETURNING id INTO work;
     END IF;
     RETURN jsonb_build_object('message_id', msg, 'duplicate', false, 'prev_message_id', prev, 'memory_id', mem, 'work_id', work,
@@ -213,12 +213,12 @@ BEGIN
         RAISE EXCEPTION 'dionysus: argument "message_id": no message from a person with id %', message_id USING ERRCODE = 'no_data_found';
     END IF;
     IF content IS NULL THEN
-        UPDATE dionysus.outbox ob SET reserved_by = queue_reply.worker, reserved_until = now() + dionysus.outbox_lease()
+        UPDATE dionysus.outbox ob SET reserved_by = queue_reply.worker, reserved_until = now() + dionysus_internal.outbox_lease()
          WHERE ob.reply_to = m.id AND ob.status = 'pending'
            AND (ob.reserved_until IS NULL OR ob.reserved_until < now() OR ob.reserved_by = queue_reply.worker);
     ELSE
         INSERT INTO dionysus.outbox AS ob (audience, content, person, platform, channel_id, reply_to, reserved_by, reserved_until)
-        VALUES ('user', content, m.person, m.platform, m.channel_id, m.id, worker, now() + dionysus.outbox_lease())
+        VALUES ('user', content, m.person, m.platform, m.channel_id, m.id, worker, now() + dionysus_internal.outbox_lease())
         ON CONFLICT (reply_to) DO UPDATE SET reserved_by = EXCLUDED.reserved_by, reserved_until = EXCLUDED.reserved_until
          WHERE ob.status = 'pending' AND (ob.reserved_until IS NULL OR ob.reserved_until < now() OR ob.reserved_by = EXCLUDED.reserved_by);
     END IF;
@@ -300,7 +300,7 @@ BEGIN
                                                  'confidence', t.confidence) ORDER BY t.confidence DESC, t.updated_at DESC), '[]'::jsonb)
       INTO trips
       FROM (SELECT * FROM dionysus.triples
-             WHERE (subject_id = ANY(ents) OR object_id = ANY(ents)) AND dionysus.visible_to(private_to, viewer)
+             WHERE (subject_id = ANY(ents) OR object_id = ANY(ents)) AND dionysus_internal.visible_to(private_to, viewer)
              ORDER BY confidence DESC, updated_at DESC LIMIT 20) t
       JOIN dionysus.entities s ON s.id = t.subject_id JOIN dionysus.entities o ON o.id = t.object_id;
 
@@ -312,7 +312,7 @@ BEGIN
         'memories', mems,
         'triples', trips,
         'goals', coalesce((SELECT jsonb_agg(jsonb_build_object('id', g.id, 'title', g.title) ORDER BY g.last_touched DESC)
-                             FROM dionysus.goals g WHERE g.priority = 'active' AND dionysus.visible_to(g.private_to, viewer)),
+                             FROM dionysus.goals g WHERE g.priority = 'active' AND dionysus_internal.visible_to(g.private_to, viewer)),
                           '[]'::jsonb));
 END $$;
 
@@ -327,12 +327,12 @@ DECLARE
 BEGIN
     SELECT * INTO st FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
     IF NOT st.session_active OR st.last_user_interaction_at >
-       now() - make_interval(secs => dionysus.heartbeat_setting('session_idle_minutes') * 60) THEN
+       now() - make_interval(secs => dionysus_internal.heartbeat_setting('session_idle_minutes') * 60) THEN
         RETURN false;
     END IF;
     SELECT count(*) INTO turns FROM dionysus.messages
      WHERE NOT is_bot AND created_at >= coalesce(st.session_started_at, st.last_user_interaction_at);
-    PERFORM dionysus.session_end(turns >= dionysus.heartbeat_setting('significant_session_turns'));
+    PERFORM dionysus.session_end(turns >= dionysus_internal.heartbeat_setting('significant_session_turns'));
     RETURN true;
 END $$;
 
@@ -346,7 +346,7 @@ CREATE FUNCTION enqueue_language_work() RETURNS integer
 DECLARE
     n integer := 0;
     k integer;
-    attempts integer := dionysus.heartbeat_setting('work_max_attempts')::int;
+    attempts integer := dionysus_internal.heartbeat_setting('work_max_attempts')::int;
 BEGIN
     UPDATE dionysus.episodes SET ended_at = greatest(last_event_at, started_at)
      WHERE ended_at IS NULL AND NOT explicit
@@ -355,7 +355,7 @@ BEGIN
     SELECT 'summarize_episode:' || e.id, 'summarize_episode', jsonb_build_object('episode_id', e.id), attempts
       FROM dionysus.episodes e
      WHERE e.ended_at IS NOT NULL AND e.summary IS NULL AND e.memory_count > 0
-       AND e.ended_at < now() - make_interval(secs => dionysus.heartbeat_setting('summary_delay_minutes') * 60)
+       AND e.ended_at < now() - make_interval(secs => dionysus_internal.heartbeat_setting('summary_delay_minutes') * 60)
        AND NOT EXISTS (SELECT 1 FROM dionysus.work_queue q WHERE q.idempotency_key = 'summarize_episode:' || e.id)
      ORDER BY e.ended_at LIMIT 5
     ON CONFLICT (idempotency_key) DO NOTHING;
@@ -364,7 +364,7 @@ BEGIN
     INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts)
     SELECT 'extract_concepts:' || m.id, 'extract_concepts', jsonb_build_object('memory_id', m.id), attempts
       FROM dionysus.memories m
-     WHERE m.created_at > now() - make_interval(secs => dionysus.heartbeat_setting('concept_window_hours') * 3600)
+     WHERE m.created_at > now() - make_interval(secs => dionysus_internal.heartbeat_setting('concept_window_hours') * 3600)
        AND m.status = 'active'
        AND NOT EXISTS (SELECT 1 FROM dionysus.memory_concepts mc WHERE mc.memory_id = m.id)
        AND NOT EXISTS (SELECT 1 FROM dionysus.work_queue q WHERE q.idempotency_key = 'extract_concepts:' || m.id)

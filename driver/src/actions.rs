@@ -1,0 +1,565 @@
+//! What each queued action does: the heartbeat's actions that need language or the network
+//! (reflect, maintain, brainstorm_goals, inquire, synthesize, reach_out_user) and the worker's
+//! language jobs (extract_message, summarize_episode, extract_concepts). Each builds its prompt
+//! from what the extension gives it and returns an [`Outcome`]; the queue ([`crate::work`])
+//! claims and settles. No memory logic here: results go back through complete_work.
+use crate::db::Db;
+use crate::jsonish::{list, number, text};
+use crate::llm::{Llm, Msg};
+use crate::prompt::{self, bullets, contents, render};
+use crate::work::{from_db, from_llm, Outcome, WorkItem};
+use crate::{search, web, Mind};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+/// Performs one item.
+pub async fn execute(mind: &Mind, item: &WorkItem) -> Outcome {
+    tracing::info!(action = %item.action, id = %item.id, "working");
+    let p = &item.params;
+    let r = match item.action.as_str() {
+        "extract_message" => extract_message(mind, p).await,
+        "summarize_episode" => summarize_episode(mind, p).await,
+        "extract_concepts" => return extract_concepts(mind, std::slice::from_ref(item)).await.pop().unwrap(),
+        "reflect" => reflect(mind, p).await,
+        "maintain" => maintain(mind, p, item.id).await,
+        "brainstorm_goals" => brainstorm_goals(mind, p).await,
+        "inquire_shallow" | "inquire_deep" => inquire(mind, p, item.action == "inquire_deep").await,
+        "synthesize" => synthesize(mind, p).await,
+        "reach_out_user" => reach_out(mind, p).await,
+        other => Err(Outcome::Fail(format!("this driver cannot perform \"{other}\""), false)),
+    };
+    r.unwrap_or_else(|o| o)
+}
+
+type Step<T> = Result<T, Outcome>;
+
+async fn template(db: &Db, key: &str) -> Step<prompt::Template> {
+    prompt::load(db, key).await.map_err(from_db)
+}
+
+async fn ask(llm: &Llm, t: &prompt::Template, system: String, user: Option<String>, shape: impl Fn(Value) -> Result<Value, String>) -> Step<Value> {
+    let mut msgs = vec![Msg::system(system)];
+    msgs.push(Msg::user(user.unwrap_or_else(|| "Answer with the JSON object now.".into())));
+    llm.json(&msgs, t.temperature, shape).await.map_err(from_llm)
+}
+
+async fn json_of(db: &Db, sql: &str, params: &[&(dyn tokio_postgres::types::ToSql + Sync)]) -> Step<Value> {
+    db.json(sql, params).await.map_err(from_db)
+}
+
+/// Memories shown to the model: the prompt lines, and their ids (the result's `basis`, from
+/// which the extension learns how private what the model writes is). Web-derived memories
+/// are marked as unverified quotes, never as the agent's own knowledge.
+#[derive(Default)]
+struct Shown {
+    lines: Vec<String>,
+    basis: Vec<String>,
+}
+
+impl Shown {
+    fn from(v: &Value) -> Shown {
+        let mut s = Shown::default();
+        for m in v.as_array().into_iter().flatten() {
+            let (Some(id), Some(c)) = (m["id"].as_str(), m["content"].as_str()) else { continue };
+            if s.basis.iter().any(|b| b == id) {
+                continue;
+            }
+            let c: String = c.chars().take(500).collect();
+            s.lines.push(if m["source"] == "web" { format!("[from the web, unverified, quoted] {c}") } else { c });
+            s.basis.push(id.to_string());
+        }
+        s
+    }
+
+    fn extend(&mut self, other: Shown) {
+        for (line, id) in other.lines.into_iter().zip(other.basis) {
+            if !self.basis.contains(&id) {
+                self.lines.push(line);
+                self.basis.push(id);
+            }
+        }
+    }
+}
+
+/// Recalled memories for a query; with `person`, only what that person may see.
+async fn recalled(db: &Db, query: &str, k: i32, person: Option<&str>) -> Step<Shown> {
+    let v = json_of(
+        db,
+        "SELECT coalesce(jsonb_agg(jsonb_build_object('id', r.memory_id, 'content', r.content, 'source', m.source) \
+                                   ORDER BY r.score DESC), '[]') \
+         FROM dionysus.recall($1, $2, person => $3) r JOIN dionysus.memories m ON m.id = r.memory_id",
+        &[&query, &k, &person],
+    )
+    .await?;
+    Ok(Shown::from(&v))
+}
+
+async fn recent(db: &Db, k: i32) -> Step<Shown> {
+    let v = json_of(
+        db,
+        "SELECT coalesce(jsonb_agg(jsonb_build_object('id', memory_id, 'content', content, 'source', source)), '[]') \
+         FROM dionysus.recall_recent($1)",
+        &[&k],
+    )
+    .await?;
+    Ok(Shown::from(&v))
+}
+
+fn uuid_param(p: &Value, key: &str) -> Step<Uuid> {
+    p.get(key)
+        .and_then(Value::as_str)
+        .and_then(|s| Uuid::parse_str(s).ok())
+        .ok_or_else(|| Outcome::Fail(format!("params.{key} is missing or not a uuid"), false))
+}
+
+fn clip(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Conversation extraction (seed 004 §3 step 7)
+// ---------------------------------------------------------------------------------------
+
+/// Normalises an extraction: keeps the well-formed items, drops the rest.
+pub fn extraction_shape(v: Value) -> Result<Value, String> {
+    let facts: Vec<Value> = list(&v, "facts")?
+        .iter()
+        .filter_map(|f| {
+            let content = text(f, "content")?;
+            Some(json!({"content": clip(&content, 1000), "subject": text(f, "subject").map(|s| clip(&s, 200)),
+                        "category": text(f, "category").map(|s| clip(&s, 60)),
+                        "confidence": number(f, "confidence", 0.0, 1.0).unwrap_or(0.8)}))
+        })
+        .take(10)
+        .collect();
+    let triples: Vec<Value> = list(&v, "triples")?
+        .iter()
+        .filter_map(|t| {
+            Some(json!({"subject": clip(&text(t, "subject")?, 200), "predicate": clip(&text(t, "predicate")?, 100),
+                        "object": clip(&text(t, "object")?, 200), "confidence": number(t, "confidence", 0.0, 1.0).unwrap_or(0.8)}))
+        })
+        .take(10)
+        .collect();
+    let goals: Vec<Value> = list(&v, "goals")?
+        .iter()
+        .filter_map(|g| {
+            Some(json!({"title": clip(&text(g, "title")?, 200), "description": text(g, "description").map(|s| clip(&s, 1000)),
+                        "source": "user_request"}))
+        })
+        .take(3)
+        .collect();
+    Ok(json!({"facts": facts, "triples": triples, "goals": goals}))
+}
+
+async fn extract_message(mind: &Mind, p: &Value) -> Step<Outcome> {
+    let message = uuid_param(p, "message_id")?;
+    let ctx = json_of(&mind.work_db, "SELECT dionysus.chat_context($1, 0, 6)", &[&message]).await?;
+    let t = template(&mind.work_db, "extract_message").await?;
+    let system = render(
+        &t.text,
+        &[("turns", prompt::transcript(&ctx["recent_turns"])), ("message", ctx["message"]["content"].as_str().unwrap_or("").to_string())],
+    );
+    let mut v = ask(&mind.fast, &t, system, None, extraction_shape).await?;
+    let counts = format!(
+        "{} facts, {} triples, {} goals",
+        v["facts"].as_array().map_or(0, Vec::len),
+        v["triples"].as_array().map_or(0, Vec::len),
+        v["goals"].as_array().map_or(0, Vec::len)
+    );
+    v["summary"] = json!(format!("extracted {counts}"));
+    Ok(Outcome::Done(v))
+}
+
+// ---------------------------------------------------------------------------------------
+// The worker's language jobs (seed 000 §6.4–6.5)
+// ---------------------------------------------------------------------------------------
+
+async fn summarize_episode(mind: &Mind, p: &Value) -> Step<Outcome> {
+    let episode = uuid_param(p, "episode_id")?;
+    let transcript = json_of(&mind.work_db, "SELECT dionysus.episode_transcript($1)", &[&episode]).await?;
+    if transcript.as_array().is_none_or(Vec::is_empty) {
+        return Ok(Outcome::Done(json!({"summary": "empty episode: nothing to summarise"})));
+    }
+    let t = template(&mind.work_db, "summarize_episode").await?;
+    let lines = prompt::transcript(&transcript);
+    let system = render(&t.text, &[("transcript", clip(&lines, 12_000))]);
+    let v = ask(&mind.fast, &t, system, None, |v| text(&v, "summary").map(|s| json!(s)).ok_or_else(|| "\"summary\" must be a non-empty string".into())).await?;
+    Ok(Outcome::Done(json!({"episode_summary": v, "summary": "episode summarised"})))
+}
+
+pub(crate) async fn extract_concepts(mind: &Mind, batch: &[WorkItem]) -> Vec<Outcome> {
+    let ids: Vec<Uuid> = batch.iter().filter_map(|i| uuid_param(&i.params, "memory_id").ok()).collect();
+    let mems = match mind
+        .work_db
+        .json(
+            "SELECT coalesce(jsonb_object_agg(id::text, left(content, 600)), '{}') FROM dionysus.memories WHERE id = ANY($1)",
+            &[&ids],
+        )
+        .await
+    {
+        Ok(v) => v,
+        Err(e) => return batch.iter().map(|_| from_db(e.clone())).collect(),
+    };
+    let listed: Vec<String> = ids.iter().filter_map(|id| mems.get(id.to_string()).and_then(Value::as_str).map(|c| format!("[{id}] {c}"))).collect();
+    let answer = if listed.is_empty() {
+        Ok(json!({"memories": []}))
+    } else {
+        match template(&mind.work_db, "extract_concepts").await {
+            Ok(t) => {
+                let system = render(&t.text, &[("memories", listed.join("\n"))]);
+                ask(&mind.fast, &t, system, None, |v| list(&v, "memories").map(|_| v.clone())).await
+            }
+            Err(o) => Err(o),
+        }
+    };
+    let answer = match answer {
+        Ok(a) => a,
+        // The call failed for the whole batch: every item shares its fate.
+        Err(o) => return batch.iter().map(|_| o.clone()).collect(),
+    };
+    batch
+        .iter()
+        .map(|item| {
+            let Ok(id) = uuid_param(&item.params, "memory_id") else {
+                return Outcome::Fail("params.memory_id is missing".into(), false);
+            };
+            if mems.get(id.to_string()).is_none() {
+                return Outcome::Done(json!({"summary": "memory no longer exists"}));
+            }
+            let concepts: Vec<Value> = answer["memories"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|m| m["id"].as_str().map(|s| s.trim_matches(['[', ']', ' '])) == Some(&id.to_string()))
+                .flat_map(|m| m["concepts"].as_array().cloned().unwrap_or_default())
+                .filter_map(|c| c.as_str().map(|s| s.trim().to_lowercase()).filter(|s| !s.is_empty() && s.chars().count() <= 60))
+                .take(4)
+                .map(|name| json!({"memory_id": id, "name": name}))
+                .collect();
+            let n = concepts.len();
+            Outcome::Done(json!({"concepts": concepts, "summary": format!("{n} concepts")}))
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Heartbeat actions (seed 000 §3.2)
+// ---------------------------------------------------------------------------------------
+
+async fn self_model(db: &Db) -> Step<(String, String)> {
+    let v = json_of(
+        db,
+        "SELECT jsonb_build_object(\
+           'identity', (SELECT coalesce(jsonb_agg(aspect || ' (' || round(confidence::numeric, 2) || ')'), '[]') FROM dionysus.identity_aspects), \
+           'worldview', (SELECT coalesce(jsonb_agg(belief || ' (' || round(confidence::numeric, 2) || ')'), '[]') FROM dionysus.worldview_beliefs))",
+        &[],
+    )
+    .await?;
+    let strs = |k: &str| v[k].as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect::<Vec<_>>()).unwrap_or_default();
+    Ok((bullets(strs("identity"), "(not yet formed)"), bullets(strs("worldview"), "(not yet formed)")))
+}
+
+async fn reflect(mind: &Mind, p: &Value) -> Step<Outcome> {
+    let focus = text(p, "focus");
+    let mut mems = recent(&mind.work_db, 6).await?;
+    if let Some(f) = &focus {
+        mems.extend(recalled(&mind.work_db, f, 6, None).await?);
+    }
+    let (identity, worldview) = self_model(&mind.work_db).await?;
+    let t = template(&mind.work_db, "reflect").await?;
+    let system = render(
+        &t.text,
+        &[
+            ("focus", focus.as_ref().map(|f| format!(" (focus: {f})")).unwrap_or_default()),
+            ("memories", bullets(mems.lines, "(nothing yet)")),
+            ("identity", identity),
+            ("worldview", worldview),
+        ],
+    );
+    let v = ask(&mind.smart, &t, system, None, |v| {
+        let insights: Vec<Value> = list(&v, "insights")?
+            .iter()
+            .filter_map(|i| i.as_str().or_else(|| i["content"].as_str()).map(str::trim).filter(|s| !s.is_empty()).map(|s| clip(s, 1000)))
+            .take(5)
+            .map(|s| json!({"content": s, "type": "semantic", "importance": 0.6}))
+            .collect();
+        let identity: Vec<Value> = list(&v, "identity")?
+            .iter()
+            .filter_map(|a| Some(json!({"aspect": clip(&text(a, "aspect")?, 300), "confidence": number(a, "confidence", 0.0, 1.0).unwrap_or(0.5)})))
+            .take(3)
+            .collect();
+        let worldview: Vec<Value> = list(&v, "worldview")?
+            .iter()
+            .filter_map(|b| Some(json!({"belief": clip(&text(b, "belief")?, 300), "confidence": number(b, "confidence", 0.0, 1.0).unwrap_or(0.5)})))
+            .take(3)
+            .collect();
+        Ok(json!({"memories": insights, "identity": identity, "worldview": worldview}))
+    })
+    .await?;
+    let mut v = v;
+    v["summary"] = json!(format!("{} insights", v["memories"].as_array().map_or(0, Vec::len)));
+    v["basis"] = json!(mems.basis);
+    Ok(Outcome::Done(v))
+}
+
+/// §3.2.3: one belief, identity aspect or memory, loaded with its evidence by the extension;
+/// the model judges whether it still holds; complete_work applies the verdict and records it.
+async fn maintain(mind: &Mind, p: &Value, _work: Uuid) -> Step<Outcome> {
+    let memory_id = p.get("memory_id").and_then(Value::as_str).and_then(|s| Uuid::parse_str(s).ok());
+    let target = json_of(&mind.work_db, "SELECT dionysus.maintain_target($1, $2)", &[&text(p, "target"), &memory_id]).await?;
+    if target.is_null() {
+        return Ok(Outcome::Done(json!({"summary": "nothing to maintain"})));
+    }
+    let evidence = Shown::from(&target["evidence"]);
+    let t = template(&mind.work_db, "maintain").await?;
+    let system = render(
+        &t.text,
+        &[
+            ("kind", target["kind"].as_str().unwrap_or("memory").to_string()),
+            ("content", target["content"].as_str().unwrap_or("").to_string()),
+            ("confidence", target["confidence"].to_string()),
+            ("evidence", bullets(evidence.lines, "(nothing else is known about it)")),
+        ],
+    );
+    let v = ask(&mind.fast, &t, system, None, |v| {
+        let verdict = text(&v, "verdict").map(|s| s.to_ascii_lowercase()).filter(|s| ["keep", "update", "retire"].contains(&s.as_str()));
+        let verdict = verdict.ok_or("\"verdict\" must be keep, update or retire")?;
+        Ok(json!({
+            "verdict": verdict,
+            "confidence": number(&v, "confidence", 0.0, 1.0),
+            "content": text(&v, "content").map(|c| clip(&c, 2000)),
+            "reason": text(&v, "reason").map(|r| clip(&r, 1000)),
+        }))
+    })
+    .await?;
+    let mut change = v.clone();
+    change["kind"] = target["kind"].clone();
+    change["id"] = target["id"].clone();
+    if change["confidence"].is_null() {
+        change.as_object_mut().map(|o| o.remove("confidence"));
+    }
+    let summary = format!("{} the {} \"{}\"", v["verdict"].as_str().unwrap_or("kept"), target["kind"].as_str().unwrap_or("memory"),
+        clip(target["content"].as_str().unwrap_or(""), 80));
+    Ok(Outcome::Done(json!({"maintenance": change, "basis": evidence.basis, "summary": summary})))
+}
+
+async fn brainstorm_goals(mind: &Mind, p: &Value) -> Step<Outcome> {
+    let focus = text(p, "focus");
+    let goals = json_of(
+        &mind.work_db,
+        "SELECT coalesce(jsonb_agg(jsonb_build_object('content', title || ' [' || priority || ']')), '[]') \
+         FROM dionysus.goals WHERE priority IN ('active', 'queued', 'backburner')",
+        &[],
+    )
+    .await?;
+    let mems = recent(&mind.work_db, 8).await?;
+    let t = template(&mind.work_db, "brainstorm_goals").await?;
+    let system = render(
+        &t.text,
+        &[
+            ("focus", focus.map(|f| format!(" (focus: {f})")).unwrap_or_default()),
+            ("goals", bullets(contents(&goals, 200), "(none)")),
+            ("memories", bullets(mems.lines, "(nothing yet)")),
+        ],
+    );
+    let v = ask(&mind.smart, &t, system, None, |v| {
+        let goals: Vec<Value> = list(&v, "goals")?
+            .iter()
+            .filter_map(|g| {
+                let title = g.as_str().map(str::to_string).or_else(|| text(g, "title"))?;
+                Some(json!({"title": clip(title.trim(), 200), "description": text(g, "description").map(|d| clip(&d, 1000)), "source": "curiosity"}))
+            })
+            .take(5)
+            .collect();
+        if goals.len() < 2 {
+            return Err(format!("brainstorm_goals needs 2 to 5 goals, got {}", goals.len()));
+        }
+        Ok(json!({"goals": goals}))
+    })
+    .await?;
+    let mut v = v;
+    v["summary"] = json!(format!("{} goals proposed", v["goals"].as_array().map_or(0, Vec::len)));
+    v["basis"] = json!(mems.basis);
+    Ok(Outcome::Done(v))
+}
+
+/// §3.2.4. Shallow: one search, its top 2 pages, an answer. Deep: 3–5 searches the fast model
+/// plans, up to 8 distinct pages, related memories recalled, a multi-source synthesis, and an
+/// evaluation of how far it can be trusted; the answer is stored with that confidence (the
+/// extension keeps web-derived memories at low trust whatever it says).
+async fn inquire(mind: &Mind, p: &Value, deep: bool) -> Step<Outcome> {
+    let Some(url) = mind.config.search_url.clone() else {
+        return Ok(Outcome::Fail("no search endpoint configured (DIONYSUS_SEARCH_URL)".into(), false));
+    };
+    let question = text(p, "question").ok_or_else(|| Outcome::Fail("params.question is missing".into(), false))?;
+    let queries = if deep { plan_queries(mind, &question).await } else { vec![question.clone()] };
+    let mut results: Vec<search::Hit> = Vec::new();
+    for q in &queries {
+        match search::search(&mind.web, &url, q, 5).await {
+            Ok(hits) => {
+                for h in hits {
+                    if !results.iter().any(|r| r.url == h.url) {
+                        results.push(h);
+                    }
+                }
+            }
+            Err(e) if results.is_empty() && q == queries.last().unwrap() => return Err(Outcome::Fail(format!("search failed: {e}"), true)),
+            Err(e) => tracing::info!(error = %e, query = %q, "one search failed"),
+        }
+    }
+    // Everything the web said is quoted inside fences, so a page cannot pose as instructions.
+    let mut lines: Vec<String> = results.iter().map(|r| web::fence(&r.url, &format!("{}\n{}", r.title, r.snippet))).collect();
+    let mut pages = 0;
+    for r in results.iter().take(if deep { 8 } else { 2 }) {
+        match search::fetch_text(&mind.web, &r.url, 3000).await {
+            Ok(page) => {
+                lines.push(web::fence(&r.url, &page));
+                pages += 1;
+            }
+            Err(e) => tracing::info!(error = %e, "page not read"),
+        }
+    }
+    let known = if deep { recalled(&mind.work_db, &question, 3, None).await? } else { Shown::default() };
+    if !known.lines.is_empty() {
+        lines.push(format!("What you already remember about it:\n{}", bullets(known.lines.clone(), "")));
+    }
+    let t = template(&mind.work_db, "inquire").await?;
+    let system = format!("{}\n\n{}", render(&t.text, &[("question", question.clone()), ("results", bullets(lines, "(no results)"))]), web::FENCE_RULE);
+    let v = ask(&mind.smart, &t, system, None, |v| {
+        let answer = text(&v, "answer").ok_or("\"answer\" must be a non-empty string")?;
+        let sources: Vec<String> = list(&v, "sources")?.iter().filter_map(|s| s.as_str().map(str::to_string)).take(10).collect();
+        Ok(json!({"answer": answer, "sources": sources}))
+    })
+    .await?;
+    let sources = v["sources"].as_array().map(|a| a.iter().filter_map(|s| s.as_str()).collect::<Vec<_>>().join(", ")).unwrap_or_default();
+    let answer = v["answer"].as_str().unwrap_or("");
+    let (confidence, caveats) = if deep { evaluate(mind, &question, answer, &sources).await } else { (0.5, None) };
+    let content = clip(
+        &format!("Question: {question}\nAnswer: {answer}\nSources: {sources}{}", caveats.map(|c| format!("\nCaveats: {c}")).unwrap_or_default()),
+        8000,
+    );
+    Ok(Outcome::Done(json!({
+        "memories": [{"content": content, "type": "semantic", "importance": if deep { 0.7 } else { 0.6 }, "confidence": confidence}],
+        "basis": known.basis,
+        "summary": format!("answered \"{}\" from {} searches, {} results and {pages} pages (confidence {confidence:.2})",
+            clip(&question, 80), queries.len(), results.len())
+    })))
+}
+
+/// inquire_deep's searches: 3–5 queries from the fast model; the question itself if it fails.
+async fn plan_queries(mind: &Mind, question: &str) -> Vec<String> {
+    let Ok(t) = template(&mind.work_db, "inquiry_queries").await else { return vec![question.to_string()] };
+    let system = render(&t.text, &[("question", question.to_string())]);
+    let planned = ask(&mind.fast, &t, system, None, |v| {
+        let q: Vec<Value> = list(&v, "queries")?.iter().filter_map(|q| q.as_str()).map(|q| json!(clip(q.trim(), 200))).take(5).collect();
+        if q.is_empty() { Err("no queries".into()) } else { Ok(json!(q)) }
+    })
+    .await;
+    let mut queries = vec![question.to_string()];
+    for q in planned.ok().and_then(|v| v.as_array().cloned()).unwrap_or_default() {
+        if let Some(q) = q.as_str().filter(|q| !q.is_empty() && !queries.iter().any(|x| x.eq_ignore_ascii_case(q))) {
+            queries.push(q.to_string());
+        }
+    }
+    queries.truncate(5);
+    queries
+}
+
+/// inquire_deep's second look: how far the sources support the answer (0.5 when unknown).
+async fn evaluate(mind: &Mind, question: &str, answer: &str, sources: &str) -> (f64, Option<String>) {
+    let Ok(t) = template(&mind.work_db, "inquiry_confidence").await else { return (0.5, None) };
+    let system = render(&t.text, &[("question", question.to_string()), ("answer", answer.to_string()), ("sources", sources.to_string())]);
+    match ask(&mind.fast, &t, system, None, |v| {
+        Ok(json!({"confidence": number(&v, "confidence", 0.0, 1.0).ok_or("\"confidence\" must be a number in [0, 1]")?, "caveats": text(&v, "caveats")}))
+    })
+    .await
+    {
+        Ok(v) => (v["confidence"].as_f64().unwrap_or(0.5), v["caveats"].as_str().map(|c| clip(c, 500))),
+        Err(_) => (0.5, None),
+    }
+}
+
+async fn synthesize(mind: &Mind, p: &Value) -> Step<Outcome> {
+    let topic = text(p, "topic").ok_or_else(|| Outcome::Fail("params.topic is missing".into(), false))?;
+    let ids: Vec<Uuid> = p["memory_ids"].as_array().into_iter().flatten().filter_map(|v| v.as_str().and_then(|s| Uuid::parse_str(s).ok())).collect();
+    let mut mems = Shown::default();
+    if !ids.is_empty() {
+        let v = json_of(
+            &mind.work_db,
+            "SELECT coalesce(jsonb_agg(jsonb_build_object('id', id, 'content', content, 'source', source)), '[]') \
+             FROM dionysus.memories WHERE id = ANY($1)",
+            &[&ids],
+        )
+        .await?;
+        mems.extend(Shown::from(&v));
+    }
+    mems.extend(recalled(&mind.work_db, &topic, 10, None).await?);
+    let t = template(&mind.work_db, "synthesize").await?;
+    let system = render(&t.text, &[("topic", topic.clone()), ("memories", bullets(mems.lines, "(nothing yet)"))]);
+    let v = ask(&mind.smart, &t, system, None, |v| {
+        let artifact = text(&v, "artifact").ok_or("\"artifact\" must be a non-empty string")?;
+        Ok(json!({"title": text(&v, "title").unwrap_or_else(|| "Synthesis".into()), "artifact": artifact}))
+    })
+    .await?;
+    let content = clip(&format!("{}\n\n{}", v["title"].as_str().unwrap_or(""), v["artifact"].as_str().unwrap_or("")), 8000);
+    Ok(Outcome::Done(json!({
+        "memories": [{"content": content, "type": "semantic", "importance": 0.7}],
+        "summary": format!("synthesized \"{}\"", clip(&topic, 80)),
+        "basis": mems.basis
+    })))
+}
+
+/// A message to one person, written only from what that person may see: their own turns and
+/// memories visible to them. The extension still refuses it if the decision behind it drew
+/// on someone else's private words.
+async fn reach_out(mind: &Mind, p: &Value) -> Step<Outcome> {
+    let intent = text(p, "intent").unwrap_or_else(|| "check in".into());
+    let draft = text(p, "content");
+    // Whom it is for; nobody yet (no one has talked): the home channel, with nothing private.
+    let target = json_of(&mind.work_db, "SELECT dionysus.reach_out_target($1)", &[&text(p, "person")]).await?;
+    let person = target["person"].as_str().map(str::to_string);
+    let viewer = person.clone().unwrap_or_else(|| "nobody:".into());
+    let turns = json_of(
+        &mind.work_db,
+        "SELECT coalesce(jsonb_agg(jsonb_build_object('role', CASE WHEN is_bot THEN 'assistant' ELSE 'user' END, 'content', content) \
+                                   ORDER BY created_at), '[]') \
+         FROM (SELECT * FROM dionysus.messages WHERE person = $1 ORDER BY created_at DESC LIMIT 8) m",
+        &[&viewer],
+    )
+    .await?;
+    let mems = recalled(&mind.work_db, draft.as_deref().unwrap_or(&intent), 6, Some(&viewer)).await?;
+    let t = template(&mind.work_db, "reach_out").await?;
+    let system = render(
+        &t.text,
+        &[
+            ("intent", intent.clone()),
+            ("draft", draft.map(|d| format!("A draft you had in mind: {d}\n")).unwrap_or_default()),
+            ("turns", prompt::transcript(&turns)),
+            ("memories", bullets(mems.lines, "(nothing relevant)")),
+        ],
+    );
+    let v = ask(&mind.smart, &t, system, None, |v| text(&v, "message").map(|m| json!(clip(&m, 4000))).ok_or_else(|| "\"message\" must be a non-empty string".into())).await?;
+    let to = person.as_deref().unwrap_or("the home channel");
+    Ok(Outcome::Done(json!({"message": v, "person": person, "basis": mems.basis, "summary": format!("wrote to {to} ({intent})")})))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extraction_keeps_well_formed_items_only() {
+        let v = json!({
+            "facts": [{"content": "User has a dog named Rex", "subject": "user", "confidence": "0.9"}, {"subject": "no content"}, 7],
+            "triples": [{"subject": "user", "predicate": "has_dog", "object": "Rex"}, {"subject": "", "predicate": "x", "object": "y"}],
+            "goals": [{"title": "Remind user about the vet"}]
+        });
+        let out = extraction_shape(v).unwrap();
+        assert_eq!(out["facts"].as_array().unwrap().len(), 1);
+        assert_eq!(out["facts"][0]["confidence"], json!(0.9));
+        assert_eq!(out["triples"].as_array().unwrap().len(), 1);
+        assert_eq!(out["goals"][0]["source"], json!("user_request"));
+        assert!(extraction_shape(json!({"facts": "nope"})).is_err());
+        assert_eq!(extraction_shape(json!({})).unwrap()["facts"], json!([]));
+    }
+}

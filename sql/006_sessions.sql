@@ -1,0 +1,39 @@
+-- Sessions (seed 000 §5.3): heartbeats pause while the person is talking, and a session
+-- that ends with enough said asks for a heartbeat.
+--
+-- Conventions: every rejection raises an SQLSTATE with a message naming the argument; every
+-- function is one statement in the caller's transaction, so nothing is ever half-written.
+-- Helpers nobody calls directly live in dionysus_internal (see 001_schema.sql).
+
+-- ---------------------------------------------------------------------------------------
+-- Sessions (§5.3): heartbeats pause while the person is talking.
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION session_start() RETURNS void LANGUAGE sql AS $$
+    UPDATE dionysus.heartbeat_state SET session_active = true,
+           session_started_at = CASE WHEN session_active THEN session_started_at ELSE now() END,
+           last_user_interaction_at = now(), updated_at = now() WHERE id = 1;
+$$;
+
+CREATE FUNCTION note_user_message() RETURNS void LANGUAGE sql AS $$
+    UPDATE dionysus.heartbeat_state SET last_user_interaction_at = now(), updated_at = now() WHERE id = 1;
+$$;
+
+CREATE FUNCTION request_heartbeat(reason text DEFAULT 'requested') RETURNS void
+    LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE dionysus.heartbeat_state SET requested_at = now(), request_reason = reason, updated_at = now() WHERE id = 1;
+    PERFORM pg_notify('dionysus_heartbeat', jsonb_build_object('reason', reason, 'database', current_database())::text);
+END $$;
+
+CREATE FUNCTION session_end(significant boolean DEFAULT false) RETURNS void
+    LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE dionysus.heartbeat_state SET session_active = false, updated_at = now() WHERE id = 1;
+    IF significant THEN
+        PERFORM dionysus.request_heartbeat('significant session');
+    END IF;
+END $$;
+
+CREATE FUNCTION pause_heartbeats(paused boolean DEFAULT true) RETURNS void LANGUAGE sql AS $$
+    UPDATE dionysus.heartbeat_state SET paused = pause_heartbeats.paused, updated_at = now() WHERE id = 1;
+$$;

@@ -1,0 +1,73 @@
+-- Retention and size: what only records the past is pruned after retention_days; the
+-- heartbeat's health view shows the tables' sizes.
+--
+-- Conventions: every rejection raises an SQLSTATE with a message naming the argument; every
+-- function is one statement in the caller's transaction, so nothing is ever half-written.
+-- Helpers nobody calls directly live in dionysus_internal (see 001_schema.sql).
+
+-- ---------------------------------------------------------------------------------------
+-- Retention: what only records the past is pruned after retention_days (default 90) by the
+-- maintenance pass, a bounded batch per table per pass. The message log is never pruned
+-- (it is what everything else can be rebuilt from), and neither are memories.
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION prune_history(batch integer DEFAULT 10000) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    cutoff timestamptz := now() - make_interval(secs => dionysus_internal.heartbeat_setting('retention_days') * 86400);
+    pruned jsonb := '{}'::jsonb;
+    n integer;
+BEGIN
+    IF batch IS NULL OR batch < 1 OR batch > 1000000 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "batch": % is outside [1, 1000000]', batch USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    DELETE FROM dionysus.energy_ledger WHERE id IN (SELECT id FROM dionysus.energy_ledger WHERE at < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('energy_ledger', n);
+    DELETE FROM dionysus.work_queue WHERE id IN (SELECT id FROM dionysus.work_queue WHERE status IN ('done', 'failed')
+                                                   AND coalesce(completed_at, created_at) < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('work_queue', n);
+    DELETE FROM dionysus.outbox WHERE id IN (SELECT id FROM dionysus.outbox WHERE status IN ('sent', 'failed')
+                                               AND coalesce(sent_at, created_at) < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('outbox', n);
+    DELETE FROM dionysus.heartbeat_log WHERE id IN (SELECT id FROM dionysus.heartbeat_log WHERE status IN ('finished', 'recovered')
+                                                      AND coalesce(ended_at, started_at) < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('heartbeat_log', n);
+    DELETE FROM dionysus.memory_access_log WHERE ctid IN (SELECT ctid FROM dionysus.memory_access_log WHERE accessed_at < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('memory_access_log', n);
+    DELETE FROM dionysus.embedding_cache WHERE (model, content_hash) IN
+        (SELECT model, content_hash FROM dionysus.embedding_cache WHERE created_at < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('embedding_cache', n);
+    RETURN pruned;
+END $$;
+
+-- Sizes of the tables that grow, in bytes (with their indexes and TOAST).
+CREATE FUNCTION dionysus_internal.table_bytes(tables text[]) RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    SELECT jsonb_object_agg(t, pg_total_relation_size(('dionysus.' || quote_ident(t))::regclass) ORDER BY t) FROM unnest(tables) t
+$$;
+
+-- Appendix A, plus the queue, the outbox and the warnings.
+CREATE VIEW heartbeat_health AS
+SELECT
+    s.heartbeat_count                                                       AS total_heartbeats,
+    s.current_energy,
+    s.last_heartbeat_at                                                     AS last_heartbeat,
+    s.next_heartbeat_at                                                     AS next_heartbeat,
+    s.in_flight,
+    s.paused,
+    s.session_active,
+    (SELECT count(*) FROM goals WHERE priority = 'active')                  AS active_goals,
+    (SELECT count(*) FROM goals WHERE priority = 'queued')                  AS queued_goals,
+    (SELECT avg(energy_end - energy_start) FROM heartbeat_log
+      WHERE started_at > now() - interval '24 hours')                       AS avg_energy_delta_24h,
+    (SELECT count(*) FROM heartbeat_log h, jsonb_array_elements(h.actions_taken) a
+      WHERE h.started_at > now() - interval '24 hours' AND a ->> 'action' = 'reach_out_user') AS reach_outs_24h,
+    (SELECT count(*) FROM work_queue WHERE status IN ('pending', 'claimed')) AS queue_depth,
+    (SELECT now() - min(created_at) FROM work_queue WHERE status = 'pending') AS oldest_pending_work,
+    (SELECT count(*) FROM work_queue WHERE status = 'failed')               AS failed_work,
+    (SELECT count(*) FROM outbox WHERE status = 'pending')                  AS outbox_backlog,
+    (SELECT count(*) FROM outbox WHERE status = 'pending' AND requires_approval AND approved_at IS NULL) AS awaiting_approval,
+    sc.last_tick_at                                                         AS last_scheduler_tick,
+    sc.last_error                                                           AS last_scheduler_error,
+    heartbeat_warnings()                                                    AS warnings,
+    dionysus_internal.table_bytes(ARRAY['heartbeat_log', 'energy_ledger', 'work_queue', 'outbox', 'messages']) AS table_bytes
+FROM heartbeat_state s CROSS JOIN scheduler_status sc WHERE s.id = 1;
