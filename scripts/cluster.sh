@@ -3,6 +3,8 @@
 # with dionysus preloaded so its maintenance worker runs.
 #
 #   scripts/cluster.sh start DATADIR PORT [extra postgresql.conf lines...]
+#   scripts/cluster.sh standby DATADIR PORT PRIMARY_PORT   a hot standby streaming from the
+#                                                          cluster on 127.0.0.1:PRIMARY_PORT
 #   scripts/cluster.sh stop DATADIR
 #   scripts/cluster.sh restart DATADIR
 #
@@ -14,6 +16,18 @@ data="${2:?data directory}"
 
 as_pg() {
   if [ "$(id -un)" = postgres ]; then "$@"; else sudo -u postgres -- "$@"; fi
+}
+
+# Starts the server in $data unless it runs; on failure, shows why.
+start_server() {
+  if ! as_pg "$PG_BIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
+    if ! as_pg "$PG_BIN/pg_ctl" -D "$data" -l "$data/server.log" -w -t 60 start >/dev/null; then
+      # Say why here: the caller's output is often all there is (CI keeps no data directories).
+      echo "cluster.sh: PostgreSQL did not start in $data; the end of its log:" >&2
+      tail -n 20 "$data/server.log" >&2 || true
+      exit 1
+    fi
+  fi
 }
 
 case "$cmd" in
@@ -34,9 +48,21 @@ case "$cmd" in
         for line in "$@"; do echo "$line"; done
       } | as_pg tee -a "$data/postgresql.conf" >/dev/null
     fi
-    if ! as_pg "$PG_BIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
-      as_pg "$PG_BIN/pg_ctl" -D "$data" -l "$data/server.log" -w -t 60 start >/dev/null
+    start_server
+    ;;
+  standby)
+    port="${3:?port}"; primary="${4:?primary port}"
+    if [ ! -f "$data/PG_VERSION" ]; then
+      mkdir -p "$data"
+      chown postgres:postgres "$data" 2>/dev/null || true
+      chmod 700 "$data"
+      # -R writes standby.signal and primary_conninfo; the copied configuration then gets
+      # this server's own port and socket directory (later lines win).
+      as_pg "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$primary" -U postgres -D "$data" -R -X stream -c fast
+      as_pg rm -f "$data/server.log"
+      printf "port = %s\nunix_socket_directories = '%s'\n" "$port" "$data" | as_pg tee -a "$data/postgresql.conf" >/dev/null
     fi
+    start_server
     ;;
   stop)
     if [ -f "$data/PG_VERSION" ]; then

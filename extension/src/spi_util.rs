@@ -12,12 +12,11 @@ thread_local! {
 pub fn vector_schema() -> String {
     VECTOR_SCHEMA.with(|cell| {
         cell.get_or_init(|| {
-            let s = Spi::get_one::<String>(
+            let s = first_or_none::<String>(
                 "SELECT n.nspname::text FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace \
                  WHERE e.extname = 'vector'",
+                &[],
             )
-            .ok()
-            .flatten()
             .unwrap_or_else(|| "public".to_string());
             quote_identifier(s)
         })
@@ -140,7 +139,9 @@ fn run_cached<R>(
 }
 
 /// The first column of the first row, or None when the query returns no row (or NULL).
-/// `Spi::get_one` treats "no row" as an error; here it is an ordinary answer.
+/// `Spi::get_one` treats "no row" as an error; here it is an ordinary answer. Reads go through
+/// here or `select_prepared`, never `Spi::get_one`/`Spi::run`: pgrx runs those as writes and
+/// assigns the transaction an id, which a hot standby refuses (and which burns ids on a primary).
 pub fn first_or_none<T: FromDatum + IntoDatum>(query: &str, args: &[pgrx::datum::DatumWithOid<'_>]) -> Option<T> {
     Spi::connect(|c| {
         let rows = c.select(query, Some(1), args).unwrap_or_else(|e| pgrx::error!("dionysus: {e}"));

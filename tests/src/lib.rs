@@ -10,7 +10,7 @@ pub fn cluster_conninfo() -> String {
     std::env::var("DIONYSUS_TEST_CONNINFO").unwrap_or_else(|_| {
         panic!(
             "DIONYSUS_TEST_CONNINFO is not set: run the tests through scripts/test.sh, which starts a \
-             cluster with dionysus preloaded (or set it to e.g. 'host=127.0.0.1 port=54329 user=postgres')"
+             cluster with dionysus preloaded (or set it to e.g. 'host=127.0.0.1 port=31329 user=postgres')"
         )
     })
 }
@@ -130,6 +130,15 @@ pub fn scripted_driver_config(database_url: String, llm: &fake_llm::FakeLlm) -> 
 
 /// Runs `scripts/cluster.sh` (start/stop/restart DATADIR [PORT] [conf lines]) for tests that
 /// need a cluster of their own; true when it succeeded.
+/// A port for a cluster of a test's own: below Linux's ephemeral range (32768 and up), where the
+/// local ends of the suite's own client connections could already hold it, and free right now.
+pub fn free_port(base: u16) -> u16 {
+    let start = base + (std::process::id() % 90) as u16;
+    (start..start + 200)
+        .find(|port| std::net::TcpListener::bind(("127.0.0.1", *port)).is_ok())
+        .expect("a free port for the test's own cluster")
+}
+
 pub fn cluster_sh(args: &[&str]) -> bool {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     std::process::Command::new(format!("{root}/scripts/cluster.sh")).args(args).status().expect("scripts/cluster.sh").success()

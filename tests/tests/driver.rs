@@ -468,7 +468,7 @@ async fn an_idle_session_ends_and_only_a_significant_one_requests_a_heartbeat() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_driver_carries_on_through_a_postgres_restart() {
     let _ = cluster_conninfo();
-    let port = 54500 + (std::process::id() % 90) as u16;
+    let port = dionysus_tests::free_port(31700);
     let data = format!("/tmp/dionysus-restart-{port}");
     dionysus_tests::cluster_sh(&["stop", &data]);
     let _ = std::fs::remove_dir_all(&data);

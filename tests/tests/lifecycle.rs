@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 async fn the_server_stops_cleanly_while_the_worker_runs() {
     // Only under scripts/test.sh, which also provides sudo and the installed extension.
     let _ = dionysus_tests::cluster_conninfo();
-    let port = 54400 + (std::process::id() % 90) as u16;
+    let port = dionysus_tests::free_port(31400);
     let data = format!("/tmp/dionysus-lifecycle-{port}");
     dionysus_tests::cluster_sh(&["stop", &data]);
     let _ = std::fs::remove_dir_all(&data);

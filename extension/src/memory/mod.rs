@@ -218,12 +218,10 @@ fn remember_batch(items: Option<JsonArg>) -> TableIterator<'static, (name!(ord, 
 /// Fails with P0002 unless the memory exists.
 pub fn require_memory(arg: &str, id: Option<Uuid>) -> Uuid {
     let Some(id) = id else { errors::null_arg(arg) };
-    let exists = Spi::get_one_with_args::<bool>(
+    let exists = crate::spi_util::first_or_none::<bool>(
         "SELECT EXISTS (SELECT 1 FROM dionysus.memories WHERE id = $1)",
         &[id.into()],
     )
-    .ok()
-    .flatten()
     .unwrap_or(false);
     if !exists {
         errors::not_found(arg, "memory", id);
