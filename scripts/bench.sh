@@ -3,11 +3,12 @@
 #   scripts/bench.sh locomo [PATH]      retrieval quality on the LoCoMo dev split
 #   scripts/bench.sh recall [N] [Q]     recall latency at N memories (default 10000)
 #   scripts/bench.sh driver [N] [M]     the driver's overhead per message at N memories (100000)
-#   scripts/bench.sh all                LoCoMo, then recall at 10k and 100k, then the driver
+#   scripts/bench.sh fortnight [DAYS]   the proactive mind over a simulated fortnight (14)
+#   scripts/bench.sh all                LoCoMo, then recall at 10k and 100k, the driver, the fortnight
 # One core per backend, as on a 1 vCPU VPS (candle's pool is pinned to one thread).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PORT="${DIONYSUS_BENCH_PORT:-54339}"
+PORT="${DIONYSUS_BENCH_PORT:-31339}"   # below the ephemeral range (see scripts/test.sh)
 DATA="${DIONYSUS_BENCH_DATA:-/tmp/dionysus-bench-$PORT}"
 scripts/install.sh
 cargo build --release -p dionysus-tests --bin dionysus-bench
@@ -22,10 +23,12 @@ case "${1:-all}" in
   locomo) $bench locomo "$locomo_path" ;;
   recall) $bench recall "${2:-10000}" "${3:-200}" ;;
   driver) $bench driver "${2:-100000}" "${3:-200}" ;;
+  fortnight) $bench fortnight "${2:-14}" ;;
   all)
     $bench locomo "../shared/bench/locomo/locomo10-dev.json"
     $bench recall 10000 200
     $bench recall 100000 200
-    $bench driver 100000 200 ;;
-  *) echo "usage: scripts/bench.sh locomo [PATH] | recall [N] [Q] | driver [N] [M] | all" >&2; exit 2 ;;
+    $bench driver 100000 200
+    $bench fortnight 14 ;;
+  *) echo "usage: scripts/bench.sh locomo [PATH] | recall [N] [Q] | driver [N] [M] | fortnight [DAYS] | all" >&2; exit 2 ;;
 esac

@@ -10,7 +10,7 @@
 #
 # The socket lives in DATADIR, and the server listens on 127.0.0.1:PORT.
 set -euo pipefail
-PG_BIN="/usr/lib/postgresql/${PG_MAJOR:-15}/bin"
+PG_BIN="${PG_BIN:-/usr/lib/postgresql/${PG_MAJOR:-15}/bin}"   # PG_BIN: another installation
 cmd="${1:?usage: cluster.sh start|stop|restart DATADIR [PORT]}"
 data="${2:?data directory}"
 

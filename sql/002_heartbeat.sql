@@ -8,12 +8,15 @@
 -- this order, so no two transactions ever wait on each other in a cycle:
 --   1. the channel's advisory lock  'dionysus.channel:<platform>:<channel>'  (log_message, confirm_outbox)
 --   2. the heartbeat_state row      FOR UPDATE  (heartbeats, energy, sessions, contact time, refunds)
---   3. the goals advisory lock      'dionysus.goals'  (create_goal, change_goal_priority, heartbeat_commit,
+--   3. the agent_state row          FOR UPDATE  (the proactive tick, HIGH events, contact decisions)
+--   4. the goals advisory lock      'dionysus.goals'  (create_goal, change_goal_priority, heartbeat_commit,
 --                                   complete_work of a result with goals)
---   4. the row a call is about      the heartbeat_log row of a commit or finish, the work_queue row
---                                   of a complete/fail/release, the outbox row of a confirm/release
---   5. the learn and episode advisory locks  'dionysus.learn', 'dionysus.episode:<source>'  (learn, remember)
---   6. any other rows, by primary key: goals, memories, facts, triples
+--   5. the row a call is about      the heartbeat_log row of a commit or finish, the work_queue row
+--                                   of a complete/fail/release, the outbox row of a confirm/release,
+--                                   the contact evaluation of a decision
+--   6. a person's row in people     (their turn logged, an evaluation, a contact delivered or decided)
+--   7. the learn and episode advisory locks  'dionysus.learn', 'dionysus.episode:<source>'  (learn, remember)
+--   8. any other rows, by primary key: goals, memories, facts, triples, events
 -- A function that may need a lock later (a refund needs the state row) takes it at its start.
 
 -- ---------------------------------------------------------------------------------------

@@ -151,12 +151,17 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": message % names no platform', outbox_id
             USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
-    logged := dionysus.log_message(o.platform, last_part, channel_id, bot_author_id, o.content, true, o.work_id IS NOT NULL,
+    -- A contact Dionysus started: the person's row (before log_message's episode lock).
+    IF (o.work_id IS NOT NULL OR o.contact_id IS NOT NULL) AND o.person IS NOT NULL THEN
+        PERFORM dionysus_internal.note_contact_delivered(o.person);
+    END IF;
+    logged := dionysus.log_message(o.platform, last_part, channel_id, bot_author_id, o.content, true,
+                                   o.work_id IS NOT NULL OR o.contact_id IS NOT NULL,
                                    o.reply_to, o.person);
     UPDATE dionysus.outbox x SET status = 'sent', sent_at = now(), attempts = x.attempts + 1, reserved_until = NULL,
            platform_message_id = last_part, channel_id = confirm_outbox.channel_id
      WHERE x.id = outbox_id;
-    IF o.work_id IS NOT NULL THEN
+    IF o.work_id IS NOT NULL OR o.contact_id IS NOT NULL THEN
         UPDATE dionysus.heartbeat_state SET last_user_contact_at = now() WHERE id = 1;
     END IF;
     RETURN (logged ->> 'message_id')::uuid;

@@ -331,6 +331,9 @@ DECLARE
     language_work integer := 0;
     errors jsonb := '[]'::jsonb;
     why text;
+    proactive jsonb;
+    contacts_waiting bigint := 0;
+    opp record;
 BEGIN
     -- Each step in its own subtransaction: one that fails is reported, the others (and the
     -- NOTIFYs below) still happen.
@@ -346,6 +349,25 @@ BEGIN
     EXCEPTION WHEN OTHERS THEN
         GET STACKED DIAGNOSTICS why = MESSAGE_TEXT;
         errors := errors || jsonb_build_object('step', 'enqueue_language_work', 'error', why);
+    END;
+    -- The proactive mind's tick, when its own (dynamic) interval is up (after the state row:
+    -- lock order).
+    SELECT * INTO st FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
+    BEGIN
+        IF dionysus_internal.proactive_tick_due() THEN
+            proactive := dionysus.proactive_tick();
+        END IF;
+        -- Crossings not yet decided are announced again (a driver may have been away).
+        FOR opp IN SELECT c.id, c.person, c.explanation FROM dionysus.contact_evaluations c
+                    WHERE c.outcome = 'opportunity' AND c.decision IS NULL AND c.notified_at < now() - interval '1 minute'
+                    ORDER BY c.at LIMIT 10 LOOP
+            PERFORM pg_notify('dionysus_contact', jsonb_build_object('evaluation_id', opp.id, 'person', opp.person, 'why', opp.explanation)::text);
+            UPDATE dionysus.contact_evaluations SET notified_at = now() WHERE id = opp.id;
+            contacts_waiting := contacts_waiting + 1;
+        END LOOP;
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS why = MESSAGE_TEXT;
+        errors := errors || jsonb_build_object('step', 'proactive_tick', 'error', why);
     END;
     SELECT * INTO st FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
     due := dionysus.heartbeat_due();
@@ -369,5 +391,6 @@ BEGIN
         PERFORM pg_notify('dionysus_outbox', jsonb_build_object('waiting', outbox_waiting)::text);
     END IF;
     RETURN jsonb_build_object('recovered', recovered, 'due', due, 'work_waiting', work_waiting, 'outbox_waiting', outbox_waiting,
-                              'ended_session', ended_session, 'language_work_queued', language_work, 'errors', errors);
+                              'ended_session', ended_session, 'language_work_queued', language_work, 'proactive', proactive,
+                              'contacts_reannounced', contacts_waiting, 'errors', errors);
 END $$;

@@ -130,6 +130,8 @@ DECLARE
     msg uuid := gen_random_uuid();
     work uuid;
     arg text;
+    noted jsonb := '{}'::jsonb;
+    prev_is_bot boolean;
 BEGIN
     FOREACH arg IN ARRAY ARRAY['platform', 'platform_message_id', 'channel_id', 'author_id'] LOOP
         IF coalesce(btrim(CASE arg WHEN 'platform' THEN platform WHEN 'platform_message_id' THEN platform_message_id
@@ -167,11 +169,14 @@ BEGIN
     ELSE
         who := coalesce(nullif(btrim(person), ''), (SELECT r.person FROM dionysus.messages r WHERE r.id = log_message.reply_to));
     END IF;
-    SELECT m.id INTO prev FROM dionysus.messages m
+    SELECT m.id, m.is_bot INTO prev, prev_is_bot FROM dionysus.messages m
      WHERE m.platform = log_message.platform AND m.channel_id = log_message.channel_id
      ORDER BY m.created_at DESC, m.id DESC LIMIT 1;
     IF NOT is_bot THEN
         PERFORM dionysus.session_start(); -- the state row before remember's episode lock (lock order)
+        -- The proactive mind's beliefs about the person (agent_state and their row: before the
+        -- episode lock too).
+        noted := dionysus_internal.note_person_message(who, msg, content);
     END IF;
     mem := dionysus.remember(content, 'episodic', CASE WHEN is_bot THEN 0.3 ELSE 0.5 END, 0.0,
                              jsonb_build_object('message_id', msg, 'platform', platform, 'channel_id', channel_id,
@@ -182,15 +187,20 @@ BEGIN
     INSERT INTO dionysus.messages (id, platform, platform_message_id, channel_id, author_id, is_bot, is_proactive, content,
                                    prev_message_id, reply_to, memory_id, person)
     VALUES (msg, platform, platform_message_id, channel_id, author_id, is_bot, is_proactive, content, prev, reply_to, mem, who);
-    IF NOT is_bot THEN
+    -- Nothing to extract from "ok".
+    IF NOT is_bot AND NOT dionysus.is_acknowledgement(content) THEN
         INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, available_at)
         VALUES ('extract_message:' || msg, 'extract_message',
                 jsonb_build_object('message_id', msg, 'memory_id', mem, 'source', 'conversation:' || msg, 'person', who),
                 dionysus_internal.heartbeat_setting('work_max_attempts')::int, now() + interval '2 minutes')
         RETURNING id INTO work;
     END IF;
+    -- An acknowledgement of what Dionysus said ("ok", "👍") needs no reply and no model.
     RETURN jsonb_build_object('message_id', msg, 'duplicate', false, 'prev_message_id', prev, 'memory_id', mem, 'work_id', work,
-                              'person', who);
+                              'person', who,
+                              'acknowledgement', coalesce((noted ->> 'acknowledgement')::boolean AND prev_is_bot, false),
+                              'answered_contact', coalesce((noted ->> 'answered_contact')::boolean, false),
+                              'signal', noted -> 'signal');
 END $$;
 
 -- The reply to a person's message, reserved for the worker that will send it (reserve →

@@ -25,6 +25,9 @@ pub enum Handled {
     Queued { message_id: Uuid },
     /// The message could not be stored (the person was told).
     NotStored(String),
+    /// Only an acknowledgement of what Dionysus said ("ok", "👍"): beliefs updated in the
+    /// database, no model called, no reply (seed 003's layered processing).
+    Acknowledged { message_id: Uuid },
 }
 
 pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>) -> Handled {
@@ -76,6 +79,10 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
         };
     }
     let work_id = logged["work_id"].as_str().and_then(|s| Uuid::parse_str(s).ok());
+    if logged["acknowledgement"] == Value::Bool(true) {
+        tracing::info!(%message_id, "an acknowledgement: noted, no reply");
+        return Handled::Acknowledged { message_id };
+    }
 
     // Typing while composing (Discord shows it for ~10 s, so it is renewed).
     ch.typing(&m.channel_id).await;

@@ -357,10 +357,16 @@ pub enum Wake {
     Heartbeat,
     Work,
     Outbox,
+    /// Contact pressure crossed its threshold with the gates open: a mind is needed.
+    Contact,
 }
 
-pub const CHANNELS: [(&str, Wake); 3] =
-    [("dionysus_heartbeat", Wake::Heartbeat), ("dionysus_work", Wake::Work), ("dionysus_outbox", Wake::Outbox)];
+pub const CHANNELS: [(&str, Wake); 4] = [
+    ("dionysus_heartbeat", Wake::Heartbeat),
+    ("dionysus_work", Wake::Work),
+    ("dionysus_outbox", Wake::Outbox),
+    ("dionysus_contact", Wake::Contact),
+];
 
 /// LISTENs on the extension's channels and forwards wake-ups, reconnecting with back-off after
 /// a restart. Every (re)connection also sends each wake-up once: what was notified while the

@@ -7,11 +7,13 @@
 //! - [`work`]: the queue's plumbing: claim, run, settle (complete/fail/release) under a lease
 //! - [`actions`]: what each queued action and language job does
 //! - [`outbox`]: unprompted messages, delivered once
+//! - [`contact`]: the proactive mind's thinking layer, woken only when contact pressure crosses
 //! - [`runtime`]: wiring, NOTIFY wake-ups, shutdown
 //! - [`channel`]: Discord, terminal and test channels behind one trait
 //! - [`llm`], [`db`]: the two outside services, each resilient to failure
 pub mod actions;
 pub mod channel;
+pub mod contact;
 pub mod config;
 pub mod conversation;
 pub mod db;

@@ -17,7 +17,8 @@ commands:
   chat [--json]     the same, with the terminal as the channel (--json: JSON lines in and out);
                     at the end of input (Ctrl-D) it answers what was said and stops
   heartbeat --once  run one heartbeat now and print what it did
-  status            energy, goals, last heartbeats, queue, outbox, memory health
+  status            energy, goals, last heartbeats, queue, outbox, memory health, the mind
+  why [PERSON]      why Dionysus wrote, or did not: the last evaluations of contact pressure
   doctor            check PostgreSQL, pgvector, the extension, the worker, the embedding model,
                     the LLM endpoints and the Discord token
 
@@ -122,6 +123,7 @@ async fn main() -> ExitCode {
     match command {
         Some("doctor") => doctor::run(&config).await,
         Some("status") => status::run(&config).await,
+        Some("why") => status::why(&config, args.get(1).map(String::as_str)).await,
         Some("run") | Some("chat") => {
             let terminal = on_terminal.then(|| Arc::new(Terminal::new(&config.terminal_user, json, command == Some("chat"))));
             let channel: Arc<dyn Channel> = match &terminal {

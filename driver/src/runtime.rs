@@ -5,7 +5,7 @@
 use crate::channel::{Event, Incoming};
 use crate::conversation::{self, Handled};
 use crate::db::{self, Wake};
-use crate::{heartbeat, outbox, work, Mind};
+use crate::{contact, heartbeat, outbox, work, Mind};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -183,11 +183,12 @@ async fn autonomy(mind: Arc<Mind>, mut wakes: mpsc::Receiver<Wake>) {
             _ = mind.shutdown.cancelled() => None,
         };
         let Some(first) = first else { return };
-        let (mut heartbeat_due, mut work_waits, mut outbox_waits) = (false, false, false);
+        let (mut heartbeat_due, mut work_waits, mut outbox_waits, mut contact_waits) = (false, false, false, false);
         let mut note = |w: Wake| match w {
             Wake::Heartbeat => heartbeat_due = true,
             Wake::Work => work_waits = true,
             Wake::Outbox => outbox_waits = true,
+            Wake::Contact => contact_waits = true,
         };
         note(first);
         while let Ok(w) = wakes.try_recv() {
@@ -196,6 +197,9 @@ async fn autonomy(mind: Arc<Mind>, mut wakes: mpsc::Receiver<Wake>) {
         // Outbox first (a person waits on it), then the heartbeat, then the rest of the queue.
         if outbox_waits {
             outbox::deliver(&mind).await;
+        }
+        if contact_waits && !mind.shutdown.is_cancelled() {
+            contact::decide_open(&mind).await;
         }
         if heartbeat_due && !mind.shutdown.is_cancelled() {
             match mind.work_db.json("SELECT to_jsonb(dionysus.heartbeat_due())", &[]).await {

@@ -18,6 +18,7 @@ const SQL: &str = "SELECT jsonb_build_object(
     'queue', (SELECT jsonb_object_agg(status, n) FROM (SELECT status, count(*) AS n FROM dionysus.work_queue GROUP BY status) q),
     'messages', (SELECT jsonb_build_object('total', count(*), 'last', max(created_at)) FROM dionysus.messages),
     'memory', (SELECT to_jsonb(m) FROM dionysus.memory_health m),
+    'mind', (SELECT to_jsonb(p) FROM dionysus.proactive_health p),
     -- Intervals as seconds: their text form (\"00:37:30.011953\") is not for people.
     'waited_s', (SELECT jsonb_build_object('work', extract(epoch FROM h.oldest_pending_work), 'stale', extract(epoch FROM m.oldest_stale_age))
                    FROM dionysus.heartbeat_health h, dionysus.memory_health m),
@@ -105,6 +106,28 @@ pub fn render(v: &Value) -> String {
         ago(now, &mem["last_worker_run"]),
         mem["last_worker_error"].as_str().map(|e| format!("  ERROR: {e}")).unwrap_or_default()
     ));
+    let mind = &v["mind"];
+    if mind.is_object() {
+        let last = &mind["last_evaluation"];
+        out.push(format!(
+            "mind       {}, vitality {:.2}, pressure {:.2}, next tick {}{}",
+            mind["mode"].as_str().unwrap_or("?"),
+            mind["vitality"].as_f64().unwrap_or(0.0),
+            mind["pressure"].as_f64().unwrap_or(0.0),
+            ago(now, &mind["next_tick_at"]),
+            if last.is_object() {
+                format!(
+                    "\n           last thought of {} ({}): {}{}",
+                    last["person"].as_str().unwrap_or("?"),
+                    ago(now, &last["at"]),
+                    last["explanation"].as_str().unwrap_or(""),
+                    last["decision"].as_str().map(|d| format!(" → {d}")).unwrap_or_default()
+                )
+            } else {
+                String::new()
+            }
+        ));
+    }
     out.push(format!(
         "scheduler  last tick {}{}",
         ago(now, &hb["last_scheduler_tick"]),
@@ -131,10 +154,74 @@ pub async fn run(config: &Config) -> ExitCode {
     }
 }
 
+/// `dionysus why [person]`: the last evaluations of contact, each with what pushed and what
+/// held back, as `explain_contact` records them.
+pub async fn why(config: &Config, person: Option<&str>) -> ExitCode {
+    let db = Db::new(&config.database_url, "why").with_patience(std::time::Duration::from_secs(5));
+    let sql = "SELECT coalesce(jsonb_agg(to_jsonb(e) || jsonb_build_object('now', now())), '[]') FROM dionysus.explain_contact($1, 5) e";
+    match db.json(sql, &[&person]).await {
+        Ok(v) => {
+            let rows = v.as_array().cloned().unwrap_or_default();
+            if rows.is_empty() {
+                println!("No contact has been weighed yet{}.", person.map(|p| format!(" for {p}")).unwrap_or_default());
+            }
+            for e in rows {
+                println!("{}", explain(&e));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("dionysus why: {e}\n(run `dionysus doctor` to see what is wrong)");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// One evaluation, as a person reads it.
+pub fn explain(e: &Value) -> String {
+    let now = e["now"].as_str().unwrap_or("");
+    let mut out = vec![format!(
+        "{} — {} ({}){}",
+        e["person"].as_str().unwrap_or("?"),
+        e["outcome"].as_str().unwrap_or("?"),
+        ago(now, &e["at"]),
+        e["decision"].as_str().map(|d| format!(", decided: {d}{}", e["reason"].as_str().map(|r| format!(" ({r})")).unwrap_or_default())).unwrap_or_default()
+    )];
+    out.push(format!("  {}", e["explanation"].as_str().unwrap_or("")));
+    for i in e["inputs"].as_array().into_iter().flatten() {
+        out.push(format!(
+            "  {:<14} {:>5} × {:<4} = {}",
+            i["input"].as_str().unwrap_or("?"),
+            i["value"],
+            i["weight"],
+            i["contribution"]
+        ));
+    }
+    for g in e["gates"].as_array().into_iter().flatten() {
+        let passed = g["passed"] == Value::Bool(true);
+        out.push(format!("  {} {:<13} {}", if passed { "open  " } else { "closed" }, g["gate"].as_str().unwrap_or("?"), g["detail"].as_str().unwrap_or("")));
+    }
+    out.join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_evaluation_reads_as_its_reasons() {
+        let e = json!({
+            "now": "2026-03-02T10:00:00+00:00", "at": "2026-03-02T09:50:00+00:00", "person": "discord:ada", "outcome": "gated",
+            "explanation": "pressure 0.44 against threshold 0.35; social_debt was 0.8", "decision": null,
+            "inputs": [{"input": "social_debt", "value": 0.8, "weight": 0.4, "contribution": 0.32}],
+            "gates": [{"gate": "quiet_hours", "passed": false, "detail": "23:00 their time"}, {"gate": "energy", "passed": true, "detail": "energy 10"}]
+        });
+        let text = explain(&e);
+        for expected in ["discord:ada — gated (10 min ago)", "social_debt", "0.8 × 0.4", "= 0.32", "closed quiet_hours", "open   energy"] {
+            assert!(text.contains(expected), "missing {expected:?} in\n{text}");
+        }
+    }
 
     #[test]
     fn ages_read_as_people_say_them() {

@@ -242,6 +242,983 @@ AS 'MODULE_PATHNAME', 'recall_wrapper';
 
 
 -- ---------------------------------------------------------------------------------------
+-- A new organ, created whole as sql/014_proactive.sql has it
+-- ---------------------------------------------------------------------------------------
+
+-- The proactive mind, base layer (seed 003; seed 004 §4.1): Dionysus writes to a person when
+-- pressure built from its own state crosses a threshold and the social gates allow it — never
+-- because a timer asked "should I message?". Everything here is arithmetic in the database;
+-- the driver is woken (NOTIFY dionysus_contact) only at a crossing, and calls a model only then.
+--
+--   the clock         one time source a test can drive (clock_now, set_clock, advance_clock)
+--   events            a priority queue (CRITICAL 0 … IDLE 4): merged, dropped under load,
+--                     filtered while relaxed or asleep, hoisted when a pattern accumulates
+--   agent_state       vitality (0–1, distinct from the heartbeat's 0–20 action energy), mode,
+--                     disturbance, and the tick interval computed from them
+--   people            per person: social debt, task pressure, curiosity, contact history,
+--                     the check-in cadence; person_rhythm and person_signals are the beliefs
+--                     about their availability (learned, with a confidence) and their own word
+--   contact_weights   the neuron: pressure = Σ weight × input; every evaluation is written to
+--                     contact_evaluations with each input, weight, contribution, threshold and
+--                     gate, so explain_contact() says why
+--   personality       traits in [0, 1] that move thresholds and delays, not only tone
+--
+-- Lock order (see 002_heartbeat.sql): heartbeat_state → agent_state → a person's row.
+-- Everything that can evolve is data: proactive_config, contact_weights, personality,
+-- event_patterns.
+
+-- ---------------------------------------------------------------------------------------
+-- The clock
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE clock (
+    id        integer PRIMARY KEY DEFAULT 1 CHECK (id = 1),
+    -- Set: time stands at this instant (tests replay days by advancing it).
+    frozen_at timestamptz,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO clock DEFAULT VALUES;
+
+CREATE FUNCTION clock_now() RETURNS timestamptz
+    LANGUAGE sql STABLE AS $$
+    SELECT coalesce((SELECT frozen_at FROM dionysus.clock WHERE id = 1), now())
+$$;
+
+CREATE FUNCTION set_clock(at timestamptz) RETURNS timestamptz
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF at IS NOT NULL AND NOT isfinite(at) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "at": % is not a finite time', at USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.clock SET frozen_at = at, updated_at = now() WHERE id = 1;
+    RETURN dionysus.clock_now();
+END $$;
+
+CREATE FUNCTION advance_clock(by_interval interval) RETURNS timestamptz
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF by_interval IS NULL OR by_interval < interval '0' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "by_interval": % (time only moves forward)', by_interval
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.clock SET frozen_at = coalesce(frozen_at, now()) + by_interval, updated_at = now() WHERE id = 1;
+    RETURN dionysus.clock_now();
+END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- Configuration, weights, personality (data, so they can evolve)
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE proactive_config (
+    key         text PRIMARY KEY,
+    value       double precision NOT NULL CHECK (value >= 0 AND value < 'Infinity'::float8),
+    description text NOT NULL
+);
+INSERT INTO proactive_config (key, value, description) VALUES
+    ('base_tick_seconds', 300, 'the tick interval at pressure 1 and full vitality, before the time of day'),
+    ('min_tick_seconds', 10, 'the shortest tick (alert)'),
+    ('max_tick_seconds', 7200, 'the longest tick (asleep)'),
+    ('check_interval_minutes', 15, 'contact is evaluated at most this often per person (seed 004 §4.1)'),
+    ('check_backoff_max_minutes', 1440, 'after "wait" the interval doubles, up to this'),
+    ('contact_threshold', 0.35, 'pressure at which the thinking layer is woken (before personality and vitality)'),
+    ('signal_threshold', 0.2, 'pressure at which an urge is noted (an internal event), without waking a model'),
+    ('social_debt_hours', 36, 'time constant of social debt: after this long in silence it is 63 % of the way to 1'),
+    ('debt_relief_on_message', 0.8, 'share of social debt a message from the person relieves'),
+    ('debt_relief_on_contact', 0.5, 'share of social debt a delivered contact relieves'),
+    ('task_pressure_per_item', 0.35, 'task pressure = 1 - exp(-this × open requests of the person)'),
+    ('curiosity_decay_per_hour', 0.03, 'curiosity fades by this share per hour'),
+    ('curiosity_per_new_memory', 0.05, 'curiosity added per new memory private to nobody (× the curiosity trait × 2), at most five a tick'),
+    ('acquaintance_turns', 20, 'acquaintance = 1 / (1 + turns / this): a new relationship wants to be known'),
+    ('quiet_start_hour', 22, 'default quiet hours start (the person''s local time) until their rhythm is learned'),
+    ('quiet_end_hour', 8, 'default quiet hours end'),
+    ('min_availability', 0.3, 'below this availability belief, unsolicited contact waits'),
+    ('rhythm_confident_after', 25, 'messages after which the learned rhythm is fully trusted (confidence 1)'),
+    ('miss_weight', 0.3, 'each missed contact at an hour of their week takes this share off the availability learned there (at most 0.8)'),
+    ('rhythm_confidence_days', 14, 'without messages, confidence in the rhythm halves every this many days'),
+    ('ignored_after_hours', 6, 'a contact unanswered this long (or 3 × the usual reply time, if longer) counts as ignored'),
+    ('ignores_before_pause', 3, 'after this many ignored contacts in a row, time alone no longer adds pressure'),
+    ('signal_busy_hours', 2, 'how long "busy" holds when the person names no time'),
+    ('event_merge_seconds', 5, 'events of one type (same person and source) within this are merged'),
+    ('event_drop_low_seconds', 60, 'queued LOW and IDLE events older than this are dropped'),
+    ('event_drop_idle_seconds', 30, 'queued IDLE events older than this are dropped'),
+    ('event_queue_limit', 1000, 'above this many queued events the lowest priority goes first (CRITICAL never)'),
+    ('disturbance_decay', 0.95, 'disturbance kept per tick'),
+    ('vitality_drain_tick', 0.001, 'vitality spent per tick'),
+    ('vitality_drain_event', 0.002, 'vitality spent per event processed'),
+    ('vitality_drain_model', 0.02, 'vitality spent per model call at a crossing'),
+    ('vitality_recharge_hour', 0.04, 'vitality regained per hour (twice that in the agent''s night)'),
+    ('vitality_feedback', 0.05, 'vitality regained when a person answers a contact');
+
+CREATE TABLE contact_weights (
+    input       text PRIMARY KEY CHECK (input IN ('social_debt', 'acquaintance', 'task_pressure', 'curiosity')),
+    weight      double precision NOT NULL CHECK (weight >= 0 AND weight <= 1),
+    description text NOT NULL
+);
+INSERT INTO contact_weights (input, weight, description) VALUES
+    ('social_debt', 0.4, 'we have not talked in a while'),
+    ('acquaintance', 0.3, 'the relationship is new: there is much to learn about them'),
+    ('task_pressure', 0.2, 'they asked for something that is still open'),
+    ('curiosity', 0.1, 'something new came up that they might care about');
+
+CREATE TABLE personality (
+    trait         text PRIMARY KEY CHECK (trait IN ('humor', 'formality', 'curiosity', 'patience', 'empathy', 'shyness', 'independence')),
+    value         double precision NOT NULL CHECK (value >= 0 AND value <= 1),
+    -- Months, not days: the share of a feedback signal a trait moves by.
+    learning_rate double precision NOT NULL DEFAULT 0.002 CHECK (learning_rate >= 0 AND learning_rate <= 0.1),
+    description   text NOT NULL
+);
+INSERT INTO personality (trait, value, description) VALUES
+    ('humor', 0.5, '0 serious, 1 playful (the composer''s voice)'),
+    ('formality', 0.3, '0 casual, 1 formal (the composer''s voice)'),
+    ('curiosity', 0.6, 'how fast curiosity builds from new information'),
+    ('patience', 0.5, 'how long before following up: the check-in back-off grows with it'),
+    ('empathy', 0.7, 'how much a cold or ignored contact holds back the next'),
+    ('shyness', 0.4, 'raises the contact threshold; the composer hints rather than asks'),
+    ('independence', 0.5, 'lowers the contact threshold: reaches out when it has something to say');
+
+-- ---------------------------------------------------------------------------------------
+-- State: the agent's, and each person's
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE agent_state (
+    id                    integer PRIMARY KEY DEFAULT 1 CHECK (id = 1),
+    vitality              double precision NOT NULL DEFAULT 0.8 CHECK (vitality >= 0 AND vitality <= 1),
+    mode                  text NOT NULL DEFAULT 'normal' CHECK (mode IN ('alert', 'normal', 'relaxed', 'asleep')),
+    disturbance           double precision NOT NULL DEFAULT 0 CHECK (disturbance >= 0),
+    pressure              double precision NOT NULL DEFAULT 0,
+    tick_interval_seconds double precision NOT NULL DEFAULT 300,
+    last_tick_at          timestamptz,
+    -- The real time of the last tick: memories are stamped in real time, not by the clock.
+    last_tick_real_at     timestamptz,
+    next_tick_at          timestamptz,
+    ticks                 bigint NOT NULL DEFAULT 0,
+    model_calls           bigint NOT NULL DEFAULT 0,
+    updated_at            timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO agent_state DEFAULT VALUES;
+
+CREATE TABLE people (
+    person                 text PRIMARY KEY CHECK (length(btrim(person)) > 0),
+    time_zone              text NOT NULL DEFAULT 'UTC',
+    social_debt            double precision NOT NULL DEFAULT 0 CHECK (social_debt >= 0 AND social_debt <= 1),
+    curiosity              double precision NOT NULL DEFAULT 0 CHECK (curiosity >= 0 AND curiosity <= 1),
+    turns                  bigint NOT NULL DEFAULT 0,
+    first_message_at       timestamptz,
+    last_message_at        timestamptz,
+    -- The last contact Dionysus started (delivered), whether it is still unanswered, and how
+    -- many in a row went unanswered.
+    last_contact_at        timestamptz,
+    awaiting_reply         boolean NOT NULL DEFAULT false,
+    ignored_in_row         integer NOT NULL DEFAULT 0,
+    -- Task pressure and curiosity when the last contact went out: after repeated ignores a
+    -- new contact needs a new cause, not just time.
+    cause_at_last_contact  jsonb,
+    reply_seconds          double precision,
+    -- The check-in cadence: when contact may next be evaluated, and the current interval.
+    next_check_at          timestamptz,
+    check_interval_minutes double precision,
+    last_pressure          double precision NOT NULL DEFAULT 0,
+    last_evaluated_at      timestamptz,
+    updated_at             timestamptz NOT NULL DEFAULT now()
+);
+
+-- When they write, by hour of their week (0 = Monday 00:00 local): the belief about when they
+-- are available. A decayed count, so old habits fade; `misses` counts contacts at that hour
+-- they ignored (1) or answered only after an hour (0.5).
+CREATE TABLE person_rhythm (
+    person       text NOT NULL REFERENCES people (person) ON DELETE CASCADE,
+    hour_of_week smallint NOT NULL CHECK (hour_of_week BETWEEN 0 AND 167),
+    activity     double precision NOT NULL DEFAULT 0 CHECK (activity >= 0),
+    misses       double precision NOT NULL DEFAULT 0 CHECK (misses >= 0),
+    PRIMARY KEY (person, hour_of_week)
+);
+
+-- What they said about themselves: busy, asleep, away, "stop checking in". Holds until it
+-- expires or they write again.
+CREATE TABLE person_signals (
+    id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    person     text NOT NULL REFERENCES people (person) ON DELETE CASCADE,
+    kind       text NOT NULL CHECK (kind IN ('busy', 'asleep', 'away', 'stop_checkins')),
+    said_at    timestamptz NOT NULL,
+    until      timestamptz,
+    ended_at   timestamptz,
+    message_id uuid,
+    words      text NOT NULL
+);
+CREATE INDEX person_signals_open ON person_signals (person) WHERE ended_at IS NULL;
+
+-- ---------------------------------------------------------------------------------------
+-- Events
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE events (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    source       text NOT NULL CHECK (source IN ('communication', 'thoughts', 'internal', 'time')),
+    channel      text,
+    type         text NOT NULL CHECK (type ~ '^[a-z][a-z0-9_.]{0,62}$'),
+    priority     smallint NOT NULL CHECK (priority BETWEEN 0 AND 4),
+    person       text,
+    payload      jsonb NOT NULL DEFAULT '{}'::jsonb,
+    at           timestamptz NOT NULL,
+    merged       integer NOT NULL DEFAULT 1,
+    status       text NOT NULL DEFAULT 'queued' CHECK (status IN ('queued', 'processed', 'filtered', 'dropped')),
+    handled_at   timestamptz,
+    reason       text
+);
+CREATE INDEX events_queued ON events (priority, at) WHERE status = 'queued';
+CREATE INDEX events_type_at ON events (type, at);
+
+-- Every event that did not reach processing, by why and priority.
+CREATE TABLE event_counters (
+    reason   text NOT NULL CHECK (reason IN ('merged', 'dropped_age', 'dropped_overload', 'filtered')),
+    priority smallint NOT NULL CHECK (priority BETWEEN 0 AND 4),
+    count    bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (reason, priority)
+);
+
+-- Pattern accumulation: `threshold` events of a type within `window_seconds` become one HIGH
+-- event for the thinking layer (one car horn is ignored, ten are noticed).
+CREATE TABLE event_patterns (
+    event_type      text PRIMARY KEY,
+    window_seconds  integer NOT NULL CHECK (window_seconds > 0),
+    threshold       integer NOT NULL CHECK (threshold > 1),
+    hoisted_type    text NOT NULL CHECK (hoisted_type ~ '^[a-z][a-z0-9_.]{0,62}$'),
+    last_hoisted_at timestamptz
+);
+INSERT INTO event_patterns (event_type, window_seconds, threshold, hoisted_type) VALUES
+    ('contact_urge', 3600, 6, 'restless'),
+    ('reaction', 600, 10, 'reaction_storm'),
+    ('message_received', 120, 8, 'message_burst');
+
+-- ---------------------------------------------------------------------------------------
+-- Contact evaluations: every decision written down with its inputs
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE contact_evaluations (
+    id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    person      text NOT NULL,
+    at          timestamptz NOT NULL,
+    inputs      jsonb NOT NULL,
+    pressure    double precision NOT NULL,
+    threshold   double precision NOT NULL,
+    gates       jsonb NOT NULL,
+    outcome     text NOT NULL CHECK (outcome IN ('below', 'signal', 'gated', 'opportunity')),
+    explanation text NOT NULL,
+    notified_at timestamptz,
+    decision    text CHECK (decision IN ('message', 'wait')),
+    decided_by  text CHECK (decided_by IN ('model', 'default', 'skipped')),
+    decided_at  timestamptz,
+    reason      text,
+    outbox_id   uuid REFERENCES outbox (id) ON DELETE SET NULL,
+    -- Real time of the record: orders evaluations made at one instant of a frozen clock.
+    recorded_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX contact_evaluations_person ON contact_evaluations (person, at DESC);
+CREATE INDEX contact_evaluations_open ON contact_evaluations (at) WHERE outcome = 'opportunity' AND decision IS NULL;
+ALTER TABLE outbox ADD COLUMN contact_id uuid UNIQUE REFERENCES contact_evaluations (id) ON DELETE SET NULL;
+
+-- ---------------------------------------------------------------------------------------
+-- Helpers
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION dionysus_internal.proactive_setting(setting_key text) RETURNS double precision
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE v double precision;
+BEGIN
+    SELECT value INTO v FROM dionysus.proactive_config WHERE key = setting_key;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: proactive_config has no key "%"', setting_key USING ERRCODE = 'undefined_object';
+    END IF;
+    RETURN v;
+END $$;
+
+CREATE FUNCTION dionysus_internal.trait(name text) RETURNS double precision
+    LANGUAGE sql STABLE AS $$
+    SELECT coalesce((SELECT value FROM dionysus.personality WHERE trait = name), 0.5)
+$$;
+
+CREATE FUNCTION dionysus_internal.priority_name(p smallint) RETURNS text
+    LANGUAGE sql IMMUTABLE AS $$
+    SELECT (ARRAY['CRITICAL', 'HIGH', 'NORMAL', 'LOW', 'IDLE'])[p + 1]
+$$;
+
+CREATE FUNCTION dionysus_internal.count_event(why text, p smallint, n bigint DEFAULT 1) RETURNS void
+    LANGUAGE sql AS $$
+    INSERT INTO dionysus.event_counters (reason, priority, count) VALUES (why, p, n)
+    ON CONFLICT (reason, priority) DO UPDATE SET count = dionysus.event_counters.count + EXCLUDED.count
+$$;
+
+-- The person's row, created on first sight.
+CREATE FUNCTION dionysus_internal.person_row(who text) RETURNS dionysus.people
+    LANGUAGE plpgsql AS $$
+DECLARE p dionysus.people;
+BEGIN
+    INSERT INTO dionysus.people (person) VALUES (who) ON CONFLICT (person) DO NOTHING;
+    SELECT * INTO p FROM dionysus.people WHERE person = who FOR UPDATE;
+    RETURN p;
+END $$;
+
+-- Hour of the week (Monday 00:00 = 0) of an instant in a time zone.
+CREATE FUNCTION dionysus_internal.hour_of_week(at timestamptz, tz text) RETURNS smallint
+    LANGUAGE sql STABLE AS $$
+    SELECT ((extract(isodow FROM at AT TIME ZONE tz)::int - 1) * 24 + extract(hour FROM at AT TIME ZONE tz)::int)::smallint
+$$;
+
+-- What the person is believed to be able to do at an instant: availability in [0, 1] from
+-- their learned rhythm (this hour and its neighbours, relative to their busiest hour), blended
+-- with the default day/night prior by the confidence in the rhythm.
+CREATE FUNCTION dionysus_internal.availability(who text, at timestamptz)
+    RETURNS TABLE (belief double precision, confidence double precision, learned double precision, prior double precision)
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    p dionysus.people;
+    h smallint;
+    local_hour int;
+    peak double precision;
+    here double precision;
+    total double precision;
+    qs int := dionysus_internal.proactive_setting('quiet_start_hour')::int;
+    qe int := dionysus_internal.proactive_setting('quiet_end_hour')::int;
+BEGIN
+    SELECT * INTO p FROM dionysus.people x WHERE x.person = who;
+    local_hour := extract(hour FROM at AT TIME ZONE coalesce(p.time_zone, 'UTC'))::int;
+    prior := CASE WHEN (qs > qe AND (local_hour >= qs OR local_hour < qe)) OR (qs < qe AND local_hour >= qs AND local_hour < qe)
+                  THEN 0.05 ELSE 0.6 END;
+    h := dionysus_internal.hour_of_week(at, coalesce(p.time_zone, 'UTC'));
+    SELECT max(activity), sum(activity) INTO peak, total FROM dionysus.person_rhythm r WHERE r.person = who;
+    SELECT coalesce(sum(r.activity * CASE WHEN r.hour_of_week = h THEN 1.0 ELSE 0.5 END), 0) INTO here
+      FROM dionysus.person_rhythm r
+     WHERE r.person = who AND r.hour_of_week IN (h, (h + 167) % 168, (h + 1) % 168);
+    learned := CASE WHEN coalesce(peak, 0) > 0 THEN least(1.0, here / peak) ELSE 0 END
+               * (1 - least(0.8, dionysus_internal.proactive_setting('miss_weight')
+                                 * coalesce((SELECT r.misses FROM dionysus.person_rhythm r WHERE r.person = who AND r.hour_of_week = h), 0)));
+    confidence := least(1.0, coalesce(total, 0) / dionysus_internal.proactive_setting('rhythm_confident_after'))
+                  * power(0.5, greatest(0, extract(epoch FROM at - coalesce(p.last_message_at, at)) / 86400.0)
+                               / dionysus_internal.proactive_setting('rhythm_confidence_days'));
+    belief := confidence * learned + (1 - confidence) * prior;
+    RETURN NEXT;
+END $$;
+
+-- A contact at this hour of their week went unanswered (1) or was answered late (0.5).
+CREATE FUNCTION dionysus_internal.note_miss(who text, contact_at timestamptz, weight double precision) RETURNS void
+    LANGUAGE sql AS $$
+    INSERT INTO dionysus.person_rhythm (person, hour_of_week, misses)
+    VALUES (who, dionysus_internal.hour_of_week(contact_at, (SELECT time_zone FROM dionysus.people WHERE person = who)), weight)
+    ON CONFLICT (person, hour_of_week) DO UPDATE SET misses = dionysus.person_rhythm.misses + EXCLUDED.misses
+$$;
+
+-- "busy", "going to sleep", "back tomorrow", "not until Monday", "stop checking in": the
+-- person's own word about contact, with when it ends (their local time). NULL: none said.
+CREATE FUNCTION dionysus_internal.contact_signal(words text, at timestamptz, tz text)
+    RETURNS TABLE (kind text, until timestamptz)
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    w text := lower(words);
+    local timestamp := at AT TIME ZONE tz;
+    day text;
+    dow int;
+BEGIN
+    IF w ~ '(stop|quit|no more) (checking in|check-ins|messaging me|writing to me|texting me)|(don''t|do not) (message|text|write to|check in on) me' THEN
+        kind := 'stop_checkins'; until := NULL; RETURN NEXT; RETURN;
+    END IF;
+    day := substring(w FROM '(?:not|back|talk|see you|until|till) (?:until |till |on )?(monday|tuesday|wednesday|thursday|friday|saturday|sunday)');
+    IF day IS NOT NULL THEN
+        dow := array_position(ARRAY['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'], day);
+        kind := 'away';
+        until := ((date_trunc('day', local) + make_interval(days => ((dow - extract(isodow FROM local)::int + 6) % 7) + 1))
+                  + interval '9 hours') AT TIME ZONE tz;
+        RETURN NEXT; RETURN;
+    END IF;
+    IF w ~ '(back|talk|see you|speak) tomorrow|until tomorrow|till tomorrow' THEN
+        kind := 'away'; until := (date_trunc('day', local) + interval '1 day 9 hours') AT TIME ZONE tz; RETURN NEXT; RETURN;
+    END IF;
+    IF w ~ '(going to|off to|heading to|time for) (sleep|bed)|good ?night|\mgn\M|nighty night' THEN
+        kind := 'asleep';
+        until := (date_trunc('day', local - interval '4 hours') + interval '1 day 8 hours') AT TIME ZONE tz;
+        RETURN NEXT; RETURN;
+    END IF;
+    IF w ~ '\m(i''m|i am|im) (busy|swamped|slammed|in a meeting|at work|driving)|\mbusy right now\M|\mcan''t talk\M|\mtalk later\M|\mnot now\M' THEN
+        kind := 'busy'; until := at + make_interval(secs => dionysus_internal.proactive_setting('signal_busy_hours') * 3600);
+        RETURN NEXT; RETURN;
+    END IF;
+END $$;
+
+-- An answer that only acknowledges ("ok", "thanks", "👍"): it updates beliefs and relieves
+-- social debt with no model call and needs no reply (seed 003's layered processing).
+CREATE FUNCTION is_acknowledgement(words text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT coalesce(btrim(lower(words)) ~ '^((ok(ay)?|k+|sure|thanks?( you)?|thx|ty|cool|nice|great|got it|will do|noted|yep|yes|yeah|sounds good|alright|👍|🙏|❤️|😊|🙂|✅|👌)[.!, ]*)+$', false)
+$$;
+
+-- ---------------------------------------------------------------------------------------
+-- Events: push, merge, hoist
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION push_event(source text, type text, priority integer DEFAULT 2, payload jsonb DEFAULT '{}',
+                           person text DEFAULT NULL, channel text DEFAULT NULL) RETURNS bigint
+    LANGUAGE plpgsql AS $$
+DECLARE
+    t timestamptz := dionysus.clock_now();
+    merged_into bigint;
+    new_id bigint;
+    pat dionysus.event_patterns;
+    seen bigint;
+BEGIN
+    IF source IS NULL OR source NOT IN ('communication', 'thoughts', 'internal', 'time') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "source": % (communication, thoughts, internal or time)', source
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF type IS NULL OR type !~ '^[a-z][a-z0-9_.]{0,62}$' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "type": % (lower-case words joined by _ or .)', type
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF priority IS NULL OR priority NOT BETWEEN 0 AND 4 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "priority": % (0 CRITICAL … 4 IDLE)', priority
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF payload IS NULL OR jsonb_typeof(payload) <> 'object' OR octet_length(payload::text) > 8192 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "payload": must be a JSON object of at most 8 kB' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- Layer 1 of overload: the same thing again within seconds is one event, counted.
+    UPDATE dionysus.events e SET merged = e.merged + 1, payload = e.payload || push_event.payload
+     WHERE e.id = (SELECT x.id FROM dionysus.events x
+                    WHERE x.status = 'queued' AND x.type = push_event.type AND x.source = push_event.source
+                      AND x.person IS NOT DISTINCT FROM push_event.person
+                      AND x.at >= t - make_interval(secs => dionysus_internal.proactive_setting('event_merge_seconds'))
+                    ORDER BY x.at DESC LIMIT 1 FOR UPDATE SKIP LOCKED)
+    RETURNING e.id INTO merged_into;
+    IF merged_into IS NOT NULL THEN
+        PERFORM dionysus_internal.count_event('merged', priority::smallint);
+        RETURN merged_into;
+    END IF;
+    INSERT INTO dionysus.events (source, channel, type, priority, person, payload, at)
+    VALUES (source, channel, type, priority, person, payload, t) RETURNING id INTO new_id;
+    -- Pattern accumulation: many of a kind in a window become one event worth thinking about.
+    SELECT * INTO pat FROM dionysus.event_patterns p WHERE p.event_type = push_event.type FOR UPDATE;
+    IF FOUND AND (pat.last_hoisted_at IS NULL OR pat.last_hoisted_at < t - make_interval(secs => pat.window_seconds)) THEN
+        SELECT coalesce(sum(merged), 0) INTO seen FROM dionysus.events e
+         WHERE e.type = push_event.type AND e.at > t - make_interval(secs => pat.window_seconds);
+        IF seen >= pat.threshold THEN
+            UPDATE dionysus.event_patterns p SET last_hoisted_at = t WHERE p.event_type = pat.event_type;
+            INSERT INTO dionysus.events (source, type, priority, person, payload, at)
+            VALUES ('internal', pat.hoisted_type, 1, push_event.person,
+                    jsonb_build_object('pattern', pat.event_type, 'count', seen, 'window_seconds', pat.window_seconds), t);
+        END IF;
+    END IF;
+    -- What matters now shortens the wait for the next tick (lock order: agent_state before people).
+    IF priority <= 1 THEN
+        UPDATE dionysus.agent_state
+           SET next_tick_at = least(coalesce(next_tick_at, t), t + make_interval(secs => dionysus_internal.proactive_setting('min_tick_seconds')))
+         WHERE id = 1 AND (mode <> 'asleep' OR push_event.priority = 0);
+    END IF;
+    RETURN new_id;
+END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- A person wrote: beliefs, debt, signals, cadence (called by log_message, in its transaction)
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION dionysus_internal.note_person_message(who text, message_id uuid, words text) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    t timestamptz := dionysus.clock_now();
+    p dionysus.people;
+    sig record;
+    answered boolean := false;
+    ack boolean := dionysus.is_acknowledgement(words);
+BEGIN
+    -- Lock order: agent_state (push_event, feedback) before the person's row.
+    PERFORM dionysus.push_event('communication', 'message_received', 1, jsonb_build_object('message_id', message_id), who);
+    IF EXISTS (SELECT 1 FROM dionysus.people x WHERE x.person = who AND x.awaiting_reply) THEN
+        answered := true;
+        UPDATE dionysus.agent_state SET vitality = least(1, vitality + dionysus_internal.proactive_setting('vitality_feedback'))
+         WHERE id = 1;
+    END IF;
+    p := dionysus_internal.person_row(who);
+    -- Their rhythm: this hour of their week gained one message; the rest fades a little.
+    UPDATE dionysus.person_rhythm r SET activity = r.activity * 0.998, misses = r.misses * 0.998 WHERE r.person = who;
+    INSERT INTO dionysus.person_rhythm (person, hour_of_week, activity)
+    VALUES (who, dionysus_internal.hour_of_week(t, p.time_zone), 1)
+    ON CONFLICT (person, hour_of_week) DO UPDATE SET activity = dionysus.person_rhythm.activity + 1;
+    -- Whatever they said before about not being available ends when they write again.
+    UPDATE dionysus.person_signals s SET ended_at = t WHERE s.person = who AND s.ended_at IS NULL;
+    SELECT * INTO sig FROM dionysus_internal.contact_signal(words, t, p.time_zone);
+    IF sig.kind IS NOT NULL THEN
+        INSERT INTO dionysus.person_signals (person, kind, said_at, until, message_id, words)
+        VALUES (who, sig.kind, t, sig.until, message_id, left(words, 200));
+    END IF;
+    -- A contact answered only after an hour: that hour of their week is a poor one.
+    IF answered AND t - p.last_contact_at > interval '1 hour' THEN
+        PERFORM dionysus_internal.note_miss(who, p.last_contact_at, 0.5);
+    END IF;
+    UPDATE dionysus.people x SET
+        turns = x.turns + 1,
+        first_message_at = coalesce(x.first_message_at, t),
+        last_message_at = t,
+        social_debt = x.social_debt * (1 - dionysus_internal.proactive_setting('debt_relief_on_message')),
+        awaiting_reply = false,
+        ignored_in_row = 0,
+        reply_seconds = CASE WHEN answered THEN coalesce(0.7 * x.reply_seconds, 0)
+                                                + CASE WHEN x.reply_seconds IS NULL THEN 1 ELSE 0.3 END
+                                                  * extract(epoch FROM t - x.last_contact_at)
+                             ELSE x.reply_seconds END,
+        -- A message resets the check-in cadence (seed 004 §4.1).
+        check_interval_minutes = dionysus_internal.proactive_setting('check_interval_minutes'),
+        next_check_at = t + make_interval(mins => dionysus_internal.proactive_setting('check_interval_minutes')::int),
+        updated_at = now()
+     WHERE x.person = who;
+    RETURN jsonb_build_object('acknowledgement', ack, 'answered_contact', answered, 'signal', sig.kind, 'signal_until', sig.until);
+END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- The neuron: one evaluation of whether to contact one person, written down
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION dionysus_internal.evaluate_contact(who text) RETURNS dionysus.contact_evaluations
+    LANGUAGE plpgsql AS $$
+DECLARE
+    t timestamptz := dionysus.clock_now();
+    p dionysus.people;
+    a dionysus.agent_state;
+    av record;
+    e dionysus.contact_evaluations;
+    ins jsonb := '[]'::jsonb;
+    gates jsonb := '[]'::jsonb;
+    w record;
+    v double precision;
+    muted boolean;
+    total double precision := 0;
+    threshold double precision;
+    open_requests bigint;
+    task double precision;
+    energy double precision;
+    cost double precision;
+    cooldown interval;
+    since_contact interval;
+    ignore_after interval;
+    sig dionysus.person_signals;
+    local_hour int;
+    blocked text[] := '{}';
+    top record;
+    new_cause boolean;
+    words text;
+BEGIN
+    p := dionysus_internal.person_row(who);
+    SELECT * INTO a FROM dionysus.agent_state WHERE id = 1;
+    -- A contact nobody answered within their usual window counts as ignored.
+    ignore_after := make_interval(secs => greatest(dionysus_internal.proactive_setting('ignored_after_hours') * 3600,
+                                                   3 * coalesce(p.reply_seconds, 0)));
+    IF p.awaiting_reply AND t - p.last_contact_at > ignore_after THEN
+        UPDATE dionysus.people x SET awaiting_reply = false, ignored_in_row = x.ignored_in_row + 1 WHERE x.person = who
+        RETURNING * INTO p;
+        PERFORM dionysus_internal.note_miss(who, p.last_contact_at, 1);
+    END IF;
+    SELECT count(*) INTO open_requests FROM dionysus.goals g
+     WHERE g.source = 'user_request' AND g.priority IN ('active', 'queued') AND g.private_to = ARRAY[who];
+    task := 1 - exp(-dionysus_internal.proactive_setting('task_pressure_per_item') * open_requests);
+    -- After repeated ignores, time alone (social debt) no longer opens the way: a new cause must.
+    muted := p.ignored_in_row >= dionysus_internal.proactive_setting('ignores_before_pause');
+    FOR w IN SELECT * FROM dionysus.contact_weights ORDER BY input LOOP
+        v := CASE w.input
+                 WHEN 'social_debt' THEN p.social_debt
+                 WHEN 'acquaintance' THEN 1.0 / (1 + p.turns / dionysus_internal.proactive_setting('acquaintance_turns'))
+                 WHEN 'task_pressure' THEN task
+                 WHEN 'curiosity' THEN p.curiosity END;
+        ins := ins || jsonb_build_object('input', w.input, 'value', round(v::numeric, 3), 'weight', w.weight,
+                                         'contribution', round((v * w.weight)::numeric, 3), 'why', w.description);
+        total := total + v * w.weight;
+    END LOOP;
+    -- Personality and vitality move the threshold: shy waits longer, independent less; a tired
+    -- agent needs more to act.
+    threshold := dionysus_internal.proactive_setting('contact_threshold')
+                 * (1 + 0.5 * (dionysus_internal.trait('shyness') - 0.5))
+                 * (1 - 0.5 * (dionysus_internal.trait('independence') - 0.5))
+                 * (1 + 0.3 * (1 - a.vitality));
+
+    -- The gates, each written down whether it passed or not.
+    SELECT * INTO sig FROM dionysus.person_signals s
+     WHERE s.person = who AND s.ended_at IS NULL AND (s.until IS NULL OR s.until > t) ORDER BY s.said_at DESC LIMIT 1;
+    gates := gates || jsonb_build_object('gate', 'their_word', 'passed', sig.id IS NULL,
+        'detail', CASE WHEN sig.id IS NULL THEN 'nothing said against contact'
+                       ELSE format('they said "%s" (%s%s)', sig.words, sig.kind,
+                                   coalesce(' until ' || to_char(sig.until AT TIME ZONE p.time_zone, 'Dy HH24:MI'), ', until they write again')) END);
+    SELECT * INTO av FROM dionysus_internal.availability(who, t);
+    local_hour := extract(hour FROM t AT TIME ZONE p.time_zone)::int;
+    gates := gates || jsonb_build_object('gate', 'quiet_hours', 'passed', NOT (av.prior < 0.5 AND av.learned < 0.15 OR av.prior < 0.5 AND av.confidence < 0.5),
+        'detail', format('%s:00 their time; default quiet %s–%s, learned activity %s (confidence %s)', local_hour,
+                         dionysus_internal.proactive_setting('quiet_start_hour'), dionysus_internal.proactive_setting('quiet_end_hour'),
+                         round(av.learned::numeric, 2), round(av.confidence::numeric, 2)));
+    gates := gates || jsonb_build_object('gate', 'availability', 'passed', av.belief >= dionysus_internal.proactive_setting('min_availability'),
+        'detail', format('likely available %s (confidence %s)', round(av.belief::numeric, 2), round(av.confidence::numeric, 2)));
+    cooldown := make_interval(secs => dionysus_internal.heartbeat_setting('reach_out_cooldown_hours') * 3600);
+    since_contact := t - p.last_contact_at;
+    gates := gates || jsonb_build_object('gate', 'cooldown', 'passed', p.last_contact_at IS NULL OR since_contact >= cooldown,
+        'detail', CASE WHEN p.last_contact_at IS NULL THEN 'no contact started yet'
+                       ELSE format('last contact %s ago (cooldown %s)', date_trunc('minute', since_contact), cooldown) END);
+    SELECT current_energy INTO energy FROM dionysus.heartbeat_state WHERE id = 1;
+    cost := dionysus.get_action_cost('reach_out_user');
+    gates := gates || jsonb_build_object('gate', 'energy', 'passed', energy >= cost,
+        'detail', format('energy %s, a contact costs %s', round(energy::numeric, 1), cost));
+    new_cause := NOT muted OR task > coalesce((p.cause_at_last_contact ->> 'task_pressure')::float8, 0) + 0.05
+                 OR p.curiosity > coalesce((p.cause_at_last_contact ->> 'curiosity')::float8, 0) + 0.05;
+    gates := gates || jsonb_build_object('gate', 'ignored', 'passed', new_cause,
+        'detail', CASE WHEN NOT muted THEN format('%s unanswered in a row', p.ignored_in_row)
+                       ELSE format('%s contacts in a row went unanswered: only a new cause counts (%s)', p.ignored_in_row,
+                                   CASE WHEN new_cause THEN 'there is one' ELSE 'there is none' END) END);
+    SELECT array_agg(g ->> 'gate') INTO blocked FROM jsonb_array_elements(gates) g WHERE NOT (g ->> 'passed')::boolean;
+    blocked := coalesce(blocked, '{}');
+
+    SELECT x ->> 'input' AS input, (x ->> 'value')::float8 AS value, (x ->> 'contribution')::float8 AS contribution INTO top
+      FROM jsonb_array_elements(ins) x ORDER BY (x ->> 'contribution')::float8 DESC LIMIT 1;
+    words := format('pressure %s against threshold %s; %s was %s (weight %s, contributing %s)', round(total::numeric, 2),
+                    round(threshold::numeric, 2), top.input, top.value,
+                    (SELECT weight FROM dionysus.contact_weights WHERE input = top.input), top.contribution);
+    e.outcome := CASE WHEN total < dionysus_internal.proactive_setting('signal_threshold') THEN 'below'
+                      WHEN total < threshold THEN 'signal'
+                      WHEN cardinality(blocked) > 0 THEN 'gated'
+                      ELSE 'opportunity' END;
+    words := words || CASE e.outcome
+        WHEN 'below' THEN '; nothing to say yet'
+        WHEN 'signal' THEN '; an urge, not yet enough to write'
+        WHEN 'gated' THEN '; enough to write, held back by ' || array_to_string(blocked, ', ')
+        ELSE format('; %s — the person was likely available (%s, confidence %s)',
+                    'over the threshold', round(av.belief::numeric, 2), round(av.confidence::numeric, 2)) END;
+    INSERT INTO dionysus.contact_evaluations (person, at, inputs, pressure, threshold, gates, outcome, explanation)
+    VALUES (who, t, ins, total, threshold, gates, e.outcome, words)
+    RETURNING * INTO e;
+    UPDATE dionysus.people x SET last_pressure = total, last_evaluated_at = t,
+           next_check_at = t + make_interval(secs => coalesce(x.check_interval_minutes, dionysus_internal.proactive_setting('check_interval_minutes')) * 60)
+     WHERE x.person = who;
+    IF e.outcome = 'signal' THEN
+        PERFORM dionysus.push_event('internal', 'contact_urge', 3, jsonb_build_object('pressure', round(total::numeric, 3)), who);
+    END IF;
+    IF e.outcome = 'opportunity' THEN
+        UPDATE dionysus.contact_evaluations c SET notified_at = now() WHERE c.id = e.id;
+        PERFORM pg_notify('dionysus_contact', jsonb_build_object('evaluation_id', e.id, 'person', who, 'why', words)::text);
+    END IF;
+    RETURN e;
+END $$;
+
+CREATE FUNCTION explain_contact(for_person text DEFAULT NULL, max_items integer DEFAULT 1)
+    RETURNS TABLE (evaluation_id uuid, at timestamptz, person text, outcome text, pressure double precision,
+                   threshold double precision, explanation text, inputs jsonb, gates jsonb, decision text, reason text)
+    LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF max_items IS NULL OR max_items < 1 OR max_items > 1000 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "max_items": % (1 to 1000)', max_items USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY
+    SELECT c.id, c.at, c.person, c.outcome, c.pressure, c.threshold, c.explanation, c.inputs, c.gates, c.decision, c.reason
+      FROM dionysus.contact_evaluations c
+     WHERE for_person IS NULL OR c.person = for_person
+     ORDER BY c.at DESC, c.recorded_at DESC LIMIT max_items;
+END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- The tick: events, state, evaluations, the next interval
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION proactive_tick() RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    t timestamptz := dionysus.clock_now();
+    a dionysus.agent_state;
+    hours double precision;
+    n_dropped bigint := 0;
+    n_filtered bigint := 0;
+    n_processed bigint := 0;
+    over bigint;
+    wake double precision;
+    woke boolean := false;
+    ev record;
+    gone record;
+    who text;
+    evaluated integer := 0;
+    opportunities integer := 0;
+    verdict dionysus.contact_evaluations;
+    top_pressure double precision;
+    tod double precision;
+    interval_s double precision;
+    new_mode text;
+    local_hour int;
+    new_memories bigint;
+BEGIN
+    SELECT * INTO a FROM dionysus.agent_state WHERE id = 1 FOR UPDATE;
+    hours := greatest(0, extract(epoch FROM t - coalesce(a.last_tick_at, t)) / 3600.0);
+    -- The agent keeps the day of the person it talked with last: it sleeps when they sleep.
+    local_hour := extract(hour FROM t AT TIME ZONE coalesce((SELECT x.time_zone FROM dionysus.people x
+                                                              ORDER BY x.last_message_at DESC NULLS LAST LIMIT 1), 'UTC'))::int;
+
+    -- Overload, layer 2: old LOW and IDLE events are dropped; layer 3: above the limit the
+    -- lowest priority goes first. CRITICAL is never dropped.
+    FOR gone IN
+        WITH d AS (
+            UPDATE dionysus.events e SET status = 'dropped', handled_at = t, reason = 'too old for its priority'
+             WHERE e.status = 'queued'
+               AND ((e.priority >= 3 AND e.at < t - make_interval(secs => dionysus_internal.proactive_setting('event_drop_low_seconds')))
+                 OR (e.priority = 4 AND e.at < t - make_interval(secs => dionysus_internal.proactive_setting('event_drop_idle_seconds'))))
+            RETURNING e.priority)
+        SELECT d.priority, count(*) AS n FROM d GROUP BY d.priority
+    LOOP
+        PERFORM dionysus_internal.count_event('dropped_age', gone.priority, gone.n);
+        n_dropped := n_dropped + gone.n;
+    END LOOP;
+    SELECT count(*) - dionysus_internal.proactive_setting('event_queue_limit') INTO over FROM dionysus.events WHERE status = 'queued';
+    IF over > 0 THEN
+        FOR gone IN
+            WITH d AS (
+                UPDATE dionysus.events e SET status = 'dropped', handled_at = t, reason = 'queue over its limit'
+                 WHERE e.id IN (SELECT x.id FROM dionysus.events x WHERE x.status = 'queued' AND x.priority > 0
+                                 ORDER BY x.priority DESC, x.at LIMIT over)
+                RETURNING e.priority)
+            SELECT d.priority, count(*) AS n FROM d GROUP BY d.priority
+        LOOP
+            PERFORM dionysus_internal.count_event('dropped_overload', gone.priority, gone.n);
+            n_dropped := n_dropped + gone.n;
+        END LOOP;
+    END IF;
+
+    -- Relaxed lets HIGH and above through, asleep only CRITICAL; what is filtered disturbs.
+    FOR ev IN SELECT * FROM dionysus.events WHERE status = 'queued' ORDER BY priority, at, id LOOP
+        IF (a.mode = 'relaxed' AND ev.priority >= 3) OR (a.mode = 'asleep' AND ev.priority >= 1) THEN
+            UPDATE dionysus.events SET status = 'filtered', handled_at = t, reason = 'agent ' || a.mode WHERE id = ev.id;
+            PERFORM dionysus_internal.count_event('filtered', ev.priority, 1);
+            a.disturbance := a.disturbance + ev.merged * (ARRAY[1.0, 0.3, 0.1, 0.05, 0.01])[ev.priority + 1];
+            n_filtered := n_filtered + 1;
+            CONTINUE;
+        END IF;
+        IF ev.type IN ('reaction') AND ev.person IS NOT NULL THEN
+            UPDATE dionysus.people SET social_debt = social_debt * 0.8 WHERE person = ev.person;
+        END IF;
+        UPDATE dionysus.events SET status = 'processed', handled_at = t WHERE id = ev.id;
+        a.vitality := greatest(0, a.vitality - dionysus_internal.proactive_setting('vitality_drain_event'));
+        n_processed := n_processed + 1;
+    END LOOP;
+    a.disturbance := a.disturbance * dionysus_internal.proactive_setting('disturbance_decay');
+    wake := 0.5 * (1 + (1 - a.vitality));
+    IF a.mode IN ('asleep', 'relaxed') AND a.disturbance > wake THEN
+        woke := true;
+        a.disturbance := 0;
+    END IF;
+
+    -- Vitality: spent by ticking, regained with time, twice as fast in the agent's night.
+    a.vitality := least(1, greatest(0, a.vitality - dionysus_internal.proactive_setting('vitality_drain_tick')
+        + hours * dionysus_internal.proactive_setting('vitality_recharge_hour')
+                * CASE WHEN local_hour >= 23 OR local_hour < 7 THEN 2 ELSE 1 END));
+
+    -- Each person's pressures move with time; contact is evaluated when their cadence is due.
+    SELECT count(*) INTO new_memories FROM dionysus.memories m
+     WHERE m.created_at > coalesce(a.last_tick_real_at, now()) AND m.type = 'semantic' AND m.status = 'active'
+       AND m.private_to IS NULL; -- what anyone may hear of (nobody's private words)
+    UPDATE dionysus.people x SET
+        social_debt = 1 - (1 - x.social_debt) * exp(-hours / dionysus_internal.proactive_setting('social_debt_hours')),
+        curiosity = least(1, x.curiosity * power(1 - dionysus_internal.proactive_setting('curiosity_decay_per_hour'), hours)
+                             + least(5, new_memories) * dionysus_internal.proactive_setting('curiosity_per_new_memory')
+                               * 2 * dionysus_internal.trait('curiosity')),
+        updated_at = now()
+     WHERE x.last_message_at IS NOT NULL;
+    FOR who IN SELECT x.person FROM dionysus.people x
+                WHERE x.last_message_at IS NOT NULL AND (x.next_check_at IS NULL OR x.next_check_at <= t)
+                ORDER BY x.person LOOP
+        verdict := dionysus_internal.evaluate_contact(who);
+        evaluated := evaluated + 1;
+        IF verdict.outcome = 'opportunity' THEN
+            opportunities := opportunities + 1;
+        END IF;
+    END LOOP;
+
+    -- A crossing nobody decided on (no driver running) does not wait forever.
+    UPDATE dionysus.contact_evaluations c SET decision = 'wait', decided_by = 'skipped', decided_at = t,
+           reason = 'no mind decided within 30 minutes'
+     WHERE c.outcome = 'opportunity' AND c.decision IS NULL AND c.at < t - interval '30 minutes';
+
+    -- The next tick: interval = base × 1/pressure × time of day × vitality (seed 003 §2).
+    SELECT greatest(0.05, coalesce(max(x.last_pressure), 0)) INTO top_pressure FROM dionysus.people x;
+    tod := CASE WHEN local_hour >= 23 OR local_hour < 7 THEN 4 ELSE 1 END;
+    interval_s := dionysus_internal.proactive_setting('base_tick_seconds') / top_pressure * tod * (1 + (1 - a.vitality));
+    IF woke THEN
+        interval_s := dionysus_internal.proactive_setting('min_tick_seconds');
+    END IF;
+    interval_s := least(dionysus_internal.proactive_setting('max_tick_seconds'),
+                        greatest(dionysus_internal.proactive_setting('min_tick_seconds'), interval_s));
+    new_mode := CASE WHEN interval_s < 60 THEN 'alert' WHEN interval_s < 900 THEN 'normal'
+                     WHEN interval_s < 3600 THEN 'relaxed' ELSE 'asleep' END;
+    UPDATE dionysus.agent_state SET vitality = a.vitality, disturbance = a.disturbance, mode = new_mode, pressure = top_pressure,
+           tick_interval_seconds = interval_s, last_tick_at = t, last_tick_real_at = now(),
+           next_tick_at = t + make_interval(secs => interval_s),
+           ticks = ticks + 1, updated_at = now()
+     WHERE id = 1;
+    RETURN jsonb_build_object('at', t, 'mode', new_mode, 'previous_mode', a.mode, 'woke', woke, 'vitality', round(a.vitality::numeric, 3),
+                              'pressure', round(top_pressure::numeric, 3), 'interval_seconds', round(interval_s::numeric, 1),
+                              'events_processed', n_processed, 'events_filtered', n_filtered, 'events_dropped', n_dropped,
+                              'evaluated', evaluated, 'opportunities', opportunities);
+END $$;
+
+-- Whether the proactive tick is due (the scheduler calls proactive_tick then).
+CREATE FUNCTION dionysus_internal.proactive_tick_due() RETURNS boolean
+    LANGUAGE sql STABLE AS $$
+    SELECT coalesce(next_tick_at <= dionysus.clock_now(), true) FROM dionysus.agent_state WHERE id = 1
+$$;
+
+-- ---------------------------------------------------------------------------------------
+-- The smart layer's side: what the driver needs at a crossing, and its decision
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION contact_opportunity(evaluation_id uuid) RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    e dionysus.contact_evaluations;
+BEGIN
+    SELECT * INTO e FROM dionysus.contact_evaluations c WHERE c.id = evaluation_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "evaluation_id": no contact evaluation with id %', evaluation_id USING ERRCODE = 'no_data_found';
+    END IF;
+    RETURN jsonb_build_object(
+        'evaluation_id', e.id, 'person', e.person, 'outcome', e.outcome, 'decided', e.decision IS NOT NULL,
+        'explanation', e.explanation, 'inputs', e.inputs, 'gates', e.gates,
+        -- Only this person's own turns and what they may see: nobody else's words reach them.
+        'recent_turns', coalesce((SELECT jsonb_agg(jsonb_build_object('role', CASE WHEN m.is_bot THEN 'assistant' ELSE 'user' END,
+                                                                       'content', left(m.content, 500), 'at', m.created_at) ORDER BY m.created_at)
+                                    FROM (SELECT * FROM dionysus.messages x WHERE x.person = e.person
+                                           ORDER BY x.created_at DESC LIMIT 12) m), '[]'::jsonb),
+        'their_requests', coalesce((SELECT jsonb_agg(g.title ORDER BY g.created_at) FROM dionysus.goals g
+                                     WHERE g.priority IN ('active', 'queued') AND g.private_to = ARRAY[e.person]), '[]'::jsonb),
+        'personality', (SELECT jsonb_object_agg(trait, value) FROM dionysus.personality));
+END $$;
+
+CREATE FUNCTION decide_contact(evaluation_id uuid, decision text, message text DEFAULT NULL, reason text DEFAULT NULL,
+                               decided_by text DEFAULT 'model') RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    e dionysus.contact_evaluations;
+    p dionysus.people;
+    t timestamptz := dionysus.clock_now();
+    target jsonb;
+    msg_id uuid;
+    cost double precision;
+    backoff double precision;
+BEGIN
+    IF decision IS NULL OR decision NOT IN ('message', 'wait') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "decision": % (message or wait)', decision USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF decided_by IS NULL OR decided_by NOT IN ('model', 'default', 'skipped') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "decided_by": % (model, default or skipped)', decided_by USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF decision = 'message' AND (coalesce(btrim(message), '') = '' OR length(message) > 4000) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "message": a contact needs the message to send, at most 4,000 characters'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- Lock order: the state row (energy), agent_state, then the evaluation and the person.
+    PERFORM 1 FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
+    PERFORM 1 FROM dionysus.agent_state WHERE id = 1 FOR UPDATE;
+    SELECT * INTO e FROM dionysus.contact_evaluations c WHERE c.id = evaluation_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "evaluation_id": no contact evaluation with id %', evaluation_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF e.outcome <> 'opportunity' THEN
+        RAISE EXCEPTION 'dionysus: evaluation % was %, not an opportunity to contact', evaluation_id, e.outcome
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF e.decision IS NOT NULL THEN
+        -- Decided already (a redelivered NOTIFY): the first decision stands.
+        RETURN jsonb_build_object('decision', e.decision, 'outbox_id', e.outbox_id, 'duplicate', true);
+    END IF;
+    SELECT * INTO p FROM dionysus.people x WHERE x.person = e.person FOR UPDATE;
+    IF decision = 'wait' THEN
+        -- Exponential back-off of the check-in cadence, longer for a patient personality.
+        backoff := least(dionysus_internal.proactive_setting('check_backoff_max_minutes'),
+                         coalesce(p.check_interval_minutes, dionysus_internal.proactive_setting('check_interval_minutes'))
+                         * (1.5 + dionysus_internal.trait('patience')));
+        UPDATE dionysus.people x SET check_interval_minutes = backoff, next_check_at = t + make_interval(secs => backoff * 60)
+         WHERE x.person = e.person;
+        UPDATE dionysus.contact_evaluations c SET decision = 'wait', decided_by = decide_contact.decided_by, decided_at = t,
+               reason = decide_contact.reason WHERE c.id = e.id;
+        UPDATE dionysus.agent_state SET model_calls = model_calls + CASE WHEN decide_contact.decided_by = 'model' THEN 1 ELSE 0 END,
+               vitality = greatest(0, vitality - CASE WHEN decide_contact.decided_by = 'model' THEN dionysus_internal.proactive_setting('vitality_drain_model') ELSE 0 END)
+         WHERE id = 1;
+        RETURN jsonb_build_object('decision', 'wait', 'next_check_at', t + make_interval(secs => backoff * 60), 'duplicate', false);
+    END IF;
+    -- The gates are checked again: time passed while the model thought.
+    IF p.last_contact_at IS NOT NULL AND t - p.last_contact_at < make_interval(secs => dionysus_internal.heartbeat_setting('reach_out_cooldown_hours') * 3600) THEN
+        RAISE EXCEPTION 'dionysus: contact refused: % was contacted less than the cooldown ago', e.person USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    cost := dionysus.get_action_cost('reach_out_user');
+    IF (SELECT current_energy FROM dionysus.heartbeat_state WHERE id = 1) < cost THEN
+        RAISE EXCEPTION 'dionysus: contact refused: energy below the % a contact costs', cost USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF dionysus_internal.web_only_basis(message) THEN
+        RAISE EXCEPTION 'dionysus: contact refused: it rests on web content alone' USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    target := dionysus.reach_out_target(e.person);
+    PERFORM dionysus.update_energy(-cost, NULL, 'reach_out_user', 'contact born of pressure: ' || left(e.explanation, 200));
+    INSERT INTO dionysus.outbox (audience, content, person, platform, contact_id)
+    VALUES ('user', message, target ->> 'person', target ->> 'platform', e.id)
+    RETURNING id INTO msg_id;
+    UPDATE dionysus.contact_evaluations c SET decision = 'message', decided_by = decide_contact.decided_by, decided_at = t,
+           reason = decide_contact.reason, outbox_id = msg_id WHERE c.id = e.id;
+    UPDATE dionysus.people x SET
+        check_interval_minutes = dionysus_internal.proactive_setting('check_interval_minutes'),
+        cause_at_last_contact = jsonb_build_object('task_pressure', (SELECT (i ->> 'value')::float8 FROM jsonb_array_elements(e.inputs) i WHERE i ->> 'input' = 'task_pressure'),
+                                                   'curiosity', x.curiosity)
+     WHERE x.person = e.person;
+    UPDATE dionysus.agent_state SET model_calls = model_calls + CASE WHEN decide_contact.decided_by = 'model' THEN 2 ELSE 0 END,
+           vitality = greatest(0, vitality - CASE WHEN decide_contact.decided_by = 'model' THEN 2 * dionysus_internal.proactive_setting('vitality_drain_model') ELSE 0 END)
+     WHERE id = 1;
+    PERFORM pg_notify('dionysus_outbox', msg_id::text);
+    RETURN jsonb_build_object('decision', 'message', 'outbox_id', msg_id, 'duplicate', false);
+END $$;
+
+-- A contact Dionysus started was delivered (confirm_outbox calls this in its transaction).
+CREATE FUNCTION dionysus_internal.note_contact_delivered(who text) RETURNS void
+    LANGUAGE sql AS $$
+    UPDATE dionysus.people x SET last_contact_at = dionysus.clock_now(), awaiting_reply = true,
+           social_debt = x.social_debt * (1 - dionysus_internal.proactive_setting('debt_relief_on_contact')), updated_at = now()
+     WHERE x.person = who
+$$;
+
+CREATE FUNCTION set_person_time_zone(person text, time_zone text) RETURNS void
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF person IS NULL OR btrim(person) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "person": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF time_zone IS NULL OR NOT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = time_zone) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "time_zone": % is not a time zone name (e.g. Europe/Lisbon)', time_zone
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM dionysus_internal.person_row(person);
+    UPDATE dionysus.people x SET time_zone = set_person_time_zone.time_zone, updated_at = now() WHERE x.person = set_person_time_zone.person;
+END $$;
+
+-- The thinking layer's two prompts: decide at a crossing (fast model), then compose (smart).
+INSERT INTO prompt_templates (key, version, temperature, note, template) VALUES
+('proactive_decision', 1, 0.2, 'proactive mind: message or wait, at a crossing of contact pressure', $t$TASK: proactive_decision
+You are Dionysus, a companion. Pressure to write to {{person}} has built up, unprompted:
+{{explanation}}
+
+What weighs on it:
+{{inputs}}
+
+What they still wait for from you:
+{{requests}}
+
+Your last turns with them (oldest first):
+{{turns}}
+
+Decide like a considerate friend: write only if there is something worth their attention now;
+otherwise wait. Answer with JSON only: {"decision": "message" or "wait", "reason": "one sentence", "intent": "what the message would be about"}$t$),
+('proactive_compose', 1, 0.7, 'proactive mind: the message itself, in the personality''s voice', $t$TASK: proactive_compose
+You are Dionysus, writing to {{person}} unprompted. What you want to say: {{intent}}
+
+Your personality (0 to 1): {{personality}}
+Shy (above 0.5): hint rather than ask ("let me know when you have a moment"); bold: ask directly.
+Humorous: allow lightness; formal: keep it polite. Empathetic: notice how they seemed last time.
+
+Your last turns with them (oldest first):
+{{turns}}
+
+Write the message itself: brief, warm, and worth reading now. Answer with JSON only: {"message": "..."}$t$);
+
+CREATE VIEW proactive_health AS
+SELECT a.mode, round(a.vitality::numeric, 3) AS vitality, round(a.disturbance::numeric, 3) AS disturbance,
+       round(a.pressure::numeric, 3) AS pressure, a.tick_interval_seconds, a.last_tick_at, a.next_tick_at, a.ticks, a.model_calls,
+       (SELECT count(*) FROM events WHERE status = 'queued') AS events_queued,
+       (SELECT coalesce(jsonb_object_agg(reason, n), '{}'::jsonb) FROM (SELECT reason, sum(count) AS n FROM event_counters GROUP BY reason) c) AS events_not_processed,
+       (SELECT count(*) FROM contact_evaluations WHERE outcome = 'opportunity' AND decision IS NULL) AS opportunities_waiting,
+       (SELECT to_jsonb(x) FROM (SELECT c.person, c.at, c.outcome, c.explanation, c.decision FROM contact_evaluations c
+                                  ORDER BY c.at DESC, c.recorded_at DESC LIMIT 1) x) AS last_evaluation
+  FROM agent_state a WHERE a.id = 1;
+
+-- ---------------------------------------------------------------------------------------
 -- Every SQL function, as the organs' files define them at 0.2.0 (those that did not change
 -- are replaced by themselves).
 -- ---------------------------------------------------------------------------------------
@@ -1212,12 +2189,17 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "outbox_id": message % names no platform', outbox_id
             USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
-    logged := dionysus.log_message(o.platform, last_part, channel_id, bot_author_id, o.content, true, o.work_id IS NOT NULL,
+    -- A contact Dionysus started: the person's row (before log_message's episode lock).
+    IF (o.work_id IS NOT NULL OR o.contact_id IS NOT NULL) AND o.person IS NOT NULL THEN
+        PERFORM dionysus_internal.note_contact_delivered(o.person);
+    END IF;
+    logged := dionysus.log_message(o.platform, last_part, channel_id, bot_author_id, o.content, true,
+                                   o.work_id IS NOT NULL OR o.contact_id IS NOT NULL,
                                    o.reply_to, o.person);
     UPDATE dionysus.outbox x SET status = 'sent', sent_at = now(), attempts = x.attempts + 1, reserved_until = NULL,
            platform_message_id = last_part, channel_id = confirm_outbox.channel_id
      WHERE x.id = outbox_id;
-    IF o.work_id IS NOT NULL THEN
+    IF o.work_id IS NOT NULL OR o.contact_id IS NOT NULL THEN
         UPDATE dionysus.heartbeat_state SET last_user_contact_at = now() WHERE id = 1;
     END IF;
     RETURN (logged ->> 'message_id')::uuid;
@@ -1567,6 +2549,9 @@ DECLARE
     language_work integer := 0;
     errors jsonb := '[]'::jsonb;
     why text;
+    proactive jsonb;
+    contacts_waiting bigint := 0;
+    opp record;
 BEGIN
     -- Each step in its own subtransaction: one that fails is reported, the others (and the
     -- NOTIFYs below) still happen.
@@ -1582,6 +2567,25 @@ BEGIN
     EXCEPTION WHEN OTHERS THEN
         GET STACKED DIAGNOSTICS why = MESSAGE_TEXT;
         errors := errors || jsonb_build_object('step', 'enqueue_language_work', 'error', why);
+    END;
+    -- The proactive mind's tick, when its own (dynamic) interval is up (after the state row:
+    -- lock order).
+    SELECT * INTO st FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
+    BEGIN
+        IF dionysus_internal.proactive_tick_due() THEN
+            proactive := dionysus.proactive_tick();
+        END IF;
+        -- Crossings not yet decided are announced again (a driver may have been away).
+        FOR opp IN SELECT c.id, c.person, c.explanation FROM dionysus.contact_evaluations c
+                    WHERE c.outcome = 'opportunity' AND c.decision IS NULL AND c.notified_at < now() - interval '1 minute'
+                    ORDER BY c.at LIMIT 10 LOOP
+            PERFORM pg_notify('dionysus_contact', jsonb_build_object('evaluation_id', opp.id, 'person', opp.person, 'why', opp.explanation)::text);
+            UPDATE dionysus.contact_evaluations SET notified_at = now() WHERE id = opp.id;
+            contacts_waiting := contacts_waiting + 1;
+        END LOOP;
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS why = MESSAGE_TEXT;
+        errors := errors || jsonb_build_object('step', 'proactive_tick', 'error', why);
     END;
     SELECT * INTO st FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
     due := dionysus.heartbeat_due();
@@ -1605,7 +2609,8 @@ BEGIN
         PERFORM pg_notify('dionysus_outbox', jsonb_build_object('waiting', outbox_waiting)::text);
     END IF;
     RETURN jsonb_build_object('recovered', recovered, 'due', due, 'work_waiting', work_waiting, 'outbox_waiting', outbox_waiting,
-                              'ended_session', ended_session, 'language_work_queued', language_work, 'errors', errors);
+                              'ended_session', ended_session, 'language_work_queued', language_work, 'proactive', proactive,
+                              'contacts_reannounced', contacts_waiting, 'errors', errors);
 END $$;
 
 CREATE OR REPLACE FUNCTION prune_history(batch integer DEFAULT 10000) RETURNS jsonb
@@ -1634,6 +2639,13 @@ BEGIN
     DELETE FROM dionysus.embedding_cache WHERE (model, content_hash) IN
         (SELECT model, content_hash FROM dionysus.embedding_cache WHERE created_at < cutoff LIMIT batch);
     GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('embedding_cache', n);
+    -- The proactive mind's past: handled events, and evaluations (by the clock it ran on).
+    DELETE FROM dionysus.events WHERE id IN (SELECT id FROM dionysus.events WHERE status <> 'queued'
+                                               AND at < dionysus.clock_now() - (now() - cutoff) LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('events', n);
+    DELETE FROM dionysus.contact_evaluations WHERE id IN (SELECT id FROM dionysus.contact_evaluations
+                                                            WHERE at < dionysus.clock_now() - (now() - cutoff) LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('contact_evaluations', n);
     RETURN pruned;
 END $$;
 
@@ -1711,6 +2723,8 @@ DECLARE
     msg uuid := gen_random_uuid();
     work uuid;
     arg text;
+    noted jsonb := '{}'::jsonb;
+    prev_is_bot boolean;
 BEGIN
     FOREACH arg IN ARRAY ARRAY['platform', 'platform_message_id', 'channel_id', 'author_id'] LOOP
         IF coalesce(btrim(CASE arg WHEN 'platform' THEN platform WHEN 'platform_message_id' THEN platform_message_id
@@ -1748,11 +2762,14 @@ BEGIN
     ELSE
         who := coalesce(nullif(btrim(person), ''), (SELECT r.person FROM dionysus.messages r WHERE r.id = log_message.reply_to));
     END IF;
-    SELECT m.id INTO prev FROM dionysus.messages m
+    SELECT m.id, m.is_bot INTO prev, prev_is_bot FROM dionysus.messages m
      WHERE m.platform = log_message.platform AND m.channel_id = log_message.channel_id
      ORDER BY m.created_at DESC, m.id DESC LIMIT 1;
     IF NOT is_bot THEN
         PERFORM dionysus.session_start(); -- the state row before remember's episode lock (lock order)
+        -- The proactive mind's beliefs about the person (agent_state and their row: before the
+        -- episode lock too).
+        noted := dionysus_internal.note_person_message(who, msg, content);
     END IF;
     mem := dionysus.remember(content, 'episodic', CASE WHEN is_bot THEN 0.3 ELSE 0.5 END, 0.0,
                              jsonb_build_object('message_id', msg, 'platform', platform, 'channel_id', channel_id,
@@ -1763,15 +2780,20 @@ BEGIN
     INSERT INTO dionysus.messages (id, platform, platform_message_id, channel_id, author_id, is_bot, is_proactive, content,
                                    prev_message_id, reply_to, memory_id, person)
     VALUES (msg, platform, platform_message_id, channel_id, author_id, is_bot, is_proactive, content, prev, reply_to, mem, who);
-    IF NOT is_bot THEN
+    -- Nothing to extract from "ok".
+    IF NOT is_bot AND NOT dionysus.is_acknowledgement(content) THEN
         INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, available_at)
         VALUES ('extract_message:' || msg, 'extract_message',
                 jsonb_build_object('message_id', msg, 'memory_id', mem, 'source', 'conversation:' || msg, 'person', who),
                 dionysus_internal.heartbeat_setting('work_max_attempts')::int, now() + interval '2 minutes')
         RETURNING id INTO work;
     END IF;
+    -- An acknowledgement of what Dionysus said ("ok", "👍") needs no reply and no model.
     RETURN jsonb_build_object('message_id', msg, 'duplicate', false, 'prev_message_id', prev, 'memory_id', mem, 'work_id', work,
-                              'person', who);
+                              'person', who,
+                              'acknowledgement', coalesce((noted ->> 'acknowledgement')::boolean AND prev_is_bot, false),
+                              'answered_contact', coalesce((noted ->> 'answered_contact')::boolean, false),
+                              'signal', noted -> 'signal');
 END $$;
 
 CREATE OR REPLACE FUNCTION queue_reply(message_id uuid, worker text, content text DEFAULT NULL) RETURNS SETOF outbox
@@ -2480,6 +3502,83 @@ COMMENT ON FUNCTION reach_out_target(text) IS
 
 COMMENT ON FUNCTION known_people() IS 'The people who talk with Dionysus, most recent first (for the heartbeat''s context).';
 
+COMMENT ON TABLE clock IS 'The one clock of the proactive mind: frozen_at set, time stands there (tests replay days by advancing it); NULL, it is now().';
+
+COMMENT ON TABLE proactive_config IS 'Every rate, threshold and limit of the proactive mind, as data (UPDATE to tune).';
+
+COMMENT ON TABLE contact_weights IS 'The neuron of contact: pressure = sum of weight × input (social debt, acquaintance, task pressure, curiosity).';
+
+COMMENT ON TABLE personality IS 'Traits in [0, 1] that change behaviour (thresholds, back-off, curiosity) and the composer''s voice; they move very slowly.';
+
+COMMENT ON TABLE agent_state IS 'The agent''s own state: vitality (0–1, not the heartbeat''s energy), mode, disturbance, and its dynamic tick.';
+
+COMMENT ON TABLE people IS 'Each person as the proactive mind sees them: social debt, curiosity, contact history, the check-in cadence.';
+
+COMMENT ON TABLE person_rhythm IS 'When a person writes, by hour of their week (decayed counts): the belief about when they are available.';
+
+COMMENT ON TABLE person_signals IS 'What a person said about contact (busy, asleep, away, stop checking in), held until it expires or they write again.';
+
+COMMENT ON TABLE events IS 'The event queue (CRITICAL 0 … IDLE 4): merged, dropped under load, filtered while the agent rests, processed by the tick.';
+
+COMMENT ON TABLE event_counters IS 'Events that never reached processing, by why (merged, dropped by age, dropped by overload, filtered) and priority.';
+
+COMMENT ON TABLE event_patterns IS 'Pattern accumulation: this many events of a type within the window become one HIGH event.';
+
+COMMENT ON TABLE contact_evaluations IS 'Every evaluation of contact with its inputs, weights, contributions, threshold, gates, outcome and decision: why Dionysus wrote, or did not.';
+
+COMMENT ON VIEW proactive_health IS 'The proactive mind at a glance: mode, vitality, pressure, tick, queued and lost events, waiting crossings, the last evaluation.';
+
+COMMENT ON FUNCTION clock_now() IS 'The proactive mind''s time: the frozen test clock if set, else now().';
+
+COMMENT ON FUNCTION set_clock(timestamptz) IS 'Freezes the clock at an instant (NULL: real time again). For tests and replays; not granted to the driver.';
+
+COMMENT ON FUNCTION advance_clock(interval) IS 'Moves the clock forward (freezing it at now() first if it ran in real time); returns the new time. Not granted to the driver.';
+
+COMMENT ON FUNCTION is_acknowledgement(text) IS 'True for a message that only acknowledges ("ok", "thanks", "👍"): it needs no reply and no model.';
+
+COMMENT ON FUNCTION push_event(text, text, integer, jsonb, text, text) IS
+    'Queues an event (source communication/thoughts/internal/time, a type, priority 0 CRITICAL … 4 IDLE): the same again within 5 s is merged; patterns are hoisted; HIGH and CRITICAL bring the next tick forward.';
+
+COMMENT ON FUNCTION explain_contact(text, integer) IS
+    'Why Dionysus wrote or did not: the latest evaluations (of one person, or anyone), each with its inputs, weights, contributions, threshold, gates and decision.';
+
+COMMENT ON FUNCTION proactive_tick() IS
+    'One tick of the proactive mind: events dropped, filtered or processed, vitality and disturbance, pressures advanced, contact evaluated where the cadence is due, the next interval computed. The scheduler calls it when due.';
+
+COMMENT ON FUNCTION contact_opportunity(uuid) IS 'What the thinking layer needs at a crossing: the explanation, the person''s own recent turns, their open requests, the personality.';
+
+COMMENT ON FUNCTION decide_contact(uuid, text, text, text, text) IS
+    'The thinking layer''s answer to a crossing: wait (the check-in interval backs off) or message (gates checked again, energy spent, the message queued for the person exactly once). Idempotent.';
+
+COMMENT ON FUNCTION set_person_time_zone(text, text) IS 'The person''s time zone (an IANA name): their quiet hours and rhythm are in their local time.';
+
+COMMENT ON FUNCTION dionysus_internal.proactive_setting(text) IS 'One value of proactive_config; an unknown key is an error naming it.';
+
+COMMENT ON FUNCTION dionysus_internal.trait(text) IS 'A personality trait''s value (0.5 if unknown).';
+
+COMMENT ON FUNCTION dionysus_internal.priority_name(smallint) IS 'CRITICAL, HIGH, NORMAL, LOW or IDLE.';
+
+COMMENT ON FUNCTION dionysus_internal.count_event(text, smallint, bigint) IS 'Counts events that did not reach processing.';
+
+COMMENT ON FUNCTION dionysus_internal.person_row(text) IS 'The person''s row, created on first sight, locked.';
+
+COMMENT ON FUNCTION dionysus_internal.hour_of_week(timestamptz, text) IS 'Hour of the week (Monday 00:00 = 0) of an instant in a time zone.';
+
+COMMENT ON FUNCTION dionysus_internal.availability(text, timestamptz) IS
+    'The belief that a person is available at an instant: their learned rhythm blended with the day/night prior by the confidence in it.';
+
+COMMENT ON FUNCTION dionysus_internal.contact_signal(text, timestamptz, text) IS 'The person''s own word about contact in a message (busy, asleep, away, stop checking in) and when it ends.';
+
+COMMENT ON FUNCTION dionysus_internal.note_person_message(text, uuid, text) IS 'A person wrote: rhythm, signals, social debt, an answered contact, the check-in cadence reset.';
+
+COMMENT ON FUNCTION dionysus_internal.evaluate_contact(text) IS 'One evaluation of contact with one person, written to contact_evaluations; NOTIFY dionysus_contact at a crossing.';
+
+COMMENT ON FUNCTION dionysus_internal.note_miss(text, timestamptz, double precision) IS 'A contact at that hour of the person''s week went unanswered (1) or was answered late (0.5): less availability believed there.';
+
+COMMENT ON FUNCTION dionysus_internal.proactive_tick_due() IS 'Whether the proactive tick''s interval is up.';
+
+COMMENT ON FUNCTION dionysus_internal.note_contact_delivered(text) IS 'A contact Dionysus started reached the person: awaiting their reply, social debt relieved.';
+
 
 -- ---------------------------------------------------------------------------------------
 -- The driver's role (least privilege). CREATE EXTENSION creates dionysus_driver (NOLOGIN;
@@ -2501,5 +3600,9 @@ GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA dionysus, dionysus_internal TO dionysus
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA dionysus TO dionysus_driver;
 GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA dionysus TO dionysus_driver;
 REVOKE INSERT, UPDATE ON heartbeat_config, recall_config, prompt_templates FROM dionysus_driver;
+-- What the person tunes (the proactive mind's rates, weights, personality) and the clock.
+REVOKE INSERT, UPDATE ON proactive_config, contact_weights, personality, event_patterns, clock FROM dionysus_driver;
+REVOKE EXECUTE ON FUNCTION set_clock(timestamptz), advance_clock(interval) FROM PUBLIC, dionysus_driver;
+GRANT UPDATE (last_hoisted_at) ON event_patterns TO dionysus_driver; -- a pattern's state, not its definition
 REVOKE UPDATE ON messages, energy_ledger FROM dionysus_driver;
 GRANT DELETE ON memory_access_log, neighborhood_queue, lexicon, embedding_cache TO dionysus_driver;

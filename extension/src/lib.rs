@@ -43,6 +43,8 @@ pgrx::extension_sql_file!("../../sql/011_retention.sql", name = "retention", req
 pgrx::extension_sql_file!("../../sql/012_conversation.sql", name = "conversation", requires = ["retention"]);
 // Privacy between people and the trust of web content.
 pgrx::extension_sql_file!("../../sql/013_privacy.sql", name = "privacy", requires = ["conversation"]);
+// The proactive mind's base layer: events, state, beliefs about people, contact pressure.
+pgrx::extension_sql_file!("../../sql/014_proactive.sql", name = "proactive", requires = ["privacy"]);
 // Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 

@@ -14,6 +14,9 @@ use std::time::Instant;
 use tokio_postgres::Client;
 use uuid::Uuid;
 
+#[path = "bench/fortnight.rs"]
+mod fortnight;
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -29,7 +32,8 @@ async fn main() {
             let q: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(200);
             recall_latency(n, q).await
         }
-        _ => eprintln!("usage: dionysus-bench locomo PATH | recall N [QUERIES]"),
+        Some("fortnight") => fortnight::fortnight(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(14)).await,
+        _ => eprintln!("usage: dionysus-bench locomo PATH | recall N [QUERIES] | driver N [MESSAGES] | fortnight [DAYS]"),
     }
 }
 

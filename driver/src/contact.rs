@@ -1,0 +1,141 @@
+//! The proactive mind's thinking layer (seed 003): woken by NOTIFY dionysus_contact when the
+//! extension's contact pressure crossed its threshold with every gate open. The fast model
+//! decides "message" or "wait"; on "message" the smart model writes it in the personality's
+//! voice; `decide_contact` records the decision (and queues the message, exactly once). The
+//! model is called here and nowhere else for unprompted contact: never on a timer.
+use crate::jsonish::text;
+use crate::llm::Msg;
+use crate::prompt::{self, bullets, render};
+use crate::{outbox, Mind};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+/// Decides every crossing still open (a wake-up may stand for several, or for none).
+pub async fn decide_open(mind: &Mind) -> usize {
+    let open = mind
+        .work_db
+        .json(
+            "SELECT coalesce(jsonb_agg(id ORDER BY at), '[]') FROM (SELECT id, at FROM dionysus.contact_evaluations \
+              WHERE outcome = 'opportunity' AND decision IS NULL ORDER BY at LIMIT 5) o",
+            &[],
+        )
+        .await;
+    let ids: Vec<Uuid> = match open {
+        Ok(v) => v.as_array().into_iter().flatten().filter_map(|x| x.as_str()?.parse().ok()).collect(),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the open contact opportunities");
+            return 0;
+        }
+    };
+    let mut decided = 0;
+    for id in ids {
+        if mind.shutdown.is_cancelled() {
+            break;
+        }
+        match decide(mind, id).await {
+            Ok(d) => {
+                tracing::info!(evaluation = %id, decision = %d, "contact decided");
+                decided += 1;
+            }
+            Err(e) => tracing::warn!(evaluation = %id, error = %e, "contact not decided (the scheduler announces it again)"),
+        }
+    }
+    if decided > 0 {
+        outbox::deliver(mind).await;
+    }
+    decided
+}
+
+/// One crossing: its context, the fast model's decision, the smart model's message.
+async fn decide(mind: &Mind, id: Uuid) -> Result<String, String> {
+    let ctx = mind.work_db.json("SELECT dionysus.contact_opportunity($1)", &[&id]).await.map_err(|e| e.to_string())?;
+    if ctx["decided"] == Value::Bool(true) {
+        return Ok("already decided".into());
+    }
+    let person = ctx["person"].as_str().unwrap_or("them").to_string();
+    let turns = prompt::transcript(&ctx["recent_turns"]);
+    let (decision, reason, intent) = match ask_decision(mind, &ctx, &person, &turns).await {
+        Ok(d) => d,
+        // No mind available: wait (the cadence backs off), written down as skipped.
+        Err(why) => return record(mind, id, "wait", None, &format!("model unreachable: {why}"), "skipped").await,
+    };
+    if decision == "wait" {
+        return record(mind, id, "wait", None, &reason, "model").await;
+    }
+    match compose(mind, &ctx, &person, &intent, &turns).await {
+        Ok(message) => record(mind, id, "message", Some(&message), &reason, "model").await,
+        Err(why) => record(mind, id, "wait", None, &format!("could not compose: {why}"), "skipped").await,
+    }
+}
+
+async fn ask_decision(mind: &Mind, ctx: &Value, person: &str, turns: &str) -> Result<(String, String, String), String> {
+    let t = prompt::load(&mind.work_db, "proactive_decision").await.map_err(|e| e.to_string())?;
+    let inputs = ctx["inputs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|i| format!("{}: {} (weight {}, {})", i["input"].as_str().unwrap_or("?"), i["value"], i["weight"], i["why"].as_str().unwrap_or("")));
+    let requests = ctx["their_requests"].as_array().into_iter().flatten().filter_map(|r| r.as_str().map(str::to_string));
+    let system = render(
+        &t.text,
+        &[
+            ("person", person.to_string()),
+            ("explanation", ctx["explanation"].as_str().unwrap_or_default().to_string()),
+            ("inputs", bullets(inputs, "(none)")),
+            ("requests", bullets(requests, "(nothing)")),
+            ("turns", turns.to_string()),
+        ],
+    );
+    let msgs = [Msg::system(system), Msg::user("Answer with the JSON object now.".to_string())];
+    let v = mind
+        .fast
+        .json(&msgs, t.temperature, |v| match text(&v, "decision").as_deref() {
+            Some("message") | Some("wait") => Ok(v),
+            _ => Err("\"decision\" must be \"message\" or \"wait\"".into()),
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((
+        text(&v, "decision").unwrap_or_else(|| "wait".into()),
+        text(&v, "reason").unwrap_or_else(|| "(no reason given)".into()),
+        text(&v, "intent").unwrap_or_else(|| "check in".into()),
+    ))
+}
+
+async fn compose(mind: &Mind, ctx: &Value, person: &str, intent: &str, turns: &str) -> Result<String, String> {
+    let t = prompt::load(&mind.work_db, "proactive_compose").await.map_err(|e| e.to_string())?;
+    let system = render(
+        &t.text,
+        &[
+            ("person", person.to_string()),
+            ("intent", intent.to_string()),
+            ("personality", ctx["personality"].to_string()),
+            ("turns", turns.to_string()),
+        ],
+    );
+    let msgs = [Msg::system(system), Msg::user("Answer with the JSON object now.".to_string())];
+    let v = mind
+        .smart
+        .json(&msgs, t.temperature, |v| {
+            text(&v, "message").map(|m| json!(m.chars().take(4000).collect::<String>())).ok_or_else(|| "\"message\" must be a non-empty string".into())
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(v.as_str().unwrap_or_default().to_string())
+}
+
+async fn record(mind: &Mind, id: Uuid, decision: &str, message: Option<&str>, reason: &str, by: &str) -> Result<String, String> {
+    let sql = "SELECT dionysus.decide_contact($1, $2, $3, $4, $5)";
+    match mind.work_db.json(sql, &[&id, &decision, &message, &reason, &by]).await {
+        Ok(_) => Ok(decision.to_string()),
+        // The extension checks the gates again and may refuse the message (a contact meanwhile,
+        // energy spent, a web-only basis): that is a decision too, or the crossing would be
+        // announced and the models asked again every minute.
+        Err(crate::db::DbError::Sql { message: refusal, .. }) if decision == "message" => {
+            let why = format!("refused: {refusal}");
+            mind.work_db.json(sql, &[&id, &"wait", &None::<&str>, &why, &"default"]).await.map_err(|e| e.to_string())?;
+            Ok("wait (the message was refused)".into())
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
