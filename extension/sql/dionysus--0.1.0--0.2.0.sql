@@ -330,6 +330,8 @@ INSERT INTO proactive_config (key, value, description) VALUES
     ('quiet_start_hour', 22, 'default quiet hours start (the person''s local time) until their rhythm is learned'),
     ('quiet_end_hour', 8, 'default quiet hours end'),
     ('min_availability', 0.3, 'below this availability belief, unsolicited contact waits'),
+    ('better_moment_hours', 10, 'a contact waits when one of the next this many hours (a working day) is clearly better for them'),
+    ('better_moment_margin', 0.25, 'how much more available an hour ahead must be believed to wait for it'),
     ('rhythm_confident_after', 25, 'messages after which the learned rhythm is fully trusted (confidence 1)'),
     ('miss_weight', 0.3, 'each missed contact at an hour of their week takes this share off the availability learned there (at most 0.8)'),
     ('rhythm_confidence_days', 14, 'without messages, confidence in the rhythm halves every this many days'),
@@ -559,18 +561,24 @@ CREATE FUNCTION dionysus_internal.hour_of_week(at timestamptz, tz text) RETURNS 
 $$;
 
 -- What the person is believed to be able to do at an instant: availability in [0, 1] from
--- their learned rhythm (this hour and its neighbours, relative to their busiest hour), blended
--- with the default day/night prior by the confidence in the rhythm.
+-- their learned rhythm, blended with the default day/night prior by the confidence in it.
+-- The rhythm is read twice and averaged: this hour of this weekday (weekly habits, which take
+-- weeks to learn) and this hour on any day (daily routine, learned in days), each relative to
+-- its busiest hour, with neighbouring hours counting half. Missed contacts there lower it.
 CREATE FUNCTION dionysus_internal.availability(who text, at timestamptz)
     RETURNS TABLE (belief double precision, confidence double precision, learned double precision, prior double precision)
     LANGUAGE plpgsql STABLE AS $$
 DECLARE
     p dionysus.people;
     h smallint;
+    hod int;
     local_hour int;
-    peak double precision;
-    here double precision;
+    week_here double precision;
+    week_peak double precision;
+    day_here double precision;
+    day_peak double precision;
     total double precision;
+    missed double precision;
     qs int := dionysus_internal.proactive_setting('quiet_start_hour')::int;
     qe int := dionysus_internal.proactive_setting('quiet_end_hour')::int;
 BEGIN
@@ -579,13 +587,22 @@ BEGIN
     prior := CASE WHEN (qs > qe AND (local_hour >= qs OR local_hour < qe)) OR (qs < qe AND local_hour >= qs AND local_hour < qe)
                   THEN 0.05 ELSE 0.6 END;
     h := dionysus_internal.hour_of_week(at, coalesce(p.time_zone, 'UTC'));
-    SELECT max(activity), sum(activity) INTO peak, total FROM dionysus.person_rhythm r WHERE r.person = who;
-    SELECT coalesce(sum(r.activity * CASE WHEN r.hour_of_week = h THEN 1.0 ELSE 0.5 END), 0) INTO here
+    hod := h % 24;
+    SELECT max(activity), sum(activity) INTO week_peak, total FROM dionysus.person_rhythm r WHERE r.person = who;
+    SELECT coalesce(sum(r.activity * CASE WHEN r.hour_of_week = h THEN 1.0 ELSE 0.5 END), 0) INTO week_here
       FROM dionysus.person_rhythm r
      WHERE r.person = who AND r.hour_of_week IN (h, (h + 167) % 168, (h + 1) % 168);
-    learned := CASE WHEN coalesce(peak, 0) > 0 THEN least(1.0, here / peak) ELSE 0 END
-               * (1 - least(0.8, dionysus_internal.proactive_setting('miss_weight')
-                                 * coalesce((SELECT r.misses FROM dionysus.person_rhythm r WHERE r.person = who AND r.hour_of_week = h), 0)));
+    SELECT max(d.n) INTO day_peak
+      FROM (SELECT r.hour_of_week % 24 AS hr, sum(r.activity) AS n FROM dionysus.person_rhythm r WHERE r.person = who GROUP BY 1) d;
+    SELECT coalesce(sum(r.activity * CASE WHEN r.hour_of_week % 24 = hod THEN 1.0 ELSE 0.5 END), 0),
+           coalesce(sum(r.misses) FILTER (WHERE r.hour_of_week = h), 0)
+           + 0.25 * coalesce(sum(r.misses) FILTER (WHERE r.hour_of_week % 24 = hod AND r.hour_of_week <> h), 0)
+      INTO day_here, missed
+      FROM dionysus.person_rhythm r
+     WHERE r.person = who AND r.hour_of_week % 24 IN (hod, (hod + 23) % 24, (hod + 1) % 24);
+    learned := (0.5 * CASE WHEN coalesce(week_peak, 0) > 0 THEN least(1.0, week_here / week_peak) ELSE 0 END
+                + 0.5 * CASE WHEN coalesce(day_peak, 0) > 0 THEN least(1.0, day_here / day_peak) ELSE 0 END)
+               * (1 - least(0.8, dionysus_internal.proactive_setting('miss_weight') * missed));
     confidence := least(1.0, coalesce(total, 0) / dionysus_internal.proactive_setting('rhythm_confident_after'))
                   * power(0.5, greatest(0, extract(epoch FROM at - coalesce(p.last_message_at, at)) / 86400.0)
                                / dionysus_internal.proactive_setting('rhythm_confidence_days'));
@@ -792,6 +809,8 @@ DECLARE
     blocked text[] := '{}';
     top record;
     new_cause boolean;
+    later record;
+    better boolean;
     words text;
 BEGIN
     p := dionysus_internal.person_row(who);
@@ -858,6 +877,24 @@ BEGIN
                                    CASE WHEN new_cause THEN 'there is one' ELSE 'there is none' END) END);
     SELECT array_agg(g ->> 'gate') INTO blocked FROM jsonb_array_elements(gates) g WHERE NOT (g ->> 'passed')::boolean;
     blocked := coalesce(blocked, '{}');
+    -- A considerate friend who knows you are busy now and free tonight waits for tonight: when
+    -- the rhythm says a clearly better hour comes within the look-ahead, the contact waits for it.
+    -- Weighed only when everything else would let the contact through (it costs a few lookups).
+    IF total >= threshold AND cardinality(blocked) = 0 THEN
+        SELECT k, f.belief, f.confidence INTO later
+          FROM generate_series(1, dionysus_internal.proactive_setting('better_moment_hours')::int) k,
+               LATERAL dionysus_internal.availability(who, t + make_interval(hours => k)) f
+         ORDER BY f.belief DESC, k LIMIT 1;
+        better := later.belief >= av.belief + dionysus_internal.proactive_setting('better_moment_margin') AND later.confidence >= 0.3;
+        gates := gates || jsonb_build_object('gate', 'better_moment', 'passed', NOT better,
+            'detail', CASE WHEN better THEN format('likely more available around %s:00 their time (%s against %s now)',
+                                                   extract(hour FROM (t + make_interval(hours => later.k)) AT TIME ZONE p.time_zone),
+                                                   round(later.belief::numeric, 2), round(av.belief::numeric, 2))
+                           ELSE format('no clearly better hour in the next %s', dionysus_internal.proactive_setting('better_moment_hours')) END);
+        IF better THEN
+            blocked := blocked || 'better_moment'::text;
+        END IF;
+    END IF;
 
     SELECT x ->> 'input' AS input, (x ->> 'value')::float8 AS value, (x ->> 'contribution')::float8 AS contribution INTO top
       FROM jsonb_array_elements(ins) x ORDER BY (x ->> 'contribution')::float8 DESC LIMIT 1;

@@ -421,3 +421,30 @@ async fn a_crossing_asks_the_models_once_and_the_message_arrives_once() {
     assert_eq!(skipped, 1);
     assert_eq!(channel.sent().len(), 1);
 }
+
+/// A person who writes every evening is believed free in the evening: a crossing in the morning
+/// waits for a clearly better hour, says which, and goes through when it comes.
+#[tokio::test]
+async fn a_learned_rhythm_waits_for_a_better_moment() {
+    let db = TestDb::new("pro_rhythm").await;
+    let c = &db.client;
+    at(c, "2026-11-23 10:30+00").await;
+    for day in 0..12 {
+        say(c, &format!("m{day}"), "Quick hello from the office.").await;
+        advance(c, "8 hours 30 minutes").await; // 19:00
+        say(c, &format!("e{day}a"), "Evening! How was your day?").await;
+        advance(c, "30 minutes").await;
+        say(c, &format!("e{day}b"), "Mine was long, glad to be home.").await;
+        advance(c, "15 hours").await; // 10:30 the next day
+    }
+    // A morning, pressure high: they are reachable now, but far more so in the evening.
+    advance(c, "23 hours 30 minutes").await; // 10:00
+    c.execute("UPDATE dionysus.people SET social_debt = 0.95 WHERE person = $1", &[&ALICE]).await.unwrap();
+    let e = evaluate(c).await;
+    assert!(!gate(&e, "better_moment"), "a morning contact did not wait for the evening: {e}");
+    assert!(e["gates"].to_string().contains("more available around"), "{e}");
+    advance(c, "9 hours").await; // 19:00
+    c.execute("UPDATE dionysus.people SET social_debt = 0.95 WHERE person = $1", &[&ALICE]).await.unwrap();
+    let e = evaluate(c).await;
+    assert_eq!(e["outcome"], json!("opportunity"), "{e}");
+}

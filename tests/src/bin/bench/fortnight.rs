@@ -157,4 +157,6 @@ pub async fn fortnight(days: i64) {
         .unwrap()
         .get(0);
     println!("| contacts with a logged explanation | {explained} of {} |  all |", contacts.len());
+    let when: Vec<String> = contacts.iter().map(|(d, m)| format!("day {d} {:02}:{:02}", m / 60, m % 60)).collect();
+    println!("\ncontacts at: {}", when.join(", "));
 }
