@@ -102,6 +102,31 @@ INSERT INTO proactive_config (key, value, description) VALUES
     ('vitality_recharge_hour', 0.04, 'vitality regained per hour (twice that in the agent''s night)'),
     ('vitality_feedback', 0.05, 'vitality regained when a person answers a contact');
 
+-- Shares stay in [0, 1], time constants and counts above 0, hours of the day in [0, 23]: a
+-- bad value is refused with its key named, before it can stop every tick.
+CREATE FUNCTION dionysus_internal.proactive_config_check() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.key IN ('debt_relief_on_message', 'debt_relief_on_contact', 'curiosity_decay_per_hour', 'curiosity_per_new_memory',
+                   'disturbance_decay', 'miss_weight', 'better_moment_margin', 'min_availability', 'contact_threshold',
+                   'signal_threshold', 'vitality_drain_tick', 'vitality_drain_event', 'vitality_drain_model',
+                   'vitality_recharge_hour', 'vitality_feedback', 'task_pressure_per_item')
+       AND NEW.value > 1 THEN
+        RAISE EXCEPTION 'dionysus: proactive_config "%" must be within [0, 1], not %', NEW.key, NEW.value USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NEW.key IN ('social_debt_hours', 'acquaintance_turns', 'rhythm_confident_after', 'rhythm_confidence_days', 'base_tick_seconds',
+                   'min_tick_seconds', 'max_tick_seconds', 'check_interval_minutes', 'check_backoff_max_minutes', 'ignored_after_hours',
+                   'ignores_before_pause', 'better_moment_hours', 'event_queue_limit', 'signal_busy_hours')
+       AND NEW.value <= 0 THEN
+        RAISE EXCEPTION 'dionysus: proactive_config "%" must be above 0, not %', NEW.key, NEW.value USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NEW.key IN ('quiet_start_hour', 'quiet_end_hour') AND (NEW.value > 23 OR NEW.value <> trunc(NEW.value)) THEN
+        RAISE EXCEPTION 'dionysus: proactive_config "%" must be a whole hour in [0, 23], not %', NEW.key, NEW.value USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER proactive_config_check BEFORE INSERT OR UPDATE ON proactive_config
+    FOR EACH ROW EXECUTE FUNCTION dionysus_internal.proactive_config_check();
+
 CREATE TABLE contact_weights (
     input       text PRIMARY KEY CHECK (input IN ('social_debt', 'acquaintance', 'task_pressure', 'curiosity')),
     weight      double precision NOT NULL CHECK (weight >= 0 AND weight <= 1),
@@ -442,10 +467,15 @@ BEGIN
     IF payload IS NULL OR jsonb_typeof(payload) <> 'object' OR octet_length(payload::text) > 8192 THEN
         RAISE EXCEPTION 'dionysus: invalid argument "payload": must be a JSON object of at most 8 kB' USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- Lock order: agent_state (which a HIGH or CRITICAL event updates below) before any event row.
+    IF priority <= 1 THEN
+        PERFORM 1 FROM dionysus.agent_state WHERE id = 1 FOR UPDATE;
+    END IF;
     -- Layer 1 of overload: the same thing again within seconds is one event, counted.
-    UPDATE dionysus.events e SET merged = e.merged + 1, payload = e.payload || push_event.payload
+    UPDATE dionysus.events e SET merged = e.merged + 1, payload = push_event.payload
      WHERE e.id = (SELECT x.id FROM dionysus.events x
                     WHERE x.status = 'queued' AND x.type = push_event.type AND x.source = push_event.source
+                      AND x.priority = push_event.priority
                       AND x.person IS NOT DISTINCT FROM push_event.person
                       AND x.at >= t - make_interval(secs => dionysus_internal.proactive_setting('event_merge_seconds'))
                     ORDER BY x.at DESC LIMIT 1 FOR UPDATE SKIP LOCKED)
@@ -502,6 +532,9 @@ BEGIN
     INSERT INTO dionysus.person_rhythm (person, hour_of_week, activity)
     VALUES (who, dionysus_internal.hour_of_week(t, p.time_zone), 1)
     ON CONFLICT (person, hour_of_week) DO UPDATE SET activity = dionysus.person_rhythm.activity + 1;
+    -- They wrote: a crossing still undecided is moot (the conversation is on).
+    UPDATE dionysus.contact_evaluations c SET decision = 'wait', decided_by = 'skipped', decided_at = t, reason = 'they wrote first'
+     WHERE c.person = who AND c.outcome = 'opportunity' AND c.decision IS NULL;
     -- Whatever they said before about not being available ends when they write again.
     UPDATE dionysus.person_signals s SET ended_at = t WHERE s.person = who AND s.ended_at IS NULL;
     SELECT * INTO sig FROM dionysus_internal.contact_signal(words, t, p.time_zone);
@@ -564,6 +597,7 @@ DECLARE
     new_cause boolean;
     later record;
     better boolean;
+    on_its_way bigint;
     words text;
 BEGIN
     p := dionysus_internal.person_row(who);
@@ -618,6 +652,18 @@ BEGIN
     gates := gates || jsonb_build_object('gate', 'cooldown', 'passed', p.last_contact_at IS NULL OR since_contact >= cooldown,
         'detail', CASE WHEN p.last_contact_at IS NULL THEN 'no contact started yet'
                        ELSE format('last contact %s ago (cooldown %s)', date_trunc('minute', since_contact), cooldown) END);
+    -- One contact at a time: the last one is answered or counted as ignored before the next,
+    -- and nothing is on its way (a crossing undecided, a message not yet delivered).
+    gates := gates || jsonb_build_object('gate', 'waiting_on_them', 'passed', NOT p.awaiting_reply,
+        'detail', CASE WHEN p.awaiting_reply THEN format('the last contact (%s ago) is not answered yet; it counts as ignored after %s',
+                                                         date_trunc('minute', since_contact), date_trunc('minute', ignore_after))
+                       ELSE 'no contact waiting for an answer' END);
+    SELECT count(*) INTO on_its_way FROM (
+        SELECT 1 FROM dionysus.contact_evaluations c WHERE c.person = who AND c.outcome = 'opportunity' AND c.decision IS NULL
+        UNION ALL
+        SELECT 1 FROM dionysus.outbox o WHERE o.person = who AND o.contact_id IS NOT NULL AND o.status = 'pending') x;
+    gates := gates || jsonb_build_object('gate', 'in_flight', 'passed', on_its_way = 0,
+        'detail', CASE WHEN on_its_way = 0 THEN 'nothing on its way to them' ELSE 'a contact is already being decided or delivered' END);
     SELECT current_energy INTO energy FROM dionysus.heartbeat_state WHERE id = 1;
     cost := dionysus.get_action_cost('reach_out_user');
     gates := gates || jsonb_build_object('gate', 'energy', 'passed', energy >= cost,
@@ -758,7 +804,7 @@ BEGIN
         END LOOP;
     END IF;
 
-    -- Relaxed lets HIGH and above through, asleep only CRITICAL; what is filtered disturbs.
+    -- Relaxed filters LOW and IDLE, asleep everything but CRITICAL; what is filtered disturbs.
     FOR ev IN SELECT * FROM dionysus.events WHERE status = 'queued' ORDER BY priority, at, id LOOP
         IF (a.mode = 'relaxed' AND ev.priority >= 3) OR (a.mode = 'asleep' AND ev.priority >= 1) THEN
             UPDATE dionysus.events SET status = 'filtered', handled_at = t, reason = 'agent ' || a.mode WHERE id = ev.id;
@@ -918,6 +964,12 @@ BEGIN
         RETURN jsonb_build_object('decision', 'wait', 'next_check_at', t + make_interval(secs => backoff * 60), 'duplicate', false);
     END IF;
     -- The gates are checked again: time passed while the model thought.
+    IF EXISTS (SELECT 1 FROM dionysus.outbox o WHERE o.person = e.person AND o.contact_id IS NOT NULL AND o.status = 'pending') THEN
+        RAISE EXCEPTION 'dionysus: contact refused: a message to % is already on its way', e.person USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF EXISTS (SELECT 1 FROM dionysus.person_signals s WHERE s.person = e.person AND s.ended_at IS NULL AND (s.until IS NULL OR s.until > t)) THEN
+        RAISE EXCEPTION 'dionysus: contact refused: % asked not to be contacted now', e.person USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
     IF p.last_contact_at IS NOT NULL AND t - p.last_contact_at < make_interval(secs => dionysus_internal.heartbeat_setting('reach_out_cooldown_hours') * 3600) THEN
         RAISE EXCEPTION 'dionysus: contact refused: % was contacted less than the cooldown ago', e.person USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;

@@ -370,6 +370,7 @@ COMMENT ON FUNCTION dionysus_internal.contact_signal(text, timestamptz, text) IS
 COMMENT ON FUNCTION dionysus_internal.note_person_message(text, uuid, text) IS 'A person wrote: rhythm, signals, social debt, an answered contact, the check-in cadence reset.';
 COMMENT ON FUNCTION dionysus_internal.evaluate_contact(text) IS 'One evaluation of contact with one person, written to contact_evaluations; NOTIFY dionysus_contact at a crossing.';
 COMMENT ON FUNCTION dionysus_internal.note_miss(text, timestamptz, double precision) IS 'A contact at that hour of the person''s week went unanswered (1) or was answered late (0.5): less availability believed there.';
+COMMENT ON FUNCTION dionysus_internal.proactive_config_check() IS 'Trigger: proactive_config values within their ranges (shares in [0, 1], time constants above 0, whole hours).';
 COMMENT ON FUNCTION dionysus_internal.proactive_tick_due() IS 'Whether the proactive tick''s interval is up.';
 COMMENT ON FUNCTION dionysus_internal.note_contact_delivered(text) IS 'A contact Dionysus started reached the person: awaiting their reply, social debt relieved.';
 

@@ -131,7 +131,7 @@ async fn record(mind: &Mind, id: Uuid, decision: &str, message: Option<&str>, re
         // The extension checks the gates again and may refuse the message (a contact meanwhile,
         // energy spent, a web-only basis): that is a decision too, or the crossing would be
         // announced and the models asked again every minute.
-        Err(crate::db::DbError::Sql { message: refusal, .. }) if decision == "message" => {
+        Err(crate::db::DbError::Sql { code, message: refusal }) if decision == "message" && (code == "55000" || code == "42501") => {
             let why = format!("refused: {refusal}");
             mind.work_db.json(sql, &[&id, &"wait", &None::<&str>, &why, &"default"]).await.map_err(|e| e.to_string())?;
             Ok("wait (the message was refused)".into())

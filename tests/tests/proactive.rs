@@ -448,3 +448,54 @@ async fn a_learned_rhythm_waits_for_a_better_moment() {
     let e = evaluate(c).await;
     assert_eq!(e["outcome"], json!("opportunity"), "{e}");
 }
+
+/// One contact at a time: while a crossing is being decided or a contact waits for its answer,
+/// no second one opens, even past the cooldown; a message from the person withdraws an undecided
+/// crossing. A CRITICAL event is never merged into a lesser one, and the rates cannot be set to
+/// values that would stop every tick.
+#[tokio::test]
+async fn one_contact_at_a_time() {
+    let db = TestDb::new("pro_one").await;
+    let c = &db.client;
+    at(c, "2026-11-23 10:00+00").await;
+    say(c, "a1", "Hi there").await;
+    c.execute("UPDATE dionysus.people SET social_debt = 0.95 WHERE person = $1", &[&ALICE]).await.unwrap();
+    advance(c, "1 hour").await;
+    let first = evaluate(c).await;
+    assert_eq!(first["outcome"], json!("opportunity"), "{first}");
+    advance(c, "15 minutes").await;
+    let e = evaluate(c).await;
+    assert!(!gate(&e, "in_flight"), "a second crossing opened while the first was undecided: {e}");
+    // She writes: the undecided crossing is withdrawn.
+    say(c, "a2", "Actually, quick question about my plants").await;
+    let withdrawn: Value = c
+        .query_one("SELECT to_jsonb(c) FROM dionysus.contact_evaluations c WHERE id = $1::text::uuid", &[&first["evaluation_id"].as_str().unwrap()])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!((withdrawn["decision"].clone(), withdrawn["reason"].clone()), (json!("wait"), json!("they wrote first")));
+    // A delivered contact, then past the 4 h cooldown but inside the 6 h answer window: no second.
+    c.execute("UPDATE dionysus.people SET social_debt = 0.95 WHERE person = $1", &[&ALICE]).await.unwrap();
+    advance(c, "1 hour").await;
+    let e = evaluate(c).await;
+    assert_eq!(e["outcome"], json!("opportunity"), "{e}");
+    deliver_contact(c, e["evaluation_id"].as_str().unwrap(), "How are the plants?").await;
+    c.execute("UPDATE dionysus.people SET social_debt = 0.95 WHERE person = $1", &[&ALICE]).await.unwrap();
+    advance(c, "5 hours").await;
+    let e = evaluate(c).await;
+    assert!(gate(&e, "cooldown") && !gate(&e, "waiting_on_them"), "{e}");
+    advance(c, "2 hours").await;
+    let e = evaluate(c).await;
+    assert!(gate(&e, "waiting_on_them"), "{e}");
+    let ignored: i32 = c.query_one("SELECT ignored_in_row FROM dionysus.people WHERE person = $1", &[&ALICE]).await.unwrap().get(0);
+    assert_eq!(ignored, 1);
+
+    let low: i64 = c.query_one("SELECT dionysus.push_event('time', 'alarm', 4)", &[]).await.unwrap().get(0);
+    advance(c, "2 seconds").await;
+    let critical: i64 = c.query_one("SELECT dionysus.push_event('time', 'alarm', 0)", &[]).await.unwrap().get(0);
+    assert_ne!(low, critical, "a CRITICAL event was merged into an IDLE one");
+    let (code, msg) = expect_error(c, "UPDATE dionysus.proactive_config SET value = 2 WHERE key = 'debt_relief_on_message'").await;
+    assert_eq!((code.as_str(), msg.contains("debt_relief_on_message")), ("22023", true), "{msg}");
+    let (code, _) = expect_error(c, "UPDATE dionysus.proactive_config SET value = 0 WHERE key = 'social_debt_hours'").await;
+    assert_eq!(code, "22023");
+}
