@@ -187,8 +187,8 @@ BEGIN
     INSERT INTO dionysus.messages (id, platform, platform_message_id, channel_id, author_id, is_bot, is_proactive, content,
                                    prev_message_id, reply_to, memory_id, person)
     VALUES (msg, platform, platform_message_id, channel_id, author_id, is_bot, is_proactive, content, prev, reply_to, mem, who);
-    -- Nothing to extract from "ok".
-    IF NOT is_bot AND NOT dionysus.is_acknowledgement(content) THEN
+    -- Nothing to extract from "ok" (note_person_message read the words once already).
+    IF NOT is_bot AND NOT coalesce((noted ->> 'acknowledgement')::boolean, false) THEN
         INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, available_at)
         VALUES ('extract_message:' || msg, 'extract_message',
                 jsonb_build_object('message_id', msg, 'memory_id', mem, 'source', 'conversation:' || msg, 'person', who),

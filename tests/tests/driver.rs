@@ -468,11 +468,7 @@ async fn an_idle_session_ends_and_only_a_significant_one_requests_a_heartbeat() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_driver_carries_on_through_a_postgres_restart() {
     let _ = cluster_conninfo();
-    let port = dionysus_tests::free_port(31700);
-    let data = format!("/tmp/dionysus-restart-{port}");
-    dionysus_tests::cluster_sh(&["stop", &data]);
-    let _ = std::fs::remove_dir_all(&data);
-    assert!(dionysus_tests::cluster_sh(&["start", &data, &port.to_string(), "dionysus.scheduler_interval = 1"]));
+    let (data, port) = dionysus_tests::own_cluster("restart", 31700, &["dionysus.scheduler_interval = 1"]);
     let url = format!("host=127.0.0.1 port={port} user=postgres dbname=postgres");
     let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(conn);

@@ -6,11 +6,7 @@ use std::time::{Duration, Instant};
 async fn the_server_stops_cleanly_while_the_worker_runs() {
     // Only under scripts/test.sh, which also provides sudo and the installed extension.
     let _ = dionysus_tests::cluster_conninfo();
-    let port = dionysus_tests::free_port(31400);
-    let data = format!("/tmp/dionysus-lifecycle-{port}");
-    dionysus_tests::cluster_sh(&["stop", &data]);
-    let _ = std::fs::remove_dir_all(&data);
-    assert!(dionysus_tests::cluster_sh(&["start", &data, &port.to_string(), "dionysus.worker_interval = 1"]));
+    let (data, port) = dionysus_tests::own_cluster("lifecycle", 31400, &["dionysus.worker_interval = 1"]);
     // The agent's database, and no "postgres" database at all: the launchers must not need one.
     let connect = |db: &str| {
         let conninfo = format!("host=127.0.0.1 port={port} user=postgres dbname={db}");

@@ -21,11 +21,7 @@ async fn top_recalled(c: &Client, query: &str) -> Vec<String> {
 async fn recall_and_chat_context_work_on_a_hot_standby() {
     // Only under scripts/test.sh, which provides sudo and the installed extension.
     let _ = dionysus_tests::cluster_conninfo();
-    let primary_port = dionysus_tests::free_port(31800);
-    let primary_data = format!("/tmp/dionysus-primary-{primary_port}");
-    dionysus_tests::cluster_sh(&["stop", &primary_data]);
-    let _ = std::fs::remove_dir_all(&primary_data);
-    assert!(dionysus_tests::cluster_sh(&["start", &primary_data, &primary_port.to_string()]));
+    let (primary_data, primary_port) = dionysus_tests::own_cluster("primary", 31800, &[]);
 
     let setup = open(primary_port, "postgres").await;
     setup.batch_execute("CREATE DATABASE agent").await.unwrap();
