@@ -14,7 +14,8 @@
 --   5. the row a call is about      the heartbeat_log row of a commit or finish, the work_queue row
 --                                   of a complete/fail/release, the outbox row of a confirm/release,
 --                                   the contact evaluation of a decision
---   6. a person's row in people     (their turn logged, an evaluation, a contact delivered or decided)
+--   6. a person's row in people     (their turn logged, an evaluation, a contact delivered or decided,
+--                                   a rule pass), then the personality rows learning moves
 --   7. the learn and episode advisory locks  'dionysus.learn', 'dionysus.episode:<source>'  (learn, remember)
 --   8. any other rows, by primary key: goals, memories, facts, triples, events
 -- A function that may need a lock later (a refund needs the state row) takes it at its start.
@@ -306,3 +307,41 @@ CREATE TABLE outbox (
     sent_parts          jsonb NOT NULL DEFAULT '[]'::jsonb CHECK (jsonb_typeof(sent_parts) = 'array')
 );
 CREATE INDEX outbox_pending ON outbox (created_at) WHERE status = 'pending';
+
+-- ---------------------------------------------------------------------------------------
+-- The clock: one time source a test can drive, so days replay in minutes. The heartbeat's
+-- schedule and the proactive mind (014) run on it; liveness and leases stay on real time.
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE clock (
+    id        integer PRIMARY KEY DEFAULT 1 CHECK (id = 1),
+    -- Set: time stands at this instant (tests replay days by advancing it).
+    frozen_at timestamptz,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO clock DEFAULT VALUES;
+
+CREATE FUNCTION clock_now() RETURNS timestamptz
+    LANGUAGE sql STABLE AS $$
+    SELECT coalesce((SELECT frozen_at FROM dionysus.clock WHERE id = 1), now())
+$$;
+
+CREATE FUNCTION set_clock(at timestamptz) RETURNS timestamptz
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF at IS NOT NULL AND NOT isfinite(at) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "at": % is not a finite time', at USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.clock SET frozen_at = at, updated_at = now() WHERE id = 1;
+    RETURN dionysus.clock_now();
+END $$;
+
+CREATE FUNCTION advance_clock(by_interval interval) RETURNS timestamptz
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF by_interval IS NULL OR by_interval < interval '0' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "by_interval": % (time only moves forward)', by_interval
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.clock SET frozen_at = coalesce(frozen_at, now()) + by_interval, updated_at = now() WHERE id = 1;
+    RETURN dionysus.clock_now();
+END $$;

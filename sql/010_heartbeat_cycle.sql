@@ -248,7 +248,7 @@ BEGIN
            energy_end = (SELECT current_energy FROM dionysus.heartbeat_state WHERE id = 1)
      WHERE id = h.id;
     UPDATE dionysus.heartbeat_state SET in_flight = NULL, last_heartbeat_at = now(),
-           next_heartbeat_at = now() + make_interval(mins => dionysus_internal.heartbeat_interval_minutes()), updated_at = now()
+           next_heartbeat_at = dionysus.clock_now() + make_interval(mins => dionysus_internal.heartbeat_interval_minutes()), updated_at = now()
      WHERE id = 1;
     RETURN mem;
 END $$;
@@ -300,7 +300,7 @@ BEGIN
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS why = MESSAGE_TEXT;
             UPDATE dionysus.heartbeat_state SET in_flight = NULL, last_heartbeat_at = now(),
-                   next_heartbeat_at = now() + make_interval(mins => dionysus_internal.heartbeat_interval_minutes()), updated_at = now()
+                   next_heartbeat_at = dionysus.clock_now() + make_interval(mins => dionysus_internal.heartbeat_interval_minutes()), updated_at = now()
              WHERE id = 1 AND in_flight = h.id;
             UPDATE dionysus.heartbeat_log SET status = 'recovered', ended_at = now(), recovery_error = why WHERE id = h.id;
         END;
@@ -312,7 +312,7 @@ END $$;
 CREATE FUNCTION heartbeat_due() RETURNS boolean
     LANGUAGE sql STABLE AS $$
     SELECT NOT s.paused AND NOT s.session_active AND s.in_flight IS NULL
-           AND (s.requested_at IS NOT NULL OR s.next_heartbeat_at IS NULL OR s.next_heartbeat_at <= now())
+           AND (s.requested_at IS NOT NULL OR s.next_heartbeat_at IS NULL OR s.next_heartbeat_at <= dionysus.clock_now())
       FROM dionysus.heartbeat_state s WHERE s.id = 1
 $$;
 

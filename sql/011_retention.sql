@@ -37,12 +37,15 @@ BEGIN
         (SELECT model, content_hash FROM dionysus.embedding_cache WHERE created_at < cutoff LIMIT batch);
     GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('embedding_cache', n);
     -- The proactive mind's past: handled events, and evaluations (by the clock it ran on).
-    DELETE FROM dionysus.events WHERE id IN (SELECT id FROM dionysus.events WHERE status <> 'queued'
+    DELETE FROM dionysus.events WHERE id IN (SELECT id FROM dionysus.events WHERE status NOT IN ('queued', 'scheduled')
                                                AND at < dionysus.clock_now() - (now() - cutoff) LIMIT batch);
     GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('events', n);
     DELETE FROM dionysus.contact_evaluations WHERE id IN (SELECT id FROM dionysus.contact_evaluations
                                                             WHERE at < dionysus.clock_now() - (now() - cutoff) LIMIT batch);
     GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('contact_evaluations', n);
+    DELETE FROM dionysus.rule_firings WHERE id IN (SELECT id FROM dionysus.rule_firings
+                                                     WHERE at < dionysus.clock_now() - (now() - cutoff) LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('rule_firings', n);
     RETURN pruned;
 END $$;
 

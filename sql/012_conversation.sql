@@ -200,7 +200,9 @@ BEGIN
                               'person', who,
                               'acknowledgement', coalesce((noted ->> 'acknowledgement')::boolean AND prev_is_bot, false),
                               'answered_contact', coalesce((noted ->> 'answered_contact')::boolean, false),
-                              'signal', noted -> 'signal');
+                              'signal', noted -> 'signal',
+                              -- A contact whose answer the cues could not judge: the fast model may (contact_feedback).
+                              'feedback_unsure', noted -> 'feedback_unsure');
 END $$;
 
 -- The reply to a person's message, reserved for the worker that will send it (reserve →

@@ -3,7 +3,8 @@
 -- because a timer asked "should I message?". Everything here is arithmetic in the database;
 -- the driver is woken (NOTIFY dionysus_contact) only at a crossing, and calls a model only then.
 --
---   the clock         one time source a test can drive (clock_now, set_clock, advance_clock)
+--   the clock         one time source a test can drive (clock_now, set_clock, advance_clock:
+--                     002_heartbeat.sql, since the heartbeat's schedule runs on it too)
 --   events            a priority queue (CRITICAL 0 … IDLE 4): merged, dropped under load,
 --                     filtered while relaxed or asleep, hoisted when a pattern accumulates
 --   agent_state       vitality (0–1, distinct from the heartbeat's 0–20 action energy), mode,
@@ -21,43 +22,6 @@
 -- event_patterns.
 
 -- ---------------------------------------------------------------------------------------
--- The clock
--- ---------------------------------------------------------------------------------------
-CREATE TABLE clock (
-    id        integer PRIMARY KEY DEFAULT 1 CHECK (id = 1),
-    -- Set: time stands at this instant (tests replay days by advancing it).
-    frozen_at timestamptz,
-    updated_at timestamptz NOT NULL DEFAULT now()
-);
-INSERT INTO clock DEFAULT VALUES;
-
-CREATE FUNCTION clock_now() RETURNS timestamptz
-    LANGUAGE sql STABLE AS $$
-    SELECT coalesce((SELECT frozen_at FROM dionysus.clock WHERE id = 1), now())
-$$;
-
-CREATE FUNCTION set_clock(at timestamptz) RETURNS timestamptz
-    LANGUAGE plpgsql AS $$
-BEGIN
-    IF at IS NOT NULL AND NOT isfinite(at) THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "at": % is not a finite time', at USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    UPDATE dionysus.clock SET frozen_at = at, updated_at = now() WHERE id = 1;
-    RETURN dionysus.clock_now();
-END $$;
-
-CREATE FUNCTION advance_clock(by_interval interval) RETURNS timestamptz
-    LANGUAGE plpgsql AS $$
-BEGIN
-    IF by_interval IS NULL OR by_interval < interval '0' THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "by_interval": % (time only moves forward)', by_interval
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    UPDATE dionysus.clock SET frozen_at = coalesce(frozen_at, now()) + by_interval, updated_at = now() WHERE id = 1;
-    RETURN dionysus.clock_now();
-END $$;
-
--- ---------------------------------------------------------------------------------------
 -- Configuration, weights, personality (data, so they can evolve)
 -- ---------------------------------------------------------------------------------------
 CREATE TABLE proactive_config (
@@ -73,11 +37,8 @@ INSERT INTO proactive_config (key, value, description) VALUES
     ('check_backoff_max_minutes', 1440, 'after "wait" the interval doubles, up to this'),
     ('contact_threshold', 0.35, 'pressure at which the thinking layer is woken (before personality and vitality)'),
     ('signal_threshold', 0.2, 'pressure at which an urge is noted (an internal event), without waking a model'),
-    ('social_debt_hours', 36, 'time constant of social debt: after this long in silence it is 63 % of the way to 1'),
     ('debt_relief_on_message', 0.8, 'share of social debt a message from the person relieves'),
     ('debt_relief_on_contact', 0.5, 'share of social debt a delivered contact relieves'),
-    ('task_pressure_per_item', 0.35, 'task pressure = 1 - exp(-this × open requests of the person)'),
-    ('curiosity_decay_per_hour', 0.03, 'curiosity fades by this share per hour'),
     ('curiosity_per_new_memory', 0.05, 'curiosity added per new memory private to nobody (× the curiosity trait × 2), at most five a tick'),
     ('acquaintance_turns', 20, 'acquaintance = 1 / (1 + turns / this): a new relationship wants to be known'),
     ('quiet_start_hour', 22, 'default quiet hours start (the person''s local time) until their rhythm is learned'),
@@ -106,16 +67,18 @@ INSERT INTO proactive_config (key, value, description) VALUES
 -- bad value is refused with its key named, before it can stop every tick.
 CREATE FUNCTION dionysus_internal.proactive_config_check() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.key IN ('debt_relief_on_message', 'debt_relief_on_contact', 'curiosity_decay_per_hour', 'curiosity_per_new_memory',
+    IF NEW.key IN ('debt_relief_on_message', 'debt_relief_on_contact', 'curiosity_per_new_memory',
                    'disturbance_decay', 'miss_weight', 'better_moment_margin', 'min_availability', 'contact_threshold',
                    'signal_threshold', 'vitality_drain_tick', 'vitality_drain_event', 'vitality_drain_model',
-                   'vitality_recharge_hour', 'vitality_feedback', 'task_pressure_per_item')
+                   'vitality_recharge_hour', 'vitality_feedback', 'rule_strengthen', 'rule_decay_per_day', 'rule_forget_below',
+                   'learn_timing_rate', 'learn_topic_rate', 'mood_memory')
        AND NEW.value > 1 THEN
         RAISE EXCEPTION 'dionysus: proactive_config "%" must be within [0, 1], not %', NEW.key, NEW.value USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF NEW.key IN ('social_debt_hours', 'acquaintance_turns', 'rhythm_confident_after', 'rhythm_confidence_days', 'base_tick_seconds',
+    IF NEW.key IN ('acquaintance_turns', 'rhythm_confident_after', 'rhythm_confidence_days', 'base_tick_seconds',
                    'min_tick_seconds', 'max_tick_seconds', 'check_interval_minutes', 'check_backoff_max_minutes', 'ignored_after_hours',
-                   'ignores_before_pause', 'better_moment_hours', 'event_queue_limit', 'signal_busy_hours')
+                   'ignores_before_pause', 'better_moment_hours', 'event_queue_limit', 'signal_busy_hours', 'rules_per_person',
+                   'solicited_per_day', 'contact_request_hours')
        AND NEW.value <= 0 THEN
         RAISE EXCEPTION 'dionysus: proactive_config "%" must be above 0, not %', NEW.key, NEW.value USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -179,6 +142,13 @@ CREATE TABLE people (
     time_zone              text NOT NULL DEFAULT 'UTC',
     social_debt            double precision NOT NULL DEFAULT 0 CHECK (social_debt >= 0 AND social_debt <= 1),
     curiosity              double precision NOT NULL DEFAULT 0 CHECK (curiosity >= 0 AND curiosity <= 1),
+    -- Moved by the rules (015): what they asked for that is still open, felt; what holds
+    -- contact back (night); their tone lately, from their messages.
+    task_pressure          double precision NOT NULL DEFAULT 0 CHECK (task_pressure >= 0 AND task_pressure <= 1),
+    restraint              double precision NOT NULL DEFAULT 0 CHECK (restraint >= 0 AND restraint <= 1),
+    mood                   double precision NOT NULL DEFAULT 0 CHECK (mood >= -1 AND mood <= 1),
+    -- A contact one of their rules asked for (a reminder), until it goes out or lapses.
+    contact_request        jsonb,
     turns                  bigint NOT NULL DEFAULT 0,
     first_message_at       timestamptz,
     last_message_at        timestamptz,
@@ -237,12 +207,14 @@ CREATE TABLE events (
     payload      jsonb NOT NULL DEFAULT '{}'::jsonb,
     at           timestamptz NOT NULL,
     merged       integer NOT NULL DEFAULT 1,
-    status       text NOT NULL DEFAULT 'queued' CHECK (status IN ('queued', 'processed', 'filtered', 'dropped')),
+    -- 'scheduled': not yet due (a rule's schedule_event); `at` is when it becomes queued.
+    status       text NOT NULL DEFAULT 'queued' CHECK (status IN ('scheduled', 'queued', 'processed', 'filtered', 'dropped')),
     handled_at   timestamptz,
     reason       text
 );
 CREATE INDEX events_queued ON events (priority, at) WHERE status = 'queued';
 CREATE INDEX events_type_at ON events (type, at);
+CREATE INDEX events_scheduled ON events (at) WHERE status = 'scheduled';
 
 -- Every event that did not reach processing, by why and priority.
 CREATE TABLE event_counters (
@@ -276,6 +248,8 @@ CREATE TABLE contact_evaluations (
     inputs      jsonb NOT NULL,
     pressure    double precision NOT NULL,
     threshold   double precision NOT NULL,
+    -- What the threshold was made of: the base, personality, vitality, restraint, their mood.
+    threshold_parts jsonb,
     gates       jsonb NOT NULL,
     outcome     text NOT NULL CHECK (outcome IN ('below', 'signal', 'gated', 'opportunity')),
     explanation text NOT NULL,
@@ -285,6 +259,12 @@ CREATE TABLE contact_evaluations (
     decided_at  timestamptz,
     reason      text,
     outbox_id   uuid REFERENCES outbox (id) ON DELETE SET NULL,
+    -- A contact the person asked for (one of their rules): no cooldown, no pressure needed.
+    solicited   boolean NOT NULL DEFAULT false,
+    request     jsonb,
+    -- How the answer landed (the cues, or the fast model's reading) and when it was judged.
+    feedback    jsonb,
+    feedback_at timestamptz,
     -- Real time of the record: orders evaluations made at one instant of a frozen clock.
     recorded_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
@@ -518,6 +498,9 @@ DECLARE
     sig record;
     answered boolean := false;
     ack boolean := dionysus.is_acknowledgement(words);
+    contact uuid;
+    cue record;
+    unsure uuid;
 BEGIN
     -- Lock order: agent_state (push_event, feedback) before the person's row.
     PERFORM dionysus.push_event('communication', 'message_received', 1, jsonb_build_object('message_id', message_id), who);
@@ -546,11 +529,33 @@ BEGIN
     IF answered AND t - p.last_contact_at > interval '1 hour' THEN
         PERFORM dionysus_internal.note_miss(who, p.last_contact_at, 0.5);
     END IF;
+    -- How the contact landed, from cheap cues (latency, length, tone); the fast model is asked
+    -- only when they disagree (contact_feedback). Learning is logged with its cause (015).
+    IF answered THEN
+        SELECT c.id INTO contact FROM dionysus.contact_evaluations c
+         WHERE c.person = who AND c.decision = 'message' AND c.feedback_at IS NULL ORDER BY c.decided_at DESC, c.recorded_at DESC LIMIT 1;
+        SELECT * INTO cue FROM dionysus_internal.reply_signal(words, extract(epoch FROM t - p.last_contact_at), p.reply_seconds);
+        IF contact IS NOT NULL AND cue.unsure THEN
+            unsure := contact;
+            UPDATE dionysus.contact_evaluations c SET feedback = jsonb_build_object('by', 'cues', 'unsure', true, 'latency', round(cue.latency::numeric, 2),
+                   'length', cue.length, 'tone', round(cue.tone::numeric, 2), 'signal', round(cue.signal::numeric, 3)) WHERE c.id = contact;
+        ELSIF contact IS NOT NULL THEN
+            UPDATE dionysus.contact_evaluations c SET feedback = jsonb_build_object('by', 'cues', 'latency', round(cue.latency::numeric, 2),
+                   'length', cue.length, 'tone', round(cue.tone::numeric, 2), 'signal', round(cue.signal::numeric, 3)), feedback_at = t
+             WHERE c.id = contact;
+            PERFORM dionysus_internal.learn_from_contact(who, contact, p.last_contact_at, cue.signal,
+                format('they answered after %s (latency %s, length %s, tone %s)', date_trunc('minute', t - p.last_contact_at),
+                       round(cue.latency::numeric, 2), cue.length, round(cue.tone::numeric, 2)));
+        END IF;
+        PERFORM dionysus.push_event('communication', 'contact_answered', 2, jsonb_build_object('message_id', message_id), who);
+    END IF;
     UPDATE dionysus.people x SET
         turns = x.turns + 1,
         first_message_at = coalesce(x.first_message_at, t),
         last_message_at = t,
         social_debt = x.social_debt * (1 - dionysus_internal.proactive_setting('debt_relief_on_message')),
+        mood = dionysus_internal.proactive_setting('mood_memory') * x.mood
+               + (1 - dionysus_internal.proactive_setting('mood_memory')) * dionysus_internal.message_tone(words),
         awaiting_reply = false,
         ignored_in_row = 0,
         reply_seconds = CASE WHEN answered THEN coalesce(0.7 * x.reply_seconds, 0)
@@ -562,7 +567,8 @@ BEGIN
         next_check_at = t + make_interval(mins => dionysus_internal.proactive_setting('check_interval_minutes')::int),
         updated_at = now()
      WHERE x.person = who;
-    RETURN jsonb_build_object('acknowledgement', ack, 'answered_contact', answered, 'signal', sig.kind, 'signal_until', sig.until);
+    RETURN jsonb_build_object('acknowledgement', ack, 'answered_contact', answered, 'signal', sig.kind, 'signal_until', sig.until,
+                              'feedback_unsure', unsure);
 END $$;
 
 -- ---------------------------------------------------------------------------------------
@@ -599,6 +605,8 @@ DECLARE
     better boolean;
     on_its_way bigint;
     words text;
+    factor double precision;
+    last_contact uuid;
 BEGIN
     p := dionysus_internal.person_row(who);
     SELECT * INTO a FROM dionysus.agent_state WHERE id = 1;
@@ -609,10 +617,26 @@ BEGIN
         UPDATE dionysus.people x SET awaiting_reply = false, ignored_in_row = x.ignored_in_row + 1 WHERE x.person = who
         RETURNING * INTO p;
         PERFORM dionysus_internal.note_miss(who, p.last_contact_at, 1);
+        -- Silence is feedback too: the reason it was sent for and the personality learn from it.
+        SELECT c.id INTO last_contact FROM dionysus.contact_evaluations c
+         WHERE c.person = who AND c.decision = 'message' AND c.feedback_at IS NULL AND NOT c.solicited
+         ORDER BY c.decided_at DESC, c.recorded_at DESC LIMIT 1;
+        IF last_contact IS NOT NULL THEN
+            UPDATE dionysus.contact_evaluations c SET feedback = jsonb_build_object('by', 'silence', 'signal', -0.5), feedback_at = t
+             WHERE c.id = last_contact;
+            PERFORM dionysus_internal.learn_from_contact(who, last_contact, p.last_contact_at, -0.5,
+                format('no answer within %s', date_trunc('minute', ignore_after)));
+        END IF;
+        PERFORM dionysus.push_event('internal', 'contact_ignored', 2, jsonb_build_object('ignored_in_row', p.ignored_in_row), who);
+    END IF;
+    -- A contact one of their own rules asked for (a reminder) is weighed on its own terms.
+    IF p.contact_request IS NOT NULL THEN
+        RETURN dionysus_internal.evaluate_requested_contact(p);
     END IF;
     SELECT count(*) INTO open_requests FROM dionysus.goals g
      WHERE g.source = 'user_request' AND g.priority IN ('active', 'queued') AND g.private_to = ARRAY[who];
-    task := 1 - exp(-dionysus_internal.proactive_setting('task_pressure_per_item') * open_requests);
+    -- Task pressure is state the rules move (015): open requests make it build over hours.
+    task := p.task_pressure;
     -- After repeated ignores, time alone (social debt) no longer opens the way: a new cause must.
     muted := p.ignored_in_row >= dionysus_internal.proactive_setting('ignores_before_pause');
     FOR w IN SELECT * FROM dionysus.contact_weights ORDER BY input LOOP
@@ -621,16 +645,22 @@ BEGIN
                  WHEN 'acquaintance' THEN 1.0 / (1 + p.turns / dionysus_internal.proactive_setting('acquaintance_turns'))
                  WHEN 'task_pressure' THEN task
                  WHEN 'curiosity' THEN p.curiosity END;
-        ins := ins || jsonb_build_object('input', w.input, 'value', round(v::numeric, 3), 'weight', w.weight,
-                                         'contribution', round((v * w.weight)::numeric, 3), 'why', w.description);
-        total := total + v * w.weight;
+        -- What their answers taught about this reason to write (015's person_contact_weights).
+        factor := coalesce((SELECT f.factor FROM dionysus.person_contact_weights f WHERE f.person = who AND f.input = w.input), 1);
+        ins := ins || jsonb_build_object('input', w.input, 'value', round(v::numeric, 3), 'weight', round((w.weight * factor)::numeric, 3),
+                                         'learned_factor', round(factor::numeric, 3),
+                                         'contribution', round((v * w.weight * factor)::numeric, 3), 'why', w.description);
+        total := total + v * w.weight * factor;
     END LOOP;
-    -- Personality and vitality move the threshold: shy waits longer, independent less; a tired
-    -- agent needs more to act.
+    -- Personality, vitality and their state move the threshold: shy waits longer, independent
+    -- less; a tired agent needs more to act; restraint (the night rule) holds back; an
+    -- empathetic one holds back after cold replies.
     threshold := dionysus_internal.proactive_setting('contact_threshold')
                  * (1 + 0.5 * (dionysus_internal.trait('shyness') - 0.5))
                  * (1 - 0.5 * (dionysus_internal.trait('independence') - 0.5))
-                 * (1 + 0.3 * (1 - a.vitality));
+                 * (1 + 0.3 * (1 - a.vitality))
+                 * (1 + p.restraint)
+                 * (1 + 0.5 * dionysus_internal.trait('empathy') * greatest(0, -p.mood));
 
     -- The gates, each written down whether it passed or not.
     SELECT * INTO sig FROM dionysus.person_signals s
@@ -668,7 +698,8 @@ BEGIN
     cost := dionysus.get_action_cost('reach_out_user');
     gates := gates || jsonb_build_object('gate', 'energy', 'passed', energy >= cost,
         'detail', format('energy %s, a contact costs %s', round(energy::numeric, 1), cost));
-    new_cause := NOT muted OR task > coalesce((p.cause_at_last_contact ->> 'task_pressure')::float8, 0) + 0.05
+    -- A new cause: a request they made since, or something new to tell (not pressure grown by time).
+    new_cause := NOT muted OR open_requests > coalesce((p.cause_at_last_contact ->> 'open_requests')::int, 0)
                  OR p.curiosity > coalesce((p.cause_at_last_contact ->> 'curiosity')::float8, 0) + 0.05;
     gates := gates || jsonb_build_object('gate', 'ignored', 'passed', new_cause,
         'detail', CASE WHEN NOT muted THEN format('%s unanswered in a row', p.ignored_in_row)
@@ -695,11 +726,12 @@ BEGIN
         END IF;
     END IF;
 
-    SELECT x ->> 'input' AS input, (x ->> 'value')::float8 AS value, (x ->> 'contribution')::float8 AS contribution INTO top
+    SELECT x ->> 'input' AS input, (x ->> 'value')::float8 AS value, (x ->> 'weight')::float8 AS weight,
+           (x ->> 'contribution')::float8 AS contribution INTO top
       FROM jsonb_array_elements(ins) x ORDER BY (x ->> 'contribution')::float8 DESC LIMIT 1;
     words := format('pressure %s against threshold %s; %s was %s (weight %s, contributing %s)', round(total::numeric, 2),
-                    round(threshold::numeric, 2), top.input, top.value,
-                    (SELECT weight FROM dionysus.contact_weights WHERE input = top.input), top.contribution);
+                    round(threshold::numeric, 2), top.input, top.value, top.weight, top.contribution)
+             || CASE WHEN p.restraint >= 0.05 THEN format('; restraint %s raised the threshold', round(p.restraint::numeric, 2)) ELSE '' END;
     e.outcome := CASE WHEN total < dionysus_internal.proactive_setting('signal_threshold') THEN 'below'
                       WHEN total < threshold THEN 'signal'
                       WHEN cardinality(blocked) > 0 THEN 'gated'
@@ -710,8 +742,13 @@ BEGIN
         WHEN 'gated' THEN '; enough to write, held back by ' || array_to_string(blocked, ', ')
         ELSE format('; %s — the person was likely available (%s, confidence %s)',
                     'over the threshold', round(av.belief::numeric, 2), round(av.confidence::numeric, 2)) END;
-    INSERT INTO dionysus.contact_evaluations (person, at, inputs, pressure, threshold, gates, outcome, explanation)
-    VALUES (who, t, ins, total, threshold, gates, e.outcome, words)
+    INSERT INTO dionysus.contact_evaluations (person, at, inputs, pressure, threshold, threshold_parts, gates, outcome, explanation)
+    VALUES (who, t, ins, total, threshold,
+            jsonb_build_object('base', dionysus_internal.proactive_setting('contact_threshold'), 'shyness', dionysus_internal.trait('shyness'),
+                               'independence', dionysus_internal.trait('independence'), 'vitality', round(a.vitality::numeric, 3),
+                               'restraint', round(p.restraint::numeric, 3), 'mood', round(p.mood::numeric, 3),
+                               'empathy', dionysus_internal.trait('empathy')),
+            gates, e.outcome, words)
     RETURNING * INTO e;
     UPDATE dionysus.people x SET last_pressure = total, last_evaluated_at = t,
            next_check_at = t + make_interval(secs => coalesce(x.check_interval_minutes, dionysus_internal.proactive_setting('check_interval_minutes')) * 60)
@@ -756,7 +793,7 @@ DECLARE
     over bigint;
     wake double precision;
     woke boolean := false;
-    ev record;
+    ev dionysus.events;
     gone record;
     who text;
     evaluated integer := 0;
@@ -768,12 +805,33 @@ DECLARE
     new_mode text;
     local_hour int;
     new_memories bigint;
+    agent_tz text;
+    n_fired integer := 0;
 BEGIN
     SELECT * INTO a FROM dionysus.agent_state WHERE id = 1 FOR UPDATE;
     hours := greatest(0, extract(epoch FROM t - coalesce(a.last_tick_at, t)) / 3600.0);
     -- The agent keeps the day of the person it talked with last: it sleeps when they sleep.
-    local_hour := extract(hour FROM t AT TIME ZONE coalesce((SELECT x.time_zone FROM dionysus.people x
-                                                              ORDER BY x.last_message_at DESC NULLS LAST LIMIT 1), 'UTC'))::int;
+    agent_tz := coalesce((SELECT x.time_zone FROM dionysus.people x ORDER BY x.last_message_at DESC NULLS LAST LIMIT 1), 'UTC');
+    local_hour := extract(hour FROM t AT TIME ZONE agent_tz)::int;
+
+    -- What a rule scheduled is queued when its time comes.
+    UPDATE dionysus.events e SET status = 'queued', payload = e.payload || jsonb_build_object('scheduled_for', e.at), at = t
+     WHERE e.status = 'scheduled' AND e.at <= t;
+    -- Time-of-day boundaries arrive as events, in each person's own time: every full hour
+    -- (time.hour) and morning, midday, evening, night (at most the last day's worth).
+    IF a.last_tick_at IS NOT NULL AND t > a.last_tick_at THEN
+        INSERT INTO dionysus.events (source, type, priority, person, payload, at)
+        SELECT 'time', b.type, 2, x.person, jsonb_build_object('local_hour', extract(hour FROM h.local)::int), h.local AT TIME ZONE x.time_zone
+          FROM dionysus.people x,
+               LATERAL generate_series(date_trunc('hour', t AT TIME ZONE x.time_zone),
+                                       greatest(date_trunc('hour', a.last_tick_at AT TIME ZONE x.time_zone),
+                                                date_trunc('hour', t AT TIME ZONE x.time_zone) - interval '23 hours'),
+                                       interval '-1 hour') AS h(local),
+               LATERAL (VALUES ('time.hour'),
+                               (CASE extract(hour FROM h.local)::int WHEN 7 THEN 'time.morning' WHEN 12 THEN 'time.midday'
+                                                                     WHEN 18 THEN 'time.evening' WHEN 23 THEN 'time.night' END)) AS b(type)
+         WHERE x.last_message_at IS NOT NULL AND b.type IS NOT NULL AND h.local > a.last_tick_at AT TIME ZONE x.time_zone;
+    END IF;
 
     -- Overload, layer 2: old LOW and IDLE events are dropped; layer 3: above the limit the
     -- lowest priority goes first. CRITICAL is never dropped.
@@ -805,8 +863,10 @@ BEGIN
     END IF;
 
     -- Relaxed filters LOW and IDLE, asleep everything but CRITICAL; what is filtered disturbs.
+    -- The clock's own hours are not stimuli: never filtered (they carry the person's rules, a
+    -- reminder at 07:00), they disturb nothing.
     FOR ev IN SELECT * FROM dionysus.events WHERE status = 'queued' ORDER BY priority, at, id LOOP
-        IF (a.mode = 'relaxed' AND ev.priority >= 3) OR (a.mode = 'asleep' AND ev.priority >= 1) THEN
+        IF ev.source <> 'time' AND ((a.mode = 'relaxed' AND ev.priority >= 3) OR (a.mode = 'asleep' AND ev.priority >= 1)) THEN
             UPDATE dionysus.events SET status = 'filtered', handled_at = t, reason = 'agent ' || a.mode WHERE id = ev.id;
             PERFORM dionysus_internal.count_event('filtered', ev.priority, 1);
             a.disturbance := a.disturbance + ev.merged * (ARRAY[1.0, 0.3, 0.1, 0.05, 0.01])[ev.priority + 1];
@@ -819,6 +879,13 @@ BEGIN
         UPDATE dionysus.events SET status = 'processed', handled_at = t WHERE id = ev.id;
         a.vitality := greatest(0, a.vitality - dionysus_internal.proactive_setting('vitality_drain_event'));
         n_processed := n_processed + 1;
+        -- The rules this event triggers (015); they may move vitality, so it is handed over.
+        IF EXISTS (SELECT 1 FROM dionysus.mind_rules m WHERE m.status = 'active' AND m.trigger = ev.type
+                                                         AND (m.person IS NULL OR m.person = ev.person)) THEN
+            UPDATE dionysus.agent_state SET vitality = a.vitality WHERE id = 1;
+            n_fired := n_fired + dionysus_internal.run_rules(ev.type, ev.person, 0, ev);
+            SELECT vitality INTO a.vitality FROM dionysus.agent_state WHERE id = 1;
+        END IF;
     END LOOP;
     a.disturbance := a.disturbance * dionysus_internal.proactive_setting('disturbance_decay');
     wake := 0.5 * (1 + (1 - a.vitality));
@@ -836,13 +903,26 @@ BEGIN
     SELECT count(*) INTO new_memories FROM dionysus.memories m
      WHERE m.created_at > coalesce(a.last_tick_real_at, now()) AND m.type = 'semantic' AND m.status = 'active'
        AND m.private_to IS NULL; -- what anyone may hear of (nobody's private words)
-    UPDATE dionysus.people x SET
-        social_debt = 1 - (1 - x.social_debt) * exp(-hours / dionysus_internal.proactive_setting('social_debt_hours')),
-        curiosity = least(1, x.curiosity * power(1 - dionysus_internal.proactive_setting('curiosity_decay_per_hour'), hours)
-                             + least(5, new_memories) * dionysus_internal.proactive_setting('curiosity_per_new_memory')
-                               * 2 * dionysus_internal.trait('curiosity')),
-        updated_at = now()
-     WHERE x.last_message_at IS NOT NULL;
+    IF new_memories > 0 THEN
+        UPDATE dionysus.people x SET
+            curiosity = least(1, x.curiosity + least(5, new_memories) * dionysus_internal.proactive_setting('curiosity_per_new_memory')
+                                               * 2 * dionysus_internal.trait('curiosity')),
+            updated_at = now()
+         WHERE x.last_message_at IS NOT NULL;
+    END IF;
+    -- The 'tick' rules move each person's state with the time that passed (social debt in
+    -- silence, curiosity fading, task pressure, the night's restraint: 015's built-ins).
+    UPDATE dionysus.agent_state SET vitality = a.vitality WHERE id = 1;
+    FOR who IN SELECT x.person FROM dionysus.people x WHERE x.last_message_at IS NOT NULL ORDER BY x.person LOOP
+        n_fired := n_fired + dionysus_internal.run_rules('tick', who, hours);
+    END LOOP;
+    SELECT vitality INTO a.vitality FROM dionysus.agent_state WHERE id = 1;
+    PERFORM dionysus_internal.decay_rules();
+    -- A crossing nobody decided on (no driver running) does not wait forever
+    -- (nor hold back the evaluations below).
+    UPDATE dionysus.contact_evaluations c SET decision = 'wait', decided_by = 'skipped', decided_at = t,
+           reason = 'no mind decided within 30 minutes'
+     WHERE c.outcome = 'opportunity' AND c.decision IS NULL AND c.at < t - interval '30 minutes';
     FOR who IN SELECT x.person FROM dionysus.people x
                 WHERE x.last_message_at IS NOT NULL AND (x.next_check_at IS NULL OR x.next_check_at <= t)
                 ORDER BY x.person LOOP
@@ -853,10 +933,6 @@ BEGIN
         END IF;
     END LOOP;
 
-    -- A crossing nobody decided on (no driver running) does not wait forever.
-    UPDATE dionysus.contact_evaluations c SET decision = 'wait', decided_by = 'skipped', decided_at = t,
-           reason = 'no mind decided within 30 minutes'
-     WHERE c.outcome = 'opportunity' AND c.decision IS NULL AND c.at < t - interval '30 minutes';
 
     -- The next tick: interval = base × 1/pressure × time of day × vitality (seed 003 §2).
     SELECT greatest(0.05, coalesce(max(x.last_pressure), 0)) INTO top_pressure FROM dionysus.people x;
@@ -869,6 +945,9 @@ BEGIN
                         greatest(dionysus_internal.proactive_setting('min_tick_seconds'), interval_s));
     new_mode := CASE WHEN interval_s < 60 THEN 'alert' WHEN interval_s < 900 THEN 'normal'
                      WHEN interval_s < 3600 THEN 'relaxed' ELSE 'asleep' END;
+    -- The mode comes from the interval the state asks for; the tick itself never sleeps through
+    -- a full hour, so the hour's rules (a reminder at 15:00) run on time.
+    interval_s := least(interval_s, 1 + extract(epoch FROM ((date_trunc('hour', t AT TIME ZONE agent_tz) + interval '1 hour') AT TIME ZONE agent_tz) - t));
     UPDATE dionysus.agent_state SET vitality = a.vitality, disturbance = a.disturbance, mode = new_mode, pressure = top_pressure,
            tick_interval_seconds = interval_s, last_tick_at = t, last_tick_real_at = now(),
            next_tick_at = t + make_interval(secs => interval_s),
@@ -877,7 +956,7 @@ BEGIN
     RETURN jsonb_build_object('at', t, 'mode', new_mode, 'previous_mode', a.mode, 'woke', woke, 'vitality', round(a.vitality::numeric, 3),
                               'pressure', round(top_pressure::numeric, 3), 'interval_seconds', round(interval_s::numeric, 1),
                               'events_processed', n_processed, 'events_filtered', n_filtered, 'events_dropped', n_dropped,
-                              'evaluated', evaluated, 'opportunities', opportunities);
+                              'evaluated', evaluated, 'opportunities', opportunities, 'rules_fired', n_fired);
 END $$;
 
 -- Whether the proactive tick is due (the scheduler calls proactive_tick then).
@@ -900,6 +979,7 @@ BEGIN
     END IF;
     RETURN jsonb_build_object(
         'evaluation_id', e.id, 'person', e.person, 'outcome', e.outcome, 'decided', e.decision IS NOT NULL,
+        'solicited', e.solicited, 'request', e.request -> 'about',
         'explanation', e.explanation, 'inputs', e.inputs, 'gates', e.gates,
         -- Only this person's own turns and what they may see: nobody else's words reach them.
         'recent_turns', coalesce((SELECT jsonb_agg(jsonb_build_object('role', CASE WHEN m.is_bot THEN 'assistant' ELSE 'user' END,
@@ -949,7 +1029,13 @@ BEGIN
         RETURN jsonb_build_object('decision', e.decision, 'outbox_id', e.outbox_id, 'duplicate', true);
     END IF;
     SELECT * INTO p FROM dionysus.people x WHERE x.person = e.person FOR UPDATE;
-    IF decision = 'wait' THEN
+    IF decision = 'wait' AND e.solicited THEN
+        -- A contact they asked for is not dropped for a "wait": it is weighed again at the next
+        -- check, until it goes out or lapses.
+        UPDATE dionysus.contact_evaluations c SET decision = 'wait', decided_by = decide_contact.decided_by, decided_at = t,
+               reason = decide_contact.reason WHERE c.id = e.id;
+        RETURN jsonb_build_object('decision', 'wait', 'next_check_at', p.next_check_at, 'duplicate', false);
+    ELSIF decision = 'wait' THEN
         -- Exponential back-off of the check-in cadence, longer for a patient personality.
         backoff := least(dionysus_internal.proactive_setting('check_backoff_max_minutes'),
                          coalesce(p.check_interval_minutes, dionysus_internal.proactive_setting('check_interval_minutes'))
@@ -967,45 +1053,68 @@ BEGIN
     IF EXISTS (SELECT 1 FROM dionysus.outbox o WHERE o.person = e.person AND o.contact_id IS NOT NULL AND o.status = 'pending') THEN
         RAISE EXCEPTION 'dionysus: contact refused: a message to % is already on its way', e.person USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
-    IF EXISTS (SELECT 1 FROM dionysus.person_signals s WHERE s.person = e.person AND s.ended_at IS NULL AND (s.until IS NULL OR s.until > t)) THEN
+    IF EXISTS (SELECT 1 FROM dionysus.person_signals s WHERE s.person = e.person AND s.ended_at IS NULL AND (s.until IS NULL OR s.until > t)
+                                                           AND (NOT e.solicited OR s.kind <> 'stop_checkins')) THEN
         RAISE EXCEPTION 'dionysus: contact refused: % asked not to be contacted now', e.person USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
-    IF p.last_contact_at IS NOT NULL AND t - p.last_contact_at < make_interval(secs => dionysus_internal.heartbeat_setting('reach_out_cooldown_hours') * 3600) THEN
+    -- What they asked for (a reminder) has no cooldown and is not held back by energy: it
+    -- spends what there is.
+    IF NOT e.solicited AND p.last_contact_at IS NOT NULL AND t - p.last_contact_at < make_interval(secs => dionysus_internal.heartbeat_setting('reach_out_cooldown_hours') * 3600) THEN
         RAISE EXCEPTION 'dionysus: contact refused: % was contacted less than the cooldown ago', e.person USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
     cost := dionysus.get_action_cost('reach_out_user');
-    IF (SELECT current_energy FROM dionysus.heartbeat_state WHERE id = 1) < cost THEN
+    IF e.solicited THEN
+        cost := least(cost, greatest(0, (SELECT current_energy FROM dionysus.heartbeat_state WHERE id = 1)));
+    ELSIF (SELECT current_energy FROM dionysus.heartbeat_state WHERE id = 1) < cost THEN
         RAISE EXCEPTION 'dionysus: contact refused: energy below the % a contact costs', cost USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
     IF dionysus_internal.web_only_basis(message) THEN
         RAISE EXCEPTION 'dionysus: contact refused: it rests on web content alone' USING ERRCODE = 'insufficient_privilege';
     END IF;
     target := dionysus.reach_out_target(e.person);
-    PERFORM dionysus.update_energy(-cost, NULL, 'reach_out_user', 'contact born of pressure: ' || left(e.explanation, 200));
+    PERFORM dionysus.update_energy(-cost, NULL, 'reach_out_user',
+                                   CASE WHEN e.solicited THEN 'contact they asked for: ' ELSE 'contact born of pressure: ' END || left(e.explanation, 200));
     INSERT INTO dionysus.outbox (audience, content, person, platform, contact_id)
     VALUES ('user', message, target ->> 'person', target ->> 'platform', e.id)
     RETURNING id INTO msg_id;
     UPDATE dionysus.contact_evaluations c SET decision = 'message', decided_by = decide_contact.decided_by, decided_at = t,
            reason = decide_contact.reason, outbox_id = msg_id WHERE c.id = e.id;
-    UPDATE dionysus.people x SET
-        check_interval_minutes = dionysus_internal.proactive_setting('check_interval_minutes'),
-        cause_at_last_contact = jsonb_build_object('task_pressure', (SELECT (i ->> 'value')::float8 FROM jsonb_array_elements(e.inputs) i WHERE i ->> 'input' = 'task_pressure'),
-                                                   'curiosity', x.curiosity)
-     WHERE x.person = e.person;
-    UPDATE dionysus.agent_state SET model_calls = model_calls + CASE WHEN decide_contact.decided_by = 'model' THEN 2 ELSE 0 END,
-           vitality = greatest(0, vitality - CASE WHEN decide_contact.decided_by = 'model' THEN 2 * dionysus_internal.proactive_setting('vitality_drain_model') ELSE 0 END)
+    IF e.solicited THEN
+        UPDATE dionysus.people x SET contact_request = NULL WHERE x.person = e.person;
+    ELSE
+        UPDATE dionysus.people x SET
+            check_interval_minutes = dionysus_internal.proactive_setting('check_interval_minutes'),
+            cause_at_last_contact = jsonb_build_object(
+                'open_requests', (SELECT count(*) FROM dionysus.goals g WHERE g.source = 'user_request' AND g.priority IN ('active', 'queued')
+                                                                          AND g.private_to = ARRAY[e.person]),
+                'task_pressure', x.task_pressure, 'curiosity', x.curiosity)
+         WHERE x.person = e.person;
+    END IF;
+    -- Two model calls (decide, compose); one for a contact they asked for (compose only).
+    UPDATE dionysus.agent_state SET model_calls = model_calls + CASE WHEN decide_contact.decided_by <> 'model' THEN 0 WHEN e.solicited THEN 1 ELSE 2 END,
+           vitality = greatest(0, vitality - CASE WHEN decide_contact.decided_by <> 'model' THEN 0 WHEN e.solicited THEN 1 ELSE 2 END
+                                             * dionysus_internal.proactive_setting('vitality_drain_model'))
      WHERE id = 1;
     PERFORM pg_notify('dionysus_outbox', msg_id::text);
     RETURN jsonb_build_object('decision', 'message', 'outbox_id', msg_id, 'duplicate', false);
 END $$;
 
--- A contact Dionysus started was delivered (confirm_outbox calls this in its transaction).
+-- A contact Dionysus started was delivered (confirm_outbox calls this in its transaction). One
+-- they asked for (a reminder) waits for no answer and starts no cooldown: it is not unsolicited.
 CREATE FUNCTION dionysus_internal.note_contact_delivered(who text) RETURNS void
-    LANGUAGE sql AS $$
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF coalesce((SELECT c.solicited FROM dionysus.contact_evaluations c WHERE c.person = who AND c.decision = 'message'
+                  ORDER BY c.decided_at DESC, c.recorded_at DESC LIMIT 1), false) THEN
+        UPDATE dionysus.people x SET social_debt = x.social_debt * (1 - dionysus_internal.proactive_setting('debt_relief_on_contact')),
+               updated_at = now()
+         WHERE x.person = who;
+        RETURN;
+    END IF;
     UPDATE dionysus.people x SET last_contact_at = dionysus.clock_now(), awaiting_reply = true,
            social_debt = x.social_debt * (1 - dionysus_internal.proactive_setting('debt_relief_on_contact')), updated_at = now()
-     WHERE x.person = who
-$$;
+     WHERE x.person = who;
+END $$;
 
 CREATE FUNCTION set_person_time_zone(person text, time_zone text) RETURNS void
     LANGUAGE plpgsql AS $$

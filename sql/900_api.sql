@@ -336,7 +336,7 @@ COMMENT ON TABLE proactive_config IS 'Every rate, threshold and limit of the pro
 COMMENT ON TABLE contact_weights IS 'The neuron of contact: pressure = sum of weight × input (social debt, acquaintance, task pressure, curiosity).';
 COMMENT ON TABLE personality IS 'Traits in [0, 1] that change behaviour (thresholds, back-off, curiosity) and the composer''s voice; they move very slowly.';
 COMMENT ON TABLE agent_state IS 'The agent''s own state: vitality (0–1, not the heartbeat''s energy), mode, disturbance, and its dynamic tick.';
-COMMENT ON TABLE people IS 'Each person as the proactive mind sees them: social debt, curiosity, contact history, the check-in cadence.';
+COMMENT ON TABLE people IS 'Each person as the proactive mind sees them: social debt, curiosity, task pressure, restraint, mood, contact history, a contact their rule asked for, the check-in cadence.';
 COMMENT ON TABLE person_rhythm IS 'When a person writes, by hour of their week (decayed counts): the belief about when they are available.';
 COMMENT ON TABLE person_signals IS 'What a person said about contact (busy, asleep, away, stop checking in), held until it expires or they write again.';
 COMMENT ON TABLE events IS 'The event queue (CRITICAL 0 … IDLE 4): merged, dropped under load, filtered while the agent rests, processed by the tick.';
@@ -353,7 +353,7 @@ COMMENT ON FUNCTION push_event(text, text, integer, jsonb, text, text) IS
 COMMENT ON FUNCTION explain_contact(text, integer) IS
     'Why Dionysus wrote or did not: the latest evaluations (of one person, or anyone), each with its inputs, weights, contributions, threshold, gates and decision.';
 COMMENT ON FUNCTION proactive_tick() IS
-    'One tick of the proactive mind: events dropped, filtered or processed, vitality and disturbance, pressures advanced, contact evaluated where the cadence is due, the next interval computed. The scheduler calls it when due.';
+    'One tick of the proactive mind: scheduled events released, the hour''s time events, events dropped, filtered or processed (with their rules), vitality and disturbance, the tick rules moving each person''s state, contact evaluated where the cadence is due, the next interval computed. The scheduler calls it when due.';
 COMMENT ON FUNCTION contact_opportunity(uuid) IS 'What the thinking layer needs at a crossing: the explanation, the person''s own recent turns, their open requests, the personality.';
 COMMENT ON FUNCTION decide_contact(uuid, text, text, text, text) IS
     'The thinking layer''s answer to a crossing: wait (the check-in interval backs off) or message (gates checked again, energy spent, the message queued for the person exactly once). Idempotent.';
@@ -372,7 +372,35 @@ COMMENT ON FUNCTION dionysus_internal.evaluate_contact(text) IS 'One evaluation 
 COMMENT ON FUNCTION dionysus_internal.note_miss(text, timestamptz, double precision) IS 'A contact at that hour of the person''s week went unanswered (1) or was answered late (0.5): less availability believed there.';
 COMMENT ON FUNCTION dionysus_internal.proactive_config_check() IS 'Trigger: proactive_config values within their ranges (shares in [0, 1], time constants above 0, whole hours).';
 COMMENT ON FUNCTION dionysus_internal.proactive_tick_due() IS 'Whether the proactive tick''s interval is up.';
-COMMENT ON FUNCTION dionysus_internal.note_contact_delivered(text) IS 'A contact Dionysus started reached the person: awaiting their reply, social debt relieved.';
+COMMENT ON FUNCTION dionysus_internal.note_contact_delivered(text) IS 'A contact Dionysus started reached the person: awaiting their reply (unless they asked for it), social debt relieved.';
+
+-- ---------------------------------------------------------------------------------------
+-- The proactive mind's rules and learning (015_mind_rules.sql)
+-- ---------------------------------------------------------------------------------------
+COMMENT ON TABLE mind_rules IS 'Rules as data: trigger (event type or tick), a declarative condition over named values, intents (adjust, create_objective, schedule_event, request_contact), weight and use; built-in, the person''s own, or learned (those strengthen with use, decay unused, are forgotten).';
+COMMENT ON TABLE rule_firings IS 'Every rule pass that fired: the values the conditions read, and what each rule changed or made.';
+COMMENT ON TABLE learning_log IS 'Every change learned from how a person answered or ignored a contact (timing, topic weight, personality), with before, after and cause.';
+COMMENT ON TABLE person_contact_weights IS 'What a person''s answers taught about each reason to write to them: a factor in [0.5, 1.5] on the global contact weight.';
+COMMENT ON FUNCTION rule_vocabulary() IS 'Everything a rule may use: triggers, values a condition reads, operators, the condition grammar and the intents. The fast model is given this; add_rule accepts nothing else.';
+COMMENT ON FUNCTION add_rule(text, text, jsonb) IS
+    'A rule in the person''s words (as the fast model proposed it: name, trigger, condition, intents): checked against rule_vocabulary(), stored as theirs, acting only on them. Errors name the part that is wrong.';
+COMMENT ON FUNCTION person_rules(text) IS 'A person''s rules (active, forgotten) and the built-ins that apply to everyone, with weight and use.';
+COMMENT ON FUNCTION remove_rule(text, bigint) IS 'The person takes one of their own rules back; false if it is not theirs or not active.';
+COMMENT ON FUNCTION contact_feedback(uuid, text, text) IS 'The fast model''s reading (positive, neutral, negative) of a reply the cues could not judge; learned from once.';
+COMMENT ON FUNCTION explain_learning(text, integer) IS 'What the proactive mind learned from answers and silences, newest first: what moved, from what to what, and why.';
+COMMENT ON FUNCTION dionysus_internal.check_rule_condition(jsonb, text, integer) IS 'Checks a rule condition against the grammar and vocabulary (at most 32 parts, 6 deep); errors name the path.';
+COMMENT ON FUNCTION dionysus_internal.check_rule_intents(jsonb) IS 'Checks a rule''s intents (1 to 8, each adjust, create_objective, schedule_event or request_contact with its bounds); errors name the intent.';
+COMMENT ON FUNCTION dionysus_internal.rule_holds(jsonb, jsonb) IS 'Whether a checked condition holds for the values (an unknown value makes its comparison false).';
+COMMENT ON FUNCTION dionysus_internal.rule_values(text, timestamptz, dionysus.events) IS 'The values rules read for one person (or none) at an instant.';
+COMMENT ON FUNCTION dionysus_internal.run_rules(text, text, double precision, dionysus.events) IS
+    'Runs the active rules of a trigger for a person: conditions read once, intents applied in a fixed order (adjust, create_objective, schedule_event, request_contact), the pass logged, learned rules strengthened.';
+COMMENT ON FUNCTION dionysus_internal.decay_rules() IS 'Learned rules unused for a day lose weight; below rule_forget_below they are forgotten.';
+COMMENT ON FUNCTION dionysus_internal.message_tone(text) IS 'The tone of a message in [-1, 1] from cheap cues (warm or cold words, emoji, exclamation).';
+COMMENT ON FUNCTION dionysus_internal.reply_signal(text, double precision, double precision) IS 'How good a reply to a contact was (latency, length, tone) in [-1, 1], and whether the cues were too mixed to tell.';
+COMMENT ON FUNCTION dionysus_internal.learn_from_contact(text, uuid, timestamptz, double precision, text) IS
+    'Learns from one answered or ignored contact: its hour (fast), the reason it was sent for (moderate), shyness, independence and patience (very slow); every change logged.';
+COMMENT ON FUNCTION dionysus_internal.evaluate_requested_contact(dionysus.people) IS 'Weighs a contact the person''s own rule asked for: their word, one at a time, a daily limit; lapses when it cannot go out in time.';
+COMMENT ON FUNCTION dionysus_internal.mind_rules_check() IS 'Trigger: a rule''s condition and intents are checked however they arrive.';
 
 -- ---------------------------------------------------------------------------------------
 -- The driver's role (least privilege). CREATE EXTENSION creates dionysus_driver (NOLOGIN;
@@ -398,5 +426,8 @@ REVOKE INSERT, UPDATE ON heartbeat_config, recall_config, prompt_templates FROM 
 REVOKE INSERT, UPDATE ON proactive_config, contact_weights, personality, event_patterns, clock FROM dionysus_driver;
 REVOKE EXECUTE ON FUNCTION set_clock(timestamptz), advance_clock(interval) FROM PUBLIC, dionysus_driver;
 GRANT UPDATE (last_hoisted_at) ON event_patterns TO dionysus_driver; -- a pattern's state, not its definition
-REVOKE UPDATE ON messages, energy_ledger FROM dionysus_driver;
+REVOKE UPDATE ON messages, energy_ledger, rule_firings, learning_log FROM dionysus_driver;
+-- Learning moves a trait's value (slowly, logged, from the person's replies the driver logs);
+-- its definition and learning rate stay the person's.
+GRANT UPDATE (value) ON personality TO dionysus_driver;
 GRANT DELETE ON memory_access_log, neighborhood_queue, lexicon, embedding_cache TO dionysus_driver;

@@ -54,6 +54,14 @@ async fn decide(mind: &Mind, id: Uuid) -> Result<String, String> {
     }
     let person = ctx["person"].as_str().unwrap_or("them").to_string();
     let turns = prompt::transcript(&ctx["recent_turns"]);
+    // A contact they asked for (their rule: a reminder) needs no decision, only the words.
+    if ctx["solicited"] == Value::Bool(true) {
+        let intent = format!("what they asked you to remind them of: {}", ctx["request"].as_str().unwrap_or("their request"));
+        return match compose(mind, &ctx, &person, &intent, &turns).await {
+            Ok(message) => record(mind, id, "message", Some(&message), "they asked for it (their rule)", "model").await,
+            Err(why) => record(mind, id, "wait", None, &format!("could not compose: {why}"), "skipped").await,
+        };
+    }
     let (decision, reason, intent) = match ask_decision(mind, &ctx, &person, &turns).await {
         Ok(d) => d,
         // No mind available: wait (the cadence backs off), written down as skipped.

@@ -79,6 +79,11 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
         };
     }
     let work_id = logged["work_id"].as_str().and_then(|s| Uuid::parse_str(s).ok());
+    // An answer to a contact whose cues were mixed: the fast model reads it, off the reply's path.
+    if let Some(contact) = logged["feedback_unsure"].as_str().and_then(|s| Uuid::parse_str(s).ok()) {
+        let (mind, words) = (mind.clone(), m.content.clone());
+        extractions.spawn(async move { crate::rules::judge_reply(&mind, contact, &words).await });
+    }
     if logged["acknowledgement"] == Value::Bool(true) {
         tracing::info!(%message_id, "an acknowledgement: noted, no reply");
         return Handled::Acknowledged { message_id };
@@ -96,7 +101,13 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
             }
         })
     };
-    let (reply, fallback) = compose(mind, message_id, &m.content, m.private).await;
+    // "Remind me to call mom on Sundays": a rule in their words, confirmed instead of a chat reply.
+    let person = logged["person"].as_str().unwrap_or_default().to_string();
+    let rule = if crate::rules::may_ask_for_a_rule(&m.content) { crate::rules::from_words(mind, &person, &m.content).await } else { None };
+    let (reply, fallback) = match rule {
+        Some(confirmation) => (confirmation, false),
+        None => compose(mind, message_id, &m.content, m.private).await,
+    };
     typing.abort();
 
     // Reserve → send → confirm, through the outbox: a crash anywhere never sends it twice.

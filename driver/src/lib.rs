@@ -24,6 +24,7 @@ pub mod jsonish;
 pub mod llm;
 pub mod outbox;
 pub mod prompt;
+pub mod rules;
 pub mod runtime;
 pub mod search;
 pub mod status;

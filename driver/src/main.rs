@@ -19,6 +19,7 @@ commands:
   heartbeat --once  run one heartbeat now and print what it did
   status            energy, goals, last heartbeats, queue, outbox, memory health, the mind
   why [PERSON]      why Dionysus wrote, or did not: the last evaluations of contact pressure
+  rules PERSON      the rules acting on a person (theirs, the built-ins) and what it learned from their answers
   doctor            check PostgreSQL, pgvector, the extension, the worker, the embedding model,
                     the LLM endpoints and the Discord token
 
@@ -124,6 +125,7 @@ async fn main() -> ExitCode {
         Some("doctor") => doctor::run(&config).await,
         Some("status") => status::run(&config).await,
         Some("why") => status::why(&config, args.get(1).map(String::as_str)).await,
+        Some("rules") => status::rules(&config, args.get(1).map(String::as_str)).await,
         Some("run") | Some("chat") => {
             let terminal = on_terminal.then(|| Arc::new(Terminal::new(&config.terminal_user, json, command == Some("chat"))));
             let channel: Arc<dyn Channel> = match &terminal {

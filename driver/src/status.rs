@@ -177,6 +177,54 @@ pub async fn why(config: &Config, person: Option<&str>) -> ExitCode {
     }
 }
 
+/// `dionysus rules PERSON`: the rules that act on a person (theirs and the built-ins) and what
+/// the proactive mind learned from their answers.
+pub async fn rules(config: &Config, person: Option<&str>) -> ExitCode {
+    let Some(person) = person else {
+        eprintln!("usage: dionysus rules PERSON   (e.g. discord:1234 or terminal:you)");
+        return ExitCode::FAILURE;
+    };
+    let db = Db::new(&config.database_url, "rules").with_patience(std::time::Duration::from_secs(5));
+    let sql = "SELECT jsonb_build_object('rules', (SELECT coalesce(jsonb_agg(to_jsonb(r)), '[]') FROM dionysus.person_rules($1) r), \
+                                         'learned', (SELECT coalesce(jsonb_agg(to_jsonb(l)), '[]') FROM dionysus.explain_learning($1, 10) l))";
+    match db.json(sql, &[&person]).await {
+        Ok(v) => {
+            println!("Rules acting on {person}:");
+            for r in v["rules"].as_array().into_iter().flatten() {
+                println!(
+                    "  {:>4} {:<9} {:<9} w {:.2} used {:>4}×  {} — {}",
+                    r["rule_id"],
+                    r["origin"].as_str().unwrap_or("?"),
+                    r["status"].as_str().unwrap_or("?"),
+                    r["weight"].as_f64().unwrap_or(0.0),
+                    r["use_count"],
+                    r["name"].as_str().unwrap_or("?"),
+                    r["description"].as_str().unwrap_or("")
+                );
+            }
+            let learned = v["learned"].as_array().cloned().unwrap_or_default();
+            if !learned.is_empty() {
+                println!("Learned from their answers (newest first):");
+            }
+            for l in learned {
+                println!(
+                    "  {:<11} {:<22} {:.3} → {:.3}  ({})",
+                    l["kind"].as_str().unwrap_or("?"),
+                    l["target"].as_str().unwrap_or("?"),
+                    l["before"].as_f64().unwrap_or(0.0),
+                    l["after"].as_f64().unwrap_or(0.0),
+                    l["cause"].as_str().unwrap_or("")
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("dionysus rules: {e}\n(run `dionysus doctor` to see what is wrong)");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// One evaluation, as a person reads it.
 pub fn explain(e: &Value) -> String {
     let now = e["now"].as_str().unwrap_or("");

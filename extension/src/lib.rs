@@ -45,6 +45,8 @@ pgrx::extension_sql_file!("../../sql/012_conversation.sql", name = "conversation
 pgrx::extension_sql_file!("../../sql/013_privacy.sql", name = "privacy", requires = ["conversation"]);
 // The proactive mind's base layer: events, state, beliefs about people, contact pressure.
 pgrx::extension_sql_file!("../../sql/014_proactive.sql", name = "proactive", requires = ["privacy"]);
+// The proactive mind's rules and what it learns from how people answer.
+pgrx::extension_sql_file!("../../sql/015_mind_rules.sql", name = "mind_rules", requires = ["proactive"]);
 // Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 

@@ -138,9 +138,10 @@ async fn the_gates_hold_back_and_say_why() {
     c.execute("UPDATE dionysus.people SET social_debt = 0.95 WHERE person = $1", &[&ALICE]).await.unwrap();
     advance(c, "4 hours").await; // 02:50
     let e = evaluate(c).await;
-    assert_eq!(e["outcome"], json!("gated"), "{e}");
+    // At night the built-in night rule's restraint raises the threshold, and the gates are shut.
+    assert_ne!(e["outcome"], json!("opportunity"), "{e}");
     assert!(!gate(&e, "their_word") && !gate(&e, "quiet_hours"), "{e}");
-    assert!(e["explanation"].as_str().unwrap().contains("their_word"), "{e}");
+    assert!(e["explanation"].as_str().unwrap().contains("restraint"), "{e}");
     advance(c, "7 hours").await; // 09:50: the night is over and their word expired
     let e = evaluate(c).await;
     assert!(gate(&e, "their_word") && gate(&e, "quiet_hours"), "{e}");
@@ -153,6 +154,7 @@ async fn the_gates_hold_back_and_say_why() {
     let e = evaluate(c).await;
     assert!(!gate(&e, "their_word"), "{e}");
     assert!(e["gates"].to_string().contains("until they write again"), "{e}");
+    assert!(e["explanation"].as_str().unwrap().contains("their_word"), "{e}");
     say(c, "a3", "I am back, what's new?").await;
     assert_eq!(count(c, "SELECT count(*) FROM dionysus.person_signals WHERE ended_at IS NULL").await, 0);
 
@@ -496,6 +498,259 @@ async fn one_contact_at_a_time() {
     assert_ne!(low, critical, "a CRITICAL event was merged into an IDLE one");
     let (code, msg) = expect_error(c, "UPDATE dionysus.proactive_config SET value = 2 WHERE key = 'debt_relief_on_message'").await;
     assert_eq!((code.as_str(), msg.contains("debt_relief_on_message")), ("22023", true), "{msg}");
-    let (code, _) = expect_error(c, "UPDATE dionysus.proactive_config SET value = 0 WHERE key = 'social_debt_hours'").await;
+    let (code, _) = expect_error(c, "UPDATE dionysus.proactive_config SET value = 0 WHERE key = 'acquaintance_turns'").await;
     assert_eq!(code, "22023");
+}
+
+/// Rules are data (seed 003 §4): the built-ins move state each tick and every pass is logged; a
+/// person's own rule is checked against the vocabulary (no SQL, no code), acts on them alone,
+/// and a reminder it asks for goes out at its hour with no cooldown and no pressure, even after
+/// "stop checking in". Learned rules decay unused and are forgotten; used ones strengthen.
+#[tokio::test]
+async fn rules_are_data_and_a_persons_rule_reminds_them() {
+    let db = TestDb::new("pro_rules").await;
+    let c = &db.client;
+    at(c, "2026-11-20 09:00+00").await; // a Friday
+    say(c, "a1", "Hello! I just moved to Lisbon.").await;
+    c.batch_execute("SELECT dionysus.log_message('test', 'b1', 'dm:bob', 'bob', 'Hi there')").await.unwrap();
+    tick(c).await;
+    assert!(count(c, "SELECT count(*) FROM dionysus.person_rules('test:alice') WHERE origin = 'built_in'").await >= 6);
+    advance(c, "6 hours").await;
+    tick(c).await;
+    let fired: Value = c
+        .query_one(
+            "SELECT fired FROM dionysus.rule_firings WHERE person = $1 AND trigger = 'tick' ORDER BY id DESC LIMIT 1",
+            &[&ALICE],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let debt = fired.as_array().unwrap().iter().find(|r| r["name"] == "silence grows social debt").unwrap_or_else(|| panic!("{fired}"));
+    let eff = &debt["effects"][0];
+    assert!(eff["after"].as_f64().unwrap() > eff["before"].as_f64().unwrap() + 0.1, "{fired}");
+
+    // What the model may propose is checked part by part, with the part named.
+    for (rule, part) in [
+        (json!({"trigger": "tick", "condition": {"all": [{"var": "pg_sleep(10)", "op": ">", "value": 0}]}, "intents": [{"request_contact": "x"}]}), "condition.all[0].var"),
+        (json!({"trigger": "tick", "intents": [{"adjust": "person.social_debt; DROP TABLE dionysus.memories", "by": 0.1}]}), "intents[0].adjust"),
+        (json!({"trigger": "tick", "intents": [{"execute": "SELECT 1"}]}), "intents[0]"),
+        (json!({"trigger": "tick", "intents": [{"adjust": "person.curiosity", "by": 7}]}), "intents[0].by"),
+        (json!({"trigger": "on_boot", "intents": [{"request_contact": "x"}]}), "trigger"),
+        (json!({"trigger": "tick", "condition": {"var": "person.mood", "op": "LIKE", "value": 1}, "intents": [{"request_contact": "x"}]}), "condition.op"),
+    ] {
+        let sql = format!("SELECT dionysus.add_rule('test:alice', 'words', '{}')", rule.to_string().replace('\'', "''"));
+        let (code, msg) = expect_error(c, &sql).await;
+        assert!(code == "22023" && msg.contains(part), "{rule}: {code} {msg}");
+    }
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.mind_rules WHERE person IS NOT NULL").await, 0, "a refused rule was stored");
+
+    // Sundays at 10, their time: a reminder they asked for.
+    let plants = json!({"name": "water the plants", "trigger": "time.hour",
+        "condition": {"all": [{"var": "person.local_dow", "op": "=", "value": 7}, {"var": "person.local_hour", "op": "=", "value": 10}]},
+        "intents": [{"request_contact": "water the plants"}]});
+    let stored: Value = c
+        .query_one("SELECT dionysus.add_rule($1, 'remind me to water the plants on Sundays at 10', $2)", &[&ALICE, &plants])
+        .await
+        .unwrap()
+        .get(0);
+    let rule_id = stored["rule_id"].as_i64().unwrap();
+    // Bob's rule moves Bob, never Alice; Alice cannot remove it.
+    let bobs = json!({"name": "always curious", "trigger": "tick", "intents": [{"adjust": "person.curiosity", "to": 1}]});
+    let bob_rule: Value = c.query_one("SELECT dionysus.add_rule('test:bob', 'be curious', $1)", &[&bobs]).await.unwrap().get(0);
+    let removed: bool = c.query_one("SELECT dionysus.remove_rule($1, $2)", &[&ALICE, &bob_rule["rule_id"].as_i64().unwrap()]).await.unwrap().get(0);
+    assert!(!removed, "a person removed someone else's rule");
+
+    // A contact went out an hour before and is unanswered; she said "stop checking in".
+    c.execute("UPDATE dionysus.people SET social_debt = 0.95 WHERE person = $1", &[&ALICE]).await.unwrap();
+    at(c, "2026-11-22 09:00+00").await; // Sunday
+    let e = evaluate(c).await;
+    assert_eq!(e["outcome"], json!("opportunity"), "{e}");
+    deliver_contact(c, e["evaluation_id"].as_str().unwrap(), "How is Lisbon treating you?").await;
+    advance(c, "5 minutes").await;
+    say(c, "a2", "Please stop checking in on me for a while.").await;
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.mind_rules WHERE person = 'test:alice' AND use_count > 0").await, 0);
+    advance(c, "56 minutes").await; // 10:01
+    let t = tick(c).await;
+    assert!(t["rules_fired"].as_i64().unwrap() >= 1, "{t}");
+    let e = last(c).await;
+    assert_eq!(e["outcome"], json!("opportunity"), "the reminder did not go out at its hour: {e}");
+    assert!(e["explanation"].as_str().unwrap().contains("water the plants"), "{e}");
+    let solicited: bool = c.query_one("SELECT solicited FROM dionysus.contact_evaluations WHERE id = $1::text::uuid", &[&e["evaluation_id"].as_str().unwrap()]).await.unwrap().get(0);
+    assert!(solicited);
+    deliver_contact(c, e["evaluation_id"].as_str().unwrap(), "Sunday, 10:00: time to water the plants!").await;
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.people WHERE person = 'test:alice' AND contact_request IS NULL").await, 1);
+    let used: i64 = c.query_one("SELECT use_count FROM dionysus.mind_rules WHERE id = $1", &[&rule_id]).await.unwrap().get(0);
+    assert_eq!(used, 1);
+    // Only once that hour, and Alice's curiosity is her own.
+    advance(c, "20 minutes").await;
+    tick(c).await;
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.contact_evaluations WHERE solicited").await, 1);
+    let (alice_cur, bob_cur): (f64, f64) = {
+        let r = c.query_one("SELECT (SELECT curiosity FROM dionysus.people WHERE person = 'test:alice'), (SELECT curiosity FROM dionysus.people WHERE person = 'test:bob')", &[]).await.unwrap();
+        (r.get(0), r.get(1))
+    };
+    assert!(bob_cur == 1.0 && alice_cur < 0.5, "alice {alice_cur}, bob {bob_cur}");
+
+    // Learned rules: used ones strengthen, unused ones decay and are forgotten.
+    c.execute("UPDATE dionysus.mind_rules SET weight = 0.5 WHERE id = $1", &[&bob_rule["rule_id"].as_i64().unwrap()]).await.unwrap();
+    advance(c, "10 minutes").await;
+    tick(c).await;
+    let w: f64 = c.query_one("SELECT weight FROM dionysus.mind_rules WHERE id = $1", &[&bob_rule["rule_id"].as_i64().unwrap()]).await.unwrap().get(0);
+    assert!((w - 0.55).abs() < 1e-9, "a used rule did not strengthen: {w}");
+    c.batch_execute("UPDATE dionysus.proactive_config SET value = 0.5 WHERE key = 'rule_decay_per_day'").await.unwrap();
+    for _ in 0..6 {
+        advance(c, "1 day 1 hour").await;
+        tick(c).await;
+    }
+    let (status, weight): (String, f64) = {
+        let r = c.query_one("SELECT status, weight FROM dionysus.mind_rules WHERE id = $1", &[&rule_id]).await.unwrap();
+        (r.get(0), r.get(1))
+    };
+    assert!(status == "forgotten" && weight < 0.1, "{status} {weight}");
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.mind_rules WHERE origin = 'built_in' AND status = 'active'").await, 7, "a built-in decayed");
+}
+
+/// Learning from implicit feedback (seed 003 §6): a quick warm answer marks the hour and the
+/// reason as good ones; silence marks them poor and teaches patience; mixed cues are left to
+/// the fast model, once. Every change is logged with its cause, personality moving least.
+#[tokio::test]
+async fn answers_teach_timing_topics_and_personality() {
+    let db = TestDb::new("pro_learn").await;
+    let c = &db.client;
+    at(c, "2026-11-23 18:00+00").await;
+    say(c, "a1", "Hi, I'm Alice.").await;
+    let shy0: f64 = c.query_one("SELECT value FROM dionysus.personality WHERE trait = 'shyness'", &[]).await.unwrap().get(0);
+    c.execute("UPDATE dionysus.people SET social_debt = 0.95 WHERE person = $1", &[&ALICE]).await.unwrap();
+    advance(c, "1 hour").await;
+    let e = evaluate(c).await;
+    assert_eq!(e["outcome"], json!("opportunity"), "{e}");
+    deliver_contact(c, e["evaluation_id"].as_str().unwrap(), "How was your evening?").await;
+    advance(c, "4 minutes").await;
+    let r = say(c, "a2", "Thanks for checking in! It was lovely, we cooked together 😊").await;
+    assert_eq!(r["answered_contact"], json!(true), "{r}");
+    let log: Value = c.query_one("SELECT jsonb_agg(to_jsonb(l)) FROM dionysus.explain_learning('test:alice') l", &[]).await.unwrap().get(0);
+    let find = |kind: &str, target: &str| log.as_array().unwrap().iter().find(|l| l["kind"] == kind && l["target"].as_str().unwrap().contains(target)).cloned();
+    let topic = find("topic", "social_debt").unwrap_or_else(|| panic!("{log}"));
+    assert!(topic["after"].as_f64().unwrap() > topic["before"].as_f64().unwrap() && topic["signal"].as_f64().unwrap() > 0.3, "{topic}");
+    assert!(find("timing", "activity at hour").is_some(), "{log}");
+    let shy = find("personality", "shyness").unwrap_or_else(|| panic!("{log}"));
+    let moved = shy0 - shy["after"].as_f64().unwrap();
+    assert!(moved > 0.0 && moved < 0.01, "personality moved {moved}: it must move, and very slowly");
+    assert!(topic["cause"].as_str().unwrap().contains("they answered after"), "{topic}");
+    let factor: f64 = c.query_one("SELECT factor FROM dionysus.person_contact_weights WHERE person = $1 AND input = 'social_debt'", &[&ALICE]).await.unwrap().get(0);
+    let e = {
+        c.execute("UPDATE dionysus.people SET social_debt = 0.95 WHERE person = $1", &[&ALICE]).await.unwrap();
+        advance(c, "5 hours").await;
+        evaluate(c).await
+    };
+    let debt = e["inputs"].as_array().unwrap().iter().find(|i| i["input"] == "social_debt").unwrap().clone();
+    assert_eq!(debt["learned_factor"].as_f64().unwrap(), (factor * 1000.0).round() / 1000.0, "{e}");
+
+    // Silence: the next contact goes unanswered past the window.
+    at(c, "2026-11-24 19:00+00").await;
+    c.batch_execute("UPDATE dionysus.heartbeat_state SET current_energy = 20").await.unwrap();
+    c.execute("UPDATE dionysus.people SET social_debt = 0.95 WHERE person = $1", &[&ALICE]).await.unwrap();
+    let e = evaluate(c).await;
+    assert_eq!(e["outcome"], json!("opportunity"), "{e}");
+    let ignored_id = e["evaluation_id"].as_str().unwrap().to_string();
+    deliver_contact(c, &ignored_id, "Anything fun planned for the week?").await;
+    advance(c, "7 hours").await;
+    evaluate(c).await;
+    let silence: Value = c
+        .query_one("SELECT jsonb_agg(to_jsonb(l)) FROM dionysus.learning_log l WHERE contact_id = $1::text::uuid", &[&ignored_id])
+        .await
+        .unwrap()
+        .get(0);
+    let arr = silence.as_array().unwrap_or_else(|| panic!("nothing learned from silence"));
+    assert!(arr.iter().all(|l| l["signal"].as_f64().unwrap() < 0.0), "{silence}");
+    assert!(arr.iter().any(|l| l["target"] == "patience" && l["after"].as_f64() > l["before"].as_f64()), "{silence}");
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.events WHERE type = 'contact_ignored'").await, 1);
+
+    // Mixed cues: left to the fast model (log_message says which contact), judged once.
+    c.batch_execute("UPDATE dionysus.heartbeat_state SET current_energy = 20").await.unwrap();
+    c.execute("UPDATE dionysus.people SET social_debt = 0.95 WHERE person = $1", &[&ALICE]).await.unwrap();
+    at(c, "2026-11-25 19:00+00").await;
+    let e = evaluate(c).await;
+    assert_eq!(e["outcome"], json!("opportunity"), "{e}");
+    let mixed_id = e["evaluation_id"].as_str().unwrap().to_string();
+    deliver_contact(c, &mixed_id, "Did the plumber ever come by?").await;
+    advance(c, "8 minutes").await; // neither quick nor slow for her, plain words: the cues disagree
+    let r = say(c, "a3", "He came on Tuesday in the afternoon, it took a while.").await;
+    assert_eq!(r["feedback_unsure"], json!(mixed_id), "{r}");
+    let learned: i32 = c.query_one("SELECT dionysus.contact_feedback($1::text::uuid, 'negative', 'a curt answer')", &[&mixed_id]).await.unwrap().get(0);
+    assert!(learned >= 2, "{learned}");
+    let again: i32 = c.query_one("SELECT dionysus.contact_feedback($1::text::uuid, 'positive')", &[&mixed_id]).await.unwrap().get(0);
+    assert_eq!(again, 0, "judged twice");
+    let (code, msg) = expect_error(c, &format!("SELECT dionysus.contact_feedback('{mixed_id}', 'meh')")).await;
+    assert!(code == "22023" && msg.contains("sentiment"), "{msg}");
+    // Cold replies lower the believed mood; an empathetic mind then holds back more.
+    say(c, "a4", "Ugh, not now. Terrible day.").await;
+    c.execute("UPDATE dionysus.people SET social_debt = 0.95 WHERE person = $1", &[&ALICE]).await.unwrap();
+    advance(c, "5 hours").await;
+    evaluate(c).await;
+    let parts: Value = c
+        .query_one("SELECT threshold_parts FROM dionysus.contact_evaluations WHERE person = $1 ORDER BY at DESC, recorded_at DESC LIMIT 1", &[&ALICE])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(parts["mood"].as_f64().unwrap() < -0.05, "{parts}");
+}
+
+/// "Remind me to …" in plain words: the fast model proposes a rule in the extension's
+/// vocabulary, add_rule stores it, the person gets a confirmation instead of a chat reply; at
+/// its hour the reminder is composed (no decision call: they asked for it) and arrives once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_in_plain_words_is_confirmed_and_the_reminder_arrives() {
+    use dionysus_driver::channel::Incoming;
+    use dionysus_driver::conversation::{self, Handled};
+    let db = TestDb::new("pro_words").await;
+    let c = &db.client;
+    let llm = FakeLlm::start().await;
+    let channel = Arc::new(TestChannel::new(&["alice"]));
+    let mind = Arc::new(Mind::new(config(driver_conninfo(&db.name), &llm), channel.clone()));
+    at(c, "2026-11-20 09:00+00").await; // Friday
+    llm.json("TASK: rule_from_words", json!({
+        "rule": {"name": "call mom", "description": "Sundays at 11, remind them to call their mother", "trigger": "time.hour",
+                 "condition": {"all": [{"var": "person.local_dow", "op": "=", "value": 7}, {"var": "person.local_hour", "op": "=", "value": 11}]},
+                 "intents": [{"request_contact": "call their mother"}]},
+        "confirmation": "Sure, every Sunday at 11 I'll remind you to call your mom."}));
+    llm.json("Read the latest message", json!({"facts": [], "triples": [], "goals": []}));
+    let mut extractions = tokio::task::JoinSet::new();
+    let incoming = |id: &str, words: &str| Incoming {
+        message_id: id.into(),
+        channel_id: "dm:alice".into(),
+        author_id: "alice".into(),
+        content: words.into(),
+        private: true,
+    };
+    let h = conversation::handle(&mind, incoming("w1", "Can you remind me to call my mom every Sunday at 11?"), &mut extractions).await;
+    assert!(matches!(h, Handled::Replied { fallback: false, .. }), "{h:?}");
+    let said = channel.sent();
+    assert!(said.last().unwrap().1.contains("every Sunday at 11") && said.last().unwrap().1.contains("rule"), "{said:?}");
+    assert!(llm.requests_with("TASK: chat").is_empty(), "a chat reply was composed as well");
+    let prompt = llm.requests_with("TASK: rule_from_words")[0]["messages"].to_string();
+    assert!(prompt.contains("person.local_dow") && prompt.contains("request_contact"), "the vocabulary was not given: {prompt}");
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.mind_rules WHERE person = 'test:alice' AND origin = 'person'").await, 1);
+    // A model's invalid rule is refused by the extension; the conversation goes on as usual.
+    llm.clear();
+    llm.json("TASK: rule_from_words", json!({"rule": {"trigger": "tick", "intents": [{"adjust": "agent.energy", "by": 1}]}}));
+    llm.on("TASK: chat", Answer::Text("Noted, though I could not set that up.".into()));
+    let h = conversation::handle(&mind, incoming("w2", "Remind me every day to give myself more energy"), &mut extractions).await;
+    assert!(matches!(h, Handled::Replied { .. }), "{h:?}");
+    assert_eq!(channel.sent().last().unwrap().1, "Noted, though I could not set that up.");
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.mind_rules WHERE person = 'test:alice'").await, 1);
+
+    // Sunday: the base layer ticks on; at 11:00 the hour's rules run.
+    at(c, "2026-11-22 10:50+00").await;
+    tick(c).await;
+    advance(c, "11 minutes").await;
+    tick(c).await;
+    llm.json("TASK: proactive_compose", json!({"message": "It's Sunday 11:00: time to call your mom."}));
+    assert_eq!(contact::decide_open(&mind).await, 1);
+    assert_eq!(channel.sent().last().unwrap().1, "It's Sunday 11:00: time to call your mom.");
+    assert!(llm.requests_with("TASK: proactive_decision").is_empty(), "a reminder they asked for went through a decision");
+    let compose = llm.requests_with("TASK: proactive_compose")[0]["messages"].to_string();
+    assert!(compose.contains("call their mother"), "{compose}");
+    assert_eq!(contact::decide_open(&mind).await, 0);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.outbox WHERE contact_id IS NOT NULL").await, 1);
 }

@@ -4,9 +4,10 @@
 use dionysus_tests::*;
 use std::collections::BTreeSet;
 
-/// The release before this one (its script is kept in extension/sql/ and installed beside
-/// the current one by scripts/install.sh).
-const PREVIOUS: &str = "0.1.0";
+/// The releases before this one (their scripts are kept in extension/sql/ and installed beside
+/// the current one by scripts/install.sh). An update from the oldest runs the whole chain.
+const OLDEST: &str = "0.1.0";
+const PREVIOUS: &str = "0.2.0";
 
 /// Everything about the extension's objects that a person or the driver could notice, one
 /// line per fact, with no OIDs and no column order (ALTER TABLE ADD COLUMN appends).
@@ -67,15 +68,15 @@ async fn count(c: &tokio_postgres::Client, sql: &str) -> i64 {
 }
 
 #[tokio::test]
-async fn an_update_from_the_previous_release_keeps_everything_and_matches_a_fresh_install() {
+async fn an_update_from_the_first_release_keeps_everything_and_matches_a_fresh_install() {
     let admin = connect("postgres").await;
-    let name = format!("t_upgrade_{}", std::process::id());
+    let name = format!("t_upgrade_{}_{}", OLDEST.replace('.', ""), std::process::id());
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
     admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
     let old = connect(&name).await;
-    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{PREVIOUS}'")).await.expect("install the previous release");
+    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{OLDEST}'")).await.expect("install the first release");
     let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
-    assert_eq!(v, PREVIOUS);
+    assert_eq!(v, OLDEST);
 
     // Fill it as a person of the previous release would have. The new library serves the old
     // declarations until the update, so the fill uses what kept its signature (plpgsql
@@ -111,7 +112,7 @@ async fn an_update_from_the_previous_release_keeps_everything_and_matches_a_fres
 
     old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
     let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
-    assert_ne!(v, PREVIOUS, "the update did not move the version");
+    assert_eq!(v, env!("CARGO_PKG_VERSION"), "the update did not reach this version");
 
     // Nothing lost.
     for (t, n) in tables.iter().zip(before) {
@@ -136,6 +137,76 @@ async fn an_update_from_the_previous_release_keeps_everything_and_matches_a_fres
 
     // The same schema as a fresh install.
     let fresh = TestDb::new("upgrade_fresh").await;
+    let (upgraded, installed) = (catalog(&old).await, catalog(&fresh.client).await);
+    let missing: Vec<_> = installed.difference(&upgraded).collect();
+    let extra: Vec<_> = upgraded.difference(&installed).collect();
+    assert!(missing.is_empty() && extra.is_empty(), "the updated schema differs from a fresh install:\nonly in a fresh install: {missing:#?}\nonly after the update: {extra:#?}");
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// The proactive mind's state of 0.2.0 (a person's beliefs, their word, evaluations, a tuned
+/// rate) survives the update that turns its arithmetic into rules.
+#[tokio::test]
+async fn an_update_from_the_previous_release_keeps_the_proactive_minds_state() {
+    let admin = connect("postgres").await;
+    let name = format!("t_upgrade_{}_{}", PREVIOUS.replace('.', ""), std::process::id());
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+    let old = connect(&name).await;
+    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{PREVIOUS}'")).await.expect("install the previous release");
+    old.batch_execute(
+        "SELECT dionysus.set_clock('2026-03-02 12:00+00'); \
+         SELECT dionysus.log_message('discord', 'u1', '42', '1001', 'I am busy right now, talk later'); \
+         UPDATE dionysus.people SET social_debt = 0.62, curiosity = 0.3 WHERE person = 'discord:1001'; \
+         UPDATE dionysus.proactive_config SET value = 0.4 WHERE key = 'contact_threshold'; \
+         UPDATE dionysus.proactive_config SET value = 48 WHERE key = 'social_debt_hours'; \
+         SELECT dionysus.advance_clock('20 minutes'); \
+         SELECT dionysus.proactive_tick();",
+    )
+    .await
+    .expect("fill the previous release");
+    let before: (f64, i64, i64, i64) = {
+        let r = old
+            .query_one(
+                "SELECT (SELECT social_debt FROM dionysus.people WHERE person = 'discord:1001'), \
+                        (SELECT count(*) FROM dionysus.person_rhythm), (SELECT count(*) FROM dionysus.person_signals WHERE ended_at IS NULL), \
+                        (SELECT count(*) FROM dionysus.contact_evaluations)",
+                &[],
+            )
+            .await
+            .unwrap();
+        (r.get(0), r.get(1), r.get(2), r.get(3))
+    };
+    assert!(before.3 >= 1, "the tick evaluated nobody: {before:?}");
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let after = old
+        .query_one(
+            "SELECT (SELECT social_debt FROM dionysus.people WHERE person = 'discord:1001'), \
+                    (SELECT count(*) FROM dionysus.person_rhythm), (SELECT count(*) FROM dionysus.person_signals WHERE ended_at IS NULL), \
+                    (SELECT count(*) FROM dionysus.contact_evaluations), \
+                    (SELECT value FROM dionysus.proactive_config WHERE key = 'contact_threshold')",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!((after.get::<_, f64>(0), after.get::<_, i64>(1), after.get::<_, i64>(2), after.get::<_, i64>(3)), before, "state lost in the update");
+    assert_eq!(after.get::<_, f64>(4), 0.4, "a tuned rate was reset");
+    // The rules took over: time in silence still grows social debt, now as a logged rule.
+    old.batch_execute("SELECT dionysus.advance_clock('6 hours'); SELECT dionysus.proactive_tick();").await.expect("a tick after the update");
+    let (debt, fired): (f64, i64) = {
+        let r = old
+            .query_one(
+                "SELECT (SELECT social_debt FROM dionysus.people WHERE person = 'discord:1001'), \
+                        (SELECT count(*) FROM dionysus.rule_firings WHERE fired @> '[{\"name\": \"silence grows social debt\"}]')",
+                &[],
+            )
+            .await
+            .unwrap();
+        (r.get(0), r.get(1))
+    };
+    assert!(debt > before.0 && fired >= 1, "debt {debt} (was {}), rule passes {fired}", before.0);
+    let fresh = TestDb::new("upgrade_fresh_02").await;
     let (upgraded, installed) = (catalog(&old).await, catalog(&fresh.client).await);
     let missing: Vec<_> = installed.difference(&upgraded).collect();
     let extra: Vec<_> = upgraded.difference(&installed).collect();

@@ -1,0 +1,117 @@
+//! Rules in the person's own words (seed 003 §4): "remind me to call mom on Sundays". A cheap
+//! look at the words decides whether to ask at all; the fast model turns them into a rule in
+//! the extension's vocabulary; `add_rule` checks it and stores it as theirs. The driver keeps
+//! no rule logic: what a rule may say, and what it does, live in the database.
+use crate::jsonish::text;
+use crate::llm::Msg;
+use crate::prompt::{self, render};
+use crate::Mind;
+use serde_json::Value;
+
+/// Words that may ask for something scheduled or recurring (cheap, before any model).
+pub fn may_ask_for_a_rule(words: &str) -> bool {
+    let w = words.to_lowercase();
+    let days = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"];
+    w.contains("remind me")
+        || w.contains("check on me")
+        || w.contains("check in on me")
+        || w.contains("every morning")
+        || w.contains("every evening")
+        || w.contains("every day")
+        || w.contains("every night")
+        || w.contains("every week")
+        || days.iter().any(|d| w.contains(&format!("every {d}")) || w.contains(&format!("on {d}s")))
+}
+
+/// A rule made from the person's words: the confirmation to send them, or None when the words
+/// asked for nothing scheduled (or the model could not make a valid rule: the conversation
+/// then goes on as usual, and why is logged).
+pub async fn from_words(mind: &Mind, person: &str, words: &str) -> Option<String> {
+    let t = match prompt::load(&mind.chat_db, "rule_from_words").await {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!(error = %e, "no rule_from_words template");
+            return None;
+        }
+    };
+    let facts = mind
+        .chat_db
+        .json(
+            "SELECT jsonb_build_object('vocabulary', dionysus.rule_vocabulary(), \
+                    'local_time', to_char(dionysus.clock_now() AT TIME ZONE coalesce((SELECT time_zone FROM dionysus.people WHERE person = $1), 'UTC'), \
+                                          'FMDay YYYY-MM-DD HH24:MI'))",
+            &[&person],
+        )
+        .await
+        .ok()?;
+    let system = render(
+        &t.text,
+        &[
+            ("words", words.to_string()),
+            ("local_time", facts["local_time"].as_str().unwrap_or_default().to_string()),
+            ("vocabulary", serde_json::to_string_pretty(&facts["vocabulary"]).unwrap_or_default()),
+        ],
+    );
+    let msgs = [Msg::system(system), Msg::user("Answer with the JSON object now.".to_string())];
+    let answer = mind
+        .fast
+        .json(&msgs, t.temperature, |v| match v.get("rule") {
+            Some(Value::Object(_)) | Some(Value::Null) => Ok(v),
+            _ => Err("\"rule\" must be an object or null".into()),
+        })
+        .await;
+    let answer = match answer {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::warn!(error = %e, "no rule from the words (the model could not be used)");
+            return None;
+        }
+    };
+    let rule = answer.get("rule").filter(|r| r.is_object())?.clone();
+    match mind.chat_db.json("SELECT dionysus.add_rule($1, $2, $3)", &[&person, &words, &rule]).await {
+        Ok(stored) => {
+            tracing::info!(%person, rule = %stored["rule_id"], name = %stored["name"], "a rule in their words");
+            let said = text(&answer, "confirmation").unwrap_or_else(|| format!("Noted: {}.", stored["description"].as_str().unwrap_or("done")));
+            Some(format!("{said} (rule {}: `dionysus rules` lists it)", stored["rule_id"]))
+        }
+        Err(e) => {
+            // The extension refused what the model proposed (its message names the part).
+            tracing::warn!(error = %e, "the proposed rule was refused");
+            None
+        }
+    }
+}
+
+/// The fast model's reading of a reply to a contact that the cheap cues could not judge.
+pub async fn judge_reply(mind: &Mind, contact_id: uuid::Uuid, reply: &str) {
+    let Ok(t) = prompt::load(&mind.work_db, "contact_feedback").await else { return };
+    let contact = mind
+        .work_db
+        .json(
+            "SELECT to_jsonb(o.content) FROM dionysus.contact_evaluations c JOIN dionysus.outbox o ON o.id = c.outbox_id WHERE c.id = $1",
+            &[&contact_id],
+        )
+        .await
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let system = render(&t.text, &[("contact", contact), ("reply", reply.to_string())]);
+    let msgs = [Msg::system(system), Msg::user("Answer with the JSON object now.".to_string())];
+    let verdict = mind
+        .fast
+        .json(&msgs, t.temperature, |v| match text(&v, "sentiment").as_deref() {
+            Some("positive" | "neutral" | "negative") => Ok(v),
+            _ => Err("\"sentiment\" must be positive, neutral or negative".into()),
+        })
+        .await;
+    match verdict {
+        Ok(v) => {
+            let sentiment = text(&v, "sentiment").unwrap_or_default();
+            let reason = text(&v, "reason");
+            if let Err(e) = mind.work_db.json("SELECT to_jsonb(dionysus.contact_feedback($1, $2, $3))", &[&contact_id, &sentiment, &reason]).await {
+                tracing::warn!(error = %e, "the reading of a reply was not stored");
+            }
+        }
+        Err(e) => tracing::info!(error = %e, "a reply stays unjudged (the model could not be used)"),
+    }
+}

@@ -1,0 +1,766 @@
+-- The proactive mind's rules and its learning (seed 003 §4, §6, §7): what the base layer does
+-- is data, and what it learns from the person is written down with its cause.
+--
+--   mind_rules        trigger (an event type, or 'tick') → condition (a small declarative JSON
+--                     expression over named state values: no SQL, no code) → intents (adjust a
+--                     state value, create an objective, schedule an event, request a contact).
+--                     Built-in rules carry the base dynamics (social debt grows with silence,
+--                     task pressure from open requests, night suppression); a person adds their
+--                     own in plain words ("remind me to call mom on Sundays": the fast model
+--                     proposes, add_rule validates). Learned rules strengthen with use, decay
+--                     unused, and are forgotten below a threshold.
+--   rule_firings      every pass that fired a rule: the values it saw and what each rule changed
+--   learning_log      every change learned from how a person answered (or did not answer) a
+--                     contact: timing fast, topic weights moderately, personality very slowly
+--   person_contact_weights  the per-person factor on each contact input (their "topics")
+--
+-- Rules run inside proactive_tick (lock order: agent_state → a person's row, as the tick has).
+
+-- ---------------------------------------------------------------------------------------
+-- Rules
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE mind_rules (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name         text NOT NULL CHECK (length(btrim(name)) BETWEEN 1 AND 80),
+    -- NULL: every person (a built-in); otherwise only this person's state and events.
+    person       text,
+    trigger      text NOT NULL CHECK (trigger ~ '^[a-z][a-z0-9_.]{0,62}$'),
+    condition    jsonb NOT NULL DEFAULT '{}'::jsonb,
+    intents      jsonb NOT NULL CHECK (jsonb_typeof(intents) = 'array'),
+    weight       double precision NOT NULL DEFAULT 1 CHECK (weight >= 0 AND weight <= 1),
+    origin       text NOT NULL CHECK (origin IN ('built_in', 'person', 'learned')),
+    -- Built-in rules are the bootstrap; the others are learned (seed 003: learned vs built-in).
+    learned      boolean GENERATED ALWAYS AS (origin <> 'built_in') STORED,
+    status       text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'forgotten', 'removed')),
+    description  text NOT NULL,
+    -- The person's words the rule came from.
+    words        text,
+    use_count    bigint NOT NULL DEFAULT 0,
+    last_used_at timestamptz,
+    decayed_at   timestamptz,
+    created_at   timestamptz NOT NULL,
+    ended_at     timestamptz,
+    CHECK (origin = 'built_in' OR person IS NOT NULL)
+);
+CREATE UNIQUE INDEX mind_rules_name ON mind_rules (coalesce(person, ''), name) WHERE status = 'active';
+CREATE INDEX mind_rules_trigger ON mind_rules (trigger) WHERE status = 'active';
+
+CREATE TABLE rule_firings (
+    id       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at       timestamptz NOT NULL,
+    person   text,
+    trigger  text NOT NULL,
+    event_id bigint,
+    -- The values the conditions were read against.
+    inputs   jsonb NOT NULL,
+    -- Per rule: its id, name, and each intent as applied (before → after, or what it made).
+    fired    jsonb NOT NULL
+);
+CREATE INDEX rule_firings_person ON rule_firings (person, at DESC);
+
+CREATE TABLE learning_log (
+    id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at         timestamptz NOT NULL,
+    person     text,
+    contact_id uuid,
+    -- 'timing', 'topic' or 'personality', and what moved ('hour 34', 'social_debt', 'shyness').
+    kind       text NOT NULL CHECK (kind IN ('timing', 'topic', 'personality')),
+    target     text NOT NULL,
+    before     double precision,
+    after      double precision,
+    signal     double precision NOT NULL,
+    cause      text NOT NULL
+);
+CREATE INDEX learning_log_person ON learning_log (person, at DESC);
+
+-- What the person's answers taught about each reason to write to them ("topics"): a factor on
+-- the global weight, in [0.5, 1.5].
+CREATE TABLE person_contact_weights (
+    person text NOT NULL REFERENCES people (person) ON DELETE CASCADE,
+    input  text NOT NULL CHECK (input IN ('social_debt', 'acquaintance', 'task_pressure', 'curiosity')),
+    factor double precision NOT NULL DEFAULT 1 CHECK (factor >= 0.5 AND factor <= 1.5),
+    PRIMARY KEY (person, input)
+);
+
+INSERT INTO proactive_config (key, value, description) VALUES
+    ('rule_strengthen', 0.1, 'a learned rule that fires moves this share of the way to weight 1'),
+    ('rule_decay_per_day', 0.01, 'a learned rule unused for a day loses this share of its weight per day'),
+    ('rule_forget_below', 0.1, 'a learned rule whose weight falls below this is forgotten'),
+    ('rules_per_person', 50, 'how many active rules one person may have'),
+    ('solicited_per_day', 12, 'contacts a person''s own rules may ask for in a day'),
+    ('contact_request_hours', 12, 'a contact a rule asked for that could not go out within this long lapses'),
+    ('learn_timing_rate', 0.5, 'how much one answered or ignored contact moves the belief about its hour (fast)'),
+    ('learn_topic_rate', 0.1, 'how much one answer moves the weight of the reason the contact was for (moderate)'),
+    ('mood_memory', 0.7, 'the share of the believed mood kept when they write again (the rest is this message''s tone)');
+
+-- The names a condition may read and an intent may move: the whole vocabulary, so the fast
+-- model is told exactly what exists and add_rule refuses anything else.
+CREATE FUNCTION rule_vocabulary() RETURNS jsonb
+    LANGUAGE sql IMMUTABLE AS $$
+    SELECT jsonb_build_object(
+        'triggers', jsonb_build_object(
+            'tick', 'every tick of the base layer (minutes apart; up to an hour while asleep)',
+            'time.hour', 'each full hour of the person''s day',
+            'time.morning', '07:00 their time', 'time.midday', '12:00 their time',
+            'time.evening', '18:00 their time', 'time.night', '23:00 their time',
+            'message_received', 'the person wrote', 'contact_answered', 'they answered a contact',
+            'contact_ignored', 'a contact went unanswered'),
+        'values', jsonb_build_object(
+            'person.social_debt', '0–1: how long since we talked, felt',
+            'person.curiosity', '0–1: new things they might care about',
+            'person.task_pressure', '0–1: what they asked for that is still open, felt',
+            'person.restraint', '0–1: holds contact back (raises the threshold)',
+            'person.mood', '-1–1: their tone lately',
+            'person.hours_since_message', 'hours since they last wrote',
+            'person.hours_since_contact', 'hours since the last contact Dionysus started',
+            'person.ignored_in_row', 'contacts in a row they did not answer',
+            'person.turns', 'messages they have written',
+            'person.open_requests', 'their open requests',
+            'person.local_hour', '0–23, their time', 'person.local_dow', '1 Monday … 7 Sunday, their time',
+            'person.local_day', 'day of the month, their time',
+            'agent.vitality', '0–1', 'agent.asleep', '1 while the agent sleeps, else 0',
+            'rule.hours_since_fired', 'hours since this rule last fired (a large number if never)',
+            'rule.times_fired', 'how often this rule fired',
+            'event.priority', '0 CRITICAL … 4 IDLE', 'event.merged', 'how many events were merged into this one'),
+        'operators', jsonb_build_array('<', '<=', '>', '>=', '=', '!='),
+        'condition', '{} (always), {"var": NAME, "op": OP, "value": NUMBER}, {"all": [...]}, {"any": [...]}, {"not": {...}}',
+        'intents', jsonb_build_object(
+            'adjust', '{"adjust": "person.social_debt|person.curiosity|person.task_pressure|person.restraint|agent.vitality", and one of "by": -1…1, "to": 0…1, or "toward": 0…1 with "per_hour": rate}',
+            'create_objective', '{"create_objective": "what they want done"}',
+            'schedule_event', '{"schedule_event": "type", "in_minutes": N, "priority": 0…4}',
+            'request_contact', '{"request_contact": "what to write to them about"} (a contact they asked for: no cooldown)'))
+$$;
+
+-- A condition is a tree of at most 32 nodes, 6 deep, over the vocabulary's values only.
+CREATE FUNCTION dionysus_internal.check_rule_condition(cond jsonb, at_path text DEFAULT 'condition', depth integer DEFAULT 0)
+    RETURNS integer LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    nodes integer := 1;
+    c jsonb;
+    i integer := 0;
+    key text;
+BEGIN
+    IF depth > 6 THEN
+        RAISE EXCEPTION 'dionysus: invalid rule: % is nested more than 6 deep', at_path USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF cond IS NULL OR jsonb_typeof(cond) <> 'object' THEN
+        RAISE EXCEPTION 'dionysus: invalid rule: % must be a JSON object', at_path USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF cond = '{}'::jsonb THEN
+        RETURN 1;
+    END IF;
+    SELECT k INTO key FROM jsonb_object_keys(cond) k WHERE k IN ('all', 'any', 'not', 'var') LIMIT 1;
+    IF key IN ('all', 'any') THEN
+        IF (SELECT count(*) FROM jsonb_object_keys(cond)) <> 1 OR jsonb_typeof(cond -> key) <> 'array' OR jsonb_array_length(cond -> key) = 0 THEN
+            RAISE EXCEPTION 'dionysus: invalid rule: %.% must be the only key, with a non-empty list', at_path, key USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        FOR c IN SELECT * FROM jsonb_array_elements(cond -> key) LOOP
+            nodes := nodes + dionysus_internal.check_rule_condition(c, format('%s.%s[%s]', at_path, key, i), depth + 1);
+            i := i + 1;
+        END LOOP;
+    ELSIF key = 'not' THEN
+        IF (SELECT count(*) FROM jsonb_object_keys(cond)) <> 1 THEN
+            RAISE EXCEPTION 'dionysus: invalid rule: %.not must be the only key', at_path USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        nodes := nodes + dionysus_internal.check_rule_condition(cond -> 'not', at_path || '.not', depth + 1);
+    ELSIF key = 'var' THEN
+        IF NOT (dionysus.rule_vocabulary() -> 'values') ? (cond ->> 'var') THEN
+            RAISE EXCEPTION 'dionysus: invalid rule: %.var "%" is not a value a rule can read (see rule_vocabulary())', at_path, cond ->> 'var'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF coalesce(cond ->> 'op', '') NOT IN ('<', '<=', '>', '>=', '=', '!=') THEN
+            RAISE EXCEPTION 'dionysus: invalid rule: %.op "%" is not one of < <= > >= = !=', at_path, cond ->> 'op' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF jsonb_typeof(cond -> 'value') IS DISTINCT FROM 'number' THEN
+            RAISE EXCEPTION 'dionysus: invalid rule: %.value must be a number', at_path USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF (SELECT count(*) FROM jsonb_object_keys(cond)) <> 3 THEN
+            RAISE EXCEPTION 'dionysus: invalid rule: % has keys other than var, op and value', at_path USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    ELSE
+        RAISE EXCEPTION 'dionysus: invalid rule: % must be {}, or have one of all, any, not, var', at_path USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF depth = 0 AND nodes > 32 THEN
+        RAISE EXCEPTION 'dionysus: invalid rule: % has % parts (at most 32)', at_path, nodes USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN nodes;
+END $$;
+
+CREATE FUNCTION dionysus_internal.check_rule_intents(intents jsonb) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    it jsonb;
+    i integer := 0;
+    n integer;
+    path text;
+BEGIN
+    IF intents IS NULL OR jsonb_typeof(intents) <> 'array' OR jsonb_array_length(intents) NOT BETWEEN 1 AND 8 THEN
+        RAISE EXCEPTION 'dionysus: invalid rule: intents must be a list of 1 to 8 intents' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR it IN SELECT * FROM jsonb_array_elements(intents) LOOP
+        path := format('intents[%s]', i);
+        IF jsonb_typeof(it) <> 'object' THEN
+            RAISE EXCEPTION 'dionysus: invalid rule: % must be an object', path USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF it ? 'adjust' THEN
+            IF coalesce(it ->> 'adjust', '') NOT IN ('person.social_debt', 'person.curiosity', 'person.task_pressure', 'person.restraint', 'agent.vitality') THEN
+                RAISE EXCEPTION 'dionysus: invalid rule: %.adjust "%" is not a value a rule can move', path, it ->> 'adjust' USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            n := (it ? 'by')::int + (it ? 'to')::int + (it ? 'toward')::int;
+            IF n <> 1 THEN
+                RAISE EXCEPTION 'dionysus: invalid rule: % needs exactly one of by, to, toward', path USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            IF it ? 'by' AND (jsonb_typeof(it -> 'by') <> 'number' OR abs((it ->> 'by')::float8) > 1) THEN
+                RAISE EXCEPTION 'dionysus: invalid rule: %.by must be a number in [-1, 1]', path USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            IF it ? 'to' AND (jsonb_typeof(it -> 'to') <> 'number' OR (it ->> 'to')::float8 NOT BETWEEN 0 AND 1) THEN
+                RAISE EXCEPTION 'dionysus: invalid rule: %.to must be a number in [0, 1]', path USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            IF it ? 'toward' AND (jsonb_typeof(it -> 'toward') <> 'number' OR (it ->> 'toward')::float8 NOT BETWEEN 0 AND 1
+                                  OR jsonb_typeof(it -> 'per_hour') IS DISTINCT FROM 'number' OR (it ->> 'per_hour')::float8 <= 0
+                                  OR (it ->> 'per_hour')::float8 > 10) THEN
+                RAISE EXCEPTION 'dionysus: invalid rule: %.toward must be in [0, 1], with per_hour in (0, 10]', path USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF it ? 'create_objective' THEN
+            IF jsonb_typeof(it -> 'create_objective') <> 'string' OR length(btrim(it ->> 'create_objective')) NOT BETWEEN 1 AND 200 THEN
+                RAISE EXCEPTION 'dionysus: invalid rule: %.create_objective must be a text of 1 to 200 characters', path USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF it ? 'schedule_event' THEN
+            IF jsonb_typeof(it -> 'schedule_event') <> 'string' OR (it ->> 'schedule_event') !~ '^[a-z][a-z0-9_.]{0,62}$'
+               OR (it ->> 'schedule_event') LIKE 'time.%' THEN
+                RAISE EXCEPTION 'dionysus: invalid rule: %.schedule_event must be an event type (lower-case words joined by _ or ., not time.*)', path
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            IF jsonb_typeof(it -> 'in_minutes') IS DISTINCT FROM 'number' OR (it ->> 'in_minutes')::float8 NOT BETWEEN 0 AND 527040 THEN
+                RAISE EXCEPTION 'dionysus: invalid rule: %.in_minutes must be a number of minutes up to a year', path USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            IF it ? 'priority' AND (jsonb_typeof(it -> 'priority') <> 'number' OR (it ->> 'priority')::float8 NOT IN (0, 1, 2, 3, 4)) THEN
+                RAISE EXCEPTION 'dionysus: invalid rule: %.priority must be 0 … 4', path USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF it ? 'request_contact' THEN
+            IF jsonb_typeof(it -> 'request_contact') <> 'string' OR length(btrim(it ->> 'request_contact')) NOT BETWEEN 1 AND 300 THEN
+                RAISE EXCEPTION 'dionysus: invalid rule: %.request_contact must be a text of 1 to 300 characters', path USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSE
+            RAISE EXCEPTION 'dionysus: invalid rule: % must be one of adjust, create_objective, schedule_event, request_contact', path
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        i := i + 1;
+    END LOOP;
+END $$;
+
+-- Whether a (checked) condition holds for these values. A value unknown at this moment (no
+-- contact yet, no person) makes its comparison false.
+CREATE FUNCTION dionysus_internal.rule_holds(cond jsonb, vals jsonb) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    c jsonb;
+    l double precision;
+    r double precision;
+BEGIN
+    IF cond IS NULL OR cond = '{}'::jsonb THEN
+        RETURN true;
+    ELSIF cond ? 'all' THEN
+        FOR c IN SELECT * FROM jsonb_array_elements(cond -> 'all') LOOP
+            IF NOT dionysus_internal.rule_holds(c, vals) THEN RETURN false; END IF;
+        END LOOP;
+        RETURN true;
+    ELSIF cond ? 'any' THEN
+        FOR c IN SELECT * FROM jsonb_array_elements(cond -> 'any') LOOP
+            IF dionysus_internal.rule_holds(c, vals) THEN RETURN true; END IF;
+        END LOOP;
+        RETURN false;
+    ELSIF cond ? 'not' THEN
+        RETURN NOT dionysus_internal.rule_holds(cond -> 'not', vals);
+    END IF;
+    l := (vals ->> (cond ->> 'var'))::float8;
+    r := (cond ->> 'value')::float8;
+    IF l IS NULL THEN
+        RETURN false;
+    END IF;
+    RETURN CASE cond ->> 'op' WHEN '<' THEN l < r WHEN '<=' THEN l <= r WHEN '>' THEN l > r WHEN '>=' THEN l >= r
+                              WHEN '=' THEN l = r WHEN '!=' THEN l <> r ELSE false END;
+END $$;
+
+-- The values a rule reads, for one person (or none) at one instant.
+CREATE FUNCTION dionysus_internal.rule_values(who text, t timestamptz, ev dionysus.events DEFAULT NULL) RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    p dionysus.people;
+    a dionysus.agent_state;
+    v jsonb;
+    local timestamp;
+BEGIN
+    SELECT * INTO a FROM dionysus.agent_state WHERE id = 1;
+    v := jsonb_build_object('agent.vitality', a.vitality, 'agent.asleep', CASE WHEN a.mode = 'asleep' THEN 1 ELSE 0 END);
+    IF ev.id IS NOT NULL THEN
+        v := v || jsonb_build_object('event.priority', ev.priority, 'event.merged', ev.merged);
+    END IF;
+    SELECT * INTO p FROM dionysus.people x WHERE x.person = who;
+    IF FOUND THEN
+        local := t AT TIME ZONE p.time_zone;
+        v := v || jsonb_strip_nulls(jsonb_build_object(
+            'person.social_debt', round(p.social_debt::numeric, 4), 'person.curiosity', round(p.curiosity::numeric, 4),
+            'person.task_pressure', round(p.task_pressure::numeric, 4), 'person.restraint', round(p.restraint::numeric, 4),
+            'person.mood', round(p.mood::numeric, 3),
+            'person.hours_since_message', round((extract(epoch FROM t - p.last_message_at) / 3600)::numeric, 2),
+            'person.hours_since_contact', round((extract(epoch FROM t - p.last_contact_at) / 3600)::numeric, 2),
+            'person.ignored_in_row', p.ignored_in_row, 'person.turns', p.turns,
+            'person.open_requests', (SELECT count(*) FROM dionysus.goals g
+                                      WHERE g.source = 'user_request' AND g.priority IN ('active', 'queued') AND g.private_to = ARRAY[who]),
+            'person.local_hour', extract(hour FROM local)::int, 'person.local_dow', extract(isodow FROM local)::int,
+            'person.local_day', extract(day FROM local)::int));
+    END IF;
+    RETURN v;
+END $$;
+
+-- Run the active rules of one trigger for one person (or for nobody in particular): read the
+-- values once, check every condition against them, then apply the intents in a fixed order
+-- (adjust, create_objective, schedule_event, request_contact) and write the pass down.
+-- The caller holds agent_state and, for a person, runs before locking their row.
+CREATE FUNCTION dionysus_internal.run_rules(on_trigger text, who text, hours double precision DEFAULT 0, ev dionysus.events DEFAULT NULL)
+    RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    t timestamptz := dionysus.clock_now();
+    vals jsonb := dionysus_internal.rule_values(who, t, ev);
+    r dionysus.mind_rules;
+    rv jsonb;
+    fired_rules dionysus.mind_rules[] := '{}';
+    it jsonb;
+    fired jsonb := '[]'::jsonb;
+    effects jsonb;
+    target text;
+    before double precision;
+    after double precision;
+    w double precision;
+    made uuid;
+    requested boolean := false;
+    has_person boolean := who IS NOT NULL AND vals ? 'person.turns';
+BEGIN
+    FOR r IN SELECT * FROM dionysus.mind_rules m
+              WHERE m.status = 'active' AND m.trigger = on_trigger
+                AND (m.person IS NULL OR m.person = who)
+              ORDER BY m.weight DESC, m.id LOOP
+        rv := vals || jsonb_build_object('rule.hours_since_fired', coalesce(round((extract(epoch FROM t - r.last_used_at) / 3600)::numeric, 2), 1000000),
+                                         'rule.times_fired', r.use_count);
+        IF dionysus_internal.rule_holds(r.condition, rv) THEN
+            fired_rules := fired_rules || r;
+        END IF;
+    END LOOP;
+    IF cardinality(fired_rules) = 0 THEN
+        RETURN 0;
+    END IF;
+    -- Lock order: the goals lock (4) before the person's row (6), if a rule will make an objective.
+    IF EXISTS (SELECT 1 FROM unnest(fired_rules) f, jsonb_array_elements(f.intents) x WHERE x ? 'create_objective') THEN
+        PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
+    END IF;
+    -- Adjustments first, each scaled by the rule's weight, in weight order.
+    FOREACH r IN ARRAY fired_rules LOOP
+        effects := '[]'::jsonb;
+        w := r.weight;
+        FOR it IN SELECT * FROM jsonb_array_elements(r.intents) x WHERE x ? 'adjust' LOOP
+            target := it ->> 'adjust';
+            IF target LIKE 'person.%' AND NOT has_person THEN
+                CONTINUE;
+            END IF;
+            IF target = 'agent.vitality' THEN
+                SELECT vitality INTO before FROM dionysus.agent_state WHERE id = 1;
+            ELSE
+                EXECUTE format('SELECT %I FROM dionysus.people WHERE person = $1', substr(target, 8)) INTO before USING who;
+            END IF;
+            after := least(1, greatest(0, CASE
+                WHEN it ? 'by' THEN before + w * (it ->> 'by')::float8
+                WHEN it ? 'to' THEN before + w * ((it ->> 'to')::float8 - before)
+                ELSE (it ->> 'toward')::float8 + (before - (it ->> 'toward')::float8) * exp(-w * (it ->> 'per_hour')::float8 * hours) END));
+            IF target = 'agent.vitality' THEN
+                UPDATE dionysus.agent_state SET vitality = after WHERE id = 1;
+            ELSE
+                EXECUTE format('UPDATE dionysus.people SET %I = $2 WHERE person = $1', substr(target, 8)) USING who, after;
+            END IF;
+            effects := effects || jsonb_build_object('adjust', target, 'before', round(before::numeric, 4), 'after', round(after::numeric, 4));
+        END LOOP;
+        fired := fired || jsonb_build_object('rule', r.id, 'name', r.name, 'weight', round(r.weight::numeric, 3), 'effects', effects);
+    END LOOP;
+    -- Then what the rules make: objectives, scheduled events, a contact the person asked for.
+    FOR i IN 1 .. cardinality(fired_rules) LOOP
+        r := fired_rules[i];
+        effects := fired[i - 1] -> 'effects';
+        FOR it IN SELECT * FROM jsonb_array_elements(r.intents) x WHERE x ? 'create_objective' LOOP
+            IF has_person THEN
+                SELECT g.id INTO made FROM dionysus.goals g
+                 WHERE g.title = btrim(it ->> 'create_objective') AND g.private_to = ARRAY[who] AND g.priority IN ('active', 'queued');
+                IF made IS NULL THEN
+                    made := dionysus.create_goal(btrim(it ->> 'create_objective'), 'set up by the rule "' || r.name || '"', 'user_request',
+                                                 private_to => ARRAY[who]);
+                END IF;
+                effects := effects || jsonb_build_object('create_objective', it ->> 'create_objective', 'goal_id', made);
+            END IF;
+        END LOOP;
+        FOR it IN SELECT * FROM jsonb_array_elements(r.intents) x WHERE x ? 'schedule_event' LOOP
+            INSERT INTO dionysus.events (source, type, priority, person, payload, at, status)
+            VALUES ('internal', it ->> 'schedule_event', coalesce((it ->> 'priority')::int, 2), who,
+                    jsonb_build_object('rule', r.id), t + make_interval(secs => (it ->> 'in_minutes')::float8 * 60), 'scheduled');
+            effects := effects || jsonb_build_object('schedule_event', it ->> 'schedule_event', 'in_minutes', (it ->> 'in_minutes')::float8);
+        END LOOP;
+        FOR it IN SELECT * FROM jsonb_array_elements(r.intents) x WHERE x ? 'request_contact' LOOP
+            IF has_person AND NOT requested THEN
+                requested := true;
+                UPDATE dionysus.people x SET contact_request = jsonb_build_object('about', it ->> 'request_contact', 'rule', r.id, 'rule_name', r.name, 'at', t),
+                       next_check_at = t
+                 WHERE x.person = who;
+                effects := effects || jsonb_build_object('request_contact', it ->> 'request_contact');
+            END IF;
+        END LOOP;
+        fired := jsonb_set(fired, ARRAY[(i - 1)::text, 'effects'], effects);
+        -- Used: learned rules strengthen; every rule counts its use.
+        UPDATE dionysus.mind_rules m SET use_count = m.use_count + 1, last_used_at = t,
+               weight = CASE WHEN m.learned THEN least(1, m.weight + dionysus_internal.proactive_setting('rule_strengthen') * (1 - m.weight)) ELSE m.weight END
+         WHERE m.id = r.id;
+    END LOOP;
+    INSERT INTO dionysus.rule_firings (at, person, trigger, event_id, inputs, fired)
+    VALUES (t, who, on_trigger, ev.id, vals, fired);
+    RETURN cardinality(fired_rules);
+END $$;
+
+-- Learned rules unused for a day lose weight, and are forgotten below the threshold.
+CREATE FUNCTION dionysus_internal.decay_rules() RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    t timestamptz := dionysus.clock_now();
+    n integer;
+BEGIN
+    UPDATE dionysus.mind_rules m
+       SET weight = m.weight * power(1 - dionysus_internal.proactive_setting('rule_decay_per_day'),
+                                     extract(epoch FROM t - coalesce(m.decayed_at, m.last_used_at, m.created_at)) / 86400),
+           decayed_at = t
+     WHERE m.status = 'active' AND m.learned AND coalesce(m.last_used_at, m.created_at) < t - interval '1 day'
+       AND coalesce(m.decayed_at, m.last_used_at, m.created_at) < t - interval '1 day';
+    UPDATE dionysus.mind_rules m SET status = 'forgotten', ended_at = t
+     WHERE m.status = 'active' AND m.learned AND m.weight < dionysus_internal.proactive_setting('rule_forget_below');
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END $$;
+
+-- A rule in the person's words, as the fast model proposed it: checked against the vocabulary,
+-- stored as theirs. Returns the rule as stored.
+CREATE FUNCTION add_rule(person text, words text, rule jsonb) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    who text := btrim(add_rule.person);
+    r dionysus.mind_rules;
+    nm text;
+BEGIN
+    IF who IS NULL OR who = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "person": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF words IS NULL OR btrim(words) = '' OR length(words) > 2000 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "words": the person''s words, 1 to 2,000 characters' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF rule IS NULL OR jsonb_typeof(rule) <> 'object' OR octet_length(rule::text) > 4096 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "rule": must be a JSON object of at most 4 kB' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF EXISTS (SELECT 1 FROM jsonb_object_keys(rule) k WHERE k NOT IN ('name', 'trigger', 'condition', 'intents', 'description')) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "rule": only name, trigger, condition, intents and description'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jsonb_typeof(rule -> 'trigger') IS DISTINCT FROM 'string' OR NOT (dionysus.rule_vocabulary() -> 'triggers') ? (rule ->> 'trigger') THEN
+        RAISE EXCEPTION 'dionysus: invalid rule: trigger "%" is not one of rule_vocabulary()''s triggers', rule ->> 'trigger'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM dionysus_internal.check_rule_condition(coalesce(rule -> 'condition', '{}'::jsonb));
+    PERFORM dionysus_internal.check_rule_intents(rule -> 'intents');
+    nm := left(btrim(coalesce(rule ->> 'name', rule ->> 'description', words)), 80);
+    IF nm = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid rule: name must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM dionysus_internal.person_row(who);
+    IF (SELECT count(*) FROM dionysus.mind_rules m WHERE m.person = who AND m.status = 'active')
+       >= dionysus_internal.proactive_setting('rules_per_person') THEN
+        RAISE EXCEPTION 'dionysus: % has % rules already (rules_per_person); remove one first', who,
+                        dionysus_internal.proactive_setting('rules_per_person') USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+    IF EXISTS (SELECT 1 FROM dionysus.mind_rules m WHERE m.person = who AND m.status = 'active' AND m.name = nm) THEN
+        RAISE EXCEPTION 'dionysus: % already has a rule named "%"', who, nm USING ERRCODE = 'unique_violation';
+    END IF;
+    INSERT INTO dionysus.mind_rules (name, person, trigger, condition, intents, origin, description, words, created_at)
+    VALUES (nm, who, rule ->> 'trigger', coalesce(rule -> 'condition', '{}'::jsonb), rule -> 'intents', 'person',
+            left(coalesce(nullif(btrim(rule ->> 'description'), ''), nm), 300), left(words, 2000), dionysus.clock_now())
+    RETURNING * INTO r;
+    RETURN jsonb_build_object('rule_id', r.id, 'name', r.name, 'trigger', r.trigger, 'condition', r.condition, 'intents', r.intents,
+                              'description', r.description);
+END $$;
+
+-- A person's rules (active first), and the built-ins that apply to everyone.
+CREATE FUNCTION person_rules(for_person text)
+    RETURNS TABLE (rule_id bigint, name text, origin text, status text, trigger text, condition jsonb, intents jsonb,
+                   weight double precision, use_count bigint, last_used_at timestamptz, description text, words text)
+    LANGUAGE sql STABLE AS $$
+    SELECT m.id, m.name, m.origin, m.status, m.trigger, m.condition, m.intents, m.weight, m.use_count, m.last_used_at, m.description, m.words
+      FROM dionysus.mind_rules m
+     WHERE (m.person = for_person AND m.status <> 'removed') OR (m.person IS NULL AND m.status = 'active')
+     ORDER BY m.person NULLS LAST, m.status, m.id
+$$;
+
+-- The person takes one of their rules back. Only their own: built-ins and other people's
+-- rules are not theirs to remove.
+CREATE FUNCTION remove_rule(person text, rule_id bigint) RETURNS boolean
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF person IS NULL OR rule_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "%": must not be NULL', CASE WHEN person IS NULL THEN 'person' ELSE 'rule_id' END
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.mind_rules m SET status = 'removed', ended_at = dionysus.clock_now()
+     WHERE m.id = remove_rule.rule_id AND m.person = remove_rule.person AND m.status = 'active';
+    RETURN FOUND;
+END $$;
+
+-- The bootstrap: the base dynamics, as rules a person can read (and an owner retune).
+INSERT INTO mind_rules (name, trigger, condition, intents, origin, description, created_at) VALUES
+    ('silence grows social debt', 'tick', '{"var": "person.hours_since_message", "op": ">", "value": 0}',
+     '[{"adjust": "person.social_debt", "toward": 1, "per_hour": 0.0278}]', 'built_in',
+     'in silence social debt rises toward 1, 63 % of the way in 36 hours', now()),
+    ('curiosity fades', 'tick', '{}', '[{"adjust": "person.curiosity", "toward": 0, "per_hour": 0.03}]', 'built_in',
+     'what was new stops being new: curiosity loses 3 % an hour', now()),
+    ('open requests press', 'tick', '{"var": "person.open_requests", "op": ">", "value": 0}',
+     '[{"adjust": "person.task_pressure", "toward": 1, "per_hour": 0.08}]', 'built_in',
+     'something they asked for is still open: task pressure builds (half way in about 9 hours)', now()),
+    ('a new request is felt at once', 'tick', '{"all": [{"var": "person.open_requests", "op": ">", "value": 0}, {"var": "person.task_pressure", "op": "<", "value": 0.25}]}',
+     '[{"adjust": "person.task_pressure", "to": 0.25}]', 'built_in',
+     'an open request weighs at least 0.25 from the start', now()),
+    ('done requests ease', 'tick', '{"var": "person.open_requests", "op": "=", "value": 0}',
+     '[{"adjust": "person.task_pressure", "toward": 0, "per_hour": 0.5}]', 'built_in',
+     'nothing of theirs is open: task pressure eases within hours', now()),
+    ('night suppression', 'tick', '{"any": [{"var": "person.local_hour", "op": ">=", "value": 22}, {"var": "person.local_hour", "op": "<", "value": 7}]}',
+     '[{"adjust": "person.restraint", "to": 1}]', 'built_in',
+     'at night (their time) contact is held back: restraint raises the threshold', now()),
+    ('restraint lifts', 'tick', '{"all": [{"var": "person.local_hour", "op": ">=", "value": 7}, {"var": "person.local_hour", "op": "<", "value": 22}]}',
+     '[{"adjust": "person.restraint", "toward": 0, "per_hour": 1.5}]', 'built_in',
+     'in their day restraint lifts within the hour', now());
+
+-- ---------------------------------------------------------------------------------------
+-- Learning from how they answered (seed 003 §6): no "rate this" buttons
+-- ---------------------------------------------------------------------------------------
+-- The tone of a message in [-1, 1], from cheap cues: warm words, exclamation, emoji; cold ones.
+CREATE FUNCTION dionysus_internal.message_tone(words text) RETURNS double precision
+    LANGUAGE sql IMMUTABLE AS $$
+    SELECT greatest(-1, least(1,
+          0.35 * (lower(words) ~ '\m(thanks?|thank you|love|loved|great|awesome|glad|haha|lol|wonderful|amazing|nice|yay|sweet|happy|perfect)\M')::int
+        + 0.25 * (words ~ '(😊|🙂|😄|😁|❤️|🥰|😂|🙏|🎉|:\)|:D)')::int
+        + 0.15 * (words ~ '!')::int
+        + 0.4 * (lower(words) ~ '(thanks for (reminding|asking|checking|the reminder)|good timing|glad you (asked|wrote|reached)|was just thinking of you)')::int
+        - 0.5 * (lower(words) ~ '(\mnot now\M|\mbusy\M|\mlater\M|leave me alone|\mstop\M|annoying|\mugh\M|go away|too many messages)')::int
+        - 0.3 * (lower(words) ~ '\m(tired|sad|stressed|awful|terrible|bad day|exhausted|upset|angry)\M')::int))
+$$;
+
+-- How good a reply to a contact was, in [-1, 1], and whether the cues were too weak to tell.
+CREATE FUNCTION dionysus_internal.reply_signal(words text, latency_seconds double precision, usual_seconds double precision)
+    RETURNS TABLE (signal double precision, unsure boolean, latency double precision, length double precision, tone double precision)
+    LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    latency := greatest(-1, least(1, 1 - latency_seconds / greatest(600, coalesce(usual_seconds, 1800))));
+    length := CASE WHEN dionysus.is_acknowledgement(words) THEN -0.3 WHEN char_length(words) < 15 THEN -0.1
+                   WHEN char_length(words) < 60 THEN 0.2 ELSE 0.6 END;
+    tone := dionysus_internal.message_tone(words);
+    signal := greatest(-1, least(1, 0.35 * latency + 0.25 * length + 0.6 * tone));
+    -- Mixed cues on a real message: the fast model is asked (contact_feedback).
+    unsure := abs(signal) < 0.15 AND char_length(words) >= 20;
+    RETURN NEXT;
+END $$;
+
+-- Apply what one answered (or ignored) contact taught: its hour (fast), the reason it was
+-- sent (moderate), the personality (very slow). Every change is logged with its cause.
+CREATE FUNCTION dionysus_internal.learn_from_contact(who text, contact uuid, contact_at timestamptz, signal double precision, cause text)
+    RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    t timestamptz := dionysus.clock_now();
+    h smallint;
+    rate double precision;
+    before double precision;
+    after double precision;
+    top text;
+    tr record;
+    delta double precision;
+    n integer := 0;
+BEGIN
+    IF signal IS NULL OR signal = 0 OR contact_at IS NULL THEN
+        RETURN 0;
+    END IF;
+    -- Timing, fast: a warm, quick answer marks the hour as a good one; a cold or missing one as poor.
+    h := dionysus_internal.hour_of_week(contact_at, (SELECT time_zone FROM dionysus.people WHERE person = who));
+    rate := dionysus_internal.proactive_setting('learn_timing_rate');
+    INSERT INTO dionysus.person_rhythm (person, hour_of_week) VALUES (who, h) ON CONFLICT DO NOTHING;
+    IF signal > 0 THEN
+        SELECT activity INTO before FROM dionysus.person_rhythm WHERE person = who AND hour_of_week = h;
+        UPDATE dionysus.person_rhythm SET activity = activity + rate * signal WHERE person = who AND hour_of_week = h RETURNING activity INTO after;
+        INSERT INTO dionysus.learning_log (at, person, contact_id, kind, target, before, after, signal, cause)
+        VALUES (t, who, contact, 'timing', 'activity at hour ' || h, before, after, signal, cause);
+    ELSE
+        SELECT misses INTO before FROM dionysus.person_rhythm WHERE person = who AND hour_of_week = h;
+        UPDATE dionysus.person_rhythm SET misses = misses + rate * abs(signal) WHERE person = who AND hour_of_week = h RETURNING misses INTO after;
+        INSERT INTO dionysus.learning_log (at, person, contact_id, kind, target, before, after, signal, cause)
+        VALUES (t, who, contact, 'timing', 'misses at hour ' || h, before, after, signal, cause);
+    END IF;
+    n := n + 1;
+    -- Topic, moderate: the reason that weighed most in the contact gains or loses for this person.
+    SELECT x ->> 'input' INTO top FROM dionysus.contact_evaluations c, jsonb_array_elements(c.inputs) x
+     WHERE c.id = contact AND x ->> 'input' IN ('social_debt', 'acquaintance', 'task_pressure', 'curiosity')
+     ORDER BY (x ->> 'contribution')::float8 DESC LIMIT 1;
+    IF top IS NOT NULL THEN
+        INSERT INTO dionysus.person_contact_weights (person, input) VALUES (who, top) ON CONFLICT DO NOTHING;
+        SELECT factor INTO before FROM dionysus.person_contact_weights WHERE person = who AND input = top FOR UPDATE;
+        after := least(1.5, greatest(0.5, before * (1 + dionysus_internal.proactive_setting('learn_topic_rate') * signal)));
+        UPDATE dionysus.person_contact_weights SET factor = after WHERE person = who AND input = top;
+        INSERT INTO dionysus.learning_log (at, person, contact_id, kind, target, before, after, signal, cause)
+        VALUES (t, who, contact, 'topic', top, before, after, signal, cause);
+        n := n + 1;
+    END IF;
+    -- Personality, very slowly (each trait's own learning rate): a cold welcome makes it shyer
+    -- and less forward, a warm one bolder; silence teaches patience.
+    FOR tr IN SELECT * FROM dionysus.personality WHERE trait IN ('shyness', 'independence', 'patience') ORDER BY trait FOR UPDATE LOOP
+        delta := tr.learning_rate * CASE tr.trait WHEN 'shyness' THEN -signal WHEN 'independence' THEN signal
+                                                  ELSE CASE WHEN signal < 0 THEN -signal ELSE 0 END END;
+        IF delta <> 0 THEN
+            after := least(1, greatest(0, tr.value + delta));
+            UPDATE dionysus.personality SET value = after WHERE trait = tr.trait;
+            INSERT INTO dionysus.learning_log (at, person, contact_id, kind, target, before, after, signal, cause)
+            VALUES (t, who, contact, 'personality', tr.trait, tr.value, after, signal, cause);
+            n := n + 1;
+        END IF;
+    END LOOP;
+    RETURN n;
+END $$;
+
+-- The fast model's reading of a reply the cues could not judge (positive, neutral, negative).
+CREATE FUNCTION contact_feedback(evaluation_id uuid, sentiment text, reason text DEFAULT NULL) RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    c dionysus.contact_evaluations;
+    s double precision;
+BEGIN
+    IF sentiment IS NULL OR sentiment NOT IN ('positive', 'neutral', 'negative') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "sentiment": % (positive, neutral or negative)', sentiment USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- Lock order: the personality rows are taken after the evaluation, as everywhere learning happens.
+    SELECT * INTO c FROM dionysus.contact_evaluations x WHERE x.id = evaluation_id AND x.decision = 'message' FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "evaluation_id": no contact that was sent has id %', evaluation_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF c.feedback_at IS NOT NULL THEN
+        RETURN 0; -- judged once already
+    END IF;
+    s := CASE sentiment WHEN 'positive' THEN 0.6 WHEN 'negative' THEN -0.6 ELSE 0 END;
+    UPDATE dionysus.contact_evaluations x
+       SET feedback = jsonb_build_object('signal', s, 'by', 'model', 'sentiment', sentiment, 'reason', left(contact_feedback.reason, 300)),
+           feedback_at = dionysus.clock_now()
+     WHERE x.id = c.id;
+    RETURN dionysus_internal.learn_from_contact(c.person, c.id, c.decided_at, s,
+        'the fast model read their reply as ' || sentiment || coalesce(': ' || left(contact_feedback.reason, 200), ''));
+END $$;
+
+-- What was learned, newest first.
+CREATE FUNCTION explain_learning(for_person text DEFAULT NULL, max_items integer DEFAULT 20)
+    RETURNS TABLE (at timestamptz, person text, kind text, target text, before double precision, after double precision,
+                   signal double precision, cause text)
+    LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF max_items IS NULL OR max_items < 1 OR max_items > 1000 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "max_items": % (1 to 1000)', max_items USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY SELECT l.at, l.person, l.kind, l.target, l.before, l.after, l.signal, l.cause FROM dionysus.learning_log l
+                  WHERE for_person IS NULL OR l.person = for_person ORDER BY l.at DESC, l.id DESC LIMIT max_items;
+END $$;
+
+-- The fast model's prompt for a rule in the person's words (the vocabulary is filled in by the
+-- driver from rule_vocabulary(), so the prompt and the checks never disagree).
+INSERT INTO prompt_templates (key, version, temperature, note, template) VALUES
+('rule_from_words', 1, 0.0, 'proactive mind: a rule the person asked for in plain words, as data', $t$TASK: rule_from_words
+The person wrote: "{{words}}"
+Their local time now: {{local_time}}.
+
+If they ask you to do something at a time or on a schedule (a reminder, a regular check-in, a
+follow-up), express it as a rule in this vocabulary, and nothing else:
+{{vocabulary}}
+
+A reminder at a time of day is usually: trigger "time.hour" with a condition on person.local_hour
+(and person.local_dow for a weekday), and the intent {"request_contact": "what to remind them of"}.
+Answer with JSON only: {"rule": {"name": "short name", "description": "one sentence", "trigger": "...",
+"condition": {...}, "intents": [...]}, "confirmation": "one short sentence telling them what you will do"}
+or {"rule": null} when they are not asking for anything recurring or scheduled.$t$),
+('contact_feedback', 1, 0.0, 'proactive mind: how a reply to a contact landed, when the cheap cues could not tell', $t$TASK: contact_feedback
+You wrote to the person unprompted: "{{contact}}"
+They answered: "{{reply}}"
+
+Was your message welcome? Answer with JSON only: {"sentiment": "positive" or "neutral" or "negative", "reason": "a few words"}$t$);
+
+-- ---------------------------------------------------------------------------------------
+-- A contact the person asked for (their rule's request_contact)
+-- ---------------------------------------------------------------------------------------
+-- Not pressure-born, so no threshold, cooldown, quiet hours or ignore count: they chose the
+-- time. Their word still holds (busy, asleep, away; "stop checking in" is about check-ins, not
+-- what they asked for), one contact at a time, and at most solicited_per_day a day. A request
+-- that cannot go out within contact_request_hours lapses, written down.
+CREATE FUNCTION dionysus_internal.evaluate_requested_contact(p dionysus.people) RETURNS dionysus.contact_evaluations
+    LANGUAGE plpgsql AS $$
+DECLARE
+    t timestamptz := dionysus.clock_now();
+    req jsonb := p.contact_request;
+    e dionysus.contact_evaluations;
+    gates jsonb := '[]'::jsonb;
+    sig dionysus.person_signals;
+    on_its_way bigint;
+    today bigint;
+    blocked text[];
+    words text;
+BEGIN
+    IF (req ->> 'at')::timestamptz < t - make_interval(secs => dionysus_internal.proactive_setting('contact_request_hours') * 3600) THEN
+        UPDATE dionysus.people x SET contact_request = NULL WHERE x.person = p.person;
+        INSERT INTO dionysus.contact_evaluations (person, at, inputs, pressure, threshold, gates, outcome, explanation, solicited, request)
+        VALUES (p.person, t, '[]'::jsonb, 0, 1, '[]'::jsonb, 'gated',
+                format('a contact their rule "%s" asked for (%s) could not go out within %s hours and lapsed', req ->> 'rule_name', req ->> 'about',
+                       dionysus_internal.proactive_setting('contact_request_hours')), true, req)
+        RETURNING * INTO e;
+        RETURN e;
+    END IF;
+    SELECT * INTO sig FROM dionysus.person_signals s
+     WHERE s.person = p.person AND s.ended_at IS NULL AND (s.until IS NULL OR s.until > t) AND s.kind <> 'stop_checkins'
+     ORDER BY s.said_at DESC LIMIT 1;
+    gates := gates || jsonb_build_object('gate', 'their_word', 'passed', sig.id IS NULL,
+        'detail', CASE WHEN sig.id IS NULL THEN 'nothing said against it' ELSE format('they said "%s" (%s)', sig.words, sig.kind) END);
+    SELECT count(*) INTO on_its_way FROM (
+        SELECT 1 FROM dionysus.contact_evaluations c WHERE c.person = p.person AND c.outcome = 'opportunity' AND c.decision IS NULL
+        UNION ALL
+        SELECT 1 FROM dionysus.outbox o WHERE o.person = p.person AND o.contact_id IS NOT NULL AND o.status = 'pending') x;
+    gates := gates || jsonb_build_object('gate', 'in_flight', 'passed', on_its_way = 0,
+        'detail', CASE WHEN on_its_way = 0 THEN 'nothing on its way to them' ELSE 'a contact is already being decided or delivered' END);
+    SELECT count(*) INTO today FROM dionysus.contact_evaluations c
+     WHERE c.person = p.person AND c.solicited AND c.decision = 'message' AND c.decided_at > t - interval '1 day';
+    gates := gates || jsonb_build_object('gate', 'daily_limit', 'passed', today < dionysus_internal.proactive_setting('solicited_per_day'),
+        'detail', format('%s asked-for contacts in the last day (at most %s)', today, dionysus_internal.proactive_setting('solicited_per_day')));
+    SELECT array_agg(g ->> 'gate') INTO blocked FROM jsonb_array_elements(gates) g WHERE NOT (g ->> 'passed')::boolean;
+    words := format('they asked for this: %s (their rule "%s")', req ->> 'about', req ->> 'rule_name')
+             || CASE WHEN blocked IS NULL THEN '' ELSE '; held back by ' || array_to_string(blocked, ', ') END;
+    INSERT INTO dionysus.contact_evaluations (person, at, inputs, pressure, threshold, gates, outcome, explanation, solicited, request)
+    VALUES (p.person, t, jsonb_build_array(jsonb_build_object('input', 'request', 'value', 1, 'weight', 1, 'contribution', 1,
+                                                              'why', req ->> 'about', 'rule', req -> 'rule')),
+            1, 1, gates, CASE WHEN blocked IS NULL THEN 'opportunity' ELSE 'gated' END, words, true, req)
+    RETURNING * INTO e;
+    UPDATE dionysus.people x SET last_evaluated_at = t,
+           next_check_at = t + make_interval(secs => dionysus_internal.proactive_setting('check_interval_minutes') * 60)
+     WHERE x.person = p.person;
+    IF e.outcome = 'opportunity' THEN
+        UPDATE dionysus.contact_evaluations c SET notified_at = now() WHERE c.id = e.id;
+        PERFORM pg_notify('dionysus_contact', jsonb_build_object('evaluation_id', e.id, 'person', p.person, 'why', words)::text);
+    END IF;
+    RETURN e;
+END $$;
+
+-- Rules are checked however they arrive (add_rule, or an owner's INSERT/UPDATE).
+CREATE FUNCTION dionysus_internal.mind_rules_check() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM dionysus_internal.check_rule_condition(NEW.condition);
+    PERFORM dionysus_internal.check_rule_intents(NEW.intents);
+    RETURN NEW;
+END $$;
+CREATE TRIGGER mind_rules_check BEFORE INSERT OR UPDATE OF condition, intents ON mind_rules
+    FOR EACH ROW EXECUTE FUNCTION dionysus_internal.mind_rules_check();
