@@ -128,6 +128,10 @@ BEGIN
         INSERT INTO dionysus.goal_memory_links (goal_id, memory_id, link_type) VALUES (new_id, origin_memory_id, 'origin');
     END IF;
     PERFORM dionysus_internal.enforce_goal_limits(new_id);
+    -- The proactive mind hears of it (an event; a goal one person asked for is about them).
+    PERFORM dionysus.push_event('internal', 'goal_changed', 2,
+        jsonb_build_object('goal_id', new_id, 'change', 'created', 'priority', prio, 'source', src),
+        (SELECT CASE WHEN cardinality(g.private_to) = 1 THEN g.private_to[1] END FROM dionysus.goals g WHERE g.id = new_id));
     RETURN new_id;
 END $$;
 
@@ -177,6 +181,9 @@ BEGIN
         PERFORM dionysus_internal.complete_parent_goals(goal_id);
     END IF;
     PERFORM dionysus_internal.enforce_goal_limits(goal_id);
+    PERFORM dionysus.push_event('internal', 'goal_changed', 2,
+        jsonb_build_object('goal_id', goal_id, 'change', g.priority || ' → ' || target, 'priority', target, 'source', g.source),
+        CASE WHEN cardinality(g.private_to) = 1 THEN g.private_to[1] END);
     RETURN target::text;
 END $$;
 

@@ -250,6 +250,8 @@ BEGIN
     UPDATE dionysus.heartbeat_state SET in_flight = NULL, last_heartbeat_at = now(),
            next_heartbeat_at = dionysus.clock_now() + make_interval(mins => dionysus_internal.heartbeat_interval_minutes()), updated_at = now()
      WHERE id = 1;
+    -- A beat of the clock for the proactive mind (source time: never filtered, never a disturbance).
+    PERFORM dionysus.push_event('time', 'heartbeat', 2, jsonb_build_object('heartbeat_number', h.heartbeat_number, 'memory_id', mem));
     RETURN mem;
 END $$;
 

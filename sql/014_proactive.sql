@@ -44,6 +44,11 @@ INSERT INTO proactive_config (key, value, description) VALUES
     ('quiet_start_hour', 22, 'default quiet hours start (the person''s local time) until their rhythm is learned'),
     ('quiet_end_hour', 8, 'default quiet hours end'),
     ('min_availability', 0.3, 'below this availability belief, unsolicited contact waits'),
+    ('workday_start_hour', 9, 'before anything is learned: weekday working hours start (their local time)'),
+    ('workday_end_hour', 17, 'before anything is learned: weekday working hours end'),
+    ('prior_free', 0.6, 'availability believed, before anything is learned, outside quiet and working hours'),
+    ('prior_workday', 0.35, 'availability believed, before anything is learned, in weekday working hours (reachable, but likely busy)'),
+    ('prior_quiet', 0.05, 'availability believed, before anything is learned, in quiet hours'),
     ('better_moment_hours', 10, 'a contact waits when one of the next this many hours (a working day) is clearly better for them'),
     ('better_moment_margin', 0.25, 'how much more available an hour ahead must be believed to wait for it'),
     ('rhythm_confident_after', 25, 'messages after which the learned rhythm is fully trusted (confidence 1)'),
@@ -71,7 +76,7 @@ BEGIN
                    'disturbance_decay', 'miss_weight', 'better_moment_margin', 'min_availability', 'contact_threshold',
                    'signal_threshold', 'vitality_drain_tick', 'vitality_drain_event', 'vitality_drain_model',
                    'vitality_recharge_hour', 'vitality_feedback', 'rule_strengthen', 'rule_decay_per_day', 'rule_forget_below',
-                   'learn_timing_rate', 'learn_topic_rate', 'mood_memory')
+                   'learn_timing_rate', 'learn_topic_rate', 'mood_memory', 'prior_free', 'prior_workday', 'prior_quiet')
        AND NEW.value > 1 THEN
         RAISE EXCEPTION 'dionysus: proactive_config "%" must be within [0, 1], not %', NEW.key, NEW.value USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -82,7 +87,7 @@ BEGIN
        AND NEW.value <= 0 THEN
         RAISE EXCEPTION 'dionysus: proactive_config "%" must be above 0, not %', NEW.key, NEW.value USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF NEW.key IN ('quiet_start_hour', 'quiet_end_hour') AND (NEW.value > 23 OR NEW.value <> trunc(NEW.value)) THEN
+    IF NEW.key IN ('quiet_start_hour', 'quiet_end_hour', 'workday_start_hour', 'workday_end_hour') AND (NEW.value > 23 OR NEW.value <> trunc(NEW.value)) THEN
         RAISE EXCEPTION 'dionysus: proactive_config "%" must be a whole hour in [0, 23], not %', NEW.key, NEW.value USING ERRCODE = 'invalid_parameter_value';
     END IF;
     RETURN NEW;
@@ -319,7 +324,8 @@ CREATE FUNCTION dionysus_internal.hour_of_week(at timestamptz, tz text) RETURNS 
 $$;
 
 -- What the person is believed to be able to do at an instant: availability in [0, 1] from
--- their learned rhythm, blended with the default day/night prior by the confidence in it.
+-- their learned rhythm, blended by the confidence in it with the prior a considerate stranger
+-- would hold (asleep at night, likely busy in weekday working hours, free otherwise).
 -- The rhythm is read twice and averaged: this hour of this weekday (weekly habits, which take
 -- weeks to learn) and this hour on any day (daily routine, learned in days), each relative to
 -- its busiest hour, with neighbouring hours counting half. Missed contacts there lower it.
@@ -339,11 +345,16 @@ DECLARE
     missed double precision;
     qs int := dionysus_internal.proactive_setting('quiet_start_hour')::int;
     qe int := dionysus_internal.proactive_setting('quiet_end_hour')::int;
+    ws int := dionysus_internal.proactive_setting('workday_start_hour')::int;
+    we int := dionysus_internal.proactive_setting('workday_end_hour')::int;
 BEGIN
     SELECT * INTO p FROM dionysus.people x WHERE x.person = who;
     local_hour := extract(hour FROM at AT TIME ZONE coalesce(p.time_zone, 'UTC'))::int;
     prior := CASE WHEN (qs > qe AND (local_hour >= qs OR local_hour < qe)) OR (qs < qe AND local_hour >= qs AND local_hour < qe)
-                  THEN 0.05 ELSE 0.6 END;
+                       THEN dionysus_internal.proactive_setting('prior_quiet')
+                  WHEN extract(isodow FROM at AT TIME ZONE coalesce(p.time_zone, 'UTC')) <= 5 AND local_hour >= ws AND local_hour < we
+                       THEN dionysus_internal.proactive_setting('prior_workday')
+                  ELSE dionysus_internal.proactive_setting('prior_free') END;
     h := dionysus_internal.hour_of_week(at, coalesce(p.time_zone, 'UTC'));
     hod := h % 24;
     SELECT max(activity), sum(activity) INTO week_peak, total FROM dionysus.person_rhythm r WHERE r.person = who;
@@ -510,17 +521,19 @@ BEGIN
          WHERE id = 1;
     END IF;
     p := dionysus_internal.person_row(who);
-    -- Their rhythm: this hour of their week gained one message; the rest fades a little.
+    SELECT * INTO sig FROM dionysus_internal.contact_signal(words, t, p.time_zone);
+    -- Their rhythm: this hour of their week gained one message, unless the message says they
+    -- are busy (then it is evidence against the hour: a miss); the rest fades a little.
     UPDATE dionysus.person_rhythm r SET activity = r.activity * 0.998, misses = r.misses * 0.998 WHERE r.person = who;
-    INSERT INTO dionysus.person_rhythm (person, hour_of_week, activity)
-    VALUES (who, dionysus_internal.hour_of_week(t, p.time_zone), 1)
-    ON CONFLICT (person, hour_of_week) DO UPDATE SET activity = dionysus.person_rhythm.activity + 1;
+    INSERT INTO dionysus.person_rhythm AS r (person, hour_of_week, activity, misses)
+    VALUES (who, dionysus_internal.hour_of_week(t, p.time_zone), CASE WHEN sig.kind = 'busy' THEN 0 ELSE 1 END,
+            CASE WHEN sig.kind = 'busy' THEN 1 ELSE 0 END)
+    ON CONFLICT (person, hour_of_week) DO UPDATE SET activity = r.activity + EXCLUDED.activity, misses = r.misses + EXCLUDED.misses;
     -- They wrote: a crossing still undecided is moot (the conversation is on).
     UPDATE dionysus.contact_evaluations c SET decision = 'wait', decided_by = 'skipped', decided_at = t, reason = 'they wrote first'
      WHERE c.person = who AND c.outcome = 'opportunity' AND c.decision IS NULL;
     -- Whatever they said before about not being available ends when they write again.
     UPDATE dionysus.person_signals s SET ended_at = t WHERE s.person = who AND s.ended_at IS NULL;
-    SELECT * INTO sig FROM dionysus_internal.contact_signal(words, t, p.time_zone);
     IF sig.kind IS NOT NULL THEN
         INSERT INTO dionysus.person_signals (person, kind, said_at, until, message_id, words)
         VALUES (who, sig.kind, t, sig.until, message_id, left(words, 200));
@@ -607,6 +620,7 @@ DECLARE
     words text;
     factor double precision;
     last_contact uuid;
+    quiet boolean;
 BEGIN
     p := dionysus_internal.person_row(who);
     SELECT * INTO a FROM dionysus.agent_state WHERE id = 1;
@@ -671,7 +685,11 @@ BEGIN
                                    coalesce(' until ' || to_char(sig.until AT TIME ZONE p.time_zone, 'Dy HH24:MI'), ', until they write again')) END);
     SELECT * INTO av FROM dionysus_internal.availability(who, t);
     local_hour := extract(hour FROM t AT TIME ZONE p.time_zone)::int;
-    gates := gates || jsonb_build_object('gate', 'quiet_hours', 'passed', NOT (av.prior < 0.5 AND av.learned < 0.15 OR av.prior < 0.5 AND av.confidence < 0.5),
+    -- Default quiet hours hold unless their learned rhythm, trusted enough, says they are up.
+    quiet := CASE WHEN dionysus_internal.proactive_setting('quiet_start_hour') > dionysus_internal.proactive_setting('quiet_end_hour')
+                  THEN local_hour >= dionysus_internal.proactive_setting('quiet_start_hour') OR local_hour < dionysus_internal.proactive_setting('quiet_end_hour')
+                  ELSE local_hour >= dionysus_internal.proactive_setting('quiet_start_hour') AND local_hour < dionysus_internal.proactive_setting('quiet_end_hour') END;
+    gates := gates || jsonb_build_object('gate', 'quiet_hours', 'passed', NOT (quiet AND (av.learned < 0.15 OR av.confidence < 0.5)),
         'detail', format('%s:00 their time; default quiet %s–%s, learned activity %s (confidence %s)', local_hour,
                          dionysus_internal.proactive_setting('quiet_start_hour'), dionysus_internal.proactive_setting('quiet_end_hour'),
                          round(av.learned::numeric, 2), round(av.confidence::numeric, 2)));
@@ -715,7 +733,8 @@ BEGIN
           FROM generate_series(1, dionysus_internal.proactive_setting('better_moment_hours')::int) k,
                LATERAL dionysus_internal.availability(who, t + make_interval(hours => k)) f
          ORDER BY f.belief DESC, k LIMIT 1;
-        better := later.belief >= av.belief + dionysus_internal.proactive_setting('better_moment_margin') AND later.confidence >= 0.3;
+        -- The beliefs carry their confidence already (a prior, or what was learned).
+        better := later.belief >= av.belief + dionysus_internal.proactive_setting('better_moment_margin');
         gates := gates || jsonb_build_object('gate', 'better_moment', 'passed', NOT better,
             'detail', CASE WHEN better THEN format('likely more available around %s:00 their time (%s against %s now)',
                                                    extract(hour FROM (t + make_interval(hours => later.k)) AT TIME ZONE p.time_zone),
@@ -917,7 +936,10 @@ BEGIN
         n_fired := n_fired + dionysus_internal.run_rules('tick', who, hours);
     END LOOP;
     SELECT vitality INTO a.vitality FROM dionysus.agent_state WHERE id = 1;
-    PERFORM dionysus_internal.decay_rules();
+    -- Learned rules decay by the day: looked at once an hour.
+    IF a.last_tick_at IS NULL OR date_trunc('hour', a.last_tick_at) <> date_trunc('hour', t) THEN
+        PERFORM dionysus_internal.decay_rules();
+    END IF;
     -- A crossing nobody decided on (no driver running) does not wait forever
     -- (nor hold back the evaluations below).
     UPDATE dionysus.contact_evaluations c SET decision = 'wait', decided_by = 'skipped', decided_at = t,

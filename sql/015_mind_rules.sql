@@ -104,7 +104,8 @@ CREATE FUNCTION rule_vocabulary() RETURNS jsonb
             'time.morning', '07:00 their time', 'time.midday', '12:00 their time',
             'time.evening', '18:00 their time', 'time.night', '23:00 their time',
             'message_received', 'the person wrote', 'contact_answered', 'they answered a contact',
-            'contact_ignored', 'a contact went unanswered'),
+            'contact_ignored', 'a contact went unanswered', 'reaction', 'they reacted to a message',
+            'goal_changed', 'a goal or request was created or changed', 'heartbeat', 'a heartbeat finished'),
         'values', jsonb_build_object(
             'person.social_debt', '0–1: how long since we talked, felt',
             'person.curiosity', '0–1: new things they might care about',
@@ -336,6 +337,9 @@ DECLARE
     made uuid;
     requested boolean := false;
     has_person boolean := who IS NOT NULL AND vals ? 'person.turns';
+    -- The values adjustments move, kept here and written back once.
+    st jsonb;
+    i integer;
 BEGIN
     FOR r IN SELECT * FROM dionysus.mind_rules m
               WHERE m.status = 'active' AND m.trigger = on_trigger
@@ -354,33 +358,36 @@ BEGIN
     IF EXISTS (SELECT 1 FROM unnest(fired_rules) f, jsonb_array_elements(f.intents) x WHERE x ? 'create_objective') THEN
         PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
     END IF;
-    -- Adjustments first, each scaled by the rule's weight, in weight order.
+    -- Adjustments first, each scaled by the rule's weight, in weight order, on the values as
+    -- the previous adjustment left them; written back in one statement.
+    SELECT jsonb_build_object('person.social_debt', x.social_debt, 'person.curiosity', x.curiosity, 'person.task_pressure', x.task_pressure,
+                              'person.restraint', x.restraint)
+      INTO st FROM dionysus.people x WHERE x.person = who;
+    st := coalesce(st, '{}'::jsonb) || jsonb_build_object('agent.vitality', (SELECT vitality FROM dionysus.agent_state WHERE id = 1));
     FOREACH r IN ARRAY fired_rules LOOP
         effects := '[]'::jsonb;
         w := r.weight;
         FOR it IN SELECT * FROM jsonb_array_elements(r.intents) x WHERE x ? 'adjust' LOOP
             target := it ->> 'adjust';
-            IF target LIKE 'person.%' AND NOT has_person THEN
-                CONTINUE;
+            IF NOT st ? target THEN
+                CONTINUE; -- a person's value, and no person
             END IF;
-            IF target = 'agent.vitality' THEN
-                SELECT vitality INTO before FROM dionysus.agent_state WHERE id = 1;
-            ELSE
-                EXECUTE format('SELECT %I FROM dionysus.people WHERE person = $1', substr(target, 8)) INTO before USING who;
-            END IF;
+            before := (st ->> target)::float8;
             after := least(1, greatest(0, CASE
                 WHEN it ? 'by' THEN before + w * (it ->> 'by')::float8
                 WHEN it ? 'to' THEN before + w * ((it ->> 'to')::float8 - before)
                 ELSE (it ->> 'toward')::float8 + (before - (it ->> 'toward')::float8) * exp(-w * (it ->> 'per_hour')::float8 * hours) END));
-            IF target = 'agent.vitality' THEN
-                UPDATE dionysus.agent_state SET vitality = after WHERE id = 1;
-            ELSE
-                EXECUTE format('UPDATE dionysus.people SET %I = $2 WHERE person = $1', substr(target, 8)) USING who, after;
-            END IF;
+            st := jsonb_set(st, ARRAY[target], to_jsonb(after));
             effects := effects || jsonb_build_object('adjust', target, 'before', round(before::numeric, 4), 'after', round(after::numeric, 4));
         END LOOP;
         fired := fired || jsonb_build_object('rule', r.id, 'name', r.name, 'weight', round(r.weight::numeric, 3), 'effects', effects);
     END LOOP;
+    IF has_person THEN
+        UPDATE dionysus.people x SET social_debt = (st ->> 'person.social_debt')::float8, curiosity = (st ->> 'person.curiosity')::float8,
+               task_pressure = (st ->> 'person.task_pressure')::float8, restraint = (st ->> 'person.restraint')::float8
+         WHERE x.person = who;
+    END IF;
+    UPDATE dionysus.agent_state SET vitality = (st ->> 'agent.vitality')::float8 WHERE id = 1 AND vitality <> (st ->> 'agent.vitality')::float8;
     -- Then what the rules make: objectives, scheduled events, a contact the person asked for.
     FOR i IN 1 .. cardinality(fired_rules) LOOP
         r := fired_rules[i];
@@ -412,11 +419,11 @@ BEGIN
             END IF;
         END LOOP;
         fired := jsonb_set(fired, ARRAY[(i - 1)::text, 'effects'], effects);
-        -- Used: learned rules strengthen; every rule counts its use.
-        UPDATE dionysus.mind_rules m SET use_count = m.use_count + 1, last_used_at = t,
-               weight = CASE WHEN m.learned THEN least(1, m.weight + dionysus_internal.proactive_setting('rule_strengthen') * (1 - m.weight)) ELSE m.weight END
-         WHERE m.id = r.id;
     END LOOP;
+    -- Used: learned rules strengthen; every rule counts its use.
+    UPDATE dionysus.mind_rules m SET use_count = m.use_count + 1, last_used_at = t,
+           weight = CASE WHEN m.learned THEN least(1, m.weight + dionysus_internal.proactive_setting('rule_strengthen') * (1 - m.weight)) ELSE m.weight END
+     WHERE m.id IN (SELECT f.id FROM unnest(fired_rules) f);
     INSERT INTO dionysus.rule_firings (at, person, trigger, event_id, inputs, fired)
     VALUES (t, who, on_trigger, ev.id, vals, fired);
     RETURN cardinality(fired_rules);
@@ -641,7 +648,8 @@ BEGIN
     IF sentiment IS NULL OR sentiment NOT IN ('positive', 'neutral', 'negative') THEN
         RAISE EXCEPTION 'dionysus: invalid argument "sentiment": % (positive, neutral or negative)', sentiment USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    -- Lock order: the personality rows are taken after the evaluation, as everywhere learning happens.
+    -- Lock order, as everywhere learning happens: agent_state, the evaluation, the personality rows.
+    PERFORM 1 FROM dionysus.agent_state WHERE id = 1 FOR UPDATE;
     SELECT * INTO c FROM dionysus.contact_evaluations x WHERE x.id = evaluation_id AND x.decision = 'message' FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'dionysus: argument "evaluation_id": no contact that was sent has id %', evaluation_id USING ERRCODE = 'no_data_found';
@@ -764,3 +772,59 @@ BEGIN
 END $$;
 CREATE TRIGGER mind_rules_check BEFORE INSERT OR UPDATE OF condition, intents ON mind_rules
     FOR EACH ROW EXECUTE FUNCTION dionysus_internal.mind_rules_check();
+
+-- ---------------------------------------------------------------------------------------
+-- Reactions: a 👍 on a contact is an answer too
+-- ---------------------------------------------------------------------------------------
+-- A person reacted to one of Dionysus's messages: an event for the proactive mind and, on a
+-- contact still waiting for its answer, the answer itself (no reply needed, no model), learned
+-- from like a reply. A reaction to a message sent to someone else is not theirs to give.
+CREATE FUNCTION note_reaction(platform text, platform_message_id text, author_id text, emoji text) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    who text;
+    t timestamptz := dionysus.clock_now();
+    o dionysus.outbox;
+    p dionysus.people;
+    c dionysus.contact_evaluations;
+    tone double precision;
+    answered boolean := false;
+    arg text;
+BEGIN
+    arg := CASE WHEN coalesce(btrim(platform), '') = '' THEN 'platform' WHEN coalesce(btrim(platform_message_id), '') = '' THEN 'platform_message_id'
+                WHEN coalesce(btrim(author_id), '') = '' THEN 'author_id' WHEN coalesce(emoji, '') = '' OR length(emoji) > 64 THEN 'emoji' END;
+    IF arg IS NOT NULL THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "%": must be a non-empty text (an emoji: at most 64 characters)', arg
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    who := dionysus.person_key(platform, author_id);
+    SELECT * INTO o FROM dionysus.outbox x
+     WHERE x.platform = note_reaction.platform AND x.status = 'sent'
+       AND (x.platform_message_id = note_reaction.platform_message_id OR x.sent_parts ? note_reaction.platform_message_id)
+     ORDER BY x.sent_at DESC LIMIT 1;
+    IF NOT FOUND OR o.person IS DISTINCT FROM who THEN
+        RETURN jsonb_build_object('noted', false, 'reason', 'not a message Dionysus sent to them');
+    END IF;
+    tone := CASE WHEN emoji ~ '(👍|❤|😊|🙏|😂|🥰|✅|👌|🎉|😄|🫶|💯|😍|🤗|☺)' THEN 0.5
+                 WHEN emoji ~ '(👎|😠|😡|🙄|😒|😤|💢)' THEN -0.5 ELSE 0.2 END;
+    -- Lock order: agent_state (vitality), the evaluation, then the person's row.
+    PERFORM 1 FROM dionysus.agent_state WHERE id = 1 FOR UPDATE;
+    PERFORM dionysus.push_event('communication', 'reaction', 3, jsonb_build_object('emoji', left(emoji, 64), 'outbox_id', o.id), who);
+    IF o.contact_id IS NOT NULL THEN
+        SELECT * INTO c FROM dionysus.contact_evaluations x WHERE x.id = o.contact_id FOR UPDATE;
+        p := dionysus_internal.person_row(who);
+        IF p.awaiting_reply AND c.feedback_at IS NULL AND NOT c.solicited THEN
+            answered := true;
+            UPDATE dionysus.people x SET awaiting_reply = false, ignored_in_row = 0,
+                   social_debt = x.social_debt * (1 - 0.5 * dionysus_internal.proactive_setting('debt_relief_on_message'))
+             WHERE x.person = who;
+            UPDATE dionysus.contact_evaluations x SET feedback = jsonb_build_object('by', 'reaction', 'emoji', left(emoji, 64), 'signal', tone), feedback_at = t
+             WHERE x.id = c.id;
+            IF tone > 0 THEN
+                UPDATE dionysus.agent_state SET vitality = least(1, vitality + dionysus_internal.proactive_setting('vitality_feedback')) WHERE id = 1;
+            END IF;
+            PERFORM dionysus_internal.learn_from_contact(who, c.id, p.last_contact_at, tone, 'they reacted ' || left(emoji, 64));
+        END IF;
+    END IF;
+    RETURN jsonb_build_object('noted', true, 'answered_contact', answered);
+END $$;

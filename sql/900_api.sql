@@ -400,6 +400,8 @@ COMMENT ON FUNCTION dionysus_internal.reply_signal(text, double precision, doubl
 COMMENT ON FUNCTION dionysus_internal.learn_from_contact(text, uuid, timestamptz, double precision, text) IS
     'Learns from one answered or ignored contact: its hour (fast), the reason it was sent for (moderate), shyness, independence and patience (very slow); every change logged.';
 COMMENT ON FUNCTION dionysus_internal.evaluate_requested_contact(dionysus.people) IS 'Weighs a contact the person''s own rule asked for: their word, one at a time, a daily limit; lapses when it cannot go out in time.';
+COMMENT ON FUNCTION note_reaction(text, text, text, text) IS
+    'A person reacted to a message Dionysus sent them: an event, and on a contact still waiting, its answer (learned from by the emoji''s tone, no reply, no model). Reactions to messages sent to others are ignored.';
 COMMENT ON FUNCTION dionysus_internal.mind_rules_check() IS 'Trigger: a rule''s condition and intents are checked however they arrive.';
 
 -- ---------------------------------------------------------------------------------------

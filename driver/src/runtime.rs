@@ -50,6 +50,20 @@ pub async fn run(mind: Arc<Mind>, observer: Option<Observer>) {
         };
         match event {
             Some(Event::Message(m)) => conversations.take(m),
+            // A reaction is noted by the extension (an answer to a contact, learned from); no
+            // model, no reply. Only allowed people's reactions count.
+            Some(Event::Reaction(r)) if mind.channel.allowed(&r.author_id) => {
+                let mind = mind.clone();
+                tokio::spawn(async move {
+                    let sql = "SELECT dionysus.note_reaction($1, $2, $3, $4)";
+                    let platform = mind.channel.platform();
+                    match mind.chat_db.json(sql, &[&platform, &r.message_id, &r.author_id, &r.emoji]).await {
+                        Ok(v) => tracing::info!(noted = %v["noted"], answered = %v["answered_contact"], "reaction"),
+                        Err(e) => tracing::warn!(error = %e, "the reaction was not noted"),
+                    }
+                });
+            }
+            Some(Event::Reaction(_)) => {}
             Some(Event::Ready) => {
                 let _ = wake_tx.send(Wake::Outbox).await;
             }

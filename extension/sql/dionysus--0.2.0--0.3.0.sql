@@ -26,6 +26,15 @@ CREATE INDEX events_scheduled ON events (at) WHERE status = 'scheduled';
 
 DELETE FROM proactive_config WHERE key IN ('social_debt_hours', 'task_pressure_per_item', 'curiosity_decay_per_hour');
 
+-- Availability before anything is learned: a considerate stranger's prior (asleep at night,
+-- likely busy in weekday working hours, free otherwise).
+INSERT INTO proactive_config (key, value, description) VALUES
+    ('workday_start_hour', 9, 'before anything is learned: weekday working hours start (their local time)'),
+    ('workday_end_hour', 17, 'before anything is learned: weekday working hours end'),
+    ('prior_free', 0.6, 'availability believed, before anything is learned, outside quiet and working hours'),
+    ('prior_workday', 0.35, 'availability believed, before anything is learned, in weekday working hours (reachable, but likely busy)'),
+    ('prior_quiet', 0.05, 'availability believed, before anything is learned, in quiet hours');
+
 
 -- ---------------------------------------------------------------------------------------
 -- A new organ, created whole as sql/015_mind_rules.sql has it
@@ -137,7 +146,8 @@ CREATE FUNCTION rule_vocabulary() RETURNS jsonb
             'time.morning', '07:00 their time', 'time.midday', '12:00 their time',
             'time.evening', '18:00 their time', 'time.night', '23:00 their time',
             'message_received', 'the person wrote', 'contact_answered', 'they answered a contact',
-            'contact_ignored', 'a contact went unanswered'),
+            'contact_ignored', 'a contact went unanswered', 'reaction', 'they reacted to a message',
+            'goal_changed', 'a goal or request was created or changed', 'heartbeat', 'a heartbeat finished'),
         'values', jsonb_build_object(
             'person.social_debt', '0–1: how long since we talked, felt',
             'person.curiosity', '0–1: new things they might care about',
@@ -369,6 +379,9 @@ DECLARE
     made uuid;
     requested boolean := false;
     has_person boolean := who IS NOT NULL AND vals ? 'person.turns';
+    -- The values adjustments move, kept here and written back once.
+    st jsonb;
+    i integer;
 BEGIN
     FOR r IN SELECT * FROM dionysus.mind_rules m
               WHERE m.status = 'active' AND m.trigger = on_trigger
@@ -387,33 +400,36 @@ BEGIN
     IF EXISTS (SELECT 1 FROM unnest(fired_rules) f, jsonb_array_elements(f.intents) x WHERE x ? 'create_objective') THEN
         PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
     END IF;
-    -- Adjustments first, each scaled by the rule's weight, in weight order.
+    -- Adjustments first, each scaled by the rule's weight, in weight order, on the values as
+    -- the previous adjustment left them; written back in one statement.
+    SELECT jsonb_build_object('person.social_debt', x.social_debt, 'person.curiosity', x.curiosity, 'person.task_pressure', x.task_pressure,
+                              'person.restraint', x.restraint)
+      INTO st FROM dionysus.people x WHERE x.person = who;
+    st := coalesce(st, '{}'::jsonb) || jsonb_build_object('agent.vitality', (SELECT vitality FROM dionysus.agent_state WHERE id = 1));
     FOREACH r IN ARRAY fired_rules LOOP
         effects := '[]'::jsonb;
         w := r.weight;
         FOR it IN SELECT * FROM jsonb_array_elements(r.intents) x WHERE x ? 'adjust' LOOP
             target := it ->> 'adjust';
-            IF target LIKE 'person.%' AND NOT has_person THEN
-                CONTINUE;
+            IF NOT st ? target THEN
+                CONTINUE; -- a person's value, and no person
             END IF;
-            IF target = 'agent.vitality' THEN
-                SELECT vitality INTO before FROM dionysus.agent_state WHERE id = 1;
-            ELSE
-                EXECUTE format('SELECT %I FROM dionysus.people WHERE person = $1', substr(target, 8)) INTO before USING who;
-            END IF;
+            before := (st ->> target)::float8;
             after := least(1, greatest(0, CASE
                 WHEN it ? 'by' THEN before + w * (it ->> 'by')::float8
                 WHEN it ? 'to' THEN before + w * ((it ->> 'to')::float8 - before)
                 ELSE (it ->> 'toward')::float8 + (before - (it ->> 'toward')::float8) * exp(-w * (it ->> 'per_hour')::float8 * hours) END));
-            IF target = 'agent.vitality' THEN
-                UPDATE dionysus.agent_state SET vitality = after WHERE id = 1;
-            ELSE
-                EXECUTE format('UPDATE dionysus.people SET %I = $2 WHERE person = $1', substr(target, 8)) USING who, after;
-            END IF;
+            st := jsonb_set(st, ARRAY[target], to_jsonb(after));
             effects := effects || jsonb_build_object('adjust', target, 'before', round(before::numeric, 4), 'after', round(after::numeric, 4));
         END LOOP;
         fired := fired || jsonb_build_object('rule', r.id, 'name', r.name, 'weight', round(r.weight::numeric, 3), 'effects', effects);
     END LOOP;
+    IF has_person THEN
+        UPDATE dionysus.people x SET social_debt = (st ->> 'person.social_debt')::float8, curiosity = (st ->> 'person.curiosity')::float8,
+               task_pressure = (st ->> 'person.task_pressure')::float8, restraint = (st ->> 'person.restraint')::float8
+         WHERE x.person = who;
+    END IF;
+    UPDATE dionysus.agent_state SET vitality = (st ->> 'agent.vitality')::float8 WHERE id = 1 AND vitality <> (st ->> 'agent.vitality')::float8;
     -- Then what the rules make: objectives, scheduled events, a contact the person asked for.
     FOR i IN 1 .. cardinality(fired_rules) LOOP
         r := fired_rules[i];
@@ -445,11 +461,11 @@ BEGIN
             END IF;
         END LOOP;
         fired := jsonb_set(fired, ARRAY[(i - 1)::text, 'effects'], effects);
-        -- Used: learned rules strengthen; every rule counts its use.
-        UPDATE dionysus.mind_rules m SET use_count = m.use_count + 1, last_used_at = t,
-               weight = CASE WHEN m.learned THEN least(1, m.weight + dionysus_internal.proactive_setting('rule_strengthen') * (1 - m.weight)) ELSE m.weight END
-         WHERE m.id = r.id;
     END LOOP;
+    -- Used: learned rules strengthen; every rule counts its use.
+    UPDATE dionysus.mind_rules m SET use_count = m.use_count + 1, last_used_at = t,
+           weight = CASE WHEN m.learned THEN least(1, m.weight + dionysus_internal.proactive_setting('rule_strengthen') * (1 - m.weight)) ELSE m.weight END
+     WHERE m.id IN (SELECT f.id FROM unnest(fired_rules) f);
     INSERT INTO dionysus.rule_firings (at, person, trigger, event_id, inputs, fired)
     VALUES (t, who, on_trigger, ev.id, vals, fired);
     RETURN cardinality(fired_rules);
@@ -674,7 +690,8 @@ BEGIN
     IF sentiment IS NULL OR sentiment NOT IN ('positive', 'neutral', 'negative') THEN
         RAISE EXCEPTION 'dionysus: invalid argument "sentiment": % (positive, neutral or negative)', sentiment USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    -- Lock order: the personality rows are taken after the evaluation, as everywhere learning happens.
+    -- Lock order, as everywhere learning happens: agent_state, the evaluation, the personality rows.
+    PERFORM 1 FROM dionysus.agent_state WHERE id = 1 FOR UPDATE;
     SELECT * INTO c FROM dionysus.contact_evaluations x WHERE x.id = evaluation_id AND x.decision = 'message' FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'dionysus: argument "evaluation_id": no contact that was sent has id %', evaluation_id USING ERRCODE = 'no_data_found';
@@ -797,6 +814,62 @@ BEGIN
 END $$;
 CREATE TRIGGER mind_rules_check BEFORE INSERT OR UPDATE OF condition, intents ON mind_rules
     FOR EACH ROW EXECUTE FUNCTION dionysus_internal.mind_rules_check();
+
+-- ---------------------------------------------------------------------------------------
+-- Reactions: a 👍 on a contact is an answer too
+-- ---------------------------------------------------------------------------------------
+-- A person reacted to one of Dionysus's messages: an event for the proactive mind and, on a
+-- contact still waiting for its answer, the answer itself (no reply needed, no model), learned
+-- from like a reply. A reaction to a message sent to someone else is not theirs to give.
+CREATE FUNCTION note_reaction(platform text, platform_message_id text, author_id text, emoji text) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    who text;
+    t timestamptz := dionysus.clock_now();
+    o dionysus.outbox;
+    p dionysus.people;
+    c dionysus.contact_evaluations;
+    tone double precision;
+    answered boolean := false;
+    arg text;
+BEGIN
+    arg := CASE WHEN coalesce(btrim(platform), '') = '' THEN 'platform' WHEN coalesce(btrim(platform_message_id), '') = '' THEN 'platform_message_id'
+                WHEN coalesce(btrim(author_id), '') = '' THEN 'author_id' WHEN coalesce(emoji, '') = '' OR length(emoji) > 64 THEN 'emoji' END;
+    IF arg IS NOT NULL THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "%": must be a non-empty text (an emoji: at most 64 characters)', arg
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    who := dionysus.person_key(platform, author_id);
+    SELECT * INTO o FROM dionysus.outbox x
+     WHERE x.platform = note_reaction.platform AND x.status = 'sent'
+       AND (x.platform_message_id = note_reaction.platform_message_id OR x.sent_parts ? note_reaction.platform_message_id)
+     ORDER BY x.sent_at DESC LIMIT 1;
+    IF NOT FOUND OR o.person IS DISTINCT FROM who THEN
+        RETURN jsonb_build_object('noted', false, 'reason', 'not a message Dionysus sent to them');
+    END IF;
+    tone := CASE WHEN emoji ~ '(👍|❤|😊|🙏|😂|🥰|✅|👌|🎉|😄|🫶|💯|😍|🤗|☺)' THEN 0.5
+                 WHEN emoji ~ '(👎|😠|😡|🙄|😒|😤|💢)' THEN -0.5 ELSE 0.2 END;
+    -- Lock order: agent_state (vitality), the evaluation, then the person's row.
+    PERFORM 1 FROM dionysus.agent_state WHERE id = 1 FOR UPDATE;
+    PERFORM dionysus.push_event('communication', 'reaction', 3, jsonb_build_object('emoji', left(emoji, 64), 'outbox_id', o.id), who);
+    IF o.contact_id IS NOT NULL THEN
+        SELECT * INTO c FROM dionysus.contact_evaluations x WHERE x.id = o.contact_id FOR UPDATE;
+        p := dionysus_internal.person_row(who);
+        IF p.awaiting_reply AND c.feedback_at IS NULL AND NOT c.solicited THEN
+            answered := true;
+            UPDATE dionysus.people x SET awaiting_reply = false, ignored_in_row = 0,
+                   social_debt = x.social_debt * (1 - 0.5 * dionysus_internal.proactive_setting('debt_relief_on_message'))
+             WHERE x.person = who;
+            UPDATE dionysus.contact_evaluations x SET feedback = jsonb_build_object('by', 'reaction', 'emoji', left(emoji, 64), 'signal', tone), feedback_at = t
+             WHERE x.id = c.id;
+            IF tone > 0 THEN
+                UPDATE dionysus.agent_state SET vitality = least(1, vitality + dionysus_internal.proactive_setting('vitality_feedback')) WHERE id = 1;
+            END IF;
+            PERFORM dionysus_internal.learn_from_contact(who, c.id, p.last_contact_at, tone, 'they reacted ' || left(emoji, 64));
+        END IF;
+    END IF;
+    RETURN jsonb_build_object('noted', true, 'answered_contact', answered);
+END $$;
 
 -- ---------------------------------------------------------------------------------------
 -- Every SQL function, as the organs' files define them at 0.3.0 (those that did not change
@@ -1011,6 +1084,10 @@ BEGIN
         INSERT INTO dionysus.goal_memory_links (goal_id, memory_id, link_type) VALUES (new_id, origin_memory_id, 'origin');
     END IF;
     PERFORM dionysus_internal.enforce_goal_limits(new_id);
+    -- The proactive mind hears of it (an event; a goal one person asked for is about them).
+    PERFORM dionysus.push_event('internal', 'goal_changed', 2,
+        jsonb_build_object('goal_id', new_id, 'change', 'created', 'priority', prio, 'source', src),
+        (SELECT CASE WHEN cardinality(g.private_to) = 1 THEN g.private_to[1] END FROM dionysus.goals g WHERE g.id = new_id));
     RETURN new_id;
 END $$;
 
@@ -1059,6 +1136,9 @@ BEGIN
         PERFORM dionysus_internal.complete_parent_goals(goal_id);
     END IF;
     PERFORM dionysus_internal.enforce_goal_limits(goal_id);
+    PERFORM dionysus.push_event('internal', 'goal_changed', 2,
+        jsonb_build_object('goal_id', goal_id, 'change', g.priority || ' → ' || target, 'priority', target, 'source', g.source),
+        CASE WHEN cardinality(g.private_to) = 1 THEN g.private_to[1] END);
     RETURN target::text;
 END $$;
 
@@ -2084,6 +2164,8 @@ BEGIN
     UPDATE dionysus.heartbeat_state SET in_flight = NULL, last_heartbeat_at = now(),
            next_heartbeat_at = dionysus.clock_now() + make_interval(mins => dionysus_internal.heartbeat_interval_minutes()), updated_at = now()
      WHERE id = 1;
+    -- A beat of the clock for the proactive mind (source time: never filtered, never a disturbance).
+    PERFORM dionysus.push_event('time', 'heartbeat', 2, jsonb_build_object('heartbeat_number', h.heartbeat_number, 'memory_id', mem));
     RETURN mem;
 END $$;
 
@@ -2645,7 +2727,7 @@ BEGIN
                    'disturbance_decay', 'miss_weight', 'better_moment_margin', 'min_availability', 'contact_threshold',
                    'signal_threshold', 'vitality_drain_tick', 'vitality_drain_event', 'vitality_drain_model',
                    'vitality_recharge_hour', 'vitality_feedback', 'rule_strengthen', 'rule_decay_per_day', 'rule_forget_below',
-                   'learn_timing_rate', 'learn_topic_rate', 'mood_memory')
+                   'learn_timing_rate', 'learn_topic_rate', 'mood_memory', 'prior_free', 'prior_workday', 'prior_quiet')
        AND NEW.value > 1 THEN
         RAISE EXCEPTION 'dionysus: proactive_config "%" must be within [0, 1], not %', NEW.key, NEW.value USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -2656,7 +2738,7 @@ BEGIN
        AND NEW.value <= 0 THEN
         RAISE EXCEPTION 'dionysus: proactive_config "%" must be above 0, not %', NEW.key, NEW.value USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF NEW.key IN ('quiet_start_hour', 'quiet_end_hour') AND (NEW.value > 23 OR NEW.value <> trunc(NEW.value)) THEN
+    IF NEW.key IN ('quiet_start_hour', 'quiet_end_hour', 'workday_start_hour', 'workday_end_hour') AND (NEW.value > 23 OR NEW.value <> trunc(NEW.value)) THEN
         RAISE EXCEPTION 'dionysus: proactive_config "%" must be a whole hour in [0, 23], not %', NEW.key, NEW.value USING ERRCODE = 'invalid_parameter_value';
     END IF;
     RETURN NEW;
@@ -2719,11 +2801,16 @@ DECLARE
     missed double precision;
     qs int := dionysus_internal.proactive_setting('quiet_start_hour')::int;
     qe int := dionysus_internal.proactive_setting('quiet_end_hour')::int;
+    ws int := dionysus_internal.proactive_setting('workday_start_hour')::int;
+    we int := dionysus_internal.proactive_setting('workday_end_hour')::int;
 BEGIN
     SELECT * INTO p FROM dionysus.people x WHERE x.person = who;
     local_hour := extract(hour FROM at AT TIME ZONE coalesce(p.time_zone, 'UTC'))::int;
     prior := CASE WHEN (qs > qe AND (local_hour >= qs OR local_hour < qe)) OR (qs < qe AND local_hour >= qs AND local_hour < qe)
-                  THEN 0.05 ELSE 0.6 END;
+                       THEN dionysus_internal.proactive_setting('prior_quiet')
+                  WHEN extract(isodow FROM at AT TIME ZONE coalesce(p.time_zone, 'UTC')) <= 5 AND local_hour >= ws AND local_hour < we
+                       THEN dionysus_internal.proactive_setting('prior_workday')
+                  ELSE dionysus_internal.proactive_setting('prior_free') END;
     h := dionysus_internal.hour_of_week(at, coalesce(p.time_zone, 'UTC'));
     hod := h % 24;
     SELECT max(activity), sum(activity) INTO week_peak, total FROM dionysus.person_rhythm r WHERE r.person = who;
@@ -2879,17 +2966,19 @@ BEGIN
          WHERE id = 1;
     END IF;
     p := dionysus_internal.person_row(who);
-    -- Their rhythm: this hour of their week gained one message; the rest fades a little.
+    SELECT * INTO sig FROM dionysus_internal.contact_signal(words, t, p.time_zone);
+    -- Their rhythm: this hour of their week gained one message, unless the message says they
+    -- are busy (then it is evidence against the hour: a miss); the rest fades a little.
     UPDATE dionysus.person_rhythm r SET activity = r.activity * 0.998, misses = r.misses * 0.998 WHERE r.person = who;
-    INSERT INTO dionysus.person_rhythm (person, hour_of_week, activity)
-    VALUES (who, dionysus_internal.hour_of_week(t, p.time_zone), 1)
-    ON CONFLICT (person, hour_of_week) DO UPDATE SET activity = dionysus.person_rhythm.activity + 1;
+    INSERT INTO dionysus.person_rhythm AS r (person, hour_of_week, activity, misses)
+    VALUES (who, dionysus_internal.hour_of_week(t, p.time_zone), CASE WHEN sig.kind = 'busy' THEN 0 ELSE 1 END,
+            CASE WHEN sig.kind = 'busy' THEN 1 ELSE 0 END)
+    ON CONFLICT (person, hour_of_week) DO UPDATE SET activity = r.activity + EXCLUDED.activity, misses = r.misses + EXCLUDED.misses;
     -- They wrote: a crossing still undecided is moot (the conversation is on).
     UPDATE dionysus.contact_evaluations c SET decision = 'wait', decided_by = 'skipped', decided_at = t, reason = 'they wrote first'
      WHERE c.person = who AND c.outcome = 'opportunity' AND c.decision IS NULL;
     -- Whatever they said before about not being available ends when they write again.
     UPDATE dionysus.person_signals s SET ended_at = t WHERE s.person = who AND s.ended_at IS NULL;
-    SELECT * INTO sig FROM dionysus_internal.contact_signal(words, t, p.time_zone);
     IF sig.kind IS NOT NULL THEN
         INSERT INTO dionysus.person_signals (person, kind, said_at, until, message_id, words)
         VALUES (who, sig.kind, t, sig.until, message_id, left(words, 200));
@@ -2973,6 +3062,7 @@ DECLARE
     words text;
     factor double precision;
     last_contact uuid;
+    quiet boolean;
 BEGIN
     p := dionysus_internal.person_row(who);
     SELECT * INTO a FROM dionysus.agent_state WHERE id = 1;
@@ -3037,7 +3127,11 @@ BEGIN
                                    coalesce(' until ' || to_char(sig.until AT TIME ZONE p.time_zone, 'Dy HH24:MI'), ', until they write again')) END);
     SELECT * INTO av FROM dionysus_internal.availability(who, t);
     local_hour := extract(hour FROM t AT TIME ZONE p.time_zone)::int;
-    gates := gates || jsonb_build_object('gate', 'quiet_hours', 'passed', NOT (av.prior < 0.5 AND av.learned < 0.15 OR av.prior < 0.5 AND av.confidence < 0.5),
+    -- Default quiet hours hold unless their learned rhythm, trusted enough, says they are up.
+    quiet := CASE WHEN dionysus_internal.proactive_setting('quiet_start_hour') > dionysus_internal.proactive_setting('quiet_end_hour')
+                  THEN local_hour >= dionysus_internal.proactive_setting('quiet_start_hour') OR local_hour < dionysus_internal.proactive_setting('quiet_end_hour')
+                  ELSE local_hour >= dionysus_internal.proactive_setting('quiet_start_hour') AND local_hour < dionysus_internal.proactive_setting('quiet_end_hour') END;
+    gates := gates || jsonb_build_object('gate', 'quiet_hours', 'passed', NOT (quiet AND (av.learned < 0.15 OR av.confidence < 0.5)),
         'detail', format('%s:00 their time; default quiet %s–%s, learned activity %s (confidence %s)', local_hour,
                          dionysus_internal.proactive_setting('quiet_start_hour'), dionysus_internal.proactive_setting('quiet_end_hour'),
                          round(av.learned::numeric, 2), round(av.confidence::numeric, 2)));
@@ -3081,7 +3175,8 @@ BEGIN
           FROM generate_series(1, dionysus_internal.proactive_setting('better_moment_hours')::int) k,
                LATERAL dionysus_internal.availability(who, t + make_interval(hours => k)) f
          ORDER BY f.belief DESC, k LIMIT 1;
-        better := later.belief >= av.belief + dionysus_internal.proactive_setting('better_moment_margin') AND later.confidence >= 0.3;
+        -- The beliefs carry their confidence already (a prior, or what was learned).
+        better := later.belief >= av.belief + dionysus_internal.proactive_setting('better_moment_margin');
         gates := gates || jsonb_build_object('gate', 'better_moment', 'passed', NOT better,
             'detail', CASE WHEN better THEN format('likely more available around %s:00 their time (%s against %s now)',
                                                    extract(hour FROM (t + make_interval(hours => later.k)) AT TIME ZONE p.time_zone),
@@ -3280,7 +3375,10 @@ BEGIN
         n_fired := n_fired + dionysus_internal.run_rules('tick', who, hours);
     END LOOP;
     SELECT vitality INTO a.vitality FROM dionysus.agent_state WHERE id = 1;
-    PERFORM dionysus_internal.decay_rules();
+    -- Learned rules decay by the day: looked at once an hour.
+    IF a.last_tick_at IS NULL OR date_trunc('hour', a.last_tick_at) <> date_trunc('hour', t) THEN
+        PERFORM dionysus_internal.decay_rules();
+    END IF;
     -- A crossing nobody decided on (no driver running) does not wait forever
     -- (nor hold back the evaluations below).
     UPDATE dionysus.contact_evaluations c SET decision = 'wait', decided_by = 'skipped', decided_at = t,
@@ -4092,6 +4190,9 @@ COMMENT ON FUNCTION dionysus_internal.learn_from_contact(text, uuid, timestamptz
     'Learns from one answered or ignored contact: its hour (fast), the reason it was sent for (moderate), shyness, independence and patience (very slow); every change logged.';
 
 COMMENT ON FUNCTION dionysus_internal.evaluate_requested_contact(dionysus.people) IS 'Weighs a contact the person''s own rule asked for: their word, one at a time, a daily limit; lapses when it cannot go out in time.';
+
+COMMENT ON FUNCTION note_reaction(text, text, text, text) IS
+    'A person reacted to a message Dionysus sent them: an event, and on a contact still waiting, its answer (learned from by the emoji''s tone, no reply, no model). Reactions to messages sent to others are ignored.';
 
 COMMENT ON FUNCTION dionysus_internal.mind_rules_check() IS 'Trigger: a rule''s condition and intents are checked however they arrive.';
 

@@ -754,3 +754,53 @@ async fn a_rule_in_plain_words_is_confirmed_and_the_reminder_arrives() {
     assert_eq!(contact::decide_open(&mind).await, 0);
     assert_eq!(count(c, "SELECT count(*) FROM dionysus.outbox WHERE contact_id IS NOT NULL").await, 1);
 }
+
+/// A 👍 on a contact is its answer (no reply, no model) and is learned from; a reaction to a
+/// message sent to someone else counts for nothing. Goal changes and heartbeats arrive as events.
+#[tokio::test]
+async fn reactions_answer_contacts_and_the_organs_send_events() {
+    let db = TestDb::new("pro_react").await;
+    let c = &db.client;
+    at(c, "2026-11-23 18:00+00").await;
+    say(c, "a1", "Hi, I'm Alice.").await;
+    c.batch_execute("SELECT dionysus.log_message('test', 'b1', 'dm:bob', 'bob', 'Hi there')").await.unwrap();
+    c.execute("UPDATE dionysus.people SET social_debt = 0.95 WHERE person = $1", &[&ALICE]).await.unwrap();
+    advance(c, "1 hour").await;
+    let e = evaluate(c).await;
+    assert_eq!(e["outcome"], json!("opportunity"), "{e}");
+    let id = e["evaluation_id"].as_str().unwrap().to_string();
+    deliver_contact(c, &id, "How was the concert?").await;
+    let part: String = c
+        .query_one("SELECT o.platform_message_id FROM dionysus.outbox o WHERE o.contact_id = $1::text::uuid", &[&id])
+        .await
+        .unwrap()
+        .get(0);
+    let bob: Value = c.query_one("SELECT dionysus.note_reaction('test', $1, 'bob', '👎')", &[&part]).await.unwrap().get(0);
+    assert_eq!(bob["noted"], json!(false), "Bob's reaction counted on a message to Alice: {bob}");
+    let (code, msg) = expect_error(c, "SELECT dionysus.note_reaction('test', 'x', 'alice', '')").await;
+    assert!(code == "22023" && msg.contains("emoji"), "{msg}");
+    advance(c, "3 minutes").await;
+    let r: Value = c.query_one("SELECT dionysus.note_reaction('test', $1, 'alice', '👍')", &[&part]).await.unwrap().get(0);
+    assert_eq!(r["answered_contact"], json!(true), "{r}");
+    let awaiting: bool = c.query_one("SELECT awaiting_reply FROM dionysus.people WHERE person = $1", &[&ALICE]).await.unwrap().get(0);
+    assert!(!awaiting);
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.learning_log WHERE cause = 'they reacted 👍' AND signal > 0").await >= 2, true);
+    // The same reaction again teaches nothing more.
+    let again: Value = c.query_one("SELECT dionysus.note_reaction('test', $1, 'alice', '👍')", &[&part]).await.unwrap().get(0);
+    assert_eq!(again["answered_contact"], json!(false), "{again}");
+
+    c.batch_execute("SELECT dionysus.create_goal('Find Alice a good book', source => 'user_request', private_to => ARRAY['test:alice']); \
+                     SELECT dionysus.heartbeat_begin()").await.unwrap();
+    let hb: uuid::Uuid = c.query_one("SELECT id FROM dionysus.heartbeat_log", &[]).await.unwrap().get(0);
+    c.query("SELECT dionysus.heartbeat_commit($1, dionysus.heartbeat_default_decision())", &[&hb]).await.unwrap();
+    c.query("SELECT dionysus.heartbeat_finish($1, 'rested')", &[&hb]).await.unwrap();
+    tick(c).await;
+    for (kind, person) in [("reaction", Some(ALICE)), ("goal_changed", Some(ALICE)), ("heartbeat", None)] {
+        let n: i64 = c
+            .query_one("SELECT count(*) FROM dionysus.events WHERE type = $1 AND person IS NOT DISTINCT FROM $2 AND status = 'processed'", &[&kind, &person])
+            .await
+            .unwrap()
+            .get(0);
+        assert!(n >= 1, "no processed {kind} event");
+    }
+}

@@ -207,6 +207,15 @@ async fn an_update_from_the_previous_release_keeps_the_proactive_minds_state() {
     };
     assert!(debt > before.0 && fired >= 1, "debt {debt} (was {}), rule passes {fired}", before.0);
     let fresh = TestDb::new("upgrade_fresh_02").await;
+    // The data a release ships (settings, built-in rules, prompts) is what a fresh install has.
+    let shipped = "SELECT 'config ' || key FROM dionysus.proactive_config UNION ALL SELECT 'setting ' || key FROM dionysus.heartbeat_config \
+                   UNION ALL SELECT 'rule ' || name || ' ' || trigger || ' ' || condition::text || ' ' || intents::text FROM dionysus.mind_rules WHERE origin = 'built_in' \
+                   UNION ALL SELECT 'prompt ' || key || ' ' || version FROM dionysus.prompt_templates";
+    let (a, b): (BTreeSet<String>, BTreeSet<String>) = (
+        old.query(shipped, &[]).await.unwrap().iter().map(|r| r.get(0)).collect(),
+        fresh.client.query(shipped, &[]).await.unwrap().iter().map(|r| r.get(0)).collect(),
+    );
+    assert_eq!(a, b, "the shipped data differs after the update");
     let (upgraded, installed) = (catalog(&old).await, catalog(&fresh.client).await);
     let missing: Vec<_> = installed.difference(&upgraded).collect();
     let extra: Vec<_> = upgraded.difference(&installed).collect();

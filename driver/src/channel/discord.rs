@@ -52,6 +52,15 @@ impl EventHandler for Handler {
         };
         let _ = self.events.send(Event::Message(incoming)).await;
     }
+    async fn reaction_add(&self, _ctx: Context, add: serenity::all::Reaction) {
+        let Some(user) = add.user_id else { return };
+        let reaction = super::Reaction {
+            message_id: add.message_id.get().to_string(),
+            author_id: user.get().to_string(),
+            emoji: add.emoji.to_string(),
+        };
+        let _ = self.events.send(Event::Reaction(reaction)).await;
+    }
     async fn ready(&self, _ctx: Context, ready: Ready) {
         tracing::info!(user = %ready.user.name, "Discord gateway ready");
         let _ = self.events.send(Event::Ready).await;
@@ -140,7 +149,11 @@ impl Channel for Discord {
     }
     async fn run(&self, events: mpsc::Sender<Event>, shutdown: CancellationToken) {
         let token = self.config.token.clone().unwrap_or_default();
-        let intents = GatewayIntents::GUILD_MESSAGES | GatewayIntents::DIRECT_MESSAGES | GatewayIntents::MESSAGE_CONTENT;
+        let intents = GatewayIntents::GUILD_MESSAGES
+            | GatewayIntents::DIRECT_MESSAGES
+            | GatewayIntents::MESSAGE_CONTENT
+            | GatewayIntents::GUILD_MESSAGE_REACTIONS
+            | GatewayIntents::DIRECT_MESSAGE_REACTIONS;
         let handler = Handler { events: events.clone(), home: self.config.home_channel_id };
         let mut client = match serenity::Client::builder(&token, intents).event_handler(handler).await {
             Ok(c) => c,

@@ -21,9 +21,18 @@ pub struct Incoming {
     pub private: bool,
 }
 
+/// A reaction by a person to a message (the platform's id of the message reacted to).
+#[derive(Clone, Debug)]
+pub struct Reaction {
+    pub message_id: String,
+    pub author_id: String,
+    pub emoji: String,
+}
+
 #[derive(Clone, Debug)]
 pub enum Event {
     Message(Incoming),
+    Reaction(Reaction),
     /// The channel (re)connected: pending outbox messages can go out.
     Ready,
     /// The channel ended (stdin closed): the driver shuts down.

@@ -46,6 +46,12 @@ impl TestChannel {
         self.deliver_in(&direct_channel(author), message_id, author, text, true).await;
     }
 
+    /// A reaction to a message the driver sent (its platform id, as the outbox records it).
+    pub async fn react(&self, message_id: &str, author: &str, emoji: &str) {
+        let r = super::Reaction { message_id: message_id.into(), author_id: author.into(), emoji: emoji.into() };
+        self.feed.send(Event::Reaction(r)).await.expect("driver gone");
+    }
+
     /// Delivers a message in a given channel; `private`: only the author reads it (a DM),
     /// else it is shared (a guild channel).
     pub async fn deliver_in(&self, channel: &str, message_id: &str, author: &str, text: &str, private: bool) {
