@@ -56,7 +56,8 @@ pub async fn from_words(mind: &Mind, person: &str, words: &str) -> Option<String
     let answer = mind
         .fast
         .json(&msgs, t.temperature, |v| match v.get("rule") {
-            Some(Value::Object(_)) | Some(Value::Null) => Ok(v),
+            // No rule, said or not: not a request for one.
+            Some(Value::Object(_)) | Some(Value::Null) | None => Ok(v),
             _ => Err("\"rule\" must be an object or null".into()),
         })
         .await;
