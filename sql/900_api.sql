@@ -403,6 +403,15 @@ COMMENT ON FUNCTION dionysus_internal.evaluate_requested_contact(dionysus.people
 COMMENT ON FUNCTION note_reaction(text, text, text, text) IS
     'A person reacted to a message Dionysus sent them: an event, and on a contact still waiting, its answer (learned from by the emoji''s tone, no reply, no model). Reactions to messages sent to others are ignored.';
 COMMENT ON FUNCTION dionysus_internal.mind_rules_check() IS 'Trigger: a rule''s condition and intents are checked however they arrive.';
+COMMENT ON FUNCTION dionysus_internal.require_own_memory(text, uuid) IS
+    'Refuses (42501) a memory that is not the person''s own (private to them alone), without saying whether it exists.';
+COMMENT ON FUNCTION forget_own(text, uuid) IS
+    'Other agents (MCP): deletes one of the person''s own memories for good. Shared memories and other people''s are refused (42501). Runs with the extension owner''s rights; the driver''s role may call it, PUBLIC may not.';
+COMMENT ON FUNCTION supersede_own(text, uuid, text, double precision, double precision, text) IS
+    'Other agents (MCP): replaces one of the person''s own memories with what is true now (supersede); others'' and shared ones are refused (42501).';
+COMMENT ON FUNCTION person_goals(text, integer) IS 'The companion''s active, queued and back-burner goals this person may see, the most pressing first.';
+COMMENT ON FUNCTION person_status(text) IS
+    'How the companion is doing as one person may see it: energy, heartbeats, their open goals, the memories they may see and own.';
 
 -- ---------------------------------------------------------------------------------------
 -- The driver's role (least privilege). CREATE EXTENSION creates dionysus_driver (NOLOGIN;

@@ -31,12 +31,22 @@ pub struct DiscordConfig {
     pub home_channel_id: Option<u64>,
 }
 
+/// `dionysus mcp`: whose memory other agents get, and the bearer token of the HTTP transport.
+#[derive(Clone, Default)]
+pub struct McpConfig {
+    /// The person every call acts as (a person key such as `discord:123` or `terminal:ada`).
+    pub person: Option<String>,
+    /// Required by `--http`; at least 16 characters.
+    pub token: Option<String>,
+}
+
 #[derive(Clone)]
 pub struct Config {
     pub database_url: String,
     pub fast: LlmRole,
     pub smart: LlmRole,
     pub discord: DiscordConfig,
+    pub mcp: McpConfig,
     /// A SearXNG-style JSON search endpoint; without it the inquire actions are not offered.
     pub search_url: Option<String>,
     /// Private `host:port` destinations that pages found on the web may still be fetched from
@@ -74,6 +84,14 @@ struct File {
     llm: Option<LlmFile>,
     discord: Option<DiscordFile>,
     chat: Option<ChatFile>,
+    mcp: Option<McpFile>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct McpFile {
+    person: Option<String>,
+    token: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -220,6 +238,7 @@ impl Config {
             Some(v) => parse_destinations("DIONYSUS_FETCH_ALLOW_PRIVATE", v.split(',').map(str::to_string).collect())?,
             None => parse_destinations("fetch_allow_private", file.fetch_allow_private.unwrap_or_default())?,
         };
+        let mcp = file.mcp.unwrap_or_default();
         let database_url = env("DIONYSUS_DATABASE_URL").or(file.database_url).unwrap_or_else(|| DEFAULT_DATABASE_URL.into());
         Ok(Config {
             database_url: with_ca_file(database_url, env("DIONYSUS_DATABASE_CA_FILE").or(file.database_ca_file)),
@@ -229,6 +248,10 @@ impl Config {
                 token: env("DIONYSUS_DISCORD_TOKEN").or_else(|| env("DISCORD_TOKEN")).or(d.token).filter(|t| !t.is_empty()),
                 allowed_user_ids: allowed,
                 home_channel_id: home,
+            },
+            mcp: McpConfig {
+                person: env("DIONYSUS_MCP_PERSON").or(mcp.person).filter(|p| !p.trim().is_empty()),
+                token: env("DIONYSUS_MCP_TOKEN").or(mcp.token).filter(|t| !t.is_empty()),
             },
             search_url: env("DIONYSUS_SEARCH_URL").or(file.search_url).filter(|s| !s.is_empty()),
             fetch_allow_private,
@@ -251,6 +274,21 @@ impl Config {
         }
         let state = env("XDG_STATE_HOME").map(std::path::PathBuf::from).or_else(|| env("HOME").map(|h| std::path::Path::new(&h).join(".local/state")))?;
         Some(state.join("dionysus").join("dionysus.log"))
+    }
+
+    /// The person `dionysus mcp` acts as: `mcp.person`, else the only allowed Discord user, else
+    /// the terminal's person. Lower-case platform, as the extension's `person_key` writes it.
+    pub fn mcp_person(&self) -> String {
+        if let Some(p) = &self.mcp.person {
+            return match p.trim().split_once(':') {
+                Some((platform, id)) => format!("{}:{}", platform.trim().to_lowercase(), id.trim()),
+                None => p.trim().to_string(),
+            };
+        }
+        match self.discord.allowed_user_ids.as_slice() {
+            [only] if self.discord.token.is_some() => format!("discord:{only}"),
+            _ => format!("terminal:{}", self.terminal_user.trim()),
+        }
     }
 
     /// The actions this driver can perform (the decision prompt offers only these).
@@ -290,6 +328,8 @@ impl fmt::Debug for Config {
             .field("discord_token", &secret(&self.discord.token))
             .field("discord_allowed_user_ids", &self.discord.allowed_user_ids)
             .field("discord_home_channel_id", &self.discord.home_channel_id)
+            .field("mcp_person", &self.mcp.person)
+            .field("mcp_token", &secret(&self.mcp.token))
             .field("search_url", &self.search_url)
             .field("fetch_allow_private", &self.fetch_allow_private)
             .finish()

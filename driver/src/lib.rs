@@ -10,6 +10,7 @@
 //! - [`contact`]: the proactive mind's thinking layer, woken only when contact pressure crosses
 //! - [`runtime`]: wiring, NOTIFY wake-ups, shutdown
 //! - [`channel`]: Discord, terminal and test channels behind one trait
+//! - [`mcp`]: the same memory for other agents, over the Model Context Protocol
 //! - [`llm`], [`db`]: the two outside services, each resilient to failure
 pub mod actions;
 pub mod channel;
@@ -22,6 +23,7 @@ pub mod fallback;
 pub mod heartbeat;
 pub mod jsonish;
 pub mod llm;
+pub mod mcp;
 pub mod outbox;
 pub mod prompt;
 pub mod rules;

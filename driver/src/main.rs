@@ -1,7 +1,7 @@
 //! `dionysus`: the thin driver beside PostgreSQL.
 use dionysus_driver::channel::{discord::Discord, terminal::Terminal, Channel};
 use dionysus_driver::config::{Config, LogFormat};
-use dionysus_driver::{doctor, heartbeat, runtime, status, Mind};
+use dionysus_driver::{doctor, heartbeat, mcp, runtime, status, Mind};
 use std::fs::File;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -20,6 +20,10 @@ commands:
   status            energy, goals, last heartbeats, queue, outbox, memory health, the mind
   why [PERSON]      why Dionysus wrote, or did not: the last evaluations of contact pressure
   rules PERSON      the rules acting on a person (theirs, the built-ins) and what it learned from their answers
+  mcp [--http [ADDR]]  the person's memory for other agents over MCP: stdio (what desktop
+                    clients launch), or streamable HTTP on ADDR (default 127.0.0.1:8808; a bare
+                    port stays on loopback) with the bearer token DIONYSUS_MCP_TOKEN; acts as
+                    DIONYSUS_MCP_PERSON
   doctor            check PostgreSQL, pgvector, the extension, the worker, the embedding model,
                     the LLM endpoints and the Discord token
 
@@ -123,6 +127,18 @@ async fn main() -> ExitCode {
     }
     match command {
         Some("doctor") => doctor::run(&config).await,
+        Some("mcp") => {
+            // stdout is the protocol's on stdio: logs go to stderr.
+            init_logs(&config, None);
+            // `--http` alone serves on loopback's 127.0.0.1:8808; a bare port stays on loopback too.
+            let http = args.iter().position(|a| a == "--http").map(|i| match args.get(i + 1).filter(|a| !a.starts_with("--")) {
+                Some(addr) if addr.parse::<u16>().is_ok() => format!("127.0.0.1:{addr}"),
+                Some(addr) => addr.clone(),
+                None => mcp::DEFAULT_HTTP_ADDR.to_string(),
+            });
+            let http = http.as_deref();
+            mcp::run(&config, http).await
+        }
         Some("status") => status::run(&config).await,
         Some("why") => status::why(&config, args.get(1).map(String::as_str)).await,
         Some("rules") => status::rules(&config, args.get(1).map(String::as_str)).await,

@@ -47,6 +47,8 @@ pgrx::extension_sql_file!("../../sql/013_privacy.sql", name = "privacy", require
 pgrx::extension_sql_file!("../../sql/014_proactive.sql", name = "proactive", requires = ["privacy"]);
 // The proactive mind's rules and what it learns from how people answer.
 pgrx::extension_sql_file!("../../sql/015_mind_rules.sql", name = "mind_rules", requires = ["proactive"]);
+// Memory for other agents (MCP): one person's memory, used as that person.
+pgrx::extension_sql_file!("../../sql/016_agents.sql", name = "agents", requires = ["mind_rules"]);
 // Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 

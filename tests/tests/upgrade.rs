@@ -7,7 +7,9 @@ use std::collections::BTreeSet;
 /// The releases before this one (their scripts are kept in extension/sql/ and installed beside
 /// the current one by scripts/install.sh). An update from the oldest runs the whole chain.
 const OLDEST: &str = "0.1.0";
-const PREVIOUS: &str = "0.2.0";
+/// The first release with the proactive mind (its arithmetic became rules in 0.3.0).
+const PROACTIVE: &str = "0.2.0";
+const PREVIOUS: &str = "0.3.0";
 
 /// Everything about the extension's objects that a person or the driver could notice, one
 /// line per fact, with no OIDs and no column order (ALTER TABLE ADD COLUMN appends).
@@ -148,13 +150,13 @@ async fn an_update_from_the_first_release_keeps_everything_and_matches_a_fresh_i
 /// The proactive mind's state of 0.2.0 (a person's beliefs, their word, evaluations, a tuned
 /// rate) survives the update that turns its arithmetic into rules.
 #[tokio::test]
-async fn an_update_from_the_previous_release_keeps_the_proactive_minds_state() {
+async fn an_update_from_the_first_proactive_release_keeps_the_proactive_minds_state() {
     let admin = connect("postgres").await;
-    let name = format!("t_upgrade_{}_{}", PREVIOUS.replace('.', ""), std::process::id());
+    let name = format!("t_upgrade_{}_{}", PROACTIVE.replace('.', ""), std::process::id());
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
     admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
     let old = connect(&name).await;
-    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{PREVIOUS}'")).await.expect("install the previous release");
+    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{PROACTIVE}'")).await.expect("install 0.2.0");
     old.batch_execute(
         "SELECT dionysus.set_clock('2026-03-02 12:00+00'); \
          SELECT dionysus.log_message('discord', 'u1', '42', '1001', 'I am busy right now, talk later'); \
@@ -206,8 +208,15 @@ async fn an_update_from_the_previous_release_keeps_the_proactive_minds_state() {
         (r.get(0), r.get(1))
     };
     assert!(debt > before.0 && fired >= 1, "debt {debt} (was {}), rule passes {fired}", before.0);
-    let fresh = TestDb::new("upgrade_fresh_02").await;
-    // The data a release ships (settings, built-in rules, prompts) is what a fresh install has.
+    same_as_a_fresh_install(&old, "upgrade_fresh_02").await;
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// The data a release ships (settings, built-in rules, prompts) and the schema are what a
+/// fresh install has.
+async fn same_as_a_fresh_install(old: &tokio_postgres::Client, label: &str) {
+    let fresh = TestDb::new(label).await;
     let shipped = "SELECT 'config ' || key FROM dionysus.proactive_config UNION ALL SELECT 'setting ' || key FROM dionysus.heartbeat_config \
                    UNION ALL SELECT 'rule ' || name || ' ' || trigger || ' ' || condition::text || ' ' || intents::text FROM dionysus.mind_rules WHERE origin = 'built_in' \
                    UNION ALL SELECT 'prompt ' || key || ' ' || version FROM dionysus.prompt_templates";
@@ -216,10 +225,55 @@ async fn an_update_from_the_previous_release_keeps_the_proactive_minds_state() {
         fresh.client.query(shipped, &[]).await.unwrap().iter().map(|r| r.get(0)).collect(),
     );
     assert_eq!(a, b, "the shipped data differs after the update");
-    let (upgraded, installed) = (catalog(&old).await, catalog(&fresh.client).await);
+    let (upgraded, installed) = (catalog(old).await, catalog(&fresh.client).await);
     let missing: Vec<_> = installed.difference(&upgraded).collect();
     let extra: Vec<_> = upgraded.difference(&installed).collect();
     assert!(missing.is_empty() && extra.is_empty(), "the updated schema differs from a fresh install:\nonly in a fresh install: {missing:#?}\nonly after the update: {extra:#?}");
+}
+
+/// 0.3.0's state (a person's own rule, what was learned from their answers, their private
+/// memories) survives the update, and the new person-scoped functions work on it as the
+/// driver's role.
+#[tokio::test]
+async fn an_update_from_the_previous_release_keeps_rules_learning_and_private_memories() {
+    let admin = connect("postgres").await;
+    let name = format!("t_upgrade_{}_{}", PREVIOUS.replace('.', ""), std::process::id());
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+    let old = connect(&name).await;
+    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{PREVIOUS}'")).await.expect("install the previous release");
+    old.batch_execute(
+        "SELECT dionysus.set_clock('2026-03-02 09:00+00'); \
+         SELECT dionysus.log_message('discord', 'u1', '42', '1001', 'Remind me to water the plants on Sundays at 10'); \
+         SELECT dionysus.add_rule('discord:1001', 'remind me to water the plants on Sundays at 10', \
+           '{\"name\": \"water the plants\", \"trigger\": \"time.hour\", \"condition\": {\"var\": \"person.local_hour\", \"op\": \"=\", \"value\": 10}, \
+             \"intents\": [{\"request_contact\": \"water the plants\"}]}'); \
+         SELECT dionysus.remember('Ada keeps her spare key under the blue pot', private_to => ARRAY['discord:1001']); \
+         SELECT dionysus.advance_clock('2 hours'); \
+         SELECT dionysus.proactive_tick();",
+    )
+    .await
+    .expect("fill the previous release");
+    let state = "SELECT (SELECT count(*) FROM dionysus.mind_rules WHERE person = 'discord:1001' AND status = 'active'), \
+                        (SELECT count(*) FROM dionysus.rule_firings), (SELECT count(*) FROM dionysus.contact_evaluations), \
+                        (SELECT count(*) FROM dionysus.memories WHERE private_to = ARRAY['discord:1001']), \
+                        (SELECT count(*) FROM dionysus.events)";
+    let read = |r: tokio_postgres::Row| (r.get::<_, i64>(0), r.get::<_, i64>(1), r.get::<_, i64>(2), r.get::<_, i64>(3), r.get::<_, i64>(4));
+    let before = read(old.query_one(state, &[]).await.unwrap());
+    assert!(before.0 == 1 && before.1 >= 1 && before.3 == 2, "the fill did not take: {before:?}");
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, env!("CARGO_PKG_VERSION"));
+    assert_eq!(read(old.query_one(state, &[]).await.unwrap()), before, "state lost in the update");
+    // The new functions, as the driver's role: Ada's own memory can go, nobody else's can.
+    old.batch_execute("SET ROLE dionysus_driver").await.unwrap();
+    let key: uuid::Uuid =
+        old.query_one("SELECT id FROM dionysus.memories WHERE content LIKE '%spare key%'", &[]).await.unwrap().get(0);
+    let err = old.query_one("SELECT dionysus.forget_own('discord:2002', $1)", &[&key]).await.unwrap_err();
+    assert_eq!(sqlstate(&err), "42501", "{err}");
+    assert!(old.query_one("SELECT dionysus.forget_own('discord:1001', $1)", &[&key]).await.unwrap().get::<_, bool>(0));
+    old.batch_execute("RESET ROLE").await.unwrap();
+    same_as_a_fresh_install(&old, "upgrade_fresh_03").await;
     drop(old);
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
 }
