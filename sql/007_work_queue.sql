@@ -155,7 +155,9 @@ END $$;
 -- note}], identity [{aspect, confidence}], worldview [{belief, confidence}], concepts
 -- [{memory_id, name, strength}], episode_summary (text, for summarize_episode), message
 -- (text: the reach-out to deliver), summary (text: what was done, for the narrative), basis
--- (ids of the memories the model was shown), person (whom a reach-out is for).
+-- (ids of the memories the model was shown), person (whom a reach-out is for), objectives
+-- [{description, saliency, status}] (the person's, from their turn's extraction), dream
+-- ({proposals, note}, for a dream item: recorded as pending proposals).
 -- Facts and triples from a conversation turn (params.memory_id) keep it as provenance.
 -- Everything written is as private as what it was made of (sql/005_privacy.sql): the item's
 -- person, its heartbeat's context and the basis. What an inquiry brought from the web is
@@ -194,10 +196,10 @@ BEGIN
     END IF;
     FOR key IN SELECT jsonb_object_keys(result) LOOP
         IF key NOT IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts',
-                       'episode_summary', 'message', 'summary', 'basis', 'person', 'maintenance') THEN
+                       'episode_summary', 'message', 'summary', 'basis', 'person', 'maintenance', 'objectives', 'dream') THEN
             RAISE EXCEPTION 'dionysus: argument "result": unknown key "%"', key USING ERRCODE = 'invalid_text_representation';
         END IF;
-        IF key IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts', 'basis')
+        IF key IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts', 'basis', 'objectives')
            AND jsonb_typeof(result -> key) <> 'array' THEN
             RAISE EXCEPTION 'dionysus: argument "result.%": must be an array', key USING ERRCODE = 'invalid_text_representation';
         END IF;
@@ -263,6 +265,26 @@ BEGIN
                                        item ->> 'priority', (item ->> 'parent_goal_id')::uuid, private_to => privacy);
         made := jsonb_set(made, '{goals}', (made -> 'goals') || to_jsonb(new_id));
     END LOOP;
+    -- The person's objectives (017), from their own turn only: theirs, never someone else's.
+    IF jsonb_array_length(coalesce(result -> 'objectives', '[]')) > 0 THEN
+        IF w.action <> 'extract_message' OR w.params ->> 'person' IS NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "result.objectives": only the extraction of a person''s turn carries them'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        FOR item IN SELECT * FROM jsonb_array_elements(result -> 'objectives') LOOP
+            new_id := dionysus_internal.note_objective(w.params ->> 'person', item ->> 'description',
+                                                       (item ->> 'saliency')::float8, item ->> 'status', (w.params ->> 'message_id')::uuid);
+            IF new_id IS NOT NULL THEN
+                made := made || jsonb_build_object('objectives', coalesce(made -> 'objectives', '[]'::jsonb) || to_jsonb(new_id));
+            END IF;
+        END LOOP;
+    END IF;
+    IF result ? 'dream' THEN
+        IF w.action <> 'dream' OR (w.params ->> 'dream_id') IS NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "result.dream": only a dream item carries one' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        made := made || jsonb_build_object('dream', dionysus_internal.record_dream((w.params ->> 'dream_id')::uuid, result -> 'dream'));
+    END IF;
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'goal_progress', '[]')) LOOP
         PERFORM dionysus.add_goal_progress((item ->> 'goal_id')::uuid, item ->> 'note');
     END LOOP;

@@ -167,7 +167,10 @@ BEGIN
         'action_costs', dionysus.action_costs(),
         'warnings', dionysus.heartbeat_warnings(),
         'reach_out_cooldown_hours', dionysus_internal.heartbeat_setting('reach_out_cooldown_hours'),
-        'people', dionysus.known_people());
+        'people', dionysus.known_people(),
+        -- What matters most to each person (017): every heartbeat decision keeps it in view.
+        'north_stars', coalesce((SELECT jsonb_agg(jsonb_build_object('person', n.person, 'north_star', n.content) ORDER BY n.created_at)
+                                   FROM dionysus.north_stars n WHERE n.status = 'active'), '[]'::jsonb));
     -- Whose private words this context holds: its memories (recent ones, and the recalled
     -- ones activated_themes may quote) and its goals. What the heartbeat writes inherits it.
     taint := dionysus_internal.privacy_union(
@@ -177,7 +180,9 @@ BEGIN
                     ORDER BY accessed_at DESC LIMIT 200)
             UNION (SELECT id FROM dionysus.memories WHERE last_accessed > now() - interval '1 day'
                     ORDER BY last_accessed DESC LIMIT 200))),
-        (SELECT array_agg(DISTINCT p) FROM dionysus.goals g, unnest(g.private_to) p WHERE g.priority IN ('active', 'queued')));
+        dionysus_internal.privacy_union(
+            (SELECT array_agg(DISTINCT p) FROM dionysus.goals g, unnest(g.private_to) p WHERE g.priority IN ('active', 'queued')),
+            (SELECT array_agg(DISTINCT n.person ORDER BY n.person) FROM dionysus.north_stars n WHERE n.status = 'active')));
     UPDATE dionysus.heartbeat_log SET context = ctx, environment_snapshot = env, goals_snapshot = goals, private_to = taint
      WHERE id = hb;
     UPDATE dionysus.heartbeat_state SET in_flight = hb, heartbeat_count = n, requested_at = NULL, request_reason = NULL,

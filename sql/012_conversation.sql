@@ -244,7 +244,8 @@ END $$;
 -- triples and goals are only those the message's person may see: nothing another person
 -- said in private (a turn of unknown person sees only what is private to nobody).
 -- ---------------------------------------------------------------------------------------
-CREATE FUNCTION chat_context(message_id uuid, max_memories integer DEFAULT 8, max_turns integer DEFAULT 12)
+CREATE FUNCTION chat_context(message_id uuid, max_memories integer DEFAULT 8, max_turns integer DEFAULT 12,
+                             use_archetype boolean DEFAULT true)
     RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
     m dionysus.messages;
@@ -256,6 +257,10 @@ DECLARE
     ents uuid[];
     trips jsonb;
     viewer text;
+    shape jsonb;
+    threshold double precision;
+    depth integer := 1;
+    hop integer;
 BEGIN
     IF message_id IS NULL THEN
         RAISE EXCEPTION 'dionysus: argument "message_id" must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -271,6 +276,18 @@ BEGIN
         RAISE EXCEPTION 'dionysus: argument "message_id": no message with id %', message_id USING ERRCODE = 'no_data_found';
     END IF;
     viewer := coalesce(m.person, 'nobody:');
+    -- The kind of message decides the shape of its context (017): its archetype's turns,
+    -- memories, similarity threshold and triple depth, within the arguments (the operator's
+    -- caps); the arguments alone when no archetype is near enough.
+    IF use_archetype THEN
+        shape := dionysus.match_archetype((SELECT x.embedding FROM dionysus.memories x WHERE x.id = m.memory_id));
+        IF shape ->> 'name' IS NOT NULL THEN
+            max_turns := least(max_turns, (shape ->> 'turns')::int);
+            max_memories := least(max_memories, (shape ->> 'memories')::int);
+            threshold := (shape ->> 'similarity_threshold')::float8;
+            depth := (shape ->> 'triple_depth')::int;
+        END IF;
+    END IF;
 
     SELECT coalesce(jsonb_agg(jsonb_build_object('role', CASE WHEN t.is_bot THEN 'assistant' ELSE 'user' END,
                                                  'content', t.content, 'at', t.created_at, 'proactive', t.is_proactive)
@@ -291,7 +308,10 @@ BEGIN
                    'role', x.role) ORDER BY r.score DESC), '[]'::jsonb)
           INTO mems
           FROM (SELECT * FROM dionysus.recall(m.content, max_memories + cardinality(in_view), person => viewer)
-                 WHERE NOT (memory_id = ANY(in_view)) ORDER BY score DESC LIMIT max_memories) r
+                 WHERE NOT (memory_id = ANY(in_view))
+                   -- What meaning alone found must be near enough; what words or links found stays.
+                   AND (threshold IS NULL OR found_by <> 'vector' OR vector_score >= threshold)
+                 ORDER BY score DESC LIMIT max_memories) r
           LEFT JOIN dionysus.facts f ON f.memory_id = r.memory_id
           LEFT JOIN LATERAL (SELECT CASE WHEN y.is_bot THEN 'assistant' ELSE 'user' END AS role
                                FROM dionysus.messages y WHERE y.memory_id = r.memory_id LIMIT 1) x ON true;
@@ -308,6 +328,16 @@ BEGIN
           || array(SELECT lower(btrim(e ->> 'subject')) FROM jsonb_array_elements(mems) e WHERE e ->> 'subject' IS NOT NULL)
           || ARRAY['user'];
     ents := array(SELECT id FROM dionysus.entities WHERE name_key = ANY(grams));
+    -- Deeper archetypes follow the graph further: each hop adds the other ends of the triples found.
+    FOR hop IN 2..depth LOOP
+        ents := ents || array(SELECT DISTINCT CASE WHEN t.subject_id = ANY(ents) THEN t.object_id ELSE t.subject_id END
+                                FROM dionysus.triples t
+                               WHERE (t.subject_id = ANY(ents) OR t.object_id = ANY(ents)) AND dionysus_internal.visible_to(t.private_to, viewer)
+                               LIMIT 50);
+    END LOOP;
+    IF depth = 0 THEN
+        ents := '{}';
+    END IF;
     SELECT coalesce(jsonb_agg(jsonb_build_object('subject', s.name, 'predicate', t.predicate, 'object', o.name,
                                                  'confidence', t.confidence) ORDER BY t.confidence DESC, t.updated_at DESC), '[]'::jsonb)
       INTO trips
@@ -325,7 +355,12 @@ BEGIN
         'triples', trips,
         'goals', coalesce((SELECT jsonb_agg(jsonb_build_object('id', g.id, 'title', g.title) ORDER BY g.last_touched DESC)
                              FROM dionysus.goals g WHERE g.priority = 'active' AND dionysus_internal.visible_to(g.private_to, viewer)),
-                          '[]'::jsonb));
+                          '[]'::jsonb),
+        -- What matters most to them (017), in every context; and what they are working toward.
+        'north_stars', coalesce((SELECT jsonb_agg(n.content ORDER BY n.created_at) FROM dionysus.person_north_stars(viewer) n), '[]'::jsonb),
+        'objectives', coalesce((SELECT jsonb_agg(jsonb_build_object('description', o.description, 'saliency', round(o.saliency::numeric, 2)))
+                                  FROM (SELECT * FROM dionysus.person_objectives(viewer) LIMIT 5) o), '[]'::jsonb),
+        'archetype', shape);
 END $$;
 
 -- ---------------------------------------------------------------------------------------
@@ -384,6 +419,10 @@ BEGIN
     ON CONFLICT (idempotency_key) DO NOTHING;
     GET DIAGNOSTICS k = ROW_COUNT;
     n := n + k;
+    -- The nightly dream (017), once a local date, after dream_hour.
+    IF dionysus_internal.schedule_dream() THEN
+        n := n + 1;
+    END IF;
     IF n > 0 THEN
         PERFORM pg_notify('dionysus_work', jsonb_build_object('queued', n)::text);
     END IF;

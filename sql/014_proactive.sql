@@ -1010,7 +1010,10 @@ BEGIN
                                            ORDER BY x.created_at DESC LIMIT 12) m), '[]'::jsonb),
         'their_requests', coalesce((SELECT jsonb_agg(g.title ORDER BY g.created_at) FROM dionysus.goals g
                                      WHERE g.priority IN ('active', 'queued') AND g.private_to = ARRAY[e.person]), '[]'::jsonb),
-        'personality', (SELECT jsonb_object_agg(trait, value) FROM dionysus.personality));
+        'personality', (SELECT jsonb_object_agg(trait, value) FROM dionysus.personality),
+        -- What matters most to them and what they are working toward (017).
+        'north_stars', coalesce((SELECT jsonb_agg(n.content ORDER BY n.created_at) FROM dionysus.person_north_stars(e.person) n), '[]'::jsonb),
+        'objectives', coalesce((SELECT jsonb_agg(o.description) FROM (SELECT * FROM dionysus.person_objectives(e.person) LIMIT 5) o), '[]'::jsonb));
 END $$;
 
 CREATE FUNCTION decide_contact(evaluation_id uuid, decision text, message text DEFAULT NULL, reason text DEFAULT NULL,

@@ -117,6 +117,7 @@ CREATE FUNCTION rule_vocabulary() RETURNS jsonb
             'person.ignored_in_row', 'contacts in a row they did not answer',
             'person.turns', 'messages they have written',
             'person.open_requests', 'their open requests',
+            'person.open_objectives', 'their pending objectives that matter (saliency at least 0.5)',
             'person.local_hour', '0–23, their time', 'person.local_dow', '1 Monday … 7 Sunday, their time',
             'person.local_day', 'day of the month, their time',
             'agent.vitality', '0–1', 'agent.asleep', '1 while the agent sleeps, else 0',
@@ -309,6 +310,8 @@ BEGIN
             'person.ignored_in_row', p.ignored_in_row, 'person.turns', p.turns,
             'person.open_requests', (SELECT count(*) FROM dionysus.goals g
                                       WHERE g.source = 'user_request' AND g.priority IN ('active', 'queued') AND g.private_to = ARRAY[who]),
+            'person.open_objectives', (SELECT count(*) FROM dionysus.objectives o
+                                        WHERE o.person = who AND o.status = 'pending' AND o.saliency >= 0.5),
             'person.local_hour', extract(hour FROM local)::int, 'person.local_dow', extract(isodow FROM local)::int,
             'person.local_day', extract(day FROM local)::int));
     END IF;
@@ -535,9 +538,12 @@ INSERT INTO mind_rules (name, trigger, condition, intents, origin, description, 
     ('a new request is felt at once', 'tick', '{"all": [{"var": "person.open_requests", "op": ">", "value": 0}, {"var": "person.task_pressure", "op": "<", "value": 0.25}]}',
      '[{"adjust": "person.task_pressure", "to": 0.25}]', 'built_in',
      'an open request weighs at least 0.25 from the start', now()),
-    ('done requests ease', 'tick', '{"var": "person.open_requests", "op": "=", "value": 0}',
+    ('done requests ease', 'tick', '{"all": [{"var": "person.open_requests", "op": "=", "value": 0}, {"var": "person.open_objectives", "op": "=", "value": 0}]}',
      '[{"adjust": "person.task_pressure", "toward": 0, "per_hour": 0.5}]', 'built_in',
      'nothing of theirs is open: task pressure eases within hours', now()),
+    ('their objectives press', 'tick', '{"all": [{"var": "person.open_objectives", "op": ">", "value": 0}, {"var": "person.open_requests", "op": "=", "value": 0}]}',
+     '[{"adjust": "person.task_pressure", "toward": 0.4, "per_hour": 0.02}]', 'built_in',
+     'what they are working toward weighs gently: task pressure drifts toward 0.4 over days', now()),
     ('night suppression', 'tick', '{"any": [{"var": "person.local_hour", "op": ">=", "value": 22}, {"var": "person.local_hour", "op": "<", "value": 7}]}',
      '[{"adjust": "person.restraint", "to": 1}]', 'built_in',
      'at night (their time) contact is held back: restraint raises the threshold', now()),

@@ -11,8 +11,8 @@
 -- itself) with a pinned search_path, executable by the driver's role and not by PUBLIC.
 
 -- Refuses (42501, without saying whether it exists) a memory that is not the person's own.
--- No lock of its own: forget and supersede lock the row in the global order (002), and who a
--- memory is private to does not change after it is written.
+-- No lock of its own: forget_own locks the row first, supersede in the global order (002); who
+-- a memory is private to is fixed when it is written (the driver's role may not UPDATE it).
 CREATE FUNCTION dionysus_internal.require_own_memory(person text, memory_id uuid) RETURNS void
     LANGUAGE plpgsql AS $$
 BEGIN
@@ -34,6 +34,8 @@ END $$;
 CREATE FUNCTION forget_own(person text, memory_id uuid) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
+    -- The row is locked before it is checked, so what is checked is what is deleted.
+    PERFORM 1 FROM dionysus.memories m WHERE m.id = forget_own.memory_id FOR UPDATE;
     PERFORM dionysus_internal.require_own_memory(person, memory_id);
     RETURN dionysus.forget(memory_id);
 END $$;

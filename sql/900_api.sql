@@ -26,8 +26,10 @@ DECLARE
                      WHERE e.extname = 'vector');
     f text;
 BEGIN
-    FOREACH f IN ARRAY ARRAY['dionysus.heartbeat_warnings()', 'dionysus.chat_context(uuid, integer, integer)',
-                             'dionysus_internal.web_only_basis(text)'] LOOP
+    FOREACH f IN ARRAY ARRAY['dionysus.heartbeat_warnings()', 'dionysus.chat_context(uuid, integer, integer, boolean)',
+                             'dionysus_internal.web_only_basis(text)', 'dionysus.match_archetype(vector)',
+                             'dionysus_internal.archetype_centroid(text[])',
+                             'dionysus_internal.note_objective(text, text, double precision, text, uuid)'] LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, dionysus, %I', f, vschema);
     END LOOP;
 END $$;
@@ -203,7 +205,8 @@ COMMENT ON FUNCTION dionysus_internal.expire_work_leases() IS
     'Returns items whose lease ran out to the queue (or fails them when their attempts are spent, refunding their energy).';
 COMMENT ON FUNCTION complete_work(uuid, jsonb, uuid) IS
     'Applies a claimed work item''s result (memories, facts, triples, goals, goal_progress, identity, worldview, concepts, '
-    'episode_summary, message, summary; basis: the memory ids the model was shown; person: whom a reach-out is for) and marks it done, '
+    'episode_summary, message, summary; basis: the memory ids the model was shown; person: whom a reach-out is for; objectives: the person''s, '
+    'from their turn''s extraction; dream: a dream''s proposals, stored pending) and marks it done, '
     'in one transaction. What it writes is as private as the item''s person, its heartbeat''s context and the basis; what an inquiry '
     'brought is stored as web content; a reach-out that drew on someone else''s private words, or only on the web, is refused (42501). '
     'Completing again returns the first summary and repeats nothing. With lease (the claim''s lease_token), only its holder may: '
@@ -295,9 +298,11 @@ COMMENT ON FUNCTION log_message(text, text, text, text, text, boolean, boolean, 
     'Logs one turn in one transaction: deduplicated by the platform''s message id, chained, remembered as an episodic memory '
     'private to the turn''s person (the author of a person''s turn; for the bot''s, person or the author of reply_to); '
     'a person''s turn also starts the session and queues its extraction. Returns {message_id, duplicate, prev_message_id, memory_id, work_id, person}.';
-COMMENT ON FUNCTION chat_context(uuid, integer, integer) IS
+COMMENT ON FUNCTION chat_context(uuid, integer, integer, boolean) IS
     'Everything a reply needs: the last turns of the channel, recalled memories (turns in view left out; facts marked), '
-    'triples about the entities named and the person, and the active goals; only what the message''s person may see.';
+    'triples about the entities named and the person, the active goals, the person''s north stars and objectives; only what the message''s person may see. '
+    'With use_archetype, the nearest context archetype sets the turns, memories, similarity threshold and triple depth (reported as archetype), '
+    'within max_memories and max_turns (which alone apply when no archetype is near enough).';
 COMMENT ON FUNCTION queue_reply(uuid, text, text) IS
     'The reply to a person''s message, in the outbox and reserved for the worker that sends it (reserve → send → confirm). One reply '
     'per message: asked again it returns the reply already queued (re-reserved for the caller when nobody else holds it); with '
@@ -413,6 +418,43 @@ COMMENT ON FUNCTION person_goals(text, integer) IS 'The companion''s active, que
 COMMENT ON FUNCTION person_status(text) IS
     'How the companion is doing as one person may see it: energy, heartbeats, their open goals, the memories they may see and own.';
 
+COMMENT ON TABLE cue_phrases IS 'Cheap recognition before any model: regular expressions (case-insensitive) for an explicit north star and for phrases that may declare one.';
+COMMENT ON TABLE north_stars IS 'What matters most to each person: protected facts (never decayed, superseded or deleted by anything automatic), retired only by their word.';
+COMMENT ON TABLE feedback IS 'Invisible feedback: a person''s reply to one of Dionysus''s messages (or a command, or a dream item''s button). Never in the message log, never answered.';
+COMMENT ON TABLE objectives IS 'The person''s objectives (seed 004): what they are working toward, extracted from their turns; theirs, not Dionysus''s goals.';
+COMMENT ON TABLE context_archetypes IS 'Kinds of message and the context shape each selects (turns, memories, similarity threshold, triple depth); the centroid of the examples is computed in the database.';
+COMMENT ON TABLE dreams IS 'One nightly dream per local date: what it reviewed since, and what it found.';
+COMMENT ON TABLE proposals IS 'What a dream proposes about Dionysus itself (a template, the extraction, an archetype), pending until the person approves or rejects it.';
+COMMENT ON FUNCTION dionysus_internal.cue_phrase_check() IS 'Trigger: a cue phrase must be a valid regular expression (22023 otherwise).';
+COMMENT ON FUNCTION dionysus_internal.protect_north_star() IS 'Trigger: the memory of a north star is not updated, archived, superseded or deleted except by retire_north_star (the person''s word).';
+COMMENT ON FUNCTION north_star_cue(text) IS '''explicit'' for a north star with its prefix ("North star: …"), ''maybe'' for a cue phrase (the fast model decides), else NULL.';
+COMMENT ON FUNCTION set_north_star(text, text, uuid) IS
+    'Stores a person''s north star (prefix taken off) as a protected fact private to them; the same words twice are one. Returns {north_star_id, memory_id, content, duplicate, ack}.';
+COMMENT ON FUNCTION retire_north_star(text, uuid) IS 'The person''s word: one of their north stars is retired and its memory archived; false if it is not theirs or not active.';
+COMMENT ON FUNCTION person_north_stars(text) IS 'A person''s active north stars, oldest first.';
+COMMENT ON FUNCTION give_feedback(text, text, text, text, text, text, text) IS
+    'Stores invisible feedback about one of Dionysus''s messages to this person (about: its platform id; NULL: the last one), idempotent per carrying message. '
+    'A message sent to someone else is refused (stored: false). Never touches the message log.';
+COMMENT ON FUNCTION undo_feedback(text, text, text) IS 'Takes back the person''s feedback carried by that message of theirs (NULL: their latest).';
+COMMENT ON FUNCTION dionysus_internal.note_objective(text, text, double precision, text, uuid) IS
+    'One objective from an extraction: the same objective said again (cosine ≥ 0.85) updates saliency and status instead of adding a second.';
+COMMENT ON FUNCTION person_objectives(text, boolean) IS 'A person''s pending objectives, most salient first (include_done: the completed too).';
+COMMENT ON FUNCTION set_objective_status(text, uuid, text) IS 'The person marks one of their objectives pending, completed or archived; false if it is not theirs.';
+COMMENT ON FUNCTION dionysus_internal.invalidate_centroid() IS 'Trigger: an archetype''s centroid is forgotten when its examples change (recomputed at the next match).';
+COMMENT ON FUNCTION dionysus_internal.archetype_centroid(text[]) IS 'The mean embedding of an archetype''s example messages.';
+COMMENT ON FUNCTION match_archetype(vector) IS
+    'The active archetype nearest a message''s embedding with its context shape, when at least archetype_min_similarity near (else only the nearest name); counts the match unless on a standby.';
+COMMENT ON FUNCTION dionysus_internal.schedule_dream() IS 'Queues tonight''s dream (a dream work item) once per local date after dream_hour, in the time zone of whoever wrote last.';
+COMMENT ON FUNCTION dream_evidence(uuid) IS
+    'What a dream reviews: feedback since the last dream, reply and contact signals, corrections, the templates and archetypes it may change.';
+COMMENT ON FUNCTION dionysus_internal.check_proposal(text, text, jsonb) IS 'A proposal''s kind, target and content are checked (22023 naming the part) before it is stored or applied.';
+COMMENT ON FUNCTION dionysus_internal.record_dream(uuid, jsonb) IS 'Stores a dream''s proposals as pending (NOTIFY dionysus_dream each), or its note that nothing is worth proposing.';
+COMMENT ON FUNCTION pending_proposals() IS 'Proposals waiting for the person (pending or under discussion), oldest first.';
+COMMENT ON FUNCTION approve_proposal(uuid, text) IS
+    'The person''s approval: a template proposal becomes the template''s new active version, an archetype is added or retuned. The only way a dream changes anything.';
+COMMENT ON FUNCTION reject_proposal(uuid, text, text, boolean) IS 'The person rejects a proposal (discuss: keeps it open as under discussion); false if it is no longer open.';
+COMMENT ON FUNCTION activate_prompt_template(text, integer) IS 'Makes any stored version of a template the active one: rollback (or forward) in one call.';
+
 -- ---------------------------------------------------------------------------------------
 -- The driver's role (least privilege). CREATE EXTENSION creates dionysus_driver (NOLOGIN;
 -- give it LOGIN and a password to use it) and grants it what the driver's calls need: both
@@ -442,3 +484,15 @@ REVOKE UPDATE ON messages, energy_ledger, rule_firings, learning_log FROM dionys
 -- its definition and learning rate stay the person's.
 GRANT UPDATE (value) ON personality TO dionysus_driver;
 GRANT DELETE ON memory_access_log, neighborhood_queue, lexicon, embedding_cache TO dionysus_driver;
+-- Who a memory is private to is fixed when it is written (forget_own relies on it): the
+-- driver's role may update a memory's other columns, never private_to.
+REVOKE UPDATE ON memories FROM dionysus_driver;
+DO $$
+BEGIN
+    EXECUTE (SELECT format('GRANT UPDATE (%s) ON dionysus.memories TO dionysus_driver', string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum))
+               FROM pg_attribute a
+              WHERE a.attrelid = 'dionysus.memories'::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attname NOT IN ('id', 'private_to'));
+END $$;
+-- Invisible feedback can be taken back (undo_feedback); cue phrases are the person's to tune.
+GRANT DELETE ON feedback TO dionysus_driver;
+REVOKE INSERT, UPDATE ON cue_phrases FROM dionysus_driver;

@@ -26,6 +26,10 @@ pub async fn execute(mind: &Mind, item: &WorkItem) -> Outcome {
         "inquire_shallow" | "inquire_deep" => inquire(mind, p, item.action == "inquire_deep").await,
         "synthesize" => synthesize(mind, p).await,
         "reach_out_user" => reach_out(mind, p).await,
+        "dream" => match uuid_param(p, "dream_id") {
+            Ok(id) => crate::alignment::dream(mind, id).await.map(Outcome::Done),
+            Err(o) => Err(o),
+        },
         other => Err(Outcome::Fail(format!("this driver cannot perform \"{other}\""), false)),
     };
     r.unwrap_or_else(|o| o)
@@ -140,6 +144,17 @@ pub fn extraction_shape(v: Value) -> Result<Value, String> {
         })
         .take(10)
         .collect();
+    // The person's objectives (seed 004): optional, so a template without them still works.
+    let objectives: Vec<Value> = v["objectives"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|o| {
+            let status = text(o, "status").filter(|s| matches!(s.as_str(), "pending" | "completed" | "archived"));
+            Some(json!({"description": clip(&text(o, "description")?, 1000), "saliency": number(o, "saliency", 0.0, 1.0).unwrap_or(0.5), "status": status}))
+        })
+        .take(5)
+        .collect();
     let goals: Vec<Value> = list(&v, "goals")?
         .iter()
         .filter_map(|g| {
@@ -148,12 +163,12 @@ pub fn extraction_shape(v: Value) -> Result<Value, String> {
         })
         .take(3)
         .collect();
-    Ok(json!({"facts": facts, "triples": triples, "goals": goals}))
+    Ok(json!({"facts": facts, "triples": triples, "goals": goals, "objectives": objectives}))
 }
 
 async fn extract_message(mind: &Mind, p: &Value) -> Step<Outcome> {
     let message = uuid_param(p, "message_id")?;
-    let ctx = json_of(&mind.work_db, "SELECT dionysus.chat_context($1, 0, 6)", &[&message]).await?;
+    let ctx = json_of(&mind.work_db, "SELECT dionysus.chat_context($1, 0, 6, use_archetype => false)", &[&message]).await?;
     let t = template(&mind.work_db, "extract_message").await?;
     let system = render(
         &t.text,
@@ -161,10 +176,11 @@ async fn extract_message(mind: &Mind, p: &Value) -> Step<Outcome> {
     );
     let mut v = ask(&mind.fast, &t, system, None, extraction_shape).await?;
     let counts = format!(
-        "{} facts, {} triples, {} goals",
+        "{} facts, {} triples, {} goals, {} objectives",
         v["facts"].as_array().map_or(0, Vec::len),
         v["triples"].as_array().map_or(0, Vec::len),
-        v["goals"].as_array().map_or(0, Vec::len)
+        v["goals"].as_array().map_or(0, Vec::len),
+        v["objectives"].as_array().map_or(0, Vec::len)
     );
     v["summary"] = json!(format!("extracted {counts}"));
     Ok(Outcome::Done(v))

@@ -251,7 +251,7 @@ impl Config {
             },
             mcp: McpConfig {
                 person: env("DIONYSUS_MCP_PERSON").or(mcp.person).filter(|p| !p.trim().is_empty()),
-                token: env("DIONYSUS_MCP_TOKEN").or(mcp.token).filter(|t| !t.is_empty()),
+                token: env("DIONYSUS_MCP_TOKEN").or(mcp.token).map(|t| t.trim().to_string()).filter(|t| !t.is_empty()),
             },
             search_url: env("DIONYSUS_SEARCH_URL").or(file.search_url).filter(|s| !s.is_empty()),
             fetch_allow_private,

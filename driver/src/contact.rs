@@ -84,13 +84,18 @@ async fn ask_decision(mind: &Mind, ctx: &Value, person: &str, turns: &str) -> Re
         .flatten()
         .map(|i| format!("{}: {} (weight {}, {})", i["input"].as_str().unwrap_or("?"), i["value"], i["weight"], i["why"].as_str().unwrap_or("")));
     let requests = ctx["their_requests"].as_array().into_iter().flatten().filter_map(|r| r.as_str().map(str::to_string));
+    // What matters most to them and what they work toward weigh on every proactive decision.
+    let stars = prompt::north_stars(&ctx["north_stars"]);
+    let objectives = bullets(ctx["objectives"].as_array().into_iter().flatten().filter_map(|o| o.as_str().map(str::to_string)), "(none known)");
     let system = render(
         &t.text,
         &[
             ("person", person.to_string()),
             ("explanation", ctx["explanation"].as_str().unwrap_or_default().to_string()),
             ("inputs", bullets(inputs, "(none)")),
-            ("requests", bullets(requests, "(nothing)")),
+            ("requests", prompt::with_north_stars(&t.text, bullets(requests, "(nothing)"), &stars, &objectives)),
+            ("north_stars", stars.clone()),
+            ("objectives", objectives.clone()),
             ("turns", turns.to_string()),
         ],
     );

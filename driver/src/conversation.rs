@@ -28,6 +28,9 @@ pub enum Handled {
     /// Only an acknowledgement of what Dionysus said ("ok", "👍"): beliefs updated in the
     /// database, no model called, no reply (seed 003's layered processing).
     Acknowledged { message_id: Uuid },
+    /// Invisible feedback (a reply to Dionysus's message, /feedback, /undo): never in the
+    /// message log, never answered.
+    Feedback(crate::alignment::Feedback),
 }
 
 pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>) -> Handled {
@@ -38,6 +41,11 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
     }
     if m.content.trim().is_empty() {
         return Handled::Ignored;
+    }
+    // Feedback is not conversation: it goes to its own table, before anything is logged.
+    match crate::alignment::feedback(mind, &m).await {
+        crate::alignment::Feedback::NotFeedback => {}
+        f => return Handled::Feedback(f),
     }
     let logged = mind
         .chat_db
@@ -104,8 +112,13 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
     // "Remind me to call mom on Sundays": a rule in their words, confirmed instead of a chat reply.
     let person = logged["person"].as_str().unwrap_or_default().to_string();
     let rule = if crate::rules::may_ask_for_a_rule(&m.content) { crate::rules::from_words(mind, &person, &m.content).await } else { None };
-    let (reply, fallback) = match rule {
-        Some(confirmation) => (confirmation, false),
+    // "North star: …": stored as what matters most to them, and acknowledged instead of a reply.
+    let said = match rule {
+        Some(confirmation) => Some(confirmation),
+        None => crate::alignment::north_star(mind, &person, message_id, &m.content).await,
+    };
+    let (reply, fallback) = match said {
+        Some(acknowledgement) => (acknowledgement, false),
         None => compose(mind, message_id, &m.content, m.private).await,
     };
     typing.abort();
@@ -175,16 +188,21 @@ async fn compose(mind: &Mind, message_id: Uuid, content: &str, private: bool) ->
         .map(|t| format!("{} {} {}", t["subject"].as_str().unwrap_or(""), t["predicate"].as_str().unwrap_or("").replace('_', " "), t["object"].as_str().unwrap_or("")))
         .collect();
     let goals: Vec<String> = ctx["goals"].as_array().into_iter().flatten().filter_map(|g| g["title"].as_str().map(str::to_string)).collect();
+    let north_stars = prompt::north_stars(&ctx["north_stars"]);
+    let objectives: Vec<String> = ctx["objectives"].as_array().into_iter().flatten().filter_map(|o| o["description"].as_str().map(str::to_string)).collect();
 
     let reply = match prompt::load(&mind.chat_db, "chat_system").await {
         Ok(t) => {
+            let objectives = bullets(objectives, "(none known)");
             let system = render(
                 &t.text,
                 &[
                     ("now", ctx["now"].as_str().unwrap_or("").to_string()),
                     ("memories", bullets(memories, "(nothing relevant)")),
                     ("triples", bullets(triples, "(nothing)")),
-                    ("goals", bullets(goals, "(none)")),
+                    ("goals", prompt::with_north_stars(&t.text, bullets(goals, "(none)"), &north_stars, &objectives)),
+                    ("north_stars", north_stars.clone()),
+                    ("objectives", objectives.clone()),
                 ],
             );
             let mut msgs = vec![Msg::system(system)];

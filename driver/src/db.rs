@@ -281,6 +281,16 @@ impl Db {
 
     /// Runs a statement, reconnecting (with back-off, within the patience) while the database is down.
     pub async fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, DbError> {
+        self.run(sql, params, true).await
+    }
+
+    /// As `query`, but a statement whose connection broke while it ran is not sent again: it
+    /// may have committed, and it is not idempotent. Only a failure to connect is retried.
+    pub async fn query_at_most_once(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, DbError> {
+        self.run(sql, params, false).await
+    }
+
+    async fn run(&self, sql: &str, params: &[&(dyn ToSql + Sync)], replay: bool) -> Result<Vec<Row>, DbError> {
         let deadline = Instant::now() + self.patience;
         let mut delay = Duration::from_millis(200);
         let mut warned = false;
@@ -292,6 +302,10 @@ impl Db {
                             tracing::info!(connection = self.label, "PostgreSQL is back");
                         }
                         return Ok(rows);
+                    }
+                    Err(e) if is_connection_error(&e) && !replay => {
+                        self.forget_client().await;
+                        return Err(DbError::Down(format!("the connection broke during the call, which may or may not have taken effect: {e}")));
                     }
                     Err(e) if is_connection_error(&e) => {
                         self.forget_client().await;

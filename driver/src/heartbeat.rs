@@ -114,7 +114,19 @@ pub fn decision_prompt(system: &str, user: &str, ctx: &Value, schema: &Value, of
         ("user_present", if env["user_present"] == Value::Bool(true) { "yes".into() } else { "no".into() }),
         ("time_since_user", hours),
         ("pending_events", env["pending_events"].to_string()),
-        ("active_goals", goal_lines(&goals["active"])),
+        // What matters most to each person keeps every heartbeat decision in its service.
+        (
+            "active_goals",
+            prompt::with_north_stars(
+                &format!("{system}{user}"),
+                goal_lines(&goals["active"]),
+                &bullets(
+                    ctx["north_stars"].as_array().into_iter().flatten().map(|n| format!("{} (for {})", n["north_star"].as_str().unwrap_or(""), n["person"].as_str().unwrap_or(""))),
+                    "",
+                ),
+                "",
+            ),
+        ),
         ("queued_goals", goal_lines(&goals["queued"])),
         ("goal_issues", bullets(issues, "(none)")),
         ("recent_memories", bullets(prompt::contents(&ctx["recent_memories"], 400), "(nothing yet)")),

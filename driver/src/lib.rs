@@ -10,9 +10,11 @@
 //! - [`contact`]: the proactive mind's thinking layer, woken only when contact pressure crosses
 //! - [`runtime`]: wiring, NOTIFY wake-ups, shutdown
 //! - [`channel`]: Discord, terminal and test channels behind one trait
+//! - [`alignment`]: north stars, invisible feedback, the nightly dream and the person's word on it
 //! - [`mcp`]: the same memory for other agents, over the Model Context Protocol
 //! - [`llm`], [`db`]: the two outside services, each resilient to failure
 pub mod actions;
+pub mod alignment;
 pub mod channel;
 pub mod contact;
 pub mod config;

@@ -1,7 +1,7 @@
 //! `dionysus`: the thin driver beside PostgreSQL.
 use dionysus_driver::channel::{discord::Discord, terminal::Terminal, Channel};
 use dionysus_driver::config::{Config, LogFormat};
-use dionysus_driver::{doctor, heartbeat, mcp, runtime, status, Mind};
+use dionysus_driver::{alignment, doctor, heartbeat, mcp, runtime, status, Mind};
 use std::fs::File;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -20,6 +20,9 @@ commands:
   status            energy, goals, last heartbeats, queue, outbox, memory health, the mind
   why [PERSON]      why Dionysus wrote, or did not: the last evaluations of contact pressure
   rules PERSON      the rules acting on a person (theirs, the built-ins) and what it learned from their answers
+  proposals         what the nightly dream proposes, waiting for your word
+  approve ID        a proposal takes effect (a template's new version, an archetype)
+  reject ID [WHY]   a proposal is declined
   mcp [--http [ADDR]]  the person's memory for other agents over MCP: stdio (what desktop
                     clients launch), or streamable HTTP on ADDR (default 127.0.0.1:8808; a bare
                     port stays on loopback) with the bearer token DIONYSUS_MCP_TOKEN; acts as
@@ -142,6 +145,12 @@ async fn main() -> ExitCode {
         Some("status") => status::run(&config).await,
         Some("why") => status::why(&config, args.get(1).map(String::as_str)).await,
         Some("rules") => status::rules(&config, args.get(1).map(String::as_str)).await,
+        Some("proposals") => alignment::proposals(&config).await,
+        Some("approve") => alignment::decide(&config, true, args.get(1).map(String::as_str), None).await,
+        Some("reject") => {
+            let why = (args.len() > 2).then(|| args[2..].join(" "));
+            alignment::decide(&config, false, args.get(1).map(String::as_str), why.as_deref()).await
+        }
         Some("run") | Some("chat") => {
             let terminal = on_terminal.then(|| Arc::new(Terminal::new(&config.terminal_user, json, command == Some("chat"))));
             let channel: Arc<dyn Channel> = match &terminal {

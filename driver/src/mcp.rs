@@ -212,6 +212,12 @@ impl MemoryServer {
         Ok(self.call(sql, params).await?.unwrap_or(Value::Null))
     }
 
+    /// A write: sent at most once (a broken connection is reported, never replayed).
+    async fn write(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Value, ErrorData> {
+        let rows = self.db.query_at_most_once(sql, params).await.map_err(mcp_error)?;
+        Ok(rows.first().and_then(|r| r.get::<_, Option<Value>>(0)).unwrap_or(Value::Null))
+    }
+
     fn source(ctx: &RequestContext<RoleServer>) -> String {
         provenance(ctx.client_info().as_ref().map(|i| i.name.as_str()))
     }
@@ -224,7 +230,7 @@ impl MemoryServer {
         let kind = a.kind.unwrap_or_else(|| "episodic".into());
         let metadata = a.metadata.unwrap_or_else(|| json!({}));
         let v = self
-            .value("SELECT jsonb_build_object('memory_id', dionysus.remember($1, $2, importance => coalesce($3::float8, 0.5), \
+            .write("SELECT jsonb_build_object('memory_id', dionysus.remember($1, $2, importance => coalesce($3::float8, 0.5), \
                      valence => coalesce($4::float8, 0.0), metadata => $5::jsonb, source => $6, private_to => ARRAY[$7::text]), 'source', $6::text)", &[&a.content, &kind, &a.importance, &a.valence, &metadata, &source, &person]).await?;
         structured(v)
     }
@@ -256,7 +262,7 @@ impl MemoryServer {
         let source = Self::source(&ctx);
         let person = self.person.to_string();
         let v = self
-            .value("SELECT jsonb_build_object('memory_id', dionysus.learn($1, subject => $2, category => $3, \
+            .write("SELECT jsonb_build_object('memory_id', dionysus.learn($1, subject => $2, category => $3, \
                      confidence => coalesce($4::float8, 0.8), source => $5, importance => coalesce($6::float8, 0.5), private_to => ARRAY[$7::text]), 'source', $5::text)", &[&a.content, &a.subject, &a.category, &a.confidence, &source, &a.importance, &person]).await?;
         structured(v)
     }
@@ -266,7 +272,7 @@ impl MemoryServer {
         let id = parse_uuid("memory_id", &a.memory_id)?;
         let person = self.person.to_string();
         let v = self
-            .value("SELECT jsonb_build_object('forgotten', dionysus.forget_own($1, $2), 'memory_id', $2)", &[&person, &id])
+            .write("SELECT jsonb_build_object('forgotten', dionysus.forget_own($1, $2), 'memory_id', $2)", &[&person, &id])
             .await?;
         structured(v)
     }
@@ -278,7 +284,7 @@ impl MemoryServer {
         let source = Self::source(&ctx);
         let person = self.person.to_string();
         let v = self
-            .value(
+            .write(
                 "SELECT jsonb_build_object('memory_id', dionysus.supersede_own($1, $2, $3, importance => $4::float8, \
                  confidence => $5::float8, source => $6), 'superseded', $2)",
                 &[&person, &id, &a.new_content, &a.importance, &a.confidence, &source],
@@ -293,7 +299,7 @@ impl MemoryServer {
         let source = Self::source(&ctx);
         let person = self.person.to_string();
         let v = self
-            .value("SELECT jsonb_build_object('triple_id', dionysus.add_triple($1, $2, $3, confidence => coalesce($4::float8, 1.0), source => $5, \
+            .write("SELECT jsonb_build_object('triple_id', dionysus.add_triple($1, $2, $3, confidence => coalesce($4::float8, 1.0), source => $5, \
                      subject_kind => $6, object_kind => $7, private_to => ARRAY[$8::text]))", &[&a.subject, &a.predicate, &a.object, &a.confidence, &source, &a.subject_kind, &a.object_kind, &person]).await?;
         structured(v)
     }
@@ -318,7 +324,7 @@ impl MemoryServer {
             "list" => json!({ "goals": self.value(GOALS_SQL, &[&person]).await? }),
             "create" => {
                 let title = a.title.clone().unwrap_or_default();
-                self.value("SELECT jsonb_build_object('goal_id', dionysus.create_goal($1, $2, 'external', priority => $3, private_to => ARRAY[$4::text]))", &[&title, &a.description, &a.priority, &person]).await?
+                self.write("SELECT jsonb_build_object('goal_id', dionysus.create_goal($1, $2, 'external', priority => $3, private_to => ARRAY[$4::text]))", &[&title, &a.description, &a.priority, &person]).await?
             }
             _ => return Err(bad_arg("action", "must be \"list\" or \"create\"")),
         };
@@ -336,6 +342,8 @@ impl MemoryServer {
 }
 
 const GOALS_URI: &str = "dionysus://goals";
+const NORTH_STARS_URI: &str = "dionysus://north-stars";
+const NORTH_STARS_SQL: &str = "SELECT coalesce(jsonb_agg(to_jsonb(n)), '[]') FROM dionysus.person_north_stars($1) n";
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for MemoryServer {
@@ -354,10 +362,16 @@ impl ServerHandler for MemoryServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(ListResourcesResult::with_all_items(vec![Resource::new(GOALS_URI, "goals")
-            .with_title("Open goals")
-            .with_description("The companion's active, queued and back-burner goals this person may see (JSON).")
-            .with_mime_type("application/json")]))
+        Ok(ListResourcesResult::with_all_items(vec![
+            Resource::new(NORTH_STARS_URI, "north-stars")
+                .with_title("North stars")
+                .with_description("What matters most to this person, in their words: keep every answer in service of these (JSON).")
+                .with_mime_type("application/json"),
+            Resource::new(GOALS_URI, "goals")
+                .with_title("Open goals")
+                .with_description("The companion's active, queued and back-burner goals this person may see (JSON).")
+                .with_mime_type("application/json"),
+        ]))
     }
 
     async fn read_resource(
@@ -365,12 +379,14 @@ impl ServerHandler for MemoryServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        if request.uri != GOALS_URI {
-            return Err(ErrorData::resource_not_found(format!("no resource {}", request.uri), None));
-        }
+        let sql = match request.uri.as_str() {
+            GOALS_URI => GOALS_SQL,
+            NORTH_STARS_URI => NORTH_STARS_SQL,
+            other => return Err(ErrorData::resource_not_found(format!("no resource {other}"), None)),
+        };
         let person = self.person.to_string();
-        let goals = self.value(GOALS_SQL, &[&person]).await?;
-        let mut contents = ResourceContents::text(goals.to_string(), GOALS_URI);
+        let listed = self.value(sql, &[&person]).await?;
+        let mut contents = ResourceContents::text(listed.to_string(), request.uri.clone());
         if let ResourceContents::TextResourceContents { mime_type, .. } = &mut contents {
             *mime_type = Some("application/json".into());
         }
@@ -454,19 +470,30 @@ pub mod http {
     use std::convert::Infallible;
     use std::sync::Arc;
 
-    /// Compares in time independent of where the first difference is.
+    /// Compares in time that depends only on the expected token's length: neither where the
+    /// first difference is nor the given token's length shows.
     fn same_secret(given: &[u8], expected: &[u8]) -> bool {
-        given.len() == expected.len() && given.iter().zip(expected).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+        let mut diff = u8::from(given.len() != expected.len());
+        for (i, e) in expected.iter().enumerate() {
+            diff |= e ^ given.get(i).copied().unwrap_or(0);
+        }
+        diff == 0
     }
 
-    /// Whether the request carries `Authorization: Bearer <token>`.
+    /// Whether the request carries `Authorization: Bearer <token>` (the scheme in any case).
     pub fn authorized<B>(req: &Request<B>, token: &str) -> bool {
         req.headers()
             .get(hyper::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-            .is_some_and(|given| same_secret(given.trim().as_bytes(), token.as_bytes()))
+            .and_then(|v| v.trim().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .is_some_and(|(_, given)| same_secret(given.trim().as_bytes(), token.trim().as_bytes()))
     }
+
+    /// Connections served at once; more wait in the kernel's backlog.
+    const MAX_CONNECTIONS: usize = 64;
+    /// A client that has not sent its request head by then is dropped (slow-header attacks).
+    const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
     fn refusal() -> Response<BoxBody<Bytes, Infallible>> {
         let body = r#"{"error":"a bearer token is required (Authorization: Bearer <mcp.token>)"}"#;
@@ -481,14 +508,19 @@ pub mod http {
     /// Serves until the process ends. Loopback binds keep rmcp's Host check (DNS rebinding);
     /// elsewhere the token is the gate, and any Host is accepted.
     pub async fn serve(listener: tokio::net::TcpListener, server: MemoryServer, token: String) {
-        let loopback = listener.local_addr().map(|a| a.ip().is_loopback()).unwrap_or(true);
+        let loopback = listener.local_addr().map(|a| a.ip().to_canonical().is_loopback()).unwrap_or(true);
         let mut config = StreamableHttpServerConfig::default().with_sse_keep_alive(None);
         if !loopback {
+            tracing::warn!(
+                "MCP over plain HTTP on a non-loopback address: the bearer token crosses the network in clear; put TLS (a reverse proxy) in front"
+            );
             config = config.disable_allowed_hosts();
         }
+        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
         let service = StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
         let token: Arc<str> = token.into();
         loop {
+            let Ok(slot) = slots.clone().acquire_owned().await else { return };
             let (stream, peer) = match listener.accept().await {
                 Ok(s) => s,
                 Err(e) => {
@@ -500,19 +532,25 @@ pub mod http {
             let service = service.clone();
             let token = token.clone();
             tokio::spawn(async move {
+                let _slot = slot;
                 let handler = hyper::service::service_fn(move |req: Request<Incoming>| {
                     let service = service.clone();
                     let token = token.clone();
                     async move {
                         if !authorized(&req, &token) {
-                            tracing::warn!(%peer, "MCP request without the bearer token refused");
+                            tracing::debug!(%peer, "MCP request without the bearer token refused");
                             return Ok::<_, Infallible>(refusal());
                         }
                         Ok(service.handle(req).await)
                     }
                 });
                 let io = hyper_util::rt::TokioIo::new(stream);
-                if let Err(e) = hyper::server::conn::http1::Builder::new().serve_connection(io, handler).await {
+                let served = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(HEADER_TIMEOUT)
+                    .serve_connection(io, handler)
+                    .await;
+                if let Err(e) = served {
                     tracing::debug!(error = %e, "MCP HTTP connection ended");
                 }
             });
@@ -540,6 +578,10 @@ pub mod http {
             assert!(!authorized(&req(Some("Bearer 0123456789abcde")), t));
             assert!(!authorized(&req(Some("Basic 0123456789abcdef")), t));
             assert!(!authorized(&req(Some("0123456789abcdef")), t));
+            assert!(authorized(&req(Some("bearer 0123456789abcdef")), t));
+            assert!(authorized(&req(Some("BEARER  0123456789abcdef ")), &format!(" {t} ")));
+            assert!(!authorized(&req(Some("Bearer 0123456789abcdef0")), t));
+            assert!(!authorized(&req(Some("Bearer ")), t));
         }
     }
 }

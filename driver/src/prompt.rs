@@ -47,6 +47,31 @@ pub fn render(text: &str, vars: &[(&str, String)]) -> String {
 }
 
 /// "- a\n- b", or the placeholder for an empty list.
+/// A person's north stars as a block for a prompt ("" when they have none).
+pub fn north_stars(list: &Value) -> String {
+    let stars: Vec<String> = list.as_array().into_iter().flatten().filter_map(|n| n.as_str().map(str::to_string)).collect();
+    if stars.is_empty() {
+        String::new()
+    } else {
+        bullets(stars, "")
+    }
+}
+
+/// A template written before north stars and objectives existed has no place for them: they
+/// follow its goals, so every context still carries what matters most to the person.
+pub fn with_north_stars(template: &str, goals: String, north_stars: &str, objectives: &str) -> String {
+    let mut out = goals;
+    if !north_stars.is_empty() && !template.contains("{{north_stars}}") {
+        out.push_str("\n\nWhat matters most to them (their north stars; everything you do serves these):\n");
+        out.push_str(north_stars);
+    }
+    if objectives.starts_with("- ") && !template.contains("{{objectives}}") {
+        out.push_str("\n\nWhat they are working toward:\n");
+        out.push_str(objectives);
+    }
+    out
+}
+
 pub fn bullets<I: IntoIterator<Item = String>>(items: I, empty: &str) -> String {
     let lines: Vec<String> = items.into_iter().filter(|s| !s.trim().is_empty()).map(|s| format!("- {}", s.trim())).collect();
     if lines.is_empty() {
@@ -98,6 +123,16 @@ mod tests {
         assert_eq!(render(t, &[("name", "Ada".into()), ("now", "noon".into())]), "Hi Ada, it is noon. {{unclosed");
         // A value containing braces is not expanded again.
         assert_eq!(render("{{a}}", &[("a", "{{a}}".into())]), "{{a}}");
+    }
+
+    #[test]
+    fn north_stars_follow_the_goals_of_an_older_template() {
+        let stars = north_stars(&serde_json::json!(["finish my thesis"]));
+        let g = with_north_stars("Goals:\n{{goals}}", "- learn Rust".into(), &stars, "- move house");
+        assert!(g.starts_with("- learn Rust") && g.contains("north stars") && g.contains("- finish my thesis") && g.contains("- move house"), "{g}");
+        let g = with_north_stars("{{goals}} {{north_stars}} {{objectives}}", "- learn Rust".into(), &stars, "- move house");
+        assert_eq!(g, "- learn Rust");
+        assert_eq!(with_north_stars("{{goals}}", "(none)".into(), "", "(none known)"), "(none)");
     }
 
     #[test]

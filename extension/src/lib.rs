@@ -49,6 +49,8 @@ pgrx::extension_sql_file!("../../sql/014_proactive.sql", name = "proactive", req
 pgrx::extension_sql_file!("../../sql/015_mind_rules.sql", name = "mind_rules", requires = ["proactive"]);
 // Memory for other agents (MCP): one person's memory, used as that person.
 pgrx::extension_sql_file!("../../sql/016_agents.sql", name = "agents", requires = ["mind_rules"]);
+// The alignment loop: north stars, invisible feedback, objectives, archetypes, the nightly dream.
+pgrx::extension_sql_file!("../../sql/017_alignment.sql", name = "alignment", requires = ["agents"]);
 // Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 

@@ -180,6 +180,11 @@ async fn an_agent_remembers_and_recalls_as_one_person_over_stdio() {
     assert!(goals.to_string().contains("first violin lesson"), "{goals}");
     let resources = client.list_all_resources().await.unwrap();
     assert!(resources.iter().any(|r| r.uri == "dionysus://goals"), "{resources:?}");
+    db.client.execute("SELECT dionysus.set_north_star($1, 'North star: raise Mira with patience')", &[&ADA]).await.unwrap();
+    db.client.execute("SELECT dionysus.set_north_star($1, 'North star: keep the bakery secret')", &[&BOB]).await.unwrap();
+    let read = client.read_resource(ReadResourceRequestParams::new("dionysus://north-stars")).await.unwrap();
+    let ResourceContents::TextResourceContents { text, .. } = &read.contents[0] else { panic!("text contents") };
+    assert!(text.contains("raise Mira with patience") && !text.contains("bakery"), "{text}");
     let read = client.read_resource(ReadResourceRequestParams::new("dionysus://goals")).await.unwrap();
     let ResourceContents::TextResourceContents { text, .. } = &read.contents[0] else { panic!("text contents") };
     assert!(text.contains("first violin lesson") && !text.contains("Bob"), "{text}");

@@ -26,6 +26,10 @@ UNION ALL
 SELECT 'relation ' || c.relname || ' ' || c.relkind::text || ' acl ' || coalesce(c.relacl::text, '-')
   FROM pg_class c WHERE c.relnamespace IN (SELECT oid FROM ns) AND c.relkind IN ('r', 'v', 'm', 'S')
 UNION ALL
+SELECT 'column acl ' || c.relname || '.' || a.attname || ' ' || a.attacl::text
+  FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+ WHERE c.relnamespace IN (SELECT oid FROM ns) AND a.attacl IS NOT NULL
+UNION ALL
 SELECT 'constraint ' || conrelid::regclass::text || ' ' || conname || ' ' || pg_get_constraintdef(oid)
   FROM pg_constraint WHERE connamespace IN (SELECT oid FROM ns)
 UNION ALL
@@ -41,6 +45,7 @@ UNION ALL
 SELECT 'function ' || p.pronamespace::regnamespace::text || '.' || p.proname || '(' || pg_get_function_arguments(p.oid) || ') ' || pg_get_function_result(p.oid)
        || ' ' || p.provolatile::text || p.proparallel::text || ' ' || l.lanname || ' ' || md5(p.prosrc) || ' '
        || coalesce(p.probin, '') || ' ' || coalesce(p.proconfig::text, '') || ' acl ' || coalesce(p.proacl::text, '-')
+       || CASE WHEN p.prosecdef THEN ' security definer' ELSE '' END || ' owner ' || p.proowner::regrole::text
   FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.pronamespace IN (SELECT oid FROM ns)
 UNION ALL
 SELECT 'type ' || t.typname || ' ' || coalesce((SELECT string_agg(e.enumlabel, ',' ORDER BY e.enumsortorder) FROM pg_enum e

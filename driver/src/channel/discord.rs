@@ -49,12 +49,15 @@ impl EventHandler for Handler {
             author_id: msg.author.id.get().to_string(),
             content: msg.content.clone(),
             private: is_dm,
+            // A reply to a bot's message; the extension checks it is Dionysus's, to this person.
+            reply_to: msg.referenced_message.as_ref().filter(|r| r.author.bot).map(|r| r.id.get().to_string()),
         };
         let _ = self.events.send(Event::Message(incoming)).await;
     }
     async fn reaction_add(&self, _ctx: Context, add: serenity::all::Reaction) {
         let Some(user) = add.user_id else { return };
         let reaction = super::Reaction {
+            channel_id: add.channel_id.get().to_string(),
             message_id: add.message_id.get().to_string(),
             author_id: user.get().to_string(),
             emoji: add.emoji.to_string(),
@@ -141,6 +144,18 @@ impl Channel for Discord {
         let msg = CreateMessage::new().content(text).nonce(Nonce::String(nonce.to_string())).enforce_nonce(true);
         let m = ChannelId::new(id).send_message(&self.http, msg).await.map_err(send_error)?;
         Ok(m.id.get().to_string())
+    }
+    async fn react(&self, channel_id: &str, message_id: &str, emoji: &str, add: bool) {
+        let (Ok(c), Ok(m)) = (channel_id.parse::<u64>(), message_id.parse::<u64>()) else { return };
+        let kind = serenity::all::ReactionType::Unicode(emoji.to_string());
+        let done = if add {
+            self.http.create_reaction(ChannelId::new(c), serenity::all::MessageId::new(m), &kind).await
+        } else {
+            self.http.delete_reaction_me(ChannelId::new(c), serenity::all::MessageId::new(m), &kind).await
+        };
+        if let Err(e) = done {
+            tracing::warn!(error = %e, emoji, add, "the reaction could not be changed");
+        }
     }
     async fn typing(&self, channel_id: &str) {
         if let Ok(id) = channel_id.parse::<u64>() {

@@ -19,11 +19,15 @@ pub struct Incoming {
     pub content: String,
     /// The channel is the author's alone (a DM, the terminal): nobody else reads the reply.
     pub private: bool,
+    /// The platform's id of the message this one replies to (a Discord reply or quote): a
+    /// reply to one of Dionysus's messages is feedback, not conversation.
+    pub reply_to: Option<String>,
 }
 
 /// A reaction by a person to a message (the platform's id of the message reacted to).
 #[derive(Clone, Debug)]
 pub struct Reaction {
+    pub channel_id: String,
     pub message_id: String,
     pub author_id: String,
     pub emoji: String,
@@ -78,6 +82,8 @@ pub trait Channel: Send + Sync {
     async fn send(&self, channel_id: &str, text: &str, nonce: &str) -> Result<String, SendError>;
     /// Shows that a reply is being written (best effort).
     async fn typing(&self, _channel_id: &str) {}
+    /// Adds (or with `add` false, removes) Dionysus's own reaction to a message; best effort.
+    async fn react(&self, _channel_id: &str, _message_id: &str, _emoji: &str, _add: bool) {}
     /// Receives messages until shutdown, sending them to `events`.
     async fn run(&self, events: mpsc::Sender<Event>, shutdown: CancellationToken);
 }

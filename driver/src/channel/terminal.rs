@@ -105,6 +105,7 @@ impl Channel for Terminal {
                     author_id: v["author"].as_str().unwrap_or(&self.user).to_string(),
                     content: v["text"].as_str().unwrap_or_default().to_string(),
                     private: true,
+                    reply_to: v["reply_to"].as_str().map(str::to_string),
                 },
                 _ => Incoming {
                     message_id: format!("{session}-{n}"),
@@ -112,6 +113,7 @@ impl Channel for Terminal {
                     author_id: self.user.clone(),
                     content: line.to_string(),
                     private: true,
+                    reply_to: None,
                 },
             };
             if events.send(Event::Message(msg)).await.is_err() {

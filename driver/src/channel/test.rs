@@ -12,6 +12,8 @@ pub struct TestChannel {
     inbox: Mutex<Option<mpsc::Receiver<Event>>>,
     feed: mpsc::Sender<Event>,
     pub sent: Mutex<Vec<(String, String)>>,
+    /// Dionysus's own reactions: (message id, emoji, added or removed), in order.
+    pub reactions: Mutex<Vec<(String, String, bool)>>,
     pub typing_shown: AtomicU64,
     down: AtomicBool,
     next_id: AtomicU64,
@@ -31,6 +33,7 @@ impl TestChannel {
             inbox: Mutex::new(Some(inbox)),
             feed,
             sent: Mutex::new(Vec::new()),
+            reactions: Mutex::new(Vec::new()),
             typing_shown: AtomicU64::new(0),
             down: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
@@ -48,7 +51,7 @@ impl TestChannel {
 
     /// A reaction to a message the driver sent (its platform id, as the outbox records it).
     pub async fn react(&self, message_id: &str, author: &str, emoji: &str) {
-        let r = super::Reaction { message_id: message_id.into(), author_id: author.into(), emoji: emoji.into() };
+        let r = super::Reaction { channel_id: direct_channel(author), message_id: message_id.into(), author_id: author.into(), emoji: emoji.into() };
         self.feed.send(Event::Reaction(r)).await.expect("driver gone");
     }
 
@@ -61,8 +64,27 @@ impl TestChannel {
             author_id: author.into(),
             content: text.into(),
             private,
+            reply_to: None,
         };
         self.feed.send(Event::Message(m)).await.expect("driver gone");
+    }
+
+    /// Delivers, in the author's direct channel, a reply to (a quote of) the message with
+    /// platform id `reply_to`, as Discord's replies do.
+    pub async fn deliver_reply(&self, message_id: &str, author: &str, text: &str, reply_to: &str) {
+        let m = Incoming {
+            message_id: message_id.into(),
+            channel_id: direct_channel(author),
+            author_id: author.into(),
+            content: text.into(),
+            private: true,
+            reply_to: Some(reply_to.into()),
+        };
+        self.feed.send(Event::Message(m)).await.expect("driver gone");
+    }
+
+    pub fn reactions(&self) -> Vec<(String, String, bool)> {
+        self.reactions.lock().unwrap().clone()
     }
 
     /// Takes the channel down, or brings it back (which announces Ready, as a reconnect does).
@@ -128,6 +150,9 @@ impl Channel for TestChannel {
             std::future::pending::<()>().await;
         }
         Ok(id)
+    }
+    async fn react(&self, _channel_id: &str, message_id: &str, emoji: &str, add: bool) {
+        self.reactions.lock().unwrap().push((message_id.into(), emoji.into(), add));
     }
     async fn typing(&self, _channel_id: &str) {
         self.typing_shown.fetch_add(1, Ordering::SeqCst);

@@ -125,6 +125,11 @@ fn add_triple(
     let private_to = validate::private_to("private_to", private_to);
     let subject = validate::required_name("subject", subject);
     let predicate = validate::required_name("predicate", predicate).to_lowercase();
+    // The triple's identity is a btree key: a predicate of many multi-byte characters would
+    // overflow its row limit (2704 bytes), so the bound is in bytes.
+    if predicate.len() > 1000 {
+        errors::invalid_arg("predicate", format!("is {} bytes long; at most 1000", predicate.len()));
+    }
     let object = validate::required_name("object", object);
     let confidence = validate::unit("confidence", confidence);
     let source = validate::optional_text("source", source);
@@ -144,7 +149,7 @@ fn add_triple(
          RETURNING id",
         &[s.into(), predicate.into(), o.into(), confidence.into(), source.into(), memory_id.into(), private_to.into()],
     )
-    .expect("upsert triple")
+    .unwrap_or_else(|e| errors::invalid_arg("predicate", e))
     .expect("triple id")
 }
 

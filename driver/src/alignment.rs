@@ -1,0 +1,294 @@
+//! The alignment loop in the driver (seed 004): north stars recognised and acknowledged,
+//! invisible feedback (a reply to one of Dionysus's messages, `/feedback`, `/undo`, 🗑️), the
+//! nightly dream, and the person's word on what it proposes (`dionysus proposals`, `approve`,
+//! `reject`). What is a north star, whose feedback counts, what a proposal may change and when
+//! it takes effect are the extension's (`sql/017_alignment.sql`); this moves words.
+use crate::channel::{Incoming, Reaction};
+use crate::config::Config;
+use crate::db::Db;
+use crate::jsonish::{list, text};
+use crate::llm::Msg;
+use crate::prompt::{self, render};
+use crate::Mind;
+use serde_json::{json, Value};
+use std::process::ExitCode;
+use uuid::Uuid;
+
+/// The acknowledgement of feedback: seen, and nothing said in the conversation.
+pub const SALUTE: &str = "🫡";
+
+/// Whether an emoji takes feedback back (🗑️, with or without its variation selector).
+pub fn is_wastebasket(emoji: &str) -> bool {
+    emoji.trim_end_matches('\u{fe0f}') == "🗑"
+}
+
+/// A north star in this turn, stored: the acknowledgement to send instead of a reply. An
+/// explicit prefix is enough; a cue phrase asks the fast model; anything else costs one query.
+pub async fn north_star(mind: &Mind, person: &str, message_id: Uuid, words: &str) -> Option<String> {
+    let cue = match mind.chat_db.json("SELECT to_jsonb(dionysus.north_star_cue($1))", &[&words]).await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot look for a north star");
+            return None;
+        }
+    };
+    let statement = match cue.as_str() {
+        Some("explicit") => words.to_string(),
+        Some("maybe") => confirm_north_star(mind, words).await?,
+        _ => return None,
+    };
+    match mind.chat_db.json("SELECT dionysus.set_north_star($1, $2, $3)", &[&person, &statement, &message_id]).await {
+        Ok(v) => {
+            tracing::info!(%person, north_star = %v["north_star_id"], duplicate = %v["duplicate"], "a north star");
+            v["ack"].as_str().map(str::to_string)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "the north star was not stored");
+            None
+        }
+    }
+}
+
+/// The fast model's reading of words that may declare a north star: its statement, or None.
+async fn confirm_north_star(mind: &Mind, words: &str) -> Option<String> {
+    let t = prompt::load(&mind.chat_db, "north_star_check").await.ok()?;
+    let msgs = [Msg::system(render(&t.text, &[("message", words.to_string())])), Msg::user("Answer with the JSON object now.")];
+    let answer = mind
+        .fast
+        .json(&msgs, t.temperature, |v| match v.get("north_star") {
+            Some(Value::Bool(_)) => Ok(v),
+            _ => Err("\"north_star\" must be true or false".into()),
+        })
+        .await;
+    match answer {
+        Ok(a) if a["north_star"] == Value::Bool(true) => text(&a, "statement"),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not ask whether this is a north star");
+            None
+        }
+    }
+}
+
+/// What happened to a message that may be feedback.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Feedback {
+    /// Stored (or already stored): acknowledged with 🫡, not logged, not answered.
+    Stored,
+    /// `/undo`: the person's latest feedback taken back (or there was none).
+    Undone(bool),
+    /// Not feedback: the conversation goes on as usual.
+    NotFeedback,
+    /// Feedback that could not be stored now (the database); the person was told.
+    Failed,
+}
+
+/// A reply to one of Dionysus's messages, or `/feedback …` and `/undo`: feedback, never a turn.
+pub async fn feedback(mind: &Mind, m: &Incoming) -> Feedback {
+    let ch = &mind.channel;
+    let platform = ch.platform();
+    let words = m.content.trim();
+    let (content, about, source) = if let Some(rest) = command(words, "/feedback") {
+        (rest.to_string(), None, "command")
+    } else if command(words, "/undo").is_some_and(str::is_empty) {
+        let sql = "SELECT dionysus.undo_feedback($1, $2)";
+        return match mind.chat_db.json(sql, &[&platform, &m.author_id]).await {
+            Ok(v) => {
+                let undone = v["undone"] == Value::Bool(true);
+                if let Some(carrier) = v["platform_message_id"].as_str() {
+                    ch.react(&m.channel_id, carrier, SALUTE, false).await;
+                }
+                let _ = ch.send(&m.channel_id, if undone { "(feedback taken back)" } else { "(no feedback to take back)" }, &nonce(m)).await;
+                Feedback::Undone(undone)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot undo feedback");
+                Feedback::Failed
+            }
+        };
+    } else if let Some(about) = &m.reply_to {
+        (words.to_string(), Some(about.clone()), "reply")
+    } else {
+        return Feedback::NotFeedback;
+    };
+    if content.is_empty() {
+        let _ = ch.send(&m.channel_id, "(write the feedback after /feedback)", &nonce(m)).await;
+        return Feedback::Failed;
+    }
+    let sql = "SELECT dionysus.give_feedback($1, $2, $3, $4, $5, source => $6)";
+    match mind.chat_db.json(sql, &[&platform, &m.message_id, &m.author_id, &content, &about, &source]).await {
+        Ok(v) if v["stored"] == Value::Bool(true) => {
+            tracing::info!(feedback = %v["feedback_id"], sentiment = %v["sentiment"], "invisible feedback");
+            ch.react(&m.channel_id, &m.message_id, SALUTE, true).await;
+            Feedback::Stored
+        }
+        // A reply to someone else's message (or to nothing Dionysus sent them) is conversation.
+        Ok(v) if source == "reply" => {
+            tracing::debug!(reason = %v["reason"], "a reply that is not feedback");
+            Feedback::NotFeedback
+        }
+        Ok(v) => {
+            let _ = ch.send(&m.channel_id, &format!("(no feedback stored: {})", v["reason"].as_str().unwrap_or("nothing to give it on")), &nonce(m)).await;
+            Feedback::Failed
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "feedback not stored");
+            let _ = ch.send(&m.channel_id, "(I couldn't store that feedback just now; please try again later)", &nonce(m)).await;
+            Feedback::Failed
+        }
+    }
+}
+
+/// `words` without the command, when they start with it (`/feedback too long` → "too long").
+fn command<'a>(words: &'a str, name: &str) -> Option<&'a str> {
+    let rest = words.strip_prefix(name)?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
+}
+
+fn nonce(m: &Incoming) -> String {
+    format!("f{}", m.message_id).chars().take(25).collect()
+}
+
+/// 🗑️ on a message that carried feedback: the feedback is taken back and the 🫡 removed.
+pub async fn undo_by_reaction(mind: &Mind, r: &Reaction) -> bool {
+    let platform = mind.channel.platform();
+    match mind.chat_db.json("SELECT dionysus.undo_feedback($1, $2, $3)", &[&platform, &r.author_id, &r.message_id]).await {
+        Ok(v) if v["undone"] == Value::Bool(true) => {
+            mind.channel.react(&r.channel_id, &r.message_id, SALUTE, false).await;
+            true
+        }
+        Ok(_) => false,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot undo feedback");
+            false
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The nightly dream (a work item the extension queues)
+// ---------------------------------------------------------------------------------------
+
+/// Keeps the proposals that have the shape of one (the extension checks what they say).
+pub fn dream_shape(v: Value) -> Result<Value, String> {
+    let proposals: Vec<Value> = list(&v, "proposals")?
+        .iter()
+        .filter(|p| text(p, "kind").is_some() && text(p, "target").is_some() && p["proposal"].is_object() && text(p, "rationale").is_some())
+        .take(5)
+        .cloned()
+        .collect();
+    Ok(json!({"proposals": proposals, "note": text(&v, "note").unwrap_or_default()}))
+}
+
+/// The dream's prompt from its evidence; the answer goes back through complete_work.
+pub async fn dream(mind: &Mind, dream_id: Uuid) -> Result<Value, crate::work::Outcome> {
+    use crate::work::{from_db, from_llm};
+    let evidence = mind.work_db.json("SELECT dionysus.dream_evidence($1)", &[&dream_id]).await.map_err(from_db)?;
+    let t = prompt::load(&mind.work_db, "dream").await.map_err(from_db)?;
+    let system = render(&t.text, &[("evidence", serde_json::to_string_pretty(&evidence).unwrap_or_default())]);
+    let msgs = [Msg::system(system), Msg::user("Answer with the JSON object now.")];
+    let v = mind.smart.json(&msgs, t.temperature, dream_shape).await.map_err(from_llm)?;
+    let n = v["proposals"].as_array().map_or(0, Vec::len);
+    Ok(json!({"dream": v, "summary": format!("dreamt: {n} proposals")}))
+}
+
+// ---------------------------------------------------------------------------------------
+// `dionysus proposals | approve ID | reject ID [WHY]`: the person's word, from the terminal
+// ---------------------------------------------------------------------------------------
+
+fn who(config: &Config) -> String {
+    format!("terminal:{}", config.terminal_user)
+}
+
+pub async fn proposals(config: &Config) -> ExitCode {
+    let db = Db::new(&config.database_url, "cli").with_patience(std::time::Duration::from_secs(5));
+    let sql = "SELECT coalesce(jsonb_agg(to_jsonb(p) ORDER BY p.created_at), '[]') FROM dionysus.pending_proposals() p";
+    match db.json(sql, &[]).await {
+        Ok(v) => {
+            let items = v.as_array().cloned().unwrap_or_default();
+            if items.is_empty() {
+                println!("no proposals waiting");
+            }
+            for p in items {
+                println!("{}  {} → {}  ({})", p["proposal_id"].as_str().unwrap_or(""), p["kind"].as_str().unwrap_or(""), p["target"].as_str().unwrap_or(""), p["status"].as_str().unwrap_or(""));
+                println!("    why: {}", p["rationale"].as_str().unwrap_or(""));
+                let body = p["proposal"]["template"].as_str().map(str::to_string).unwrap_or_else(|| p["proposal"].to_string());
+                for line in body.lines().take(12) {
+                    println!("    | {line}");
+                }
+            }
+            println!("approve with `dionysus approve ID`, reject with `dionysus reject ID [why]`");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("dionysus proposals: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+pub async fn decide(config: &Config, approve: bool, id: Option<&str>, why: Option<&str>) -> ExitCode {
+    let Some(id) = id.and_then(|s| Uuid::parse_str(s.trim()).ok()) else {
+        eprintln!("dionysus {}: give the proposal's id (from `dionysus proposals`)", if approve { "approve" } else { "reject" });
+        return ExitCode::from(2);
+    };
+    let db = Db::new(&config.database_url, "cli").with_patience(std::time::Duration::from_secs(5));
+    let by = who(config);
+    let done = if approve {
+        db.json("SELECT dionysus.approve_proposal($1, $2)", &[&id, &by]).await.map(|v| {
+            if v["approved"] == Value::Bool(true) {
+                format!("approved: {}", v["applied"])
+            } else {
+                format!("not approved: {}", v["reason"].as_str().unwrap_or(""))
+            }
+        })
+    } else {
+        db.json("SELECT to_jsonb(dionysus.reject_proposal($1, $2, $3))", &[&id, &by, &why]).await.map(|v| {
+            if v == Value::Bool(true) { "rejected".to_string() } else { "not open (decided already, or no such proposal)".to_string() }
+        })
+    };
+    match done {
+        Ok(s) => {
+            println!("{s}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("dionysus: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_need_their_whole_word() {
+        assert_eq!(command("/feedback too long", "/feedback"), Some("too long"));
+        assert_eq!(command("/feedback", "/feedback"), Some(""));
+        assert_eq!(command("/feedbacks", "/feedback"), None);
+        assert_eq!(command("/undo", "/undo"), Some(""));
+        assert_eq!(command("say /undo", "/undo"), None);
+    }
+
+    #[test]
+    fn the_wastebasket_with_or_without_its_selector() {
+        assert!(is_wastebasket("🗑️") && is_wastebasket("🗑"));
+        assert!(!is_wastebasket("👍"));
+    }
+
+    #[test]
+    fn a_dream_keeps_only_proposals_with_their_parts() {
+        let v = dream_shape(json!({"proposals": [
+            {"kind": "prompt_template", "target": "chat_system", "proposal": {"template": "x"}, "rationale": "shorter"},
+            {"kind": "prompt_template", "target": "chat_system", "proposal": "not an object", "rationale": "?"},
+            {"target": "chat_system", "proposal": {}, "rationale": "no kind"}
+        ], "note": "one idea"}))
+        .unwrap();
+        assert_eq!(v["proposals"].as_array().unwrap().len(), 1);
+        assert_eq!(v["note"], "one idea");
+        assert_eq!(dream_shape(json!({"note": "nothing tonight"})).unwrap()["proposals"], json!([]));
+        assert!(dream_shape(json!({"proposals": "not a list"})).is_err());
+    }
+}
