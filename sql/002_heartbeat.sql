@@ -16,10 +16,13 @@
 --                                   the contact evaluation of a decision
 --   6. a person's row in people     (their turn logged, an evaluation, a contact delivered or decided,
 --                                   a rule pass), then the personality rows learning moves;
---                                   a person's north-star lock 'dionysus.north_star:<person>' (set_north_star)
+--                                   a person's north-star lock 'dionysus.north_star:<person>' (set_north_star,
+--                                   retire_north_star)
 --   7. the learn and episode advisory locks  'dionysus.learn', 'dionysus.episode:<source>'  (learn, remember),
 --                                   a template's lock 'dionysus.prompt:<key>' (set_prompt_template,
---                                   activate_prompt_template, approve_proposal after its proposal row)
+--                                   activate_prompt_template, approve_proposal after its proposal row),
+--                                   a person's objectives lock 'dionysus.objectives:<person>' (complete_work's
+--                                   objectives, after its facts; nothing takes another lock after it)
 --   8. any other rows, by primary key: goals, memories, facts, triples, events
 -- A function that may need a lock later (a refund needs the state row) takes it at its start.
 

@@ -36,7 +36,8 @@ BEGIN
         IF t IS NULL THEN
             SELECT jsonb_build_object('kind', 'memory', 'id', m.id, 'content', m.content, 'confidence', m.confidence,
                                       'status', m.status, 'created_at', m.created_at)
-              INTO t FROM dionysus.recall(target, 1) r JOIN dionysus.memories m ON m.id = r.memory_id;
+              INTO t FROM dionysus.recall(target, 1) r JOIN dionysus.memories m ON m.id = r.memory_id
+             WHERE NOT (m.metadata ? 'north_star'); -- a north star is the person's to change
         END IF;
     ELSE
         SELECT jsonb_build_object('kind', 'belief', 'id', b.id, 'content', b.belief, 'confidence', b.confidence)
@@ -45,7 +46,7 @@ BEGIN
             SELECT jsonb_build_object('kind', 'memory', 'id', m.id, 'content', m.content, 'confidence', m.confidence,
                                       'status', m.status, 'created_at', m.created_at)
               INTO t FROM dionysus.facts f JOIN dionysus.memories m ON m.id = f.memory_id
-             WHERE f.state IN ('learned', 'confirmed') AND m.status = 'active'
+             WHERE f.state IN ('learned', 'confirmed') AND m.status = 'active' AND NOT (m.metadata ? 'north_star')
                AND coalesce(f.last_confirmed, f.learned_at) < now() - interval '30 days'
              ORDER BY coalesce(f.last_confirmed, f.learned_at) LIMIT 1;
         END IF;

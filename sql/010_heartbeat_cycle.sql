@@ -168,9 +168,12 @@ BEGIN
         'warnings', dionysus.heartbeat_warnings(),
         'reach_out_cooldown_hours', dionysus_internal.heartbeat_setting('reach_out_cooldown_hours'),
         'people', dionysus.known_people(),
-        -- What matters most to each person (017): every heartbeat decision keeps it in view.
+        -- What matters most to the person it would reach out to (017, whoever wrote last): every
+        -- heartbeat decision keeps it in view. Only theirs, so the heartbeat is tainted by no one else.
         'north_stars', coalesce((SELECT jsonb_agg(jsonb_build_object('person', n.person, 'north_star', n.content) ORDER BY n.created_at)
-                                   FROM dionysus.north_stars n WHERE n.status = 'active'), '[]'::jsonb));
+                                   FROM dionysus.north_stars n
+                                  WHERE n.status = 'active'
+                                    AND n.person = (SELECT p.person FROM dionysus.people p ORDER BY p.last_message_at DESC NULLS LAST LIMIT 1)), '[]'::jsonb));
     -- Whose private words this context holds: its memories (recent ones, and the recalled
     -- ones activated_themes may quote) and its goals. What the heartbeat writes inherits it.
     taint := dionysus_internal.privacy_union(
@@ -182,7 +185,7 @@ BEGIN
                     ORDER BY last_accessed DESC LIMIT 200))),
         dionysus_internal.privacy_union(
             (SELECT array_agg(DISTINCT p) FROM dionysus.goals g, unnest(g.private_to) p WHERE g.priority IN ('active', 'queued')),
-            (SELECT array_agg(DISTINCT n.person ORDER BY n.person) FROM dionysus.north_stars n WHERE n.status = 'active')));
+            (SELECT array_agg(DISTINCT e ->> 'person') FROM jsonb_array_elements(ctx -> 'north_stars') e)));
     UPDATE dionysus.heartbeat_log SET context = ctx, environment_snapshot = env, goals_snapshot = goals, private_to = taint
      WHERE id = hb;
     UPDATE dionysus.heartbeat_state SET in_flight = hb, heartbeat_count = n, requested_at = NULL, request_reason = NULL,

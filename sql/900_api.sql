@@ -496,3 +496,12 @@ END $$;
 -- Invisible feedback can be taken back (undo_feedback); cue phrases are the person's to tune.
 GRANT DELETE ON feedback TO dionysus_driver;
 REVOKE INSERT, UPDATE ON cue_phrases FROM dionysus_driver;
+-- The alignment loop's records: the driver writes what its calls need and nothing the person
+-- decides. A proposal's content cannot change after it was shown; archetypes change only by an
+-- approval (approve_proposal runs as the owner); a north star only by retiring it.
+REVOKE UPDATE ON proposals, north_stars, context_archetypes, dreams FROM dionysus_driver;
+REVOKE INSERT ON context_archetypes, dreams FROM dionysus_driver;
+GRANT UPDATE (status, decided_at, decided_by, decision_note) ON proposals TO dionysus_driver;
+GRANT UPDATE (status, retired_at) ON north_stars TO dionysus_driver;
+GRANT UPDATE (centroid, match_count, avg_similarity) ON context_archetypes TO dionysus_driver;
+GRANT UPDATE (finished_at, note) ON dreams TO dionysus_driver;

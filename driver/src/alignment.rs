@@ -77,6 +77,8 @@ pub enum Feedback {
     Stored,
     /// `/undo`: the person's latest feedback taken back (or there was none).
     Undone(bool),
+    /// `/northstars` or `/retire N`: answered on the side, not part of the conversation.
+    Command,
     /// Not feedback: the conversation goes on as usual.
     NotFeedback,
     /// Feedback that could not be stored now (the database); the person was told.
@@ -106,6 +108,9 @@ pub async fn feedback(mind: &Mind, m: &Incoming) -> Feedback {
                 Feedback::Failed
             }
         };
+    } else if command(words, "/northstars").is_some_and(str::is_empty) || command(words, "/retire").is_some() {
+        north_star_command(mind, m, words).await;
+        return Feedback::Command;
     } else if let Some(about) = &m.reply_to {
         (words.to_string(), Some(about.clone()), "reply")
     } else {
@@ -137,6 +142,41 @@ pub async fn feedback(mind: &Mind, m: &Incoming) -> Feedback {
             Feedback::Failed
         }
     }
+}
+
+/// `/northstars` lists the person's north stars, numbered; `/retire N` is their word retiring one.
+async fn north_star_command(mind: &Mind, m: &Incoming, words: &str) {
+    let ch = &mind.channel;
+    let person = format!("{}:{}", ch.platform(), m.author_id);
+    let sql = "SELECT coalesce(jsonb_agg(jsonb_build_object('id', n.north_star_id, 'content', n.content) ORDER BY n.created_at), '[]') \
+               FROM dionysus.person_north_stars($1) n";
+    let stars = match mind.chat_db.json(sql, &[&person]).await {
+        Ok(v) => v.as_array().cloned().unwrap_or_default(),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot list north stars");
+            let _ = ch.send(&m.channel_id, "(I couldn't read your north stars just now)", &nonce(m)).await;
+            return;
+        }
+    };
+    let text = match command(words, "/retire") {
+        Some(n) => match n.parse::<usize>().ok().and_then(|i| stars.get(i.wrapping_sub(1))) {
+            Some(star) => {
+                let id = star["id"].as_str().and_then(|s| Uuid::parse_str(s).ok());
+                match mind.chat_db.json("SELECT to_jsonb(dionysus.retire_north_star($1, $2))", &[&person, &id]).await {
+                    Ok(Value::Bool(true)) => format!("(retired: \"{}\")", star["content"].as_str().unwrap_or("")),
+                    Ok(_) => "(that north star was retired already)".to_string(),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot retire a north star");
+                        "(I couldn't retire it just now)".to_string()
+                    }
+                }
+            }
+            None => "(which one? /northstars lists them, numbered)".to_string(),
+        },
+        None if stars.is_empty() => "(no north stars yet: start a message with \"North star:\")".to_string(),
+        None => stars.iter().enumerate().map(|(i, s)| format!("{}. {}", i + 1, s["content"].as_str().unwrap_or(""))).collect::<Vec<_>>().join("\n"),
+    };
+    let _ = ch.send(&m.channel_id, &text, &nonce(m)).await;
 }
 
 /// `words` without the command, when they start with it (`/feedback too long` → "too long").

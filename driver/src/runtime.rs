@@ -52,17 +52,15 @@ pub async fn run(mind: Arc<Mind>, observer: Option<Observer>) {
             Some(Event::Message(m)) => conversations.take(m),
             // A reaction is noted by the extension (an answer to a contact, learned from); no
             // model, no reply. Only allowed people's reactions count.
-            // 🗑️ on a message that carried feedback takes the feedback back.
-            Some(Event::Reaction(r)) if mind.channel.allowed(&r.author_id) && crate::alignment::is_wastebasket(&r.emoji) => {
-                let mind = mind.clone();
-                tokio::spawn(async move {
-                    let undone = crate::alignment::undo_by_reaction(&mind, &r).await;
-                    tracing::info!(undone, "🗑️ on a message");
-                });
-            }
             Some(Event::Reaction(r)) if mind.channel.allowed(&r.author_id) => {
                 let mind = mind.clone();
                 tokio::spawn(async move {
+                    // 🗑️ on a message that carried feedback takes the feedback back; on anything
+                    // else it is a reaction like any other.
+                    if crate::alignment::is_wastebasket(&r.emoji) && crate::alignment::undo_by_reaction(&mind, &r).await {
+                        tracing::info!("feedback taken back by 🗑️");
+                        return;
+                    }
                     let sql = "SELECT dionysus.note_reaction($1, $2, $3, $4)";
                     let platform = mind.channel.platform();
                     match mind.chat_db.json(sql, &[&platform, &r.message_id, &r.author_id, &r.emoji]).await {

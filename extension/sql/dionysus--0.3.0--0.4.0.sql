@@ -154,15 +154,15 @@ CREATE TABLE north_stars (
 CREATE UNIQUE INDEX north_stars_once ON north_stars (person, lower(btrim(content))) WHERE status = 'active';
 CREATE INDEX north_stars_person ON north_stars (person) WHERE status = 'active';
 
--- The memory behind an active north star changes only by the person's word (retire_north_star
--- names it in dionysus.person_word for its own transaction).
+-- The memory behind an active north star changes only by the person's word: retire_north_star
+-- retires the north star first, and only then may its memory be archived.
 CREATE FUNCTION dionysus_internal.protect_north_star() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF coalesce(current_setting('dionysus.person_word', true), '') = OLD.id::text THEN
+    IF NOT EXISTS (SELECT 1 FROM dionysus.north_stars n WHERE n.memory_id = OLD.id AND n.status = 'active') THEN
         RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
     END IF;
     IF TG_OP = 'UPDATE' AND NEW.content IS NOT DISTINCT FROM OLD.content AND NEW.status IS NOT DISTINCT FROM OLD.status
-       AND NEW.metadata ? 'north_star' THEN
+       AND NEW.confidence >= OLD.confidence AND NEW.metadata ? 'north_star' THEN
         RETURN NEW; -- access counts, neighbours, embeddings: not a change of what it says
     END IF;
     RAISE EXCEPTION 'dionysus: memory % is a north star: only the person''s word changes it (retire_north_star)', OLD.id
@@ -217,6 +217,13 @@ BEGIN
     ELSE
         mem := dionysus.learn(said, subject => person, category => 'north_star', confidence => 1.0, source => 'north_star',
                               importance => 1.0, private_to => ARRAY[person]);
+        -- Near-identical words (learn merged them into a north star's fact): the same north star.
+        SELECT * INTO existing FROM dionysus.north_stars n WHERE n.memory_id = mem AND n.status = 'active';
+        IF FOUND THEN
+            RETURN jsonb_build_object('north_star_id', existing.id, 'memory_id', mem, 'content', existing.content, 'duplicate', true,
+                                      'ack', replace(coalesce((SELECT t.template FROM dionysus.prompt_templates t WHERE t.key = 'north_star_ack' AND t.active),
+                                                              'Noted as your north star: {{north_star}}'), '{{north_star}}', existing.content));
+        END IF;
         UPDATE dionysus.memories m SET metadata = m.metadata || jsonb_build_object('north_star', true), importance = 1.0
          WHERE m.id = mem;
         INSERT INTO dionysus.north_stars (person, content, memory_id, origin_message_id, created_at)
@@ -234,15 +241,20 @@ CREATE FUNCTION retire_north_star(person text, north_star_id uuid) RETURNS boole
 DECLARE
     n dionysus.north_stars;
 BEGIN
-    SELECT * INTO n FROM dionysus.north_stars x
-     WHERE x.id = north_star_id AND x.person = retire_north_star.person AND x.status = 'active' FOR UPDATE;
-    IF NOT FOUND THEN
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.north_star:' || person, 0));
+    UPDATE dionysus.north_stars x SET status = 'retired', retired_at = dionysus.clock_now()
+     WHERE x.id = north_star_id AND x.person = retire_north_star.person AND x.status = 'active'
+    RETURNING * INTO n;
+    IF n.id IS NULL THEN
         RETURN false;
     END IF;
-    PERFORM set_config('dionysus.person_word', n.memory_id::text, true);
-    UPDATE dionysus.memories m SET status = 'archived' WHERE m.id = n.memory_id;
-    PERFORM set_config('dionysus.person_word', '', true);
-    UPDATE dionysus.north_stars x SET status = 'retired', retired_at = dionysus.clock_now() WHERE x.id = n.id;
+    -- Retired first, so the memory is no longer protected (unless another active north star
+    -- of theirs rests on it: then it stays).
+    BEGIN
+        UPDATE dionysus.memories m SET status = 'archived' WHERE m.id = n.memory_id;
+    EXCEPTION WHEN insufficient_privilege THEN
+        NULL;
+    END;
     RETURN true;
 END $$;
 
@@ -322,6 +334,10 @@ BEGIN
     IF coalesce(msg.person, o.person) IS DISTINCT FROM who THEN
         RETURN jsonb_build_object('stored', false, 'reason', 'not a message Dionysus sent to them');
     END IF;
+    -- Replying to a check-in or a reach-out is answering it: conversation, not feedback.
+    IF source = 'reply' AND (coalesce(msg.is_proactive, false) OR o.contact_id IS NOT NULL OR o.work_id IS NOT NULL) THEN
+        RETURN jsonb_build_object('stored', false, 'reason', 'a reply to a message Dionysus started is conversation');
+    END IF;
     tone := dionysus_internal.message_tone(content);
     INSERT INTO dionysus.feedback (person, platform, platform_message_id, about_message_id, about_outbox_id, about_platform_message_id,
                                    content, sentiment, source, created_at)
@@ -392,6 +408,8 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "result.objectives.status": % (expected pending, completed or archived)', status
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- One person's objectives are noted one at a time (no twin from two extractions at once).
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.objectives:' || person, 0));
     e := dionysus.embed(left(btrim(description), 1000));
     SELECT o.id INTO hit FROM dionysus.objectives o
      WHERE o.person = note_objective.person AND o.status <> 'archived' AND 1 - (o.embedding <=> e) >= 0.85
@@ -485,7 +503,7 @@ DECLARE
     a dionysus.context_archetypes;
     sim double precision;
     floor double precision := dionysus_internal.proactive_setting('archetype_min_similarity');
-    writable boolean := NOT pg_is_in_recovery();
+    writable boolean := NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off';
 BEGIN
     IF embedding IS NULL THEN
         RETURN NULL;
@@ -561,7 +579,9 @@ CREATE TABLE proposals (
     decided_at  timestamptz,
     decided_by  text,
     decision_note text,
-    applied     jsonb
+    applied     jsonb,
+    -- The template version the proposal was written against: approving it over a newer one is refused.
+    base_version integer
 );
 CREATE INDEX proposals_pending ON proposals (created_at) WHERE status IN ('pending', 'discussing');
 ALTER TABLE feedback ADD CONSTRAINT feedback_about_proposal_fkey FOREIGN KEY (about_proposal_id) REFERENCES proposals (id) ON DELETE SET NULL;
@@ -594,11 +614,11 @@ BEGIN
         RETURN false;
     END IF;
     -- The window is on the wall clock, as the message log's times are.
-    SELECT max(d.started_at) INTO last FROM dionysus.dreams d;
+    SELECT max(d.started_at) FILTER (WHERE d.finished_at IS NOT NULL) INTO last FROM dionysus.dreams d;
     last := coalesce(last, now() - interval '1 day');
     -- A quiet day is written down as such, without waking a model.
-    IF NOT EXISTS (SELECT 1 FROM dionysus.messages x WHERE x.created_at >= last)
-       AND NOT EXISTS (SELECT 1 FROM dionysus.feedback f WHERE f.created_at >= last) THEN
+    IF NOT EXISTS (SELECT 1 FROM dionysus.messages x WHERE x.person = who AND x.created_at >= last)
+       AND NOT EXISTS (SELECT 1 FROM dionysus.feedback f WHERE f.person = who AND f.created_at >= last) THEN
         INSERT INTO dionysus.dreams (local_date, person, since, started_at, finished_at, note)
         VALUES (local::date, who, last, now(), now(), 'a quiet day: nothing to review, nothing proposed')
         ON CONFLICT (local_date) DO NOTHING;
@@ -618,9 +638,9 @@ BEGIN
     RETURN true;
 END $$;
 
--- What a dream reviews: feedback since the last one, and the implicit signals of the
--- conversation (reply latency and length, contacts answered or ignored, corrections), and
--- the templates and archetypes it may propose changes to.
+-- What a dream reviews: the night's person's feedback since the last one, and the implicit
+-- signals of their conversation (reply length, contacts answered or ignored, corrections),
+-- and the templates and archetypes it may propose changes to. Nobody else's words.
 CREATE FUNCTION dream_evidence(dream_id uuid) RETURNS jsonb
     LANGUAGE plpgsql STABLE AS $$
 DECLARE
@@ -635,17 +655,17 @@ BEGIN
         'feedback', coalesce((SELECT jsonb_agg(jsonb_build_object('id', f.id, 'sentiment', f.sentiment, 'content', left(f.content, 500),
                                                                   'about', left(m.content, 300), 'source', f.source) ORDER BY f.created_at)
                                 FROM dionysus.feedback f LEFT JOIN dionysus.messages m ON m.id = f.about_message_id
-                               WHERE f.created_at >= d.since AND f.created_at < d.started_at), '[]'),
+                               WHERE f.person = d.person AND f.created_at >= d.since AND f.created_at < d.started_at), '[]'),
         'replies', (SELECT jsonb_build_object('their_turns', count(*) FILTER (WHERE NOT x.is_bot),
                                               'our_turns', count(*) FILTER (WHERE x.is_bot),
                                               'avg_their_length', round(avg(length(x.content)) FILTER (WHERE NOT x.is_bot)),
                                               'avg_our_length', round(avg(length(x.content)) FILTER (WHERE x.is_bot)),
                                               'corrections', count(*) FILTER (WHERE NOT x.is_bot AND x.content ~* '\m(no,|that''s wrong|not what i|i said|actually,|you forgot|wrong)'))
-                      FROM dionysus.messages x WHERE x.created_at >= d.since AND x.created_at < d.started_at),
+                      FROM dionysus.messages x WHERE x.person = d.person AND x.created_at >= d.since AND x.created_at < d.started_at),
         'contacts', (SELECT jsonb_build_object('sent', count(*) FILTER (WHERE c.decision = 'message'),
                                                'answered', count(*) FILTER (WHERE c.feedback IS NOT NULL AND (c.feedback ->> 'signal')::float8 > -0.5),
                                                'ignored', count(*) FILTER (WHERE c.feedback ->> 'by' = 'silence'))
-                       FROM dionysus.contact_evaluations c WHERE c.at >= d.since AND c.at < d.started_at),
+                       FROM dionysus.contact_evaluations c WHERE c.person = d.person AND c.at >= d.since AND c.at < d.started_at),
         'templates', (SELECT jsonb_object_agg(t.key, jsonb_build_object('version', t.version, 'template', t.template))
                         FROM dionysus.prompt_templates t WHERE t.active AND t.key IN ('chat_system', 'extract_message', 'contact_compose')),
         'archetypes', (SELECT jsonb_agg(jsonb_build_object('name', a.name, 'description', a.description, 'turns', a.context_turns,
@@ -682,14 +702,24 @@ BEGIN
         IF coalesce(btrim(proposal ->> 'template'), '') = '' OR length(proposal ->> 'template') > 20000 THEN
             RAISE EXCEPTION 'dionysus: invalid argument "proposals[].proposal.template": 1–20000 characters of template' USING ERRCODE = 'invalid_parameter_value';
         END IF;
+        IF proposal ? 'temperature' AND (jsonb_typeof(proposal -> 'temperature') IS DISTINCT FROM 'number'
+                                         OR (proposal ->> 'temperature')::numeric NOT BETWEEN 0 AND 2) THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "proposals[].proposal.temperature": a number within [0, 2]' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
     ELSE
-        IF jsonb_typeof(proposal -> 'example_messages') <> 'array' OR jsonb_array_length(proposal -> 'example_messages') NOT BETWEEN 1 AND 50
+        IF jsonb_typeof(proposal -> 'example_messages') IS DISTINCT FROM 'array'
+           OR jsonb_array_length(proposal -> 'example_messages') NOT BETWEEN 1 AND 50
+           OR EXISTS (SELECT 1 FROM jsonb_array_elements(proposal -> 'example_messages') e
+                       WHERE jsonb_typeof(e) <> 'string' OR btrim(e #>> '{}') = '' OR length(e #>> '{}') > 1000)
            OR NOT (proposal ?& ARRAY['turns', 'memories', 'similarity_threshold', 'triple_depth'])
            OR jsonb_typeof(proposal -> 'turns') <> 'number' OR jsonb_typeof(proposal -> 'memories') <> 'number'
            OR jsonb_typeof(proposal -> 'similarity_threshold') <> 'number' OR jsonb_typeof(proposal -> 'triple_depth') <> 'number'
+           OR (proposal ->> 'turns')::numeric <> trunc((proposal ->> 'turns')::numeric)
+           OR (proposal ->> 'memories')::numeric <> trunc((proposal ->> 'memories')::numeric)
+           OR (proposal ->> 'triple_depth')::numeric <> trunc((proposal ->> 'triple_depth')::numeric)
            OR (proposal ->> 'turns')::numeric NOT BETWEEN 1 AND 20 OR (proposal ->> 'memories')::numeric NOT BETWEEN 0 AND 15
            OR (proposal ->> 'similarity_threshold')::numeric NOT BETWEEN 0.5 AND 0.9 OR (proposal ->> 'triple_depth')::numeric NOT BETWEEN 0 AND 3 THEN
-            RAISE EXCEPTION 'dionysus: invalid argument "proposals[].proposal": an archetype needs example_messages (1–50), turns (1–20), memories (0–15), similarity_threshold (0.5–0.9) and triple_depth (0–3)'
+            RAISE EXCEPTION 'dionysus: invalid argument "proposals[].proposal": an archetype needs example_messages (1–50 non-empty texts), whole turns (1–20), memories (0–15) and triple_depth (0–3), and similarity_threshold (0.5–0.9)'
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
     END IF;
@@ -706,6 +736,9 @@ DECLARE
     why text;
     refused jsonb := '[]';
 BEGIN
+    IF NOT EXISTS (SELECT 1 FROM dionysus.dreams d WHERE d.id = dream_id) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "dream_id": no dream with id %', dream_id USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF jsonb_typeof(result -> 'proposals') IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "result.dream.proposals": must be an array' USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -721,9 +754,10 @@ BEGIN
             refused := refused || jsonb_build_object('target', left(item ->> 'target', 100), 'reason', why);
             CONTINUE;
         END;
-        INSERT INTO dionysus.proposals (dream_id, kind, target, proposal, rationale, evidence, created_at)
+        INSERT INTO dionysus.proposals (dream_id, kind, target, proposal, rationale, evidence, created_at, base_version)
         VALUES (dream_id, item ->> 'kind', item ->> 'target', item -> 'proposal', left(item ->> 'rationale', 4000),
-                CASE WHEN jsonb_typeof(item -> 'evidence') = 'array' THEN item -> 'evidence' ELSE '[]' END, dionysus.clock_now())
+                CASE WHEN jsonb_typeof(item -> 'evidence') = 'array' THEN item -> 'evidence' ELSE '[]' END, dionysus.clock_now(),
+                (SELECT t.version FROM dionysus.prompt_templates t WHERE t.key = item ->> 'target' AND t.active))
         RETURNING id INTO pid;
         made := made || pid;
         PERFORM pg_notify('dionysus_dream', pid::text);
@@ -767,6 +801,11 @@ BEGIN
         RETURN jsonb_build_object('approved', false, 'reason', 'already ' || p.status, 'applied', p.applied);
     END IF;
     PERFORM dionysus_internal.check_proposal(p.kind, p.target, p.proposal);
+    IF p.kind IN ('prompt_template', 'extraction')
+       AND p.base_version IS DISTINCT FROM (SELECT t.version FROM dionysus.prompt_templates t WHERE t.key = p.target AND t.active) THEN
+        RETURN jsonb_build_object('approved', false,
+            'reason', format('%s changed since this proposal (it was written against version %s): the next dream can propose again', p.target, p.base_version));
+    END IF;
     IF p.kind IN ('prompt_template', 'extraction') THEN
         v := dionysus.set_prompt_template(p.target, p.proposal ->> 'template', (p.proposal ->> 'temperature')::float8,
                                           'dream proposal ' || p.id || ', approved by ' || decided_by);
@@ -886,7 +925,7 @@ END $$;
 INSERT INTO proactive_config (key, value, description) VALUES
     ('dream_hour', 3, 'the hour (the person''s local time) after which the nightly dream runs, once a day'),
     ('dream_enabled', 1, '1: dream nightly; 0: never'),
-    ('archetype_min_similarity', 0.3, 'a message takes an archetype''s context shape only when at least this near its centroid');
+    ('archetype_min_similarity', 0.35, 'a message takes an archetype''s context shape only when at least this near its centroid');
 
 -- ---------------------------------------------------------------------------------------
 -- Every SQL function, as the organs' files define them at 0.4.0 (those that did not change
@@ -1682,7 +1721,8 @@ BEGIN
         IF t IS NULL THEN
             SELECT jsonb_build_object('kind', 'memory', 'id', m.id, 'content', m.content, 'confidence', m.confidence,
                                       'status', m.status, 'created_at', m.created_at)
-              INTO t FROM dionysus.recall(target, 1) r JOIN dionysus.memories m ON m.id = r.memory_id;
+              INTO t FROM dionysus.recall(target, 1) r JOIN dionysus.memories m ON m.id = r.memory_id
+             WHERE NOT (m.metadata ? 'north_star'); -- a north star is the person's to change
         END IF;
     ELSE
         SELECT jsonb_build_object('kind', 'belief', 'id', b.id, 'content', b.belief, 'confidence', b.confidence)
@@ -1691,7 +1731,7 @@ BEGIN
             SELECT jsonb_build_object('kind', 'memory', 'id', m.id, 'content', m.content, 'confidence', m.confidence,
                                       'status', m.status, 'created_at', m.created_at)
               INTO t FROM dionysus.facts f JOIN dionysus.memories m ON m.id = f.memory_id
-             WHERE f.state IN ('learned', 'confirmed') AND m.status = 'active'
+             WHERE f.state IN ('learned', 'confirmed') AND m.status = 'active' AND NOT (m.metadata ? 'north_star')
                AND coalesce(f.last_confirmed, f.learned_at) < now() - interval '30 days'
              ORDER BY coalesce(f.last_confirmed, f.learned_at) LIMIT 1;
         END IF;
@@ -2122,9 +2162,12 @@ BEGIN
         'warnings', dionysus.heartbeat_warnings(),
         'reach_out_cooldown_hours', dionysus_internal.heartbeat_setting('reach_out_cooldown_hours'),
         'people', dionysus.known_people(),
-        -- What matters most to each person (017): every heartbeat decision keeps it in view.
+        -- What matters most to the person it would reach out to (017, whoever wrote last): every
+        -- heartbeat decision keeps it in view. Only theirs, so the heartbeat is tainted by no one else.
         'north_stars', coalesce((SELECT jsonb_agg(jsonb_build_object('person', n.person, 'north_star', n.content) ORDER BY n.created_at)
-                                   FROM dionysus.north_stars n WHERE n.status = 'active'), '[]'::jsonb));
+                                   FROM dionysus.north_stars n
+                                  WHERE n.status = 'active'
+                                    AND n.person = (SELECT p.person FROM dionysus.people p ORDER BY p.last_message_at DESC NULLS LAST LIMIT 1)), '[]'::jsonb));
     -- Whose private words this context holds: its memories (recent ones, and the recalled
     -- ones activated_themes may quote) and its goals. What the heartbeat writes inherits it.
     taint := dionysus_internal.privacy_union(
@@ -2136,7 +2179,7 @@ BEGIN
                     ORDER BY last_accessed DESC LIMIT 200))),
         dionysus_internal.privacy_union(
             (SELECT array_agg(DISTINCT p) FROM dionysus.goals g, unnest(g.private_to) p WHERE g.priority IN ('active', 'queued')),
-            (SELECT array_agg(DISTINCT n.person ORDER BY n.person) FROM dionysus.north_stars n WHERE n.status = 'active')));
+            (SELECT array_agg(DISTINCT e ->> 'person') FROM jsonb_array_elements(ctx -> 'north_stars') e)));
     UPDATE dionysus.heartbeat_log SET context = ctx, environment_snapshot = env, goals_snapshot = goals, private_to = taint
      WHERE id = hb;
     UPDATE dionysus.heartbeat_state SET in_flight = hb, heartbeat_count = n, requested_at = NULL, request_reason = NULL,
@@ -5070,3 +5113,12 @@ END $$;
 -- Invisible feedback can be taken back (undo_feedback); cue phrases are the person's to tune.
 GRANT DELETE ON feedback TO dionysus_driver;
 REVOKE INSERT, UPDATE ON cue_phrases FROM dionysus_driver;
+-- The alignment loop's records: the driver writes what its calls need and nothing the person
+-- decides. A proposal's content cannot change after it was shown; archetypes change only by an
+-- approval (approve_proposal runs as the owner); a north star only by retiring it.
+REVOKE UPDATE ON proposals, north_stars, context_archetypes, dreams FROM dionysus_driver;
+REVOKE INSERT ON context_archetypes, dreams FROM dionysus_driver;
+GRANT UPDATE (status, decided_at, decided_by, decision_note) ON proposals TO dionysus_driver;
+GRANT UPDATE (status, retired_at) ON north_stars TO dionysus_driver;
+GRANT UPDATE (centroid, match_count, avg_similarity) ON context_archetypes TO dionysus_driver;
+GRANT UPDATE (finished_at, note) ON dreams TO dionysus_driver;

@@ -97,17 +97,29 @@ async fn a_north_star_is_acknowledged_protected_and_present_in_every_context() {
     let prompt = llm.requests_with("TASK: chat").last().unwrap()["messages"].to_string();
     assert!(!prompt.contains("thesis") && !prompt.contains("kids"), "Ada's north star reached Bob: {prompt}");
 
-    // In every heartbeat decision (with whose it is) and every proactive decision about her.
+    // In the heartbeat's decision, for whoever wrote last (and nobody else's: Bob's words
+    // would taint what it writes for her).
+    conversation::handle(&mind, said("ada", "s5", "Thanks!"), &mut ex).await;
     let hb = one(c, "SELECT dionysus.heartbeat_begin() -> 'north_stars'").await;
     assert!(hb.to_string().contains("finish my thesis by June") && hb.to_string().contains(ADA), "{hb}");
+    let taint = one(c, "SELECT private_to FROM dionysus.heartbeat_log ORDER BY heartbeat_number DESC LIMIT 1").await;
+    assert!(taint.as_array().unwrap().contains(&json!(ADA)), "what the heartbeat writes must be as private as her north star: {taint}");
     let stars = one(c, &format!("SELECT jsonb_agg(content) FROM dionysus.person_north_stars('{ADA}')")).await;
     assert_eq!(stars.as_array().unwrap().len(), 2);
 
-    // Her word retires one (only hers).
+    // Her word retires one (only hers): /northstars lists them, /retire 1 is her word.
     let id = star["id"].as_str().unwrap();
     assert_eq!(one(c, &format!("SELECT dionysus.retire_north_star('test:bob', '{id}')")).await, json!(false));
-    assert_eq!(one(c, &format!("SELECT dionysus.retire_north_star('{ADA}', '{id}')")).await, json!(true));
+    let h = conversation::handle(&mind, said("ada", "s6", "/northstars"), &mut ex).await;
+    assert_eq!(h, Handled::Feedback(Feedback::Command));
+    let listed = channel.sent().last().unwrap().1.clone();
+    assert!(listed.starts_with("1. finish my thesis") && listed.contains("2. My kids"), "{listed}");
+    let h = conversation::handle(&mind, said("ada", "s7", "/retire 1"), &mut ex).await;
+    assert_eq!(h, Handled::Feedback(Feedback::Command));
+    assert!(channel.sent().last().unwrap().1.contains("retired"), "{:?}", channel.sent().last());
+    assert_eq!(one(c, &format!("SELECT status FROM dionysus.north_stars WHERE id = '{id}'")).await, json!("retired"));
     assert_eq!(one(c, &format!("SELECT status::text FROM dionysus.memories WHERE id = '{mem}'")).await, json!("archived"));
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.messages WHERE content LIKE '/%'").await, 0, "commands entered the log");
 }
 
 /// A reply to one of Dionysus's messages is feedback: stored, acknowledged with 🫡, not in the
@@ -142,6 +154,15 @@ async fn feedback_is_invisible_acknowledged_and_undone() {
     // The same delivery twice is one feedback.
     conversation::handle(&mind, replying("ada", "a2", "too long, keep it to three lines", &bot_id), &mut ex).await;
     assert_eq!(count(c, "SELECT count(*) FROM dionysus.feedback").await, 1);
+
+    // A reply to a check-in Dionysus started is answering it: conversation.
+    c.execute("SELECT dionysus.log_message('test', 'p1', 'dm:ada', 'bot', 'How did the starter go?', true, true, NULL, $1)", &[&ADA])
+        .await
+        .unwrap();
+    let h = conversation::handle(&mind, replying("ada", "a9", "it bubbled overnight!", "p1"), &mut ex).await;
+    assert!(matches!(h, Handled::Replied { .. }), "{h:?}");
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.feedback").await, 1);
+    let turns = turns + 3; // the check-in, her answer and its reply
 
     // Bob replying to Ada's message is conversation (answered), not feedback on it.
     let h = conversation::handle(&mind, replying("bob", "b1", "ha, I want sourdough too", &bot_id), &mut ex).await;
@@ -260,7 +281,9 @@ async fn a_dream_proposes_and_nothing_changes_until_the_person_approves() {
     llm.on_times("TASK: dream", 1, Answer::Text(json!({"proposals": [
         {"kind": "prompt_template", "target": "chat_system", "proposal": {"template": "SHORTER: answer in three lines at most.\n{{memories}}\n{{goals}}"},
          "rationale": "she asked twice for shorter answers", "evidence": ["feedback: too long"]},
-        {"kind": "prompt_template", "target": "no_such_template", "proposal": {"template": "x"}, "rationale": "a template that does not exist"}
+        {"kind": "prompt_template", "target": "no_such_template", "proposal": {"template": "x"}, "rationale": "a template that does not exist"},
+        {"kind": "archetype", "target": "venting_badly", "proposal": {"turns": 8, "memories": 4, "similarity_threshold": 0.6, "triple_depth": 1},
+         "rationale": "no examples"}
     ], "note": "answers run long"}).to_string()));
     llm.on("TASK: chat", Answer::Text("A long answer.".into()));
     let mut ex = JoinSet::new();
@@ -288,7 +311,7 @@ async fn a_dream_proposes_and_nothing_changes_until_the_person_approves() {
     assert_eq!(pending[0]["target"], "chat_system");
     assert_eq!(pending[0]["rationale"], "she asked twice for shorter answers");
     let note = one(c, "SELECT note FROM dionysus.dreams").await;
-    assert!(note.to_string().contains("answers run long") && note.to_string().contains("no_such_template"), "{note}");
+    assert!(note.to_string().contains("answers run long") && note.to_string().contains("no_such_template") && note.to_string().contains("venting_badly"), "{note}");
     assert_eq!(one(c, "SELECT version FROM dionysus.prompt_templates WHERE key = 'chat_system' AND active").await, json!(1));
 
     // Approval: the new version is active and the next reply is composed with it.
@@ -304,6 +327,20 @@ async fn a_dream_proposes_and_nothing_changes_until_the_person_approves() {
     let prompt = llm.requests_with("TASK: chat").last().cloned();
     let system = llm.requests().last().unwrap()["messages"][0]["content"].as_str().unwrap_or_default().to_string();
     assert!(system.starts_with("SHORTER"), "the approved template is not in use: {system} {prompt:?}");
+    // What the person was shown cannot change under them: the driver's role may not rewrite a proposal.
+    c.batch_execute("SET ROLE dionysus_driver").await.unwrap();
+    let (code, _) = dionysus_tests::expect_error(c, "UPDATE dionysus.proposals SET proposal = '{\"template\": \"evil\"}'").await;
+    assert_eq!(code, "42501");
+    let (code, _) = dionysus_tests::expect_error(c, "INSERT INTO dionysus.context_archetypes (name, example_messages, context_turns, context_memories, similarity_threshold, triple_depth) VALUES ('x', ARRAY['x'], 1, 0, 0.5, 0)").await;
+    assert_eq!(code, "42501");
+    c.batch_execute("RESET ROLE").await.unwrap();
+    // A proposal written against an older version is refused, not applied over the newer one.
+    c.execute("INSERT INTO dionysus.proposals (kind, target, proposal, rationale, base_version) VALUES ('prompt_template', 'chat_system', '{\"template\": \"STALE\"}', 'old', 1)", &[])
+        .await
+        .unwrap();
+    let stale = one(c, "SELECT dionysus.approve_proposal((SELECT id FROM dionysus.proposals WHERE rationale = 'old'), 'test:ada')").await;
+    assert_eq!(stale["approved"], false, "{stale}");
+    assert_eq!(one(c, "SELECT version FROM dionysus.prompt_templates WHERE key = 'chat_system' AND active").await, json!(2));
     // A second approval changes nothing; rollback is one call.
     assert_eq!(one(c, &format!("SELECT dionysus.approve_proposal('{id}', 'x') -> 'approved'")).await, json!(false));
     assert_eq!(one(c, "SELECT dionysus.activate_prompt_template('chat_system', 1)").await, json!(true));

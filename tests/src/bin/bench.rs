@@ -33,7 +33,12 @@ async fn main() {
             recall_latency(n, q).await
         }
         Some("fortnight") => fortnight::fortnight(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(14)).await,
-        _ => eprintln!("usage: dionysus-bench locomo PATH | recall N [QUERIES] | driver N [MESSAGES] | fortnight [DAYS]"),
+        Some("agents") => {
+            let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000);
+            let q: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(200);
+            context_and_mcp(n, q).await
+        }
+        _ => eprintln!("usage: dionysus-bench locomo PATH | recall N [QUERIES] | driver N [MESSAGES] | fortnight [DAYS] | agents N [QUERIES]"),
     }
 }
 
@@ -498,4 +503,77 @@ async fn driver_overhead(n: usize, messages: usize) {
     println!("database calls of that path alone (baseline):   p50 {b50:.1} ms, p95 {b95:.1} ms");
     println!("driver's own share: p50 {:.1} ms; ratio driver/baseline {:.2}× (p50), {:.2}× (p95)", d50 - b50, d50 / b50, d95 / b95);
     println!("driver resident memory: {rss:.1} MB now, {hwm:.1} MB peak (target < 50 MB)");
+}
+
+// ---------------------------------------------------------------------------------------
+// What the alignment loop and MCP add: chat_context with its archetype against without, and
+// a recall through `dionysus mcp` (stdio, rmcp's client) against the same SQL call directly.
+// ---------------------------------------------------------------------------------------
+
+async fn context_and_mcp(n: usize, queries: usize) {
+    use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    use rmcp::ServiceExt;
+    let db = TestDb::new(&format!("bench_agents_{n}")).await;
+    println!("Alignment and MCP benchmark at {n} memories ({queries} queries)");
+    let secs = fill(&db, n).await;
+    println!("filled in {secs:.0} s");
+    run_maintenance_to_the_end(&db.client).await;
+    db.client.batch_execute("VACUUM ANALYZE dionysus.memories").await.unwrap();
+    let c = &db.client;
+    let (mut shaped, mut fixed) = (Vec::new(), Vec::new());
+    for i in 0..queries + 10 {
+        let text = format!("question {i}: {}", sentence((i * 15_485_863 + 7) % 2_654_208));
+        let v: Value = c
+            .query_one("SELECT dionysus.log_message('bench', $1, 'ctx', 'bench', $2)", &[&format!("ctx-{i}"), &text])
+            .await
+            .unwrap()
+            .get(0);
+        let id = Uuid::parse_str(v["message_id"].as_str().unwrap()).unwrap();
+        // Alternate which goes first, so neither always finds the caches warm.
+        for first in [i % 2 == 0, i % 2 != 0] {
+            let t = Instant::now();
+            c.query_one("SELECT dionysus.chat_context($1, 8, 12, use_archetype => $2)", &[&id, &first]).await.unwrap();
+            let ms = t.elapsed().as_secs_f64() * 1000.0;
+            if i >= 10 {
+                if first { shaped.push(ms) } else { fixed.push(ms) }
+            }
+        }
+    }
+    let (s50, s95) = p50_p95(&mut shaped);
+    let (f50, f95) = p50_p95(&mut fixed);
+    println!("chat_context with its archetype: p50 {s50:.2} ms, p95 {s95:.2} ms");
+    println!("chat_context without (baseline): p50 {f50:.2} ms, p95 {f95:.2} ms; ratio {:.2}× (p50), {:.2}× (p95)", s50 / f50, s95 / f95);
+
+    let bin = std::env::current_exe().unwrap().parent().unwrap().join("dionysus");
+    let url = format!("{} dbname={}", dionysus_tests::cluster_conninfo(), db.name);
+    let transport = TokioChildProcess::new(tokio::process::Command::new(&bin).configure(|cmd| {
+        cmd.arg("mcp").env("DIONYSUS_DATABASE_URL", &url).env("DIONYSUS_MCP_PERSON", "bench:me").env("DIONYSUS_LOG", "error");
+    }))
+    .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
+    let client = ClientConfig::new(ClientCapabilities::default(), Implementation::new("bench", "1")).serve(transport).await.expect("initialize");
+    let (mut via_mcp, mut direct) = (Vec::new(), Vec::new());
+    for i in 0..queries + 10 {
+        let q = sentence((i * 7_368_787 + 13) % 2_654_208);
+        let args = serde_json::json!({"query": q, "k": 10});
+        let t = Instant::now();
+        let r = client
+            .call_tool(CallToolRequestParams::new("recall").with_arguments(args.as_object().unwrap().clone()))
+            .await
+            .expect("recall over MCP");
+        let m = t.elapsed().as_secs_f64() * 1000.0;
+        assert_ne!(r.is_error, Some(true));
+        let t = Instant::now();
+        c.query("SELECT * FROM dionysus.recall($1, 10, person => 'bench:me')", &[&q]).await.unwrap();
+        let d = t.elapsed().as_secs_f64() * 1000.0;
+        if i >= 10 {
+            via_mcp.push(m);
+            direct.push(d);
+        }
+    }
+    let _ = client.cancel().await;
+    let (m50, m95) = p50_p95(&mut via_mcp);
+    let (d50, d95) = p50_p95(&mut direct);
+    println!("recall through dionysus mcp (stdio): p50 {m50:.2} ms, p95 {m95:.2} ms");
+    println!("the same recall in SQL (baseline):   p50 {d50:.2} ms, p95 {d95:.2} ms; MCP's own share p50 {:.2} ms, ratio {:.2}× (p50)", m50 - d50, m50 / d50);
 }
