@@ -46,6 +46,37 @@ async fn many_connections_remember_at_once_without_deadlock_or_loss() {
     assert_eq!(c.query_one("SELECT count(*) FROM dionysus.episodes WHERE source = 'shared'", &[]).await.unwrap().get::<_, i64>(0), 1);
 }
 
+/// Batches whose items run through several episode sources in opposite orders, written at
+/// once: each batch takes all its episode locks up front in one order, so neither holds one
+/// the other waits for (before, they deadlocked: 40P01).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_batches_over_many_sources_never_deadlock() {
+    let db = TestDb::new("batch_sources").await;
+    let mut lanes = Vec::new();
+    for lane in 0..2usize {
+        let client = db.connect().await;
+        lanes.push(tokio::spawn(async move {
+            for round in 0..12usize {
+                let items: Vec<serde_json::Value> = (0..6usize)
+                    .map(|i| {
+                        let source = if lane == 0 { i } else { 5 - i };
+                        serde_json::json!({"content": format!("lane {lane} round {round} item {i}"), "source": format!("chat{source}")})
+                    })
+                    .collect();
+                client
+                    .query("SELECT * FROM dionysus.remember_batch($1)", &[&serde_json::Value::Array(items)])
+                    .await
+                    .map_err(|e| format!("{} {e}", sqlstate(&e)))?;
+            }
+            Ok::<(), String>(())
+        }));
+    }
+    for lane in lanes {
+        lane.await.unwrap().expect("a batch failed");
+    }
+    assert_eq!(count(&db.client, "memories").await, 2 * 12 * 6);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_worker_recomputes_stale_neighborhoods_unasked() {
     let db = TestDb::new("worker").await;

@@ -15,7 +15,7 @@ pub const DEFAULT_SOURCE: &str = "default";
 /// Members within this many positions are temporal neighbours (seed 000 §6.3).
 pub const TEMPORAL_SPAN: i32 = 3;
 
-fn lock_source(source: &str) {
+pub fn lock_source(source: &str) {
     select_prepared(
         "SELECT pg_advisory_xact_lock(hashtextextended('dionysus.episode:' || $1, 0))",
         &[source.into()],

@@ -208,6 +208,14 @@ fn remember_batch(items: Option<JsonArg>) -> TableIterator<'static, (name!(ord, 
         errors::bad_json("items", format!("must be a JSON array of objects, not {}", validate::json_kind(&doc)))
     };
     let parsed: Vec<NewMemory> = list.iter().enumerate().map(|(i, v)| batch_item(i, v)).collect();
+    // Every episode lock the batch needs, taken first and in one order: two batches whose items
+    // interleave sources would otherwise each hold one and wait for the other's (40P01).
+    let mut sources: Vec<&str> = parsed.iter().map(|m| m.source.as_deref().unwrap_or(episodes::DEFAULT_SOURCE)).collect();
+    sources.sort_unstable();
+    sources.dedup();
+    for source in sources {
+        episodes::lock_source(source);
+    }
     let texts: Vec<&str> = parsed.iter().map(|m| m.embedding_text()).collect();
     let vectors = embed::embed_texts(&texts);
     let ids: Vec<(i32, Uuid)> =
