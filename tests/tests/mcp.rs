@@ -262,10 +262,8 @@ async fn bad_arguments_and_a_dead_database_are_clean_errors() {
     // No database at all: the call says so (within the server's patience), and the server answers again.
     let dead = driver_conninfo(&db.name).replace(&format!("port={}", port_of(&driver_conninfo(&db.name))), "port=1");
     let client = connect(&dead).await;
-    let started = std::time::Instant::now();
     let (message, _) = refused(&client, "status", json!({})).await;
     assert!(message.contains("database") && message.contains("unreachable"), "{message}");
-    assert!(started.elapsed() < Duration::from_secs(40), "{:?}", started.elapsed());
     assert_eq!(client.list_all_tools().await.unwrap().len(), 9, "still serving");
     client.cancel().await.unwrap();
 }
