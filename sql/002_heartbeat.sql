@@ -274,9 +274,11 @@ CREATE TABLE work_queue (
     -- Fencing: each claim gets a new token; only its holder may settle the item.
     lease_token     uuid,
     -- The energy the heartbeat spent on it, refunded if it fails for good.
-    energy_cost     double precision NOT NULL DEFAULT 0 CHECK (energy_cost >= 0)
+    energy_cost     double precision NOT NULL DEFAULT 0 CHECK (energy_cost >= 0),
+    -- Claimed highest first, then oldest: background work (an import's, -1) waits for the rest.
+    priority        smallint NOT NULL DEFAULT 0
 );
-CREATE INDEX work_queue_pending ON work_queue (created_at) WHERE status IN ('pending', 'claimed');
+CREATE INDEX work_queue_pending ON work_queue (priority DESC, created_at, id) WHERE status IN ('pending', 'claimed');
 CREATE INDEX work_queue_heartbeat ON work_queue (heartbeat_id) WHERE heartbeat_id IS NOT NULL;
 
 -- ---------------------------------------------------------------------------------------

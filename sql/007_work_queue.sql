@@ -36,7 +36,7 @@ BEGIN
          WHERE q.status = 'pending' AND q.available_at <= now()
            AND (actions IS NULL OR q.action = ANY(actions))
            AND (claim_work.heartbeat_id IS NULL OR q.heartbeat_id = claim_work.heartbeat_id)
-         ORDER BY q.created_at, q.id LIMIT max_items FOR UPDATE SKIP LOCKED));
+         ORDER BY q.priority DESC, q.created_at, q.id LIMIT max_items FOR UPDATE SKIP LOCKED));
 END $$;
 
 -- Leases that ran out: back to pending, or failed once the attempts are used up (and then
@@ -177,6 +177,7 @@ DECLARE
     from_web boolean;
     target jsonb;
     refused jsonb := '[]'::jsonb;
+    history_at timestamptz;
 BEGIN
     -- Lock order: goals before the rows and the learn/episode locks remember and learn take.
     IF result ? 'goals' OR result ? 'goal_progress' THEN
@@ -214,6 +215,13 @@ BEGIN
     privacy := dionysus_internal.privacy_union(privacy, dionysus_internal.memory_privacy(
                    ARRAY(SELECT (b #>> '{}')::uuid FROM jsonb_array_elements(coalesce(result -> 'basis', '[]')) b)));
     from_web := w.action IN ('inquire_shallow', 'inquire_deep');
+    -- A turn of an imported history (018): what it asked was asked of someone else, not of us (no
+    -- goals), and what it aimed at more than 30 days ago is the person's past: it neither adds
+    -- objectives nor moves the ones they have now.
+    IF w.action = 'extract_message' THEN
+        SELECT x.created_at INTO history_at FROM dionysus.messages x
+         WHERE x.id = (w.params ->> 'message_id')::uuid AND x.import_id IS NOT NULL;
+    END IF;
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'memories', '[]')) LOOP
         new_id := dionysus.remember(item ->> 'content', coalesce(item ->> 'type', 'semantic'),
                                     CASE WHEN from_web THEN least(coalesce((item ->> 'importance')::float8, 0.3), 0.3)
@@ -259,6 +267,14 @@ BEGIN
                summary_embedding = dionysus.embed(result ->> 'episode_summary')
          WHERE id = (w.params ->> 'episode_id')::uuid;
         made := made || jsonb_build_object('episode_id', w.params ->> 'episode_id');
+    END IF;
+    IF history_at IS NOT NULL AND jsonb_array_length(coalesce(result -> 'goals', '[]')) > 0 THEN
+        refused := refused || jsonb_build_object('goals', jsonb_array_length(result -> 'goals'), 'reason', 'asked in an imported history');
+        result := result - 'goals';
+    END IF;
+    IF history_at < now() - interval '30 days' AND jsonb_array_length(coalesce(result -> 'objectives', '[]')) > 0 THEN
+        refused := refused || jsonb_build_object('objectives', jsonb_array_length(result -> 'objectives'), 'reason', 'the past of an imported history');
+        result := result - 'objectives';
     END IF;
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'goals', '[]')) LOOP
         new_id := dionysus.create_goal(item ->> 'title', item ->> 'description', coalesce(item ->> 'source', 'curiosity'),

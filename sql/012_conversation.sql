@@ -27,6 +27,8 @@ CREATE TABLE messages (
     -- The person whose conversation this turn belongs to: the author of a person's turn, the
     -- person addressed by the bot's. Its memory is private to them.
     person              text,
+    -- The import that brought this turn in from elsewhere (018), NULL for a turn lived here.
+    import_id           uuid,
     UNIQUE (platform, platform_message_id)
 );
 CREATE INDEX messages_channel ON messages (platform, channel_id, created_at DESC, id DESC);
@@ -38,10 +40,10 @@ CREATE INDEX messages_person ON messages (created_at) WHERE NOT is_bot;
 CREATE FUNCTION dionysus_internal.messages_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF (NEW.platform, NEW.platform_message_id, NEW.channel_id, NEW.author_id, NEW.is_bot, NEW.is_proactive,
-        NEW.content, NEW.created_at, NEW.person)
+        NEW.content, NEW.created_at, NEW.person, NEW.import_id)
        IS DISTINCT FROM
        (OLD.platform, OLD.platform_message_id, OLD.channel_id, OLD.author_id, OLD.is_bot, OLD.is_proactive,
-        OLD.content, OLD.created_at, OLD.person)
+        OLD.content, OLD.created_at, OLD.person, OLD.import_id)
        OR (NEW.memory_id IS NOT NULL AND NEW.memory_id IS DISTINCT FROM OLD.memory_id)
        OR (NEW.prev_message_id IS NOT NULL AND NEW.prev_message_id IS DISTINCT FROM OLD.prev_message_id)
        OR (NEW.reply_to IS NOT NULL AND NEW.reply_to IS DISTINCT FROM OLD.reply_to) THEN
@@ -398,13 +400,18 @@ BEGIN
     UPDATE dionysus.episodes SET ended_at = greatest(last_event_at, started_at)
      WHERE ended_at IS NULL AND NOT explicit
        AND last_event_at < now() - make_interval(mins => coalesce((SELECT setting::int FROM pg_settings WHERE name = 'dionysus.episode_gap_minutes'), 30));
-    INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts)
-    SELECT 'summarize_episode:' || e.id, 'summarize_episode', jsonb_build_object('episode_id', e.id), attempts
-      FROM dionysus.episodes e
-     WHERE e.ended_at IS NOT NULL AND e.summary IS NULL AND e.memory_count > 0
-       AND e.ended_at < now() - make_interval(secs => dionysus_internal.heartbeat_setting('summary_delay_minutes') * 60)
-       AND NOT EXISTS (SELECT 1 FROM dionysus.work_queue q WHERE q.idempotency_key = 'summarize_episode:' || e.id)
-     ORDER BY e.ended_at LIMIT 5
+    -- Five lived episodes a pass; twenty of an import's (018: source 'imported:…') besides, at
+    -- background priority, so a long history is summarised without holding up the present.
+    INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, priority)
+    SELECT 'summarize_episode:' || e.id, 'summarize_episode', jsonb_build_object('episode_id', e.id), attempts, e.priority
+      FROM (SELECT x.id, x.ended_at, CASE WHEN x.source LIKE 'imported:%' THEN -1 ELSE 0 END AS priority,
+                   row_number() OVER (PARTITION BY x.source LIKE 'imported:%' ORDER BY x.ended_at) AS rank
+              FROM dionysus.episodes x
+             WHERE x.ended_at IS NOT NULL AND x.summary IS NULL AND x.memory_count > 0
+               AND x.ended_at < now() - make_interval(secs => dionysus_internal.heartbeat_setting('summary_delay_minutes') * 60)
+               AND NOT EXISTS (SELECT 1 FROM dionysus.work_queue q WHERE q.idempotency_key = 'summarize_episode:' || x.id)) e
+     WHERE e.rank <= CASE WHEN e.priority < 0 THEN 20 ELSE 5 END
+     ORDER BY e.ended_at
     ON CONFLICT (idempotency_key) DO NOTHING;
     GET DIAGNOSTICS k = ROW_COUNT;
     n := n + k;

@@ -66,7 +66,8 @@ CREATE FUNCTION reach_out_target(person text DEFAULT NULL) RETURNS jsonb
 DECLARE m dionysus.messages;
 BEGIN
     SELECT * INTO m FROM dionysus.messages x
-     WHERE NOT x.is_bot AND x.person IS NOT NULL AND (reach_out_target.person IS NULL OR x.person = reach_out_target.person)
+     WHERE NOT x.is_bot AND x.person IS NOT NULL AND x.import_id IS NULL  -- an imported author is nobody to reach here
+       AND (reach_out_target.person IS NULL OR x.person = reach_out_target.person)
      ORDER BY x.created_at DESC, x.id DESC LIMIT 1;
     IF NOT FOUND THEN
         IF person IS NOT NULL THEN
@@ -82,5 +83,5 @@ CREATE FUNCTION known_people() RETURNS jsonb
     LANGUAGE sql STABLE AS $$
     SELECT coalesce(jsonb_agg(jsonb_build_object('person', p.person, 'last_message_at', p.at) ORDER BY p.at DESC), '[]'::jsonb)
       FROM (SELECT person, max(created_at) AS at FROM dionysus.messages
-             WHERE NOT is_bot AND person IS NOT NULL GROUP BY person ORDER BY max(created_at) DESC LIMIT 20) p
+             WHERE NOT is_bot AND person IS NOT NULL AND import_id IS NULL GROUP BY person ORDER BY max(created_at) DESC LIMIT 20) p
 $$;

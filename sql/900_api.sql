@@ -456,6 +456,19 @@ COMMENT ON FUNCTION reject_proposal(uuid, text, text, boolean) IS 'The person re
 COMMENT ON FUNCTION activate_prompt_template(text, integer) IS 'Makes any stored version of a template the active one: rollback (or forward) in one call.';
 
 -- ---------------------------------------------------------------------------------------
+-- Imports (018_import.sql)
+-- ---------------------------------------------------------------------------------------
+COMMENT ON TABLE imports IS
+    'Histories brought in from elsewhere (dionysus import): whose, what, and how far; a rerun of the same input (person, fingerprint) resumes at position.';
+COMMENT ON FUNCTION begin_import(text, text, text, text, integer) IS
+    'Starts an import of total turns for a person, or finds the one this input (its fingerprint) began. Returns {import_id, position, total, imported, duplicates, started_at, finished_at}.';
+COMMENT ON FUNCTION dionysus_internal.import_time(text, text) IS 'An imported turn''s time, or 22007/22023 naming the argument (not a time, or in the future).';
+COMMENT ON FUNCTION import_messages(uuid, integer, jsonb) IS
+    'A batch of turns at first_position of an import, in one transaction: each into the message log once, at its own time, '
+    'as a memory private to the person; their own turns queued for extraction at background priority. A batch sent again skips what is in.';
+COMMENT ON FUNCTION import_status(integer) IS 'The latest imports with their progress and the extractions the queue still owes them.';
+
+-- ---------------------------------------------------------------------------------------
 -- The driver's role (least privilege). CREATE EXTENSION creates dionysus_driver (NOLOGIN;
 -- give it LOGIN and a password to use it) and grants it what the driver's calls need: both
 -- schemas (the API's functions run as their caller, so its internals too), every function,
@@ -505,3 +518,6 @@ GRANT UPDATE (status, decided_at, decided_by, decision_note) ON proposals TO dio
 GRANT UPDATE (status, retired_at) ON north_stars TO dionysus_driver;
 GRANT UPDATE (centroid, match_count, avg_similarity) ON context_archetypes TO dionysus_driver;
 GRANT UPDATE (finished_at, note) ON dreams TO dionysus_driver;
+-- An import's person, input and size are fixed when it begins; only its progress moves.
+REVOKE UPDATE ON imports FROM dionysus_driver;
+GRANT UPDATE (position, imported, duplicates, updated_at, finished_at) ON imports TO dionysus_driver;

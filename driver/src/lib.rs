@@ -12,6 +12,7 @@
 //! - [`channel`]: Discord, terminal and test channels behind one trait
 //! - [`alignment`]: north stars, invisible feedback, the nightly dream and the person's word on it
 //! - [`mcp`]: the same memory for other agents, over the Model Context Protocol
+//! - [`import`]: a person's history from elsewhere (Discord package, chat JSON, LoCoMo) into the log
 //! - [`llm`], [`db`]: the two outside services, each resilient to failure
 pub mod actions;
 pub mod alignment;
@@ -23,6 +24,7 @@ pub mod db;
 pub mod doctor;
 pub mod fallback;
 pub mod heartbeat;
+pub mod import;
 pub mod jsonish;
 pub mod llm;
 pub mod mcp;

@@ -1,7 +1,7 @@
 //! `dionysus`: the thin driver beside PostgreSQL.
 use dionysus_driver::channel::{discord::Discord, terminal::Terminal, Channel};
 use dionysus_driver::config::{Config, LogFormat};
-use dionysus_driver::{alignment, doctor, heartbeat, mcp, runtime, status, Mind};
+use dionysus_driver::{alignment, doctor, heartbeat, import, mcp, runtime, status, Mind};
 use std::fs::File;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -23,6 +23,9 @@ commands:
   proposals         what the nightly dream proposes, waiting for your word
   approve ID        a proposal takes effect (a template's new version, an archetype)
   reject ID [WHY]   a proposal is declined
+  import PATH [--person KEY] [--author ID] [--dry-run]
+                    bring a history in: a Discord data package, a chat JSON file (see the README)
+                    or LoCoMo JSON, with original times and authors; resumable, idempotent
   mcp [--http [ADDR]]  the person's memory for other agents over MCP: stdio (what desktop
                     clients launch), or streamable HTTP on ADDR (default 127.0.0.1:8808; a bare
                     port stays on loopback) with the bearer token DIONYSUS_MCP_TOKEN; acts as
@@ -143,6 +146,7 @@ async fn main() -> ExitCode {
             mcp::run(&config, http).await
         }
         Some("status") => status::run(&config).await,
+        Some("import") => import::run(&config, &args[1..]).await,
         Some("why") => status::why(&config, args.get(1).map(String::as_str)).await,
         Some("rules") => status::rules(&config, args.get(1).map(String::as_str)).await,
         Some("proposals") => alignment::proposals(&config).await,

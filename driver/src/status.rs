@@ -19,6 +19,7 @@ const SQL: &str = "SELECT jsonb_build_object(
     'messages', (SELECT jsonb_build_object('total', count(*), 'last', max(created_at)) FROM dionysus.messages),
     'memory', (SELECT to_jsonb(m) FROM dionysus.memory_health m),
     'mind', (SELECT to_jsonb(p) FROM dionysus.proactive_health p),
+    'imports', dionysus.import_status(3),
     -- Intervals as seconds: their text form (\"00:37:30.011953\") is not for people.
     'waited_s', (SELECT jsonb_build_object('work', extract(epoch FROM h.oldest_pending_work), 'stale', extract(epoch FROM m.oldest_stale_age))
                    FROM dionysus.heartbeat_health h, dionysus.memory_health m),
@@ -99,6 +100,18 @@ pub fn render(v: &Value) -> String {
         n(&hb["outbox_backlog"]), n(&hb["awaiting_approval"]), n(&hb["reach_outs_24h"])
     ));
     out.push(format!("messages   {} logged, last {}", n(&v["messages"]["total"]), ago(now, &v["messages"]["last"])));
+    for i in v["imports"].as_array().into_iter().flatten() {
+        out.push(format!(
+            "import     {} {}: {}/{} turns ({} new){}, {} extractions waiting",
+            i["kind"].as_str().unwrap_or("?"),
+            i["label"].as_str().unwrap_or(""),
+            n(&i["position"]),
+            n(&i["total"]),
+            n(&i["imported"]),
+            if i["finished_at"].is_null() { ", unfinished: run it again to resume".to_string() } else { format!(", done {}", ago(now, &i["finished_at"])) },
+            n(&i["extractions_waiting"])
+        ));
+    }
     out.push(format!(
         "memory     {} memories ({} active), {} stale neighbourhoods{}, worker {}{}",
         n(&mem["memories"]), n(&mem["active_memories"]), n(&mem["stale_neighborhoods"]),

@@ -51,6 +51,8 @@ pgrx::extension_sql_file!("../../sql/015_mind_rules.sql", name = "mind_rules", r
 pgrx::extension_sql_file!("../../sql/016_agents.sql", name = "agents", requires = ["mind_rules"]);
 // The alignment loop: north stars, invisible feedback, objectives, archetypes, the nightly dream.
 pgrx::extension_sql_file!("../../sql/017_alignment.sql", name = "alignment", requires = ["agents"]);
+// A person's history brought in from elsewhere (dionysus import).
+pgrx::extension_sql_file!("../../sql/018_import.sql", name = "import", requires = ["alignment"]);
 // Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 

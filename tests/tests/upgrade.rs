@@ -9,7 +9,9 @@ use std::collections::BTreeSet;
 const OLDEST: &str = "0.1.0";
 /// The first release with the proactive mind (its arithmetic became rules in 0.3.0).
 const PROACTIVE: &str = "0.2.0";
-const PREVIOUS: &str = "0.3.0";
+/// The first release with rules as data (its state: a person's own rule, what was learned).
+const MIND_RULES: &str = "0.3.0";
+const PREVIOUS: &str = "0.4.0";
 
 /// Everything about the extension's objects that a person or the driver could notice, one
 /// line per fact, with no OIDs and no column order (ALTER TABLE ADD COLUMN appends).
@@ -240,13 +242,13 @@ async fn same_as_a_fresh_install(old: &tokio_postgres::Client, label: &str) {
 /// memories) survives the update, and the new person-scoped functions work on it as the
 /// driver's role.
 #[tokio::test]
-async fn an_update_from_the_previous_release_keeps_rules_learning_and_private_memories() {
+async fn an_update_from_the_rules_release_keeps_rules_learning_and_private_memories() {
     let admin = connect("postgres").await;
-    let name = format!("t_upgrade_{}_{}", PREVIOUS.replace('.', ""), std::process::id());
+    let name = format!("t_upgrade_{}_{}", MIND_RULES.replace('.', ""), std::process::id());
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
     admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
     let old = connect(&name).await;
-    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{PREVIOUS}'")).await.expect("install the previous release");
+    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{MIND_RULES}'")).await.expect("install 0.3.0");
     old.batch_execute(
         "SELECT dionysus.set_clock('2026-03-02 09:00+00'); \
          SELECT dionysus.log_message('discord', 'u1', '42', '1001', 'Remind me to water the plants on Sundays at 10'); \
@@ -279,6 +281,58 @@ async fn an_update_from_the_previous_release_keeps_rules_learning_and_private_me
     assert!(old.query_one("SELECT dionysus.forget_own('discord:1001', $1)", &[&key]).await.unwrap().get::<_, bool>(0));
     old.batch_execute("RESET ROLE").await.unwrap();
     same_as_a_fresh_install(&old, "upgrade_fresh_03").await;
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// 0.4.0's state (north stars, feedback, objectives, queued work, the log) survives the update;
+/// what was queued keeps its place (priority 0), what was logged is no import, and an import
+/// works at once as the driver's role.
+#[tokio::test]
+async fn an_update_from_the_previous_release_keeps_north_stars_feedback_and_the_queue() {
+    let admin = connect("postgres").await;
+    let name = format!("t_upgrade_{}_{}", PREVIOUS.replace('.', ""), std::process::id());
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+    let old = connect(&name).await;
+    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{PREVIOUS}'")).await.expect("install the previous release");
+    old.batch_execute(
+        "SELECT dionysus.log_message('discord', 'u1', '42', '1001', 'North star: finish my thesis by June'); \
+         SELECT dionysus.set_north_star('discord:1001', 'North star: finish my thesis by June'); \
+         SELECT dionysus.log_message('discord', 'b1', '42', 'bot', 'Noted.', is_bot => true, person => 'discord:1001'); \
+         SELECT dionysus.give_feedback('discord', 'f1', '1001', 'too short', about => 'b1'); \
+         SELECT dionysus.remember('Ada keeps her spare key under the blue pot', private_to => ARRAY['discord:1001']);",
+    )
+    .await
+    .expect("fill the previous release");
+    let state = "SELECT (SELECT count(*) FROM dionysus.north_stars WHERE status = 'active'), (SELECT count(*) FROM dionysus.feedback), \
+                        (SELECT count(*) FROM dionysus.messages), (SELECT count(*) FROM dionysus.work_queue WHERE status = 'pending'), \
+                        (SELECT count(*) FROM dionysus.memories WHERE private_to = ARRAY['discord:1001'])";
+    let read = |r: tokio_postgres::Row| (r.get::<_, i64>(0), r.get::<_, i64>(1), r.get::<_, i64>(2), r.get::<_, i64>(3), r.get::<_, i64>(4));
+    let before = read(old.query_one(state, &[]).await.unwrap());
+    assert!(before.0 == 1 && before.1 == 1 && before.2 == 2 && before.3 >= 1, "the fill did not take: {before:?}");
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, env!("CARGO_PKG_VERSION"));
+    assert_eq!(read(old.query_one(state, &[]).await.unwrap()), before, "state lost in the update");
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.work_queue WHERE priority <> 0").await, 0);
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.messages WHERE import_id IS NOT NULL").await, 0);
+    // An import as the driver's role, right after the update.
+    old.batch_execute("SET ROLE dionysus_driver").await.unwrap();
+    let id: String = old
+        .query_one(&format!("SELECT dionysus.begin_import('discord:1001', 'chat', 'old.json', '{}', 1) ->> 'import_id'", "b".repeat(64)), &[])
+        .await
+        .unwrap()
+        .get(0);
+    old.batch_execute(&format!(
+        "SELECT dionysus.import_messages('{id}', 0, '[{{\"platform\": \"import\", \"id\": \"i1\", \"channel\": \"c\", \"author\": \"ada\", \
+          \"role\": \"person\", \"text\": \"I grew up by the sea\", \"at\": \"2020-06-01T10:00:00Z\"}}]')"
+    ))
+    .await
+    .expect("an import after the update");
+    old.batch_execute("RESET ROLE").await.unwrap();
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.messages WHERE import_id IS NOT NULL").await, 1);
+    same_as_a_fresh_install(&old, "upgrade_fresh_04").await;
     drop(old);
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
 }

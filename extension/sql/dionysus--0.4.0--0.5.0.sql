@@ -1,0 +1,610 @@
+-- Dionysus 0.4.0 → 0.5.0: histories brought in from elsewhere (018_import.sql, behind
+-- `dionysus import`), and background priority in the work queue so an import's extraction,
+-- concepts and summaries wait for the live conversation's. Every row is kept: existing work
+-- items get priority 0 (as before), existing turns no import.
+
+ALTER TABLE work_queue ADD COLUMN priority smallint NOT NULL DEFAULT 0;
+DROP INDEX work_queue_pending;
+CREATE INDEX work_queue_pending ON work_queue (priority DESC, created_at, id) WHERE status IN ('pending', 'claimed');
+ALTER TABLE messages ADD COLUMN import_id uuid;
+
+-- ---------------------------------------------------------------------------------------
+-- A new organ, created whole as sql/018_import.sql has it
+-- ---------------------------------------------------------------------------------------
+
+-- The import organ (`dionysus import`): a person's history brought in from elsewhere (a Discord
+-- data package, a JSON chat, a LoCoMo conversation) into the message log, with its original
+-- times and authors. The driver reads the files; everything written happens here.
+--
+--   begin_import     one row per (person, input): where a second run of the same input resumes
+--   import_messages  a batch, in order, at the position the import has reached: one transaction,
+--                    and a batch sent again (its commit was never seen) skips what is done
+--
+-- What an imported turn becomes:
+--   a message   immutable like every turn, marked with its import, at its original time;
+--   a memory    episodic and private to the person, in episodes of its own times (source
+--               'imported:<platform>:<channel>', apart from the live conversation's episodes);
+--               someone else's turn is remembered as "Name: words";
+--   work        the person's own turns are queued for extraction, every memory for concepts and
+--               every episode for a summary (enqueue_language_work), all at background priority
+--               (work_queue.priority -1), so the live conversation's work always goes first.
+-- History is not the person speaking now: nothing of the proactive mind moves (no signals, no
+-- session, no rhythm), and an imported author is never someone a reach-out can go to.
+--
+-- Lock order (002): the import's row before anything else (only another run of the same input
+-- waits on it), then the batch's channel locks (1) in sorted order, then what remember takes (7).
+
+CREATE TABLE imports (
+    id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    -- Whose history it is: every memory it makes is private to them.
+    person      text NOT NULL CHECK (length(btrim(person)) > 0),
+    kind        text NOT NULL CHECK (kind IN ('discord', 'chat', 'locomo')),
+    -- What was imported, as the person named it (a path), for `dionysus status` and people.
+    label       text NOT NULL,
+    -- The SHA-256 of the parsed turns in their order: the same input resumes, a changed one is new.
+    fingerprint text NOT NULL CHECK (fingerprint ~ '^[0-9a-f]{64}$'),
+    total       integer NOT NULL CHECK (total >= 0),
+    -- How many of the turns, in order, are committed.
+    position    integer NOT NULL DEFAULT 0 CHECK (position >= 0 AND position <= total),
+    imported    integer NOT NULL DEFAULT 0 CHECK (imported >= 0),
+    -- Turns the log already held (the live conversation logged them, or another import did).
+    duplicates  integer NOT NULL DEFAULT 0 CHECK (duplicates >= 0),
+    started_at  timestamptz NOT NULL DEFAULT now(),
+    updated_at  timestamptz NOT NULL DEFAULT now(),
+    finished_at timestamptz,
+    UNIQUE (person, fingerprint)
+);
+ALTER TABLE messages ADD CONSTRAINT messages_import_id_fkey FOREIGN KEY (import_id) REFERENCES imports (id);
+CREATE INDEX messages_import ON messages (import_id) WHERE import_id IS NOT NULL;
+
+-- Starts an import, or finds the one this input began (same person, same fingerprint).
+CREATE FUNCTION begin_import(person text, kind text, label text, fingerprint text, total integer) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE imp dionysus.imports;
+BEGIN
+    IF person IS NULL OR btrim(person) = '' OR person !~ '^[^:\s]+:\S' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "person": % is not a person key (platform:author, see person_key)', coalesce(person, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF kind IS NULL OR kind NOT IN ('discord', 'chat', 'locomo') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "kind": % is not discord, chat or locomo', coalesce(kind, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF fingerprint IS NULL OR fingerprint !~ '^[0-9a-f]{64}$' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "fingerprint": must be a SHA-256 in hex' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF total IS NULL OR total < 0 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "total": % must be at least 0', coalesce(total::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO dionysus.imports (person, kind, label, fingerprint, total)
+    VALUES (btrim(person), kind, left(coalesce(nullif(btrim(label), ''), kind), 500), fingerprint, total)
+    ON CONFLICT ON CONSTRAINT imports_person_fingerprint_key DO UPDATE SET updated_at = dionysus.imports.updated_at
+    RETURNING * INTO imp;
+    IF imp.total <> total OR imp.kind <> kind THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "total": import % of this input has % turns of kind %, not %', imp.id, imp.total, imp.kind, total
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN jsonb_build_object('import_id', imp.id, 'position', imp.position, 'total', imp.total, 'imported', imp.imported,
+                              'duplicates', imp.duplicates, 'started_at', imp.started_at, 'finished_at', imp.finished_at);
+END $$;
+
+-- An item's time, or a clear error naming it.
+CREATE FUNCTION dionysus_internal.import_time(value text, arg text) RETURNS timestamptz
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE at timestamptz;
+BEGIN
+    BEGIN
+        at := value::timestamptz;
+    EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR invalid_text_representation THEN
+        at := NULL;
+    END;
+    IF at IS NULL OR at IN ('infinity', '-infinity') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "%": % is not a time', arg, coalesce(quote_literal(value), 'NULL')
+            USING ERRCODE = 'invalid_datetime_format';
+    END IF;
+    IF at > now() + interval '1 day' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "%": % is in the future', arg, value USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN at;
+END $$;
+
+-- A batch of turns at `first_position` of the import: each goes into the log once (a turn the
+-- log holds already is counted as a duplicate), in one transaction. Items:
+--   {"platform", "id" (the platform's message id), "channel", "author", "name" (optional display
+--    name), "role": "person" | "bot" | "other", "text", "at" (timestamptz), "reply_to" (optional:
+--    the platform id of the turn it answers, if the log holds it)}
+CREATE FUNCTION import_messages(import_id uuid, first_position integer, items jsonb) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    imp dionysus.imports;
+    n integer;
+    done integer;
+    item jsonb;
+    i integer;
+    arg text;
+    k text;
+    longest integer;
+    at timestamptz;
+    src text;
+    msg uuid;
+    mem uuid;
+    prev uuid;
+    answered uuid;
+    role text;
+    added integer := 0;
+    dup integer := 0;
+    extractions integer := 0;
+    attempts integer := dionysus_internal.heartbeat_setting('work_max_attempts')::int;
+BEGIN
+    IF import_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "import_id": must not be NULL' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF first_position IS NULL OR first_position < 0 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "first_position": % must be at least 0', coalesce(first_position::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF items IS NULL OR jsonb_typeof(items) <> 'array' OR jsonb_array_length(items) NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "items": must be an array of 1 to 1000 turns' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    n := jsonb_array_length(items);
+    SELECT * INTO imp FROM dionysus.imports x WHERE x.id = import_messages.import_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "import_id": no import with id %', import_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF first_position > imp.position THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "first_position": % is past where import % stands (%): batches go in order',
+            first_position, import_id, imp.position USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF first_position + n > imp.total THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "items": % turns from position % run past the import''s % turns', n, first_position, imp.total
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- A batch sent again after a commit its sender never saw: the part already in is skipped.
+    done := imp.position - first_position;
+    -- Every item is checked before anything is written, so an error names the first bad one.
+    FOR item, i IN SELECT e.value, e.ordinality::int - 1 FROM jsonb_array_elements(items) WITH ORDINALITY e WHERE e.ordinality > done LOOP
+        IF jsonb_typeof(item) <> 'object' THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "items[%]": must be an object', i USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        FOREACH k IN ARRAY ARRAY['platform', 'id', 'channel', 'author', 'text'] LOOP
+            arg := format('items[%s].%s', i, k);
+            IF jsonb_typeof(item -> k) IS DISTINCT FROM 'string' OR btrim(item ->> k) = '' THEN
+                RAISE EXCEPTION 'dionysus: invalid argument "%": must be a non-empty string', arg USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            longest := CASE k WHEN 'text' THEN 100000 ELSE 200 END;
+            IF length(item ->> k) > longest THEN
+                RAISE EXCEPTION 'dionysus: invalid argument "%": longer than % characters', arg, longest
+                    USING ERRCODE = 'string_data_right_truncation';
+            END IF;
+        END LOOP;
+        IF coalesce(item ->> 'role', '') NOT IN ('person', 'bot', 'other') THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "items[%].role": must be person, bot or other', i USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF item ? 'name' AND item -> 'name' <> 'null' AND (jsonb_typeof(item -> 'name') <> 'string' OR length(item ->> 'name') > 100) THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "items[%].name": must be a string of at most 100 characters', i
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        PERFORM dionysus_internal.import_time(item ->> 'at', format('items[%s].at', i));
+    END LOOP;
+    -- The channels' locks up front, in one order (the global lock order's 1).
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.channel:' || c.platform || ':' || c.channel, 0))
+       FROM (SELECT DISTINCT e.value ->> 'platform' AS platform, e.value ->> 'channel' AS channel
+               FROM jsonb_array_elements(items) WITH ORDINALITY e WHERE e.ordinality > done ORDER BY 1, 2) c;
+    FOR item, i IN SELECT e.value, e.ordinality::int - 1 FROM jsonb_array_elements(items) WITH ORDINALITY e WHERE e.ordinality > done
+                    ORDER BY e.ordinality LOOP
+        IF EXISTS (SELECT 1 FROM dionysus.messages x WHERE x.platform = item ->> 'platform' AND x.platform_message_id = item ->> 'id') THEN
+            dup := dup + 1;
+            CONTINUE;
+        END IF;
+        at := dionysus_internal.import_time(item ->> 'at', format('items[%s].at', i));
+        role := item ->> 'role';
+        msg := gen_random_uuid();
+        src := 'imported:' || lower(btrim(item ->> 'platform')) || ':' || (item ->> 'channel');
+        -- A turn older than the source's open episode (files need not be in order): that episode
+        -- ends where it is, and remember opens one at this turn.
+        UPDATE dionysus.episodes e SET ended_at = greatest(e.last_event_at, e.started_at)
+         WHERE e.source = src AND e.ended_at IS NULL AND e.last_event_at > at;
+        mem := dionysus.remember(CASE WHEN role = 'other' THEN coalesce(nullif(btrim(item ->> 'name'), ''), item ->> 'author') || ': ' || (item ->> 'text')
+                                      ELSE item ->> 'text' END,
+                                 'episodic', CASE role WHEN 'bot' THEN 0.3 WHEN 'other' THEN 0.4 ELSE 0.5 END, 0.0,
+                                 jsonb_build_object('message_id', msg, 'platform', item ->> 'platform', 'channel_id', item ->> 'channel',
+                                                    'role', CASE role WHEN 'bot' THEN 'assistant' WHEN 'person' THEN 'user' ELSE 'other' END,
+                                                    'author', coalesce(nullif(btrim(item ->> 'name'), ''), item ->> 'author'),
+                                                    'import_id', imp.id),
+                                 src, created_at => at, private_to => ARRAY[imp.person]);
+        SELECT x.id INTO prev FROM dionysus.messages x
+         WHERE x.platform = item ->> 'platform' AND x.channel_id = item ->> 'channel' AND (x.created_at, x.id) < (at, msg)
+         ORDER BY x.created_at DESC, x.id DESC LIMIT 1;
+        answered := NULL;
+        IF item ->> 'reply_to' IS NOT NULL THEN
+            SELECT x.id INTO answered FROM dionysus.messages x
+             WHERE x.platform = item ->> 'platform' AND x.platform_message_id = item ->> 'reply_to' AND x.person = imp.person;
+        END IF;
+        INSERT INTO dionysus.messages (id, platform, platform_message_id, channel_id, author_id, is_bot, is_proactive, content,
+                                       prev_message_id, reply_to, memory_id, person, created_at, import_id)
+        VALUES (msg, item ->> 'platform', item ->> 'id', item ->> 'channel', item ->> 'author', role = 'bot', false, item ->> 'text',
+                prev, answered, mem, imp.person, at, imp.id);
+        -- The person's own words are what extraction reads (facts, triples, objectives are theirs).
+        IF role = 'person' THEN
+            INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, priority)
+            VALUES ('extract_message:' || msg, 'extract_message',
+                    jsonb_build_object('message_id', msg, 'memory_id', mem, 'source', 'imported:' || msg, 'person', imp.person),
+                    attempts, -1)
+            ON CONFLICT (idempotency_key) DO NOTHING;
+            extractions := extractions + 1;
+        END IF;
+        INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, priority)
+        VALUES ('extract_concepts:' || mem, 'extract_concepts', jsonb_build_object('memory_id', mem), attempts, -1)
+        ON CONFLICT (idempotency_key) DO NOTHING;
+        added := added + 1;
+    END LOOP;
+    UPDATE dionysus.imports x SET position = first_position + n, imported = x.imported + added, duplicates = x.duplicates + dup,
+           updated_at = now(), finished_at = CASE WHEN first_position + n = x.total THEN now() END
+     WHERE x.id = imp.id
+    RETURNING * INTO imp;
+    IF added > 0 THEN
+        PERFORM pg_notify('dionysus_work', jsonb_build_object('queued', added + extractions)::text);
+    END IF;
+    RETURN jsonb_build_object('import_id', imp.id, 'position', imp.position, 'total', imp.total, 'imported', added,
+                              'duplicates', dup, 'skipped', greatest(done, 0), 'finished', imp.finished_at IS NOT NULL);
+END $$;
+
+-- The imports, newest first, with what the queue still has to do for each (for `dionysus status`).
+CREATE FUNCTION import_status(max_items integer DEFAULT 10) RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    SELECT coalesce(jsonb_agg(to_jsonb(s) ORDER BY s.started_at DESC), '[]'::jsonb)
+      FROM (SELECT x.id AS import_id, x.person, x.kind, x.label, x.total, x.position, x.imported, x.duplicates,
+                   x.started_at, x.finished_at,
+                   (SELECT count(*) FROM dionysus.messages m JOIN dionysus.work_queue q
+                                     ON q.idempotency_key = 'extract_message:' || m.id AND q.status IN ('pending', 'claimed')
+                     WHERE m.import_id = x.id) AS extractions_waiting
+              FROM dionysus.imports x
+             ORDER BY x.started_at DESC
+             LIMIT greatest(coalesce(max_items, 10), 0)) s
+$$;
+
+-- ---------------------------------------------------------------------------------------
+-- Functions of the older organs that changed, as 0.5.0 has them
+-- ---------------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION claim_work(worker text, actions text[] DEFAULT NULL, max_items integer DEFAULT 1,
+                           heartbeat_id uuid DEFAULT NULL)
+    RETURNS SETOF work_queue LANGUAGE plpgsql AS $$
+BEGIN
+    IF worker IS NULL OR btrim(worker) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "worker": must name the claimer' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_items IS NULL OR max_items < 1 OR max_items > 1000 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "max_items": % is outside [1, 1000]', max_items USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM dionysus_internal.expire_work_leases();
+    RETURN QUERY SELECT * FROM dionysus_internal.claim_rows(worker, ARRAY(
+        SELECT q.id FROM dionysus.work_queue q
+         WHERE q.status = 'pending' AND q.available_at <= now()
+           AND (actions IS NULL OR q.action = ANY(actions))
+           AND (claim_work.heartbeat_id IS NULL OR q.heartbeat_id = claim_work.heartbeat_id)
+         ORDER BY q.priority DESC, q.created_at, q.id LIMIT max_items FOR UPDATE SKIP LOCKED));
+END $$;
+
+-- Applies what the driver produced, then marks the item done. Completing a done item again
+-- changes nothing and returns the first summary: a retried call never repeats its effects.
+-- result keys (all optional): memories [{content, type, importance, valence}], facts
+-- [{content, subject, category, confidence}], triples [{subject, predicate, object,
+-- confidence}], goals [{title, description, source, priority}], goal_progress [{goal_id,
+-- note}], identity [{aspect, confidence}], worldview [{belief, confidence}], concepts
+-- [{memory_id, name, strength}], episode_summary (text, for summarize_episode), message
+-- (text: the reach-out to deliver), summary (text: what was done, for the narrative), basis
+-- (ids of the memories the model was shown), person (whom a reach-out is for), objectives
+-- [{description, saliency, status}] (the person's, from their turn's extraction), dream
+-- ({proposals, note}, for a dream item: recorded as pending proposals).
+-- Facts and triples from a conversation turn (params.memory_id) keep it as provenance.
+-- Everything written is as private as what it was made of (sql/005_privacy.sql): the item's
+-- person, its heartbeat's context and the basis. What an inquiry brought from the web is
+-- stored as source 'web' (importance at most 0.3, confidence 0.5); identity, worldview and
+-- reach-outs that rest on the web alone are refused, and so is a reach-out that drew on
+-- someone else's private words (42501).
+CREATE OR REPLACE FUNCTION complete_work(work_id uuid, result jsonb DEFAULT '{}', lease uuid DEFAULT NULL) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    w dionysus.work_queue;
+    item jsonb;
+    made jsonb := jsonb_build_object('memories', '[]'::jsonb, 'facts', '[]'::jsonb, 'goals', '[]'::jsonb);
+    new_id uuid;
+    msg_id uuid;
+    key text;
+    privacy text[];
+    from_web boolean;
+    target jsonb;
+    refused jsonb := '[]'::jsonb;
+    history_at timestamptz;
+BEGIN
+    -- Lock order: goals before the rows and the learn/episode locks remember and learn take.
+    IF result ? 'goals' OR result ? 'goal_progress' THEN
+        PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
+    END IF;
+    w := dionysus_internal.require_claimed_work(work_id, lease);
+    IF w.status = 'done' THEN
+        RETURN w.result -> 'applied';
+    END IF;
+    IF w.status <> 'claimed' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "work_id": work item % is %, not claimed', work_id, w.status
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    result := coalesce(result, '{}'::jsonb);
+    IF jsonb_typeof(result) <> 'object' THEN
+        RAISE EXCEPTION 'dionysus: argument "result": must be a JSON object' USING ERRCODE = 'invalid_text_representation';
+    END IF;
+    FOR key IN SELECT jsonb_object_keys(result) LOOP
+        IF key NOT IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts',
+                       'episode_summary', 'message', 'summary', 'basis', 'person', 'maintenance', 'objectives', 'dream') THEN
+            RAISE EXCEPTION 'dionysus: argument "result": unknown key "%"', key USING ERRCODE = 'invalid_text_representation';
+        END IF;
+        IF key IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts', 'basis', 'objectives')
+           AND jsonb_typeof(result -> key) <> 'array' THEN
+            RAISE EXCEPTION 'dionysus: argument "result.%": must be an array', key USING ERRCODE = 'invalid_text_representation';
+        END IF;
+    END LOOP;
+    IF EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(result -> 'basis', '[]')) b
+                WHERE jsonb_typeof(b) <> 'string'
+                   OR (b #>> '{}') !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$') THEN
+        RAISE EXCEPTION 'dionysus: argument "result.basis": must be an array of memory ids' USING ERRCODE = 'invalid_text_representation';
+    END IF;
+    privacy := CASE WHEN w.params ->> 'person' IS NOT NULL THEN ARRAY[w.params ->> 'person'] END;
+    privacy := dionysus_internal.privacy_union(privacy, (SELECT h.private_to FROM dionysus.heartbeat_log h WHERE h.id = w.heartbeat_id));
+    privacy := dionysus_internal.privacy_union(privacy, dionysus_internal.memory_privacy(
+                   ARRAY(SELECT (b #>> '{}')::uuid FROM jsonb_array_elements(coalesce(result -> 'basis', '[]')) b)));
+    from_web := w.action IN ('inquire_shallow', 'inquire_deep');
+    -- A turn of an imported history (018): what it asked was asked of someone else, not of us (no
+    -- goals), and what it aimed at more than 30 days ago is the person's past: it neither adds
+    -- objectives nor moves the ones they have now.
+    IF w.action = 'extract_message' THEN
+        SELECT x.created_at INTO history_at FROM dionysus.messages x
+         WHERE x.id = (w.params ->> 'message_id')::uuid AND x.import_id IS NOT NULL;
+    END IF;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'memories', '[]')) LOOP
+        new_id := dionysus.remember(item ->> 'content', coalesce(item ->> 'type', 'semantic'),
+                                    CASE WHEN from_web THEN least(coalesce((item ->> 'importance')::float8, 0.3), 0.3)
+                                         ELSE coalesce((item ->> 'importance')::float8, 0.5) END,
+                                    coalesce((item ->> 'valence')::float8, 0),
+                                    jsonb_build_object('work_id', w.id, 'action', w.action, 'heartbeat_id', w.heartbeat_id,
+                                                       'provenance', CASE WHEN from_web THEN 'web' ELSE 'heartbeat' END),
+                                    CASE WHEN from_web THEN 'web' ELSE 'heartbeat' END,
+                                    confidence => CASE WHEN from_web THEN least(coalesce((item ->> 'confidence')::float8, 0.5), 0.5)
+                                                       ELSE coalesce((item ->> 'confidence')::float8, 1.0) END,
+                                    private_to => privacy);
+        made := jsonb_set(made, '{memories}', (made -> 'memories') || to_jsonb(new_id));
+    END LOOP;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'facts', '[]')) LOOP
+        new_id := dionysus.learn(item ->> 'content', item ->> 'subject', item ->> 'category',
+                                 CASE WHEN from_web THEN least(coalesce((item ->> 'confidence')::float8, 0.5), 0.5)
+                                      ELSE coalesce((item ->> 'confidence')::float8, 0.8) END,
+                                 CASE WHEN from_web THEN 'web' ELSE coalesce(w.params ->> 'source', 'heartbeat:' || w.action) END,
+                                 private_to => privacy);
+        made := jsonb_set(made, '{facts}', (made -> 'facts') || to_jsonb(new_id));
+    END LOOP;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'triples', '[]')) LOOP
+        new_id := dionysus.add_triple(item ->> 'subject', item ->> 'predicate', item ->> 'object',
+                                      coalesce((item ->> 'confidence')::float8, 0.8),
+                                      CASE WHEN from_web THEN 'web' ELSE coalesce(w.params ->> 'source', 'heartbeat:' || w.action) END,
+                                      (w.params ->> 'memory_id')::uuid, private_to => privacy);
+        made := made || jsonb_build_object('triples', coalesce(made -> 'triples', '[]'::jsonb) || to_jsonb(new_id));
+    END LOOP;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'concepts', '[]')) LOOP
+        PERFORM dionysus.link_concept(coalesce((item ->> 'memory_id')::uuid, (w.params ->> 'memory_id')::uuid),
+                                      item ->> 'name', coalesce((item ->> 'strength')::float8, 1.0));
+        made := made || jsonb_build_object('concepts', coalesce((made ->> 'concepts')::int, 0) + 1);
+    END LOOP;
+    IF result ? 'episode_summary' THEN
+        IF w.action <> 'summarize_episode' OR (w.params ->> 'episode_id') IS NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "result.episode_summary": only a summarize_episode item carries one'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF coalesce(btrim(result ->> 'episode_summary'), '') = '' THEN
+            RAISE EXCEPTION 'dionysus: argument "result.episode_summary": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        UPDATE dionysus.episodes SET summary = result ->> 'episode_summary',
+               summary_embedding = dionysus.embed(result ->> 'episode_summary')
+         WHERE id = (w.params ->> 'episode_id')::uuid;
+        made := made || jsonb_build_object('episode_id', w.params ->> 'episode_id');
+    END IF;
+    IF history_at IS NOT NULL AND jsonb_array_length(coalesce(result -> 'goals', '[]')) > 0 THEN
+        refused := refused || jsonb_build_object('goals', jsonb_array_length(result -> 'goals'), 'reason', 'asked in an imported history');
+        result := result - 'goals';
+    END IF;
+    IF history_at < now() - interval '30 days' AND jsonb_array_length(coalesce(result -> 'objectives', '[]')) > 0 THEN
+        refused := refused || jsonb_build_object('objectives', jsonb_array_length(result -> 'objectives'), 'reason', 'the past of an imported history');
+        result := result - 'objectives';
+    END IF;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'goals', '[]')) LOOP
+        new_id := dionysus.create_goal(item ->> 'title', item ->> 'description', coalesce(item ->> 'source', 'curiosity'),
+                                       item ->> 'priority', (item ->> 'parent_goal_id')::uuid, private_to => privacy);
+        made := jsonb_set(made, '{goals}', (made -> 'goals') || to_jsonb(new_id));
+    END LOOP;
+    -- The person's objectives (017), from their own turn only: theirs, never someone else's.
+    IF jsonb_array_length(coalesce(result -> 'objectives', '[]')) > 0 THEN
+        IF w.action <> 'extract_message' OR w.params ->> 'person' IS NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "result.objectives": only the extraction of a person''s turn carries them'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        FOR item IN SELECT * FROM jsonb_array_elements(result -> 'objectives') LOOP
+            new_id := dionysus_internal.note_objective(w.params ->> 'person', item ->> 'description',
+                                                       (item ->> 'saliency')::float8, item ->> 'status', (w.params ->> 'message_id')::uuid);
+            IF new_id IS NOT NULL THEN
+                made := made || jsonb_build_object('objectives', coalesce(made -> 'objectives', '[]'::jsonb) || to_jsonb(new_id));
+            END IF;
+        END LOOP;
+    END IF;
+    IF result ? 'dream' THEN
+        IF w.action <> 'dream' OR (w.params ->> 'dream_id') IS NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "result.dream": only a dream item carries one' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        made := made || jsonb_build_object('dream', dionysus_internal.record_dream((w.params ->> 'dream_id')::uuid, result -> 'dream'));
+    END IF;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'goal_progress', '[]')) LOOP
+        PERFORM dionysus.add_goal_progress((item ->> 'goal_id')::uuid, item ->> 'note');
+    END LOOP;
+    IF result ? 'maintenance' THEN
+        made := made || jsonb_build_object('maintenance', dionysus_internal.apply_maintenance(result -> 'maintenance', w.heartbeat_id, w.id));
+    END IF;
+    -- Who the agent is and what it believes never changes on the web's word alone.
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'identity', '[]')) LOOP
+        IF from_web OR dionysus_internal.web_only_basis(item ->> 'aspect') THEN
+            refused := refused || jsonb_build_object('identity', item ->> 'aspect', 'reason', 'rests on web content alone');
+            CONTINUE;
+        END IF;
+        PERFORM dionysus.set_identity_aspect(item ->> 'aspect', coalesce((item ->> 'confidence')::float8, 0.5));
+    END LOOP;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'worldview', '[]')) LOOP
+        IF from_web OR dionysus_internal.web_only_basis(item ->> 'belief') THEN
+            refused := refused || jsonb_build_object('worldview', item ->> 'belief', 'reason', 'rests on web content alone');
+            CONTINUE;
+        END IF;
+        PERFORM dionysus.set_worldview_belief(item ->> 'belief', coalesce((item ->> 'confidence')::float8, 0.5));
+    END LOOP;
+    IF w.action IN ('reach_out_user', 'reach_out_public') THEN
+        IF coalesce(btrim(result ->> 'message'), '') = '' THEN
+            RAISE EXCEPTION 'dionysus: argument "result.message": a reach-out needs the message to send'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF dionysus_internal.web_only_basis(result ->> 'message') THEN
+            RAISE EXCEPTION 'dionysus: reach-out refused: web content is its only basis' USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        IF w.action = 'reach_out_user' THEN
+            -- Nobody has talked yet: the message goes to the home channel, and may hold nothing private.
+            target := dionysus.reach_out_target(coalesce(result ->> 'person', w.params ->> 'person'));
+            IF NOT dionysus_internal.visible_to(privacy, target ->> 'person') THEN
+                RAISE EXCEPTION 'dionysus: reach-out refused: it drew on what someone other than % said in private', target ->> 'person'
+                    USING ERRCODE = 'insufficient_privilege';
+            END IF;
+        END IF;
+        INSERT INTO dionysus.outbox (work_id, audience, content, requires_approval, person, platform)
+        VALUES (w.id, CASE w.action WHEN 'reach_out_user' THEN 'user' ELSE 'public' END, result ->> 'message',
+                w.action = 'reach_out_public', target ->> 'person', target ->> 'platform')
+        RETURNING id INTO msg_id;
+        made := made || jsonb_build_object('outbox_id', msg_id);
+        IF w.action = 'reach_out_user' THEN
+            PERFORM pg_notify('dionysus_outbox', msg_id::text);
+        END IF;
+    END IF;
+    made := made || jsonb_build_object('private_to', to_jsonb(privacy));
+    IF jsonb_array_length(refused) > 0 THEN
+        made := made || jsonb_build_object('refused', refused);
+    END IF;
+    UPDATE dionysus.work_queue SET status = 'done', completed_at = now(), lease_until = NULL,
+           result = coalesce(complete_work.result, '{}') || jsonb_build_object('applied', made)
+     WHERE id = w.id;
+    RETURN made;
+END $$;
+
+-- Turns are immutable: only the links that deletions clear may change.
+CREATE OR REPLACE FUNCTION dionysus_internal.messages_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF (NEW.platform, NEW.platform_message_id, NEW.channel_id, NEW.author_id, NEW.is_bot, NEW.is_proactive,
+        NEW.content, NEW.created_at, NEW.person, NEW.import_id)
+       IS DISTINCT FROM
+       (OLD.platform, OLD.platform_message_id, OLD.channel_id, OLD.author_id, OLD.is_bot, OLD.is_proactive,
+        OLD.content, OLD.created_at, OLD.person, OLD.import_id)
+       OR (NEW.memory_id IS NOT NULL AND NEW.memory_id IS DISTINCT FROM OLD.memory_id)
+       OR (NEW.prev_message_id IS NOT NULL AND NEW.prev_message_id IS DISTINCT FROM OLD.prev_message_id)
+       OR (NEW.reply_to IS NOT NULL AND NEW.reply_to IS DISTINCT FROM OLD.reply_to) THEN
+        RAISE EXCEPTION 'dionysus: the message log is immutable (message %)', OLD.id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    RETURN NEW;
+END $$;
+
+CREATE OR REPLACE FUNCTION enqueue_language_work() RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    n integer := 0;
+    k integer;
+    attempts integer := dionysus_internal.heartbeat_setting('work_max_attempts')::int;
+BEGIN
+    UPDATE dionysus.episodes SET ended_at = greatest(last_event_at, started_at)
+     WHERE ended_at IS NULL AND NOT explicit
+       AND last_event_at < now() - make_interval(mins => coalesce((SELECT setting::int FROM pg_settings WHERE name = 'dionysus.episode_gap_minutes'), 30));
+    -- Five lived episodes a pass; twenty of an import's (018: source 'imported:…') besides, at
+    -- background priority, so a long history is summarised without holding up the present.
+    INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, priority)
+    SELECT 'summarize_episode:' || e.id, 'summarize_episode', jsonb_build_object('episode_id', e.id), attempts, e.priority
+      FROM (SELECT x.id, x.ended_at, CASE WHEN x.source LIKE 'imported:%' THEN -1 ELSE 0 END AS priority,
+                   row_number() OVER (PARTITION BY x.source LIKE 'imported:%' ORDER BY x.ended_at) AS rank
+              FROM dionysus.episodes x
+             WHERE x.ended_at IS NOT NULL AND x.summary IS NULL AND x.memory_count > 0
+               AND x.ended_at < now() - make_interval(secs => dionysus_internal.heartbeat_setting('summary_delay_minutes') * 60)
+               AND NOT EXISTS (SELECT 1 FROM dionysus.work_queue q WHERE q.idempotency_key = 'summarize_episode:' || x.id)) e
+     WHERE e.rank <= CASE WHEN e.priority < 0 THEN 20 ELSE 5 END
+     ORDER BY e.ended_at
+    ON CONFLICT (idempotency_key) DO NOTHING;
+    GET DIAGNOSTICS k = ROW_COUNT;
+    n := n + k;
+    INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts)
+    SELECT 'extract_concepts:' || m.id, 'extract_concepts', jsonb_build_object('memory_id', m.id), attempts
+      FROM dionysus.memories m
+     WHERE m.created_at > now() - make_interval(secs => dionysus_internal.heartbeat_setting('concept_window_hours') * 3600)
+       AND m.status = 'active'
+       AND NOT EXISTS (SELECT 1 FROM dionysus.memory_concepts mc WHERE mc.memory_id = m.id)
+       AND NOT EXISTS (SELECT 1 FROM dionysus.work_queue q WHERE q.idempotency_key = 'extract_concepts:' || m.id)
+     ORDER BY m.created_at LIMIT 10
+    ON CONFLICT (idempotency_key) DO NOTHING;
+    GET DIAGNOSTICS k = ROW_COUNT;
+    n := n + k;
+    -- The nightly dream (017), once a local date, after dream_hour.
+    IF dionysus_internal.schedule_dream() THEN
+        n := n + 1;
+    END IF;
+    IF n > 0 THEN
+        PERFORM pg_notify('dionysus_work', jsonb_build_object('queued', n)::text);
+    END IF;
+    RETURN n;
+END $$;
+
+-- The person a reach-out goes to: the one named (who must have talked here), else whoever
+-- wrote last. With the platform and author, so the driver can open their direct messages.
+CREATE OR REPLACE FUNCTION reach_out_target(person text DEFAULT NULL) RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE m dionysus.messages;
+BEGIN
+    SELECT * INTO m FROM dionysus.messages x
+     WHERE NOT x.is_bot AND x.person IS NOT NULL AND x.import_id IS NULL  -- an imported author is nobody to reach here
+       AND (reach_out_target.person IS NULL OR x.person = reach_out_target.person)
+     ORDER BY x.created_at DESC, x.id DESC LIMIT 1;
+    IF NOT FOUND THEN
+        IF person IS NOT NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "person": nobody called % has talked here', person USING ERRCODE = 'no_data_found';
+        END IF;
+        RETURN NULL;
+    END IF;
+    RETURN jsonb_build_object('person', m.person, 'platform', m.platform, 'author_id', m.author_id);
+END $$;
+
+-- The people Dionysus talks with, for the heartbeat's context (whom a reach-out could go to).
+CREATE OR REPLACE FUNCTION known_people() RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    SELECT coalesce(jsonb_agg(jsonb_build_object('person', p.person, 'last_message_at', p.at) ORDER BY p.at DESC), '[]'::jsonb)
+      FROM (SELECT person, max(created_at) AS at FROM dionysus.messages
+             WHERE NOT is_bot AND person IS NOT NULL AND import_id IS NULL GROUP BY person ORDER BY max(created_at) DESC LIMIT 20) p
+$$;
+
+-- ---------------------------------------------------------------------------------------
+-- Imports (018_import.sql)
+-- ---------------------------------------------------------------------------------------
+COMMENT ON TABLE imports IS
+    'Histories brought in from elsewhere (dionysus import): whose, what, and how far; a rerun of the same input (person, fingerprint) resumes at position.';
+COMMENT ON FUNCTION begin_import(text, text, text, text, integer) IS
+    'Starts an import of total turns for a person, or finds the one this input (its fingerprint) began. Returns {import_id, position, total, imported, duplicates, started_at, finished_at}.';
+COMMENT ON FUNCTION dionysus_internal.import_time(text, text) IS 'An imported turn''s time, or 22007/22023 naming the argument (not a time, or in the future).';
+COMMENT ON FUNCTION import_messages(uuid, integer, jsonb) IS
+    'A batch of turns at first_position of an import, in one transaction: each into the message log once, at its own time, '
+    'as a memory private to the person; their own turns queued for extraction at background priority. A batch sent again skips what is in.';
+COMMENT ON FUNCTION import_status(integer) IS 'The latest imports with their progress and the extractions the queue still owes them.';
+
+-- ---------------------------------------------------------------------------------------
+-- The driver's role on what is new (as 900_api.sql grants it on a fresh install)
+-- ---------------------------------------------------------------------------------------
+GRANT EXECUTE ON FUNCTION begin_import(text, text, text, text, integer), import_messages(uuid, integer, jsonb),
+      import_status(integer), dionysus_internal.import_time(text, text) TO dionysus_driver;
+GRANT SELECT, INSERT ON imports TO dionysus_driver;
+-- An import's person, input and size are fixed when it begins; only its progress moves.
+GRANT UPDATE (position, imported, duplicates, updated_at, finished_at) ON imports TO dionysus_driver;

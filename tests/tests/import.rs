@@ -1,0 +1,327 @@
+//! `dionysus import`: the real binary reads a Discord data package, a chat file and a LoCoMo
+//! file into the real extension as the driver's role; imported turns keep their times, stay the
+//! person's, wait behind live work, resume after an interruption, and never come in twice.
+use dionysus_tests::{driver_conninfo, expect_error, TestDb};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn binary() -> String {
+    let bin = env!("CARGO_BIN_EXE_dionysus-bench").replace("dionysus-bench", "dionysus");
+    assert!(Path::new(&bin).exists(), "build the driver first: {bin}");
+    bin
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("dionysus-import-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write(dir: &Path, rel: &str, body: &str) -> PathBuf {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, body).unwrap();
+    p
+}
+
+fn import(db: &TestDb, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(binary());
+    cmd.arg("import").args(args).env("DIONYSUS_DATABASE_URL", driver_conninfo(&db.name)).env_remove("DIONYSUS_CONFIG");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run dionysus import")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+async fn one<T: for<'a> tokio_postgres::types::FromSql<'a>>(db: &TestDb, sql: &str) -> T {
+    db.client.query_one(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}")).get(0)
+}
+
+#[tokio::test]
+async fn a_discord_package_comes_in_once_with_its_times_and_stays_the_persons() {
+    let db = TestDb::new("import_discord").await;
+    let c = &db.client;
+    // The person already talks here: one of the package's messages is in the live log.
+    c.execute("SELECT dionysus.log_message('discord', '5003', '900', '777', 'I will call my sister tonight')", &[]).await.unwrap();
+    let d = scratch("discord");
+    write(&d, "account/user.json", r#"{"id": "777", "username": "ada"}"#);
+    write(&d, "messages/c900/channel.json", r#"{"id": "900", "type": 1, "recipients": ["777", "1"]}"#);
+    write(
+        &d,
+        "messages/c900/messages.json",
+        r#"[{"ID": 5001, "Timestamp": "2023-03-01 09:00:00", "Contents": "My sister Hana moved to Lisbon to study architecture.", "Attachments": ""},
+            {"ID": 5002, "Timestamp": "2023-03-01 09:05:00", "Contents": "", "Attachments": "https://cdn.example/lisbon.jpg"},
+            {"ID": 5003, "Timestamp": "2023-03-02 20:00:00", "Contents": "I will call my sister tonight", "Attachments": ""},
+            {"ID": 5004, "Timestamp": "2023-03-09 18:30:00", "Contents": "", "Attachments": ""}]"#,
+    );
+    write(&d, "messages/901/messages.csv", "ID,Timestamp,Contents,Attachments\n6001,2022-11-20 07:15:00+00:00,\"Morning run done, 10 km.\nLegs are tired\",\n6002,2022-11-20 07:20:00+00:00,Breakfast: oats,\n");
+
+    let out = import(&db, &[d.to_str().unwrap()], &[]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "import failed: {stdout}\n{stderr}");
+    assert!(stdout.contains("for discord:777") && stdout.contains("1 empty ones left out"), "{stdout}");
+    assert!(stdout.contains("imported: 4 new turns, 1 the log held already"), "{stdout}");
+
+    // The turns are in the log at their own times, the person's, marked as imported.
+    let rows = c
+        .query(
+            "SELECT platform_message_id, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI'), person, channel_id, is_bot \
+               FROM dionysus.messages WHERE import_id IS NOT NULL ORDER BY created_at",
+            &[],
+        )
+        .await
+        .unwrap();
+    let got: Vec<(String, String, String, String, bool)> = rows.iter().map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4))).collect();
+    let want = |id: &str, at: &str, ch: &str| (id.to_string(), at.to_string(), "discord:777".to_string(), ch.to_string(), false);
+    assert_eq!(got, vec![want("6001", "2022-11-20 07:15", "901"), want("6002", "2022-11-20 07:20", "901"),
+                         want("5001", "2023-03-01 09:00", "900"), want("5002", "2023-03-01 09:05", "900")]);
+    // Their memories are private to the person, at those times, in episodes of those times.
+    let private: i64 = one(&db, "SELECT count(*) FROM dionysus.memories m JOIN dionysus.messages x ON x.memory_id = m.id \
+                                 WHERE x.import_id IS NOT NULL AND m.private_to = ARRAY['discord:777'] AND m.created_at = x.created_at").await;
+    assert_eq!(private, 4);
+    let episodes: Vec<(String, i32)> = c
+        .query("SELECT source, memory_count FROM dionysus.episodes WHERE source LIKE 'imported:%' ORDER BY started_at", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(episodes, vec![("imported:discord:901".into(), 2), ("imported:discord:900".into(), 2)]);
+
+    // Recall finds the imported fact for the person, and for nobody else.
+    let for_ada: Vec<String> = c
+        .query("SELECT content FROM dionysus.recall('Where does my sister live now?', 3, person => 'discord:777')", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(for_ada.iter().any(|t| t.contains("Lisbon")), "{for_ada:?}");
+    let for_bob: i64 = one(&db, "SELECT count(*) FROM dionysus.recall('Where does my sister live now?', 10, person => 'discord:1') r WHERE r.content LIKE '%Lisbon%'").await;
+    assert_eq!(for_bob, 0, "another person recalled Ada's imported words");
+
+    // The person's turns wait for extraction (and every memory for concepts) behind live work.
+    let queued: Vec<(String, i16, i64)> = c
+        .query("SELECT action, priority, count(*) FROM dionysus.work_queue WHERE params ->> 'source' LIKE 'imported:%' \
+                   OR (action = 'extract_concepts' AND priority < 0) GROUP BY 1, 2 ORDER BY 1", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    assert_eq!(queued, vec![("extract_concepts".into(), -1, 4), ("extract_message".into(), -1, 4)]);
+    // Live work queued after the import is claimed before any of it (the scheduler may have
+    // queued live work of its own meanwhile: that goes first too).
+    c.execute("INSERT INTO dionysus.work_queue (idempotency_key, action) VALUES ('live-after-import', 'extract_concepts')", &[]).await.unwrap();
+    let mut claimed = vec![];
+    while claimed.last().is_none_or(|(k, _): &(String, i16)| k != "live-after-import") {
+        let r = c.query_one("SELECT idempotency_key, priority FROM dionysus.claim_work('test-worker', NULL, 1)", &[]).await.unwrap();
+        claimed.push((r.get(0), r.get(1)));
+        assert!(claimed.len() <= 5 && claimed.iter().all(|(_, p)| *p == 0), "an import's work went before live work: {claimed:?}");
+    }
+    // Imported episodes are closed and summarised at background priority, after lived ones.
+    c.execute("SELECT dionysus.enqueue_language_work()", &[]).await.unwrap();
+    let summaries: i64 = one(&db, "SELECT count(*) FROM dionysus.work_queue WHERE action = 'summarize_episode' AND priority = -1").await;
+    assert_eq!(summaries, 2);
+
+    // The same package again: nothing new.
+    let again = import(&db, &[d.to_str().unwrap()], &[]);
+    let (stdout, stderr) = text(&again);
+    assert!(again.status.success() && stdout.contains("already imported"), "{stdout}\n{stderr}");
+    assert_eq!(one::<i64>(&db, "SELECT count(*) FROM dionysus.messages").await, 5);
+    // `dionysus status` shows it.
+    let status = Command::new(binary()).arg("status").env("DIONYSUS_DATABASE_URL", driver_conninfo(&db.name)).env_remove("DIONYSUS_CONFIG").output().unwrap();
+    let (stdout, _) = text(&status);
+    assert!(stdout.contains("import     discord") && stdout.contains("5/5 turns (4 new)"), "{stdout}");
+}
+
+#[tokio::test]
+async fn a_chat_file_keeps_its_roles_and_a_malformed_one_writes_nothing() {
+    let db = TestDb::new("import_chat").await;
+    let c = &db.client;
+    let d = scratch("chat");
+    let bad = write(
+        &d,
+        "bad.json",
+        "{\"platform\": \"whatsapp\", \"person\": \"ann\", \"conversations\": [\n  {\"channel\": \"fam\", \"messages\": [\n    \
+         {\"id\": \"1\", \"author\": \"ann\", \"time\": \"2023-05-08T13:56:00Z\", \"text\": \"hi\"},\n    \
+         {\"id\": \"2\", \"author\": \"bo\", \"time\": \"next tuesday\", \"text\": \"yo\"}]}]}\n",
+    );
+    let out = import(&db, &[bad.to_str().unwrap()], &[]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(stderr.contains("line 4") && stderr.contains("next tuesday") && stderr.contains("nothing was imported"), "{stderr}");
+    assert_eq!(one::<i64>(&db, "SELECT count(*) FROM dionysus.messages").await, 0);
+    assert_eq!(one::<i64>(&db, "SELECT count(*) FROM dionysus.imports").await, 0);
+
+    let good = write(
+        &d,
+        "good.json",
+        &json!({"platform": "whatsapp", "person": "ann", "bot": "dio", "conversations": [{"channel": "fam", "messages": [
+            {"id": "w1", "author": "ann", "time": "2023-05-08T13:56:00Z", "text": "Bo, are you coming to the recital on Sunday?"},
+            {"id": "w2", "author": "bo", "name": "Bo", "time": "2023-05-08T13:58:00+02:00", "text": "Only if Mum drives"},
+            {"id": "w3", "author": "dio", "time": "2023-05-08T14:00:00Z", "text": "I can remind you both on Saturday."}]}]})
+        .to_string(),
+    );
+    let out = import(&db, &[good.to_str().unwrap(), "--person", "discord:42"], &[]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let rows: Vec<(String, bool, String, String)> = c
+        .query("SELECT x.author_id, x.is_bot, m.content, m.metadata ->> 'role' FROM dionysus.messages x JOIN dionysus.memories m ON m.id = x.memory_id \
+                 WHERE x.person = 'discord:42' AND m.private_to = ARRAY['discord:42'] ORDER BY x.created_at", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .collect();
+    assert_eq!(rows, vec![
+        ("bo".into(), false, "Bo: Only if Mum drives".into(), "other".into()),
+        ("ann".into(), false, "Bo, are you coming to the recital on Sunday?".into(), "user".into()),
+        ("dio".into(), true, "I can remind you both on Saturday.".into(), "assistant".into()),
+    ]);
+    // Only the person's own words are extracted; what they asked of someone else in 2023 is
+    // no goal of the companion's, and what they aimed at then is not an objective now.
+    assert_eq!(one::<i64>(&db, "SELECT count(*) FROM dionysus.work_queue WHERE action = 'extract_message'").await, 1);
+    let w = c.query_one("SELECT id, lease_token FROM dionysus.claim_work('test-worker', ARRAY['extract_message'], 1)", &[]).await.unwrap();
+    let (work, lease): (uuid::Uuid, uuid::Uuid) = (w.get(0), w.get(1));
+    let applied: Value = c
+        .query_one(
+            "SELECT dionysus.complete_work($1, $2, $3)",
+            &[&work, &json!({"facts": [{"content": "Ann's family has a recital on Sunday", "subject": "ann"}],
+                             "goals": [{"title": "Remind Bo about the recital"}],
+                             "objectives": [{"description": "Get Bo to the recital", "saliency": 0.8, "status": "pending"}]}), &lease],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(applied["facts"].as_array().map(Vec::len), Some(1), "{applied}");
+    assert_eq!(applied["refused"], json!([{"goals": 1, "reason": "asked in an imported history"},
+                                          {"objectives": 1, "reason": "the past of an imported history"}]), "{applied}");
+    assert_eq!(one::<i64>(&db, "SELECT count(*) FROM dionysus.goals").await, 0);
+    assert_eq!(one::<i64>(&db, "SELECT count(*) FROM dionysus.objectives").await, 0);
+    // History is not someone to write to, nor someone talking now.
+    assert_eq!(one::<Option<Value>>(&db, "SELECT dionysus.reach_out_target()").await, None);
+    assert_eq!(one::<Value>(&db, "SELECT dionysus.known_people()").await, json!([]));
+    let (state, msg) = expect_error(c, "SELECT dionysus.reach_out_target('discord:42')").await;
+    assert_eq!(state, "P0002", "{msg}");
+    // The log stays immutable, the import mark included.
+    let (state, _) = expect_error(c, "UPDATE dionysus.messages SET import_id = NULL WHERE platform_message_id = 'w1'").await;
+    assert_eq!(state, "55000");
+}
+
+#[tokio::test]
+async fn an_interrupted_locomo_import_resumes_where_it_stopped() {
+    let db = TestDb::new("import_resume").await;
+    let d = scratch("locomo");
+    let turns: Vec<Value> = (1..=120)
+        .map(|i| json!({"speaker": if i % 2 == 1 { "Cara" } else { "Mel" }, "dia_id": format!("D1:{i}"),
+                        "text": format!("Turn {i}: we talked about the garden, the tomatoes and plan number {i}.")}))
+        .collect();
+    let file = write(&d, "locomo.json", &json!([{"sample_id": "conv-9", "conversation": {"speaker_a": "Cara", "speaker_b": "Mel",
+        "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": turns}, "qa": []}]).to_string());
+    let path = file.to_str().unwrap().to_string();
+
+    // The first run is stopped after its first batch is in.
+    let mut child = Command::new(binary())
+        .args(["import", &path, "--author", "Mel"])
+        .env("DIONYSUS_DATABASE_URL", driver_conninfo(&db.name))
+        .env("DIONYSUS_IMPORT_BATCH", "2")
+        .env_remove("DIONYSUS_CONFIG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().expect("a progress line").unwrap();
+    assert!(first.starts_with("import: 2/120"), "{first}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let stopped_at: i32 = one(&db, "SELECT position FROM dionysus.imports").await;
+    assert!(stopped_at >= 2 && stopped_at < 120, "stopped at {stopped_at}");
+
+    let out = import(&db, &[&path, "--author", "Mel"], &[("DIONYSUS_IMPORT_BATCH", "50")]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains(&format!("resuming at turn {stopped_at} of 120")), "{stdout}");
+    let (n, distinct, person_turns): (i64, i64, i64) = {
+        let r = db
+            .client
+            .query_one("SELECT count(*), count(DISTINCT platform_message_id), count(*) FILTER (WHERE author_id = 'Mel') FROM dionysus.messages", &[])
+            .await
+            .unwrap();
+        (r.get(0), r.get(1), r.get(2))
+    };
+    assert_eq!((n, distinct, person_turns), (120, 120, 60));
+    let (pos, imported, finished): (i32, i32, bool) = {
+        let r = db.client.query_one("SELECT position, imported, finished_at IS NOT NULL FROM dionysus.imports", &[]).await.unwrap();
+        (r.get(0), r.get(1), r.get(2))
+    };
+    assert_eq!((pos, imported, finished), (120, 120, true));
+    // A minute apart, in order, private to Mel's key.
+    let span: String = one(&db, "SELECT (max(created_at) - min(created_at))::text FROM dionysus.messages").await;
+    assert_eq!(span, "01:59:00");
+    assert_eq!(one::<i64>(&db, "SELECT count(*) FROM dionysus.memories WHERE private_to = ARRAY['locomo:Mel']").await, 120);
+}
+
+#[tokio::test]
+async fn import_messages_goes_in_order_and_names_what_is_wrong() {
+    let db = TestDb::new("import_sql").await;
+    let c = &db.client;
+    let fp = "a".repeat(64);
+    let id: String = one(&db, &format!("SELECT dionysus.begin_import('terminal:zoe', 'chat', 'x.json', '{fp}', 3) ->> 'import_id'")).await;
+    let item = |n: u32| json!({"platform": "import", "id": format!("z{n}"), "channel": "c", "author": "zoe", "role": "person",
+                               "text": format!("line {n}"), "at": format!("2024-01-0{n}T10:00:00Z")});
+    let batch = json!([item(1), item(2)]).to_string();
+    let call = |pos: i32, items: &str| format!("SELECT dionysus.import_messages('{id}', {pos}, '{items}')");
+    let r: Value = one(&db, &call(0, &batch)).await;
+    assert_eq!((r["position"].clone(), r["imported"].clone()), (json!(2), json!(2)));
+    // The same batch again (its commit was never seen): skipped, not imported twice.
+    let r: Value = one(&db, &call(0, &batch)).await;
+    assert_eq!((r["position"].clone(), r["imported"].clone(), r["skipped"].clone()), (json!(2), json!(0), json!(2)));
+    // Ahead of the position: refused.
+    let (state, msg) = expect_error(c, &call(3, &json!([item(3)]).to_string())).await;
+    assert_eq!(state, "55000", "{msg}");
+    assert!(msg.contains("first_position"), "{msg}");
+    // Past the total, a bad role, a time that is not one, one in the future: each named.
+    let (state, msg) = expect_error(c, &call(2, &json!([item(3), item(4)]).to_string())).await;
+    assert!(state == "22023" && msg.contains("\"items\""), "{state} {msg}");
+    let mut bad = item(3);
+    bad["role"] = json!("admin");
+    let (state, msg) = expect_error(c, &call(2, &json!([bad]).to_string())).await;
+    assert!(state == "22023" && msg.contains("items[0].role"), "{state} {msg}");
+    let mut bad = item(3);
+    bad["at"] = json!("soon");
+    let (state, msg) = expect_error(c, &call(2, &json!([bad]).to_string())).await;
+    assert!(state == "22007" && msg.contains("items[0].at"), "{state} {msg}");
+    let mut bad = item(3);
+    bad["at"] = json!("2999-01-01T00:00:00Z");
+    let (state, msg) = expect_error(c, &call(2, &json!([bad]).to_string())).await;
+    assert!(state == "22023" && msg.contains("future"), "{state} {msg}");
+    let mut bad = item(3);
+    bad["text"] = json!("   ");
+    let (state, msg) = expect_error(c, &call(2, &json!([bad]).to_string())).await;
+    assert!(state == "22023" && msg.contains("items[0].text"), "{state} {msg}");
+    // Nothing of the refused batches was written; the import still stands at 2.
+    assert_eq!(one::<i64>(&db, "SELECT count(*) FROM dionysus.messages").await, 2);
+    let r: Value = one(&db, &call(2, &json!([item(3)]).to_string())).await;
+    assert_eq!((r["position"].clone(), r["finished"].clone()), (json!(3), json!(true)));
+    // begin_import checks its arguments, and the same input finds the same import.
+    let (state, msg) = expect_error(c, &format!("SELECT dionysus.begin_import('zoe', 'chat', 'x', '{fp}', 3)")).await;
+    assert!(state == "22023" && msg.contains("\"person\""), "{state} {msg}");
+    let (state, msg) = expect_error(c, "SELECT dionysus.begin_import('terminal:zoe', 'chat', 'x', 'not-hex', 3)").await;
+    assert!(state == "22023" && msg.contains("\"fingerprint\""), "{state} {msg}");
+    let again: Value = one(&db, &format!("SELECT dionysus.begin_import('terminal:zoe', 'chat', 'x.json', '{fp}', 3)")).await;
+    assert_eq!((again["import_id"].as_str(), again["position"].clone()), (Some(id.as_str()), json!(3)));
+    // The driver's role may not rewrite whose an import is.
+    let driver = tokio_postgres::connect(&driver_conninfo(&db.name), tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(driver.1);
+    let e = driver.0.execute("UPDATE dionysus.imports SET person = 'terminal:eve'", &[]).await.unwrap_err();
+    assert_eq!(dionysus_tests::sqlstate(&e), "42501");
+}
