@@ -371,7 +371,8 @@ BEGIN
         FOR opp IN SELECT c.id, c.person, c.explanation FROM dionysus.contact_evaluations c
                     WHERE c.outcome = 'opportunity' AND c.decision IS NULL AND c.notified_at < now() - interval '1 minute'
                     ORDER BY c.at LIMIT 10 LOOP
-            PERFORM pg_notify('dionysus_contact', jsonb_build_object('evaluation_id', opp.id, 'person', opp.person, 'why', opp.explanation)::text);
+            -- Which evaluation, nothing more: any role that may connect can LISTEN (the driver reads the rest).
+            PERFORM pg_notify('dionysus_contact', jsonb_build_object('evaluation_id', opp.id)::text);
             UPDATE dionysus.contact_evaluations SET notified_at = now() WHERE id = opp.id;
             contacts_waiting := contacts_waiting + 1;
         END LOOP;

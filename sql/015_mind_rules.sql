@@ -764,7 +764,8 @@ BEGIN
      WHERE x.person = p.person;
     IF e.outcome = 'opportunity' THEN
         UPDATE dionysus.contact_evaluations c SET notified_at = now() WHERE c.id = e.id;
-        PERFORM pg_notify('dionysus_contact', jsonb_build_object('evaluation_id', e.id, 'person', p.person, 'why', words)::text);
+        -- Which evaluation, nothing more: any role that may connect can LISTEN (the driver reads the rest).
+        PERFORM pg_notify('dionysus_contact', jsonb_build_object('evaluation_id', e.id)::text);
     END IF;
     RETURN e;
 END $$;

@@ -1,7 +1,8 @@
 -- Dionysus 0.4.0 → 0.5.0: histories brought in from elsewhere (018_import.sql, behind
 -- `dionysus import`), and background priority in the work queue so an import's extraction,
 -- concepts and summaries wait for the live conversation's. Every row is kept: existing work
--- items get priority 0 (as before), existing turns no import.
+-- items get priority 0 (as before), existing turns no import. NOTIFY dionysus_contact carries
+-- only the evaluation's id (any role that may connect can LISTEN).
 
 ALTER TABLE work_queue ADD COLUMN priority smallint NOT NULL DEFAULT 0;
 DROP INDEX work_queue_pending;
@@ -586,6 +587,342 @@ CREATE OR REPLACE FUNCTION known_people() RETURNS jsonb
       FROM (SELECT person, max(created_at) AS at FROM dionysus.messages
              WHERE NOT is_bot AND person IS NOT NULL AND import_id IS NULL GROUP BY person ORDER BY max(created_at) DESC LIMIT 20) p
 $$;
+
+-- One tick of the scheduler (the worker calls it): recovers stalled heartbeats, then wakes
+-- the driver on 'dionysus_heartbeat' when one is due, and again on 'dionysus_work' /
+-- 'dionysus_outbox' while work or messages wait, at most once a minute each.
+CREATE OR REPLACE FUNCTION scheduler_tick() RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    recovered integer;
+    due boolean;
+    st dionysus.heartbeat_state;
+    work_waiting bigint;
+    outbox_waiting bigint;
+    ended_session boolean;
+    language_work integer := 0;
+    errors jsonb := '[]'::jsonb;
+    why text;
+    proactive jsonb;
+    contacts_waiting bigint := 0;
+    opp record;
+BEGIN
+    -- Each step in its own subtransaction: one that fails is reported, the others (and the
+    -- NOTIFYs below) still happen.
+    recovered := dionysus_internal.recover_stalled_heartbeats();
+    BEGIN
+        ended_session := dionysus.end_idle_session();
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS why = MESSAGE_TEXT;
+        errors := errors || jsonb_build_object('step', 'end_idle_session', 'error', why);
+    END;
+    BEGIN
+        language_work := dionysus.enqueue_language_work();
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS why = MESSAGE_TEXT;
+        errors := errors || jsonb_build_object('step', 'enqueue_language_work', 'error', why);
+    END;
+    -- The proactive mind's tick, when its own (dynamic) interval is up (after the state row:
+    -- lock order).
+    SELECT * INTO st FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
+    BEGIN
+        IF dionysus_internal.proactive_tick_due() THEN
+            proactive := dionysus.proactive_tick();
+        END IF;
+        -- Crossings not yet decided are announced again (a driver may have been away).
+        FOR opp IN SELECT c.id, c.person, c.explanation FROM dionysus.contact_evaluations c
+                    WHERE c.outcome = 'opportunity' AND c.decision IS NULL AND c.notified_at < now() - interval '1 minute'
+                    ORDER BY c.at LIMIT 10 LOOP
+            -- Which evaluation, nothing more: any role that may connect can LISTEN (the driver reads the rest).
+            PERFORM pg_notify('dionysus_contact', jsonb_build_object('evaluation_id', opp.id)::text);
+            UPDATE dionysus.contact_evaluations SET notified_at = now() WHERE id = opp.id;
+            contacts_waiting := contacts_waiting + 1;
+        END LOOP;
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS why = MESSAGE_TEXT;
+        errors := errors || jsonb_build_object('step', 'proactive_tick', 'error', why);
+    END;
+    SELECT * INTO st FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
+    due := dionysus.heartbeat_due();
+    IF due AND (st.last_notified_at IS NULL OR st.last_notified_at < now() - interval '1 minute'
+                OR st.requested_at > st.last_notified_at) THEN
+        PERFORM pg_notify('dionysus_heartbeat', jsonb_build_object('reason', coalesce(st.request_reason, 'scheduled'),
+                                                                  'database', current_database())::text);
+        UPDATE dionysus.heartbeat_state SET last_notified_at = now() WHERE id = 1;
+    END IF;
+    -- Items fresh from their producer were announced by it; these are the ones that waited,
+    -- or came out of a retry delay.
+    SELECT count(*) INTO work_waiting FROM dionysus.work_queue
+     WHERE status = 'pending' AND available_at <= now()
+       AND (created_at < now() - interval '1 minute' OR available_at > created_at OR language_work > 0);
+    IF work_waiting > 0 THEN
+        PERFORM pg_notify('dionysus_work', jsonb_build_object('waiting', work_waiting)::text);
+    END IF;
+    SELECT count(*) INTO outbox_waiting FROM dionysus.outbox
+     WHERE status = 'pending' AND (NOT requires_approval OR approved_at IS NOT NULL) AND created_at < now() - interval '1 minute';
+    IF outbox_waiting > 0 THEN
+        PERFORM pg_notify('dionysus_outbox', jsonb_build_object('waiting', outbox_waiting)::text);
+    END IF;
+    RETURN jsonb_build_object('recovered', recovered, 'due', due, 'work_waiting', work_waiting, 'outbox_waiting', outbox_waiting,
+                              'ended_session', ended_session, 'language_work_queued', language_work, 'proactive', proactive,
+                              'contacts_reannounced', contacts_waiting, 'errors', errors);
+END $$;
+
+CREATE OR REPLACE FUNCTION dionysus_internal.evaluate_contact(who text) RETURNS dionysus.contact_evaluations
+    LANGUAGE plpgsql AS $$
+DECLARE
+    t timestamptz := dionysus.clock_now();
+    p dionysus.people;
+    a dionysus.agent_state;
+    av record;
+    e dionysus.contact_evaluations;
+    ins jsonb := '[]'::jsonb;
+    gates jsonb := '[]'::jsonb;
+    w record;
+    v double precision;
+    muted boolean;
+    total double precision := 0;
+    threshold double precision;
+    open_requests bigint;
+    task double precision;
+    energy double precision;
+    cost double precision;
+    cooldown interval;
+    since_contact interval;
+    ignore_after interval;
+    sig dionysus.person_signals;
+    local_hour int;
+    blocked text[] := '{}';
+    top record;
+    new_cause boolean;
+    later record;
+    better boolean;
+    on_its_way bigint;
+    words text;
+    factor double precision;
+    last_contact uuid;
+    quiet boolean;
+BEGIN
+    p := dionysus_internal.person_row(who);
+    SELECT * INTO a FROM dionysus.agent_state WHERE id = 1;
+    -- A contact nobody answered within their usual window counts as ignored.
+    ignore_after := make_interval(secs => greatest(dionysus_internal.proactive_setting('ignored_after_hours') * 3600,
+                                                   3 * coalesce(p.reply_seconds, 0)));
+    IF p.awaiting_reply AND t - p.last_contact_at > ignore_after THEN
+        UPDATE dionysus.people x SET awaiting_reply = false, ignored_in_row = x.ignored_in_row + 1 WHERE x.person = who
+        RETURNING * INTO p;
+        PERFORM dionysus_internal.note_miss(who, p.last_contact_at, 1);
+        -- Silence is feedback too: the reason it was sent for and the personality learn from it.
+        SELECT c.id INTO last_contact FROM dionysus.contact_evaluations c
+         WHERE c.person = who AND c.decision = 'message' AND c.feedback_at IS NULL AND NOT c.solicited
+         ORDER BY c.decided_at DESC, c.recorded_at DESC LIMIT 1;
+        IF last_contact IS NOT NULL THEN
+            UPDATE dionysus.contact_evaluations c SET feedback = jsonb_build_object('by', 'silence', 'signal', -0.5), feedback_at = t
+             WHERE c.id = last_contact;
+            PERFORM dionysus_internal.learn_from_contact(who, last_contact, p.last_contact_at, -0.5,
+                format('no answer within %s', date_trunc('minute', ignore_after)));
+        END IF;
+        PERFORM dionysus.push_event('internal', 'contact_ignored', 2, jsonb_build_object('ignored_in_row', p.ignored_in_row), who);
+    END IF;
+    -- A contact one of their own rules asked for (a reminder) is weighed on its own terms.
+    IF p.contact_request IS NOT NULL THEN
+        RETURN dionysus_internal.evaluate_requested_contact(p);
+    END IF;
+    SELECT count(*) INTO open_requests FROM dionysus.goals g
+     WHERE g.source = 'user_request' AND g.priority IN ('active', 'queued') AND g.private_to = ARRAY[who];
+    -- Task pressure is state the rules move (015): open requests make it build over hours.
+    task := p.task_pressure;
+    -- After repeated ignores, time alone (social debt) no longer opens the way: a new cause must.
+    muted := p.ignored_in_row >= dionysus_internal.proactive_setting('ignores_before_pause');
+    FOR w IN SELECT * FROM dionysus.contact_weights ORDER BY input LOOP
+        v := CASE w.input
+                 WHEN 'social_debt' THEN p.social_debt
+                 WHEN 'acquaintance' THEN 1.0 / (1 + p.turns / dionysus_internal.proactive_setting('acquaintance_turns'))
+                 WHEN 'task_pressure' THEN task
+                 WHEN 'curiosity' THEN p.curiosity END;
+        -- What their answers taught about this reason to write (015's person_contact_weights).
+        factor := coalesce((SELECT f.factor FROM dionysus.person_contact_weights f WHERE f.person = who AND f.input = w.input), 1);
+        ins := ins || jsonb_build_object('input', w.input, 'value', round(v::numeric, 3), 'weight', round((w.weight * factor)::numeric, 3),
+                                         'learned_factor', round(factor::numeric, 3),
+                                         'contribution', round((v * w.weight * factor)::numeric, 3), 'why', w.description);
+        total := total + v * w.weight * factor;
+    END LOOP;
+    -- Personality, vitality and their state move the threshold: shy waits longer, independent
+    -- less; a tired agent needs more to act; restraint (the night rule) holds back; an
+    -- empathetic one holds back after cold replies.
+    threshold := dionysus_internal.proactive_setting('contact_threshold')
+                 * (1 + 0.5 * (dionysus_internal.trait('shyness') - 0.5))
+                 * (1 - 0.5 * (dionysus_internal.trait('independence') - 0.5))
+                 * (1 + 0.3 * (1 - a.vitality))
+                 * (1 + p.restraint)
+                 * (1 + 0.5 * dionysus_internal.trait('empathy') * greatest(0, -p.mood));
+
+    -- The gates, each written down whether it passed or not.
+    SELECT * INTO sig FROM dionysus.person_signals s
+     WHERE s.person = who AND s.ended_at IS NULL AND (s.until IS NULL OR s.until > t) ORDER BY s.said_at DESC LIMIT 1;
+    gates := gates || jsonb_build_object('gate', 'their_word', 'passed', sig.id IS NULL,
+        'detail', CASE WHEN sig.id IS NULL THEN 'nothing said against contact'
+                       ELSE format('they said "%s" (%s%s)', sig.words, sig.kind,
+                                   coalesce(' until ' || to_char(sig.until AT TIME ZONE p.time_zone, 'Dy HH24:MI'), ', until they write again')) END);
+    SELECT * INTO av FROM dionysus_internal.availability(who, t);
+    local_hour := extract(hour FROM t AT TIME ZONE p.time_zone)::int;
+    -- Default quiet hours hold unless their learned rhythm, trusted enough, says they are up.
+    quiet := CASE WHEN dionysus_internal.proactive_setting('quiet_start_hour') > dionysus_internal.proactive_setting('quiet_end_hour')
+                  THEN local_hour >= dionysus_internal.proactive_setting('quiet_start_hour') OR local_hour < dionysus_internal.proactive_setting('quiet_end_hour')
+                  ELSE local_hour >= dionysus_internal.proactive_setting('quiet_start_hour') AND local_hour < dionysus_internal.proactive_setting('quiet_end_hour') END;
+    gates := gates || jsonb_build_object('gate', 'quiet_hours', 'passed', NOT (quiet AND (av.learned < 0.15 OR av.confidence < 0.5)),
+        'detail', format('%s:00 their time; default quiet %s–%s, learned activity %s (confidence %s)', local_hour,
+                         dionysus_internal.proactive_setting('quiet_start_hour'), dionysus_internal.proactive_setting('quiet_end_hour'),
+                         round(av.learned::numeric, 2), round(av.confidence::numeric, 2)));
+    gates := gates || jsonb_build_object('gate', 'availability', 'passed', av.belief >= dionysus_internal.proactive_setting('min_availability'),
+        'detail', format('likely available %s (confidence %s)', round(av.belief::numeric, 2), round(av.confidence::numeric, 2)));
+    cooldown := make_interval(secs => dionysus_internal.heartbeat_setting('reach_out_cooldown_hours') * 3600);
+    since_contact := t - p.last_contact_at;
+    gates := gates || jsonb_build_object('gate', 'cooldown', 'passed', p.last_contact_at IS NULL OR since_contact >= cooldown,
+        'detail', CASE WHEN p.last_contact_at IS NULL THEN 'no contact started yet'
+                       ELSE format('last contact %s ago (cooldown %s)', date_trunc('minute', since_contact), cooldown) END);
+    -- One contact at a time: the last one is answered or counted as ignored before the next,
+    -- and nothing is on its way (a crossing undecided, a message not yet delivered).
+    gates := gates || jsonb_build_object('gate', 'waiting_on_them', 'passed', NOT p.awaiting_reply,
+        'detail', CASE WHEN p.awaiting_reply THEN format('the last contact (%s ago) is not answered yet; it counts as ignored after %s',
+                                                         date_trunc('minute', since_contact), date_trunc('minute', ignore_after))
+                       ELSE 'no contact waiting for an answer' END);
+    SELECT count(*) INTO on_its_way FROM (
+        SELECT 1 FROM dionysus.contact_evaluations c WHERE c.person = who AND c.outcome = 'opportunity' AND c.decision IS NULL
+        UNION ALL
+        SELECT 1 FROM dionysus.outbox o WHERE o.person = who AND o.contact_id IS NOT NULL AND o.status = 'pending') x;
+    gates := gates || jsonb_build_object('gate', 'in_flight', 'passed', on_its_way = 0,
+        'detail', CASE WHEN on_its_way = 0 THEN 'nothing on its way to them' ELSE 'a contact is already being decided or delivered' END);
+    SELECT current_energy INTO energy FROM dionysus.heartbeat_state WHERE id = 1;
+    cost := dionysus.get_action_cost('reach_out_user');
+    gates := gates || jsonb_build_object('gate', 'energy', 'passed', energy >= cost,
+        'detail', format('energy %s, a contact costs %s', round(energy::numeric, 1), cost));
+    -- A new cause: a request they made since, or something new to tell (not pressure grown by time).
+    new_cause := NOT muted OR open_requests > coalesce((p.cause_at_last_contact ->> 'open_requests')::int, 0)
+                 OR p.curiosity > coalesce((p.cause_at_last_contact ->> 'curiosity')::float8, 0) + 0.05;
+    gates := gates || jsonb_build_object('gate', 'ignored', 'passed', new_cause,
+        'detail', CASE WHEN NOT muted THEN format('%s unanswered in a row', p.ignored_in_row)
+                       ELSE format('%s contacts in a row went unanswered: only a new cause counts (%s)', p.ignored_in_row,
+                                   CASE WHEN new_cause THEN 'there is one' ELSE 'there is none' END) END);
+    SELECT array_agg(g ->> 'gate') INTO blocked FROM jsonb_array_elements(gates) g WHERE NOT (g ->> 'passed')::boolean;
+    blocked := coalesce(blocked, '{}');
+    -- A considerate friend who knows you are busy now and free tonight waits for tonight: when
+    -- the rhythm says a clearly better hour comes within the look-ahead, the contact waits for it.
+    -- Weighed only when everything else would let the contact through (it costs a few lookups).
+    IF total >= threshold AND cardinality(blocked) = 0 THEN
+        SELECT k, f.belief, f.confidence INTO later
+          FROM generate_series(1, dionysus_internal.proactive_setting('better_moment_hours')::int) k,
+               LATERAL dionysus_internal.availability(who, t + make_interval(hours => k)) f
+         ORDER BY f.belief DESC, k LIMIT 1;
+        -- The beliefs carry their confidence already (a prior, or what was learned).
+        better := later.belief >= av.belief + dionysus_internal.proactive_setting('better_moment_margin');
+        gates := gates || jsonb_build_object('gate', 'better_moment', 'passed', NOT better,
+            'detail', CASE WHEN better THEN format('likely more available around %s:00 their time (%s against %s now)',
+                                                   extract(hour FROM (t + make_interval(hours => later.k)) AT TIME ZONE p.time_zone),
+                                                   round(later.belief::numeric, 2), round(av.belief::numeric, 2))
+                           ELSE format('no clearly better hour in the next %s', dionysus_internal.proactive_setting('better_moment_hours')) END);
+        IF better THEN
+            blocked := blocked || 'better_moment'::text;
+        END IF;
+    END IF;
+
+    SELECT x ->> 'input' AS input, (x ->> 'value')::float8 AS value, (x ->> 'weight')::float8 AS weight,
+           (x ->> 'contribution')::float8 AS contribution INTO top
+      FROM jsonb_array_elements(ins) x ORDER BY (x ->> 'contribution')::float8 DESC LIMIT 1;
+    words := format('pressure %s against threshold %s; %s was %s (weight %s, contributing %s)', round(total::numeric, 2),
+                    round(threshold::numeric, 2), top.input, top.value, top.weight, top.contribution)
+             || CASE WHEN p.restraint >= 0.05 THEN format('; restraint %s raised the threshold', round(p.restraint::numeric, 2)) ELSE '' END;
+    e.outcome := CASE WHEN total < dionysus_internal.proactive_setting('signal_threshold') THEN 'below'
+                      WHEN total < threshold THEN 'signal'
+                      WHEN cardinality(blocked) > 0 THEN 'gated'
+                      ELSE 'opportunity' END;
+    words := words || CASE e.outcome
+        WHEN 'below' THEN '; nothing to say yet'
+        WHEN 'signal' THEN '; an urge, not yet enough to write'
+        WHEN 'gated' THEN '; enough to write, held back by ' || array_to_string(blocked, ', ')
+        ELSE format('; %s — the person was likely available (%s, confidence %s)',
+                    'over the threshold', round(av.belief::numeric, 2), round(av.confidence::numeric, 2)) END;
+    INSERT INTO dionysus.contact_evaluations (person, at, inputs, pressure, threshold, threshold_parts, gates, outcome, explanation)
+    VALUES (who, t, ins, total, threshold,
+            jsonb_build_object('base', dionysus_internal.proactive_setting('contact_threshold'), 'shyness', dionysus_internal.trait('shyness'),
+                               'independence', dionysus_internal.trait('independence'), 'vitality', round(a.vitality::numeric, 3),
+                               'restraint', round(p.restraint::numeric, 3), 'mood', round(p.mood::numeric, 3),
+                               'empathy', dionysus_internal.trait('empathy')),
+            gates, e.outcome, words)
+    RETURNING * INTO e;
+    UPDATE dionysus.people x SET last_pressure = total, last_evaluated_at = t,
+           next_check_at = t + make_interval(secs => coalesce(x.check_interval_minutes, dionysus_internal.proactive_setting('check_interval_minutes')) * 60)
+     WHERE x.person = who;
+    IF e.outcome = 'signal' THEN
+        PERFORM dionysus.push_event('internal', 'contact_urge', 3, jsonb_build_object('pressure', round(total::numeric, 3)), who);
+    END IF;
+    IF e.outcome = 'opportunity' THEN
+        UPDATE dionysus.contact_evaluations c SET notified_at = now() WHERE c.id = e.id;
+        -- Which evaluation, nothing more: any role that may connect can LISTEN (the driver reads the rest).
+        PERFORM pg_notify('dionysus_contact', jsonb_build_object('evaluation_id', e.id)::text);
+    END IF;
+    RETURN e;
+END $$;
+
+-- Not pressure-born, so no threshold, cooldown, quiet hours or ignore count: they chose the
+-- time. Their word still holds (busy, asleep, away; "stop checking in" is about check-ins, not
+-- what they asked for), one contact at a time, and at most solicited_per_day a day. A request
+-- that cannot go out within contact_request_hours lapses, written down.
+CREATE OR REPLACE FUNCTION dionysus_internal.evaluate_requested_contact(p dionysus.people) RETURNS dionysus.contact_evaluations
+    LANGUAGE plpgsql AS $$
+DECLARE
+    t timestamptz := dionysus.clock_now();
+    req jsonb := p.contact_request;
+    e dionysus.contact_evaluations;
+    gates jsonb := '[]'::jsonb;
+    sig dionysus.person_signals;
+    on_its_way bigint;
+    today bigint;
+    blocked text[];
+    words text;
+BEGIN
+    IF (req ->> 'at')::timestamptz < t - make_interval(secs => dionysus_internal.proactive_setting('contact_request_hours') * 3600) THEN
+        UPDATE dionysus.people x SET contact_request = NULL WHERE x.person = p.person;
+        INSERT INTO dionysus.contact_evaluations (person, at, inputs, pressure, threshold, gates, outcome, explanation, solicited, request)
+        VALUES (p.person, t, '[]'::jsonb, 0, 1, '[]'::jsonb, 'gated',
+                format('a contact their rule "%s" asked for (%s) could not go out within %s hours and lapsed', req ->> 'rule_name', req ->> 'about',
+                       dionysus_internal.proactive_setting('contact_request_hours')), true, req)
+        RETURNING * INTO e;
+        RETURN e;
+    END IF;
+    SELECT * INTO sig FROM dionysus.person_signals s
+     WHERE s.person = p.person AND s.ended_at IS NULL AND (s.until IS NULL OR s.until > t) AND s.kind <> 'stop_checkins'
+     ORDER BY s.said_at DESC LIMIT 1;
+    gates := gates || jsonb_build_object('gate', 'their_word', 'passed', sig.id IS NULL,
+        'detail', CASE WHEN sig.id IS NULL THEN 'nothing said against it' ELSE format('they said "%s" (%s)', sig.words, sig.kind) END);
+    SELECT count(*) INTO on_its_way FROM (
+        SELECT 1 FROM dionysus.contact_evaluations c WHERE c.person = p.person AND c.outcome = 'opportunity' AND c.decision IS NULL
+        UNION ALL
+        SELECT 1 FROM dionysus.outbox o WHERE o.person = p.person AND o.contact_id IS NOT NULL AND o.status = 'pending') x;
+    gates := gates || jsonb_build_object('gate', 'in_flight', 'passed', on_its_way = 0,
+        'detail', CASE WHEN on_its_way = 0 THEN 'nothing on its way to them' ELSE 'a contact is already being decided or delivered' END);
+    SELECT count(*) INTO today FROM dionysus.contact_evaluations c
+     WHERE c.person = p.person AND c.solicited AND c.decision = 'message' AND c.decided_at > t - interval '1 day';
+    gates := gates || jsonb_build_object('gate', 'daily_limit', 'passed', today < dionysus_internal.proactive_setting('solicited_per_day'),
+        'detail', format('%s asked-for contacts in the last day (at most %s)', today, dionysus_internal.proactive_setting('solicited_per_day')));
+    SELECT array_agg(g ->> 'gate') INTO blocked FROM jsonb_array_elements(gates) g WHERE NOT (g ->> 'passed')::boolean;
+    words := format('they asked for this: %s (their rule "%s")', req ->> 'about', req ->> 'rule_name')
+             || CASE WHEN blocked IS NULL THEN '' ELSE '; held back by ' || array_to_string(blocked, ', ') END;
+    INSERT INTO dionysus.contact_evaluations (person, at, inputs, pressure, threshold, gates, outcome, explanation, solicited, request)
+    VALUES (p.person, t, jsonb_build_array(jsonb_build_object('input', 'request', 'value', 1, 'weight', 1, 'contribution', 1,
+                                                              'why', req ->> 'about', 'rule', req -> 'rule')),
+            1, 1, gates, CASE WHEN blocked IS NULL THEN 'opportunity' ELSE 'gated' END, words, true, req)
+    RETURNING * INTO e;
+    UPDATE dionysus.people x SET last_evaluated_at = t,
+           next_check_at = t + make_interval(secs => dionysus_internal.proactive_setting('check_interval_minutes') * 60)
+     WHERE x.person = p.person;
+    IF e.outcome = 'opportunity' THEN
+        UPDATE dionysus.contact_evaluations c SET notified_at = now() WHERE c.id = e.id;
+        -- Which evaluation, nothing more: any role that may connect can LISTEN (the driver reads the rest).
+        PERFORM pg_notify('dionysus_contact', jsonb_build_object('evaluation_id', e.id)::text);
+    END IF;
+    RETURN e;
+END $$;
 
 -- ---------------------------------------------------------------------------------------
 -- Imports (018_import.sql)

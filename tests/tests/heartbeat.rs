@@ -907,3 +907,32 @@ async fn history_is_pruned_after_its_retention_and_the_message_log_never() {
     let sizes: Value = c.query_one("SELECT table_bytes FROM dionysus.memory_health", &[]).await.unwrap().get(0);
     assert!(sizes["memories"].as_i64().unwrap() > 0, "{sizes}");
 }
+
+/// A heartbeat that saw a person's private words (here her north star, in its context) writes
+/// nothing shared: the memory its `remember` action stores is as private as what it saw, like
+/// its narrative and the results of its queued work, so it is never recalled for someone else.
+#[tokio::test]
+async fn what_a_tainted_heartbeat_remembers_stays_private() {
+    let db = TestDb::new("hb_taint_remember").await;
+    let c = &db.client;
+    c.batch_execute(
+        "SELECT dionysus.log_message('test', 'a1', 'dm-ada', 'ada', 'North star: finish my thesis by June'); \
+         SELECT dionysus.set_north_star('test:ada', 'North star: finish my thesis by June');",
+    )
+    .await
+    .unwrap();
+    let hb = begin(c).await;
+    let taint: Value = c.query_one("SELECT to_jsonb(private_to) FROM dionysus.heartbeat_log ORDER BY heartbeat_number DESC LIMIT 1", &[]).await.unwrap().get(0);
+    assert_eq!(taint, json!(["test:ada"]), "the heartbeat saw Ada's north star: {hb}");
+    let r = commit(c, &hb, json!({"actions": [act("remember", json!({"content": "Ada's thesis is due in June; she worries about it"}))]})).await;
+    let id: Uuid = r["actions_taken"][0]["result"]["memory_id"].as_str().unwrap_or_else(|| panic!("{r}")).parse().unwrap();
+    let private: Option<Value> = c.query_one("SELECT to_jsonb(private_to) FROM dionysus.memories WHERE id = $1", &[&id]).await.unwrap().get(0);
+    assert_eq!(private, Some(json!(["test:ada"])), "a tainted heartbeat remembered something for everyone");
+    let for_bob: i64 = c
+        .query_one("SELECT count(*) FROM dionysus.recall('When is the thesis due?', 10, person => 'test:bob') r WHERE r.memory_id = $1", &[&id])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(for_bob, 0, "Bob recalled what the heartbeat took from Ada");
+    finish(c, &hb, "Thought about Ada's thesis.", 0.0).await;
+}

@@ -510,6 +510,21 @@ async fn one_contact_at_a_time() {
 async fn rules_are_data_and_a_persons_rule_reminds_them() {
     let db = TestDb::new("pro_rules").await;
     let c = &db.client;
+    // Any role that may connect can LISTEN: what NOTIFY carries must say nothing of anyone.
+    let (listener, mut conn) = tokio_postgres::connect(&format!("{} dbname={}", dionysus_tests::cluster_conninfo(), db.name), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let (tx, mut notified) = tokio::sync::mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        use futures_util::StreamExt;
+        let mut stream = futures_util::stream::poll_fn(move |cx| conn.poll_message(cx));
+        while let Some(Ok(msg)) = stream.next().await {
+            if let tokio_postgres::AsyncMessage::Notification(n) = msg {
+                let _ = tx.send(n.payload().to_string());
+            }
+        }
+    });
+    listener.batch_execute("LISTEN dionysus_contact").await.unwrap();
     at(c, "2026-11-20 09:00+00").await; // a Friday
     say(c, "a1", "Hello! I just moved to Lisbon.").await;
     c.batch_execute("SELECT dionysus.log_message('test', 'b1', 'dm:bob', 'bob', 'Hi there')").await.unwrap();
@@ -575,6 +590,16 @@ async fn rules_are_data_and_a_persons_rule_reminds_them() {
     let e = last(c).await;
     assert_eq!(e["outcome"], json!("opportunity"), "the reminder did not go out at its hour: {e}");
     assert!(e["explanation"].as_str().unwrap().contains("water the plants"), "{e}");
+    // Both opportunities (the check-in and the reminder), and whatever else was notified.
+    let mut payloads = vec![];
+    while let Ok(Some(p)) = tokio::time::timeout(std::time::Duration::from_secs(if payloads.len() < 2 { 30 } else { 2 }), notified.recv()).await {
+        payloads.push(p);
+    }
+    assert!(payloads.len() >= 2, "the opportunities were not notified: {payloads:?}");
+    for p in &payloads {
+        let v: Value = serde_json::from_str(p).unwrap();
+        assert!(v.as_object().is_some_and(|o| o.len() == 1 && o.contains_key("evaluation_id")), "a NOTIFY says more than which evaluation: {p}");
+    }
     let solicited: bool = c.query_one("SELECT solicited FROM dionysus.contact_evaluations WHERE id = $1::text::uuid", &[&e["evaluation_id"].as_str().unwrap()]).await.unwrap().get(0);
     assert!(solicited);
     deliver_contact(c, e["evaluation_id"].as_str().unwrap(), "Sunday, 10:00: time to water the plants!").await;

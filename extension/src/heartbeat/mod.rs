@@ -50,9 +50,11 @@ fn perform(hb: Uuid, name: &str, params: &Map<String, Value>) -> Result<Value, S
         "observe" => try_json("SELECT dionysus.heartbeat_observe()", vec![]),
         "review_goals" => try_json("SELECT dionysus.review_goals()", vec![]),
         "rest" => Ok(json!({"rested": true})),
+        // As private as what the heartbeat saw (its taint), like its narrative and its work's results.
         "remember" => try_json(
             "SELECT jsonb_build_object('memory_id', dionysus.remember($1, coalesce($2, 'episodic'), coalesce($3, 0.5), 0.0, \
-                    jsonb_build_object('heartbeat_id', $4::uuid), 'heartbeat'))",
+                    jsonb_build_object('heartbeat_id', $4::uuid), 'heartbeat', \
+                    private_to => (SELECT h.private_to FROM dionysus.heartbeat_log h WHERE h.id = $4::uuid)))",
             vec![text(params, "content").into(), text(params, "type").into(), number(params, "importance").into(), hb.into()],
         ),
         "recall" => try_json(
