@@ -24,6 +24,9 @@
 --                                   a person's objectives lock 'dionysus.objectives:<person>' (complete_work's
 --                                   objectives, after its facts; nothing takes another lock after it)
 --   8. any other rows, by primary key: goals, memories, facts, triples, events
+-- Maintenance passes (the worker, run_maintenance()) only try their locks and skip what another
+-- pass holds, never waiting: 'dionysus.neighborhood:<memory>' per recomputed memory and
+-- 'dionysus.fold_access_log'; 'dionysus.lexicon' (refresh_lexicon) is waited for, with nothing else held.
 -- A function that may need a lock later (a refund needs the state row) takes it at its start.
 
 -- ---------------------------------------------------------------------------------------

@@ -77,6 +77,65 @@ async fn concurrent_batches_over_many_sources_never_deadlock() {
     assert_eq!(count(&db.client, "memories").await, 2 * 12 * 6);
 }
 
+/// run_maintenance() from two sessions beside the background worker while people write and
+/// recall: every pass skips the memories another pass holds, so none waits on another in a
+/// cycle (before, two passes that met the same memories in different orders deadlocked, 40P01).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn maintenance_passes_beside_the_worker_and_writers_never_deadlock() {
+    let db = TestDb::new("maintenance_race").await;
+    db.client
+        .execute(
+            "SELECT count(*) FROM dionysus.remember_batch((SELECT jsonb_agg(jsonb_build_object( \
+               'content', 'memory ' || g || ' about topic ' || (g % 37) || ' and the garden ' || (g % 11), 'source', 's' || (g % 13))) \
+               FROM generate_series(1, 600) g))",
+            &[],
+        )
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for lane in 0..2usize {
+        let maintainer = db.connect().await;
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..10 {
+                maintainer.query_one("SELECT dionysus.run_maintenance()", &[]).await.map_err(|e| format!("maintenance: {} {e}", sqlstate(&e)))?;
+            }
+            Ok::<(), String>(())
+        }));
+        let writer = db.connect().await;
+        tasks.push(tokio::spawn(async move {
+            for round in 0..10usize {
+                writer
+                    .execute(
+                        "SELECT count(*) FROM dionysus.remember_batch((SELECT jsonb_agg(jsonb_build_object( \
+                           'content', 'note ' || $1::text || ' ' || g || ' on topic ' || (g % 37) || ' garden ' || (g % 11), 'source', 's' || (g % 13))) \
+                           FROM generate_series(1, 40) g))",
+                        &[&format!("{lane}-{round}")],
+                    )
+                    .await
+                    .map_err(|e| format!("write: {} {e}", sqlstate(&e)))?;
+                writer
+                    .query("SELECT * FROM dionysus.recall($1, 10)", &[&format!("garden topic {round}")])
+                    .await
+                    .map_err(|e| format!("recall: {} {e}", sqlstate(&e)))?;
+            }
+            Ok::<(), String>(())
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap().expect("a pass, a write or a recall failed");
+    }
+    // Nothing was lost: a last pass leaves no stale neighborhood behind.
+    let mut left = serde_json::Value::Null;
+    for _ in 0..50 {
+        left = db.client.query_one("SELECT dionysus.run_maintenance()", &[]).await.unwrap().get(0);
+        if left["neighborhoods_remaining"] == serde_json::json!(0) {
+            break;
+        }
+    }
+    assert_eq!(left["neighborhoods_remaining"], serde_json::json!(0), "{left}");
+    assert_eq!(count(&db.client, "memories").await, 600 + 2 * 10 * 40);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_worker_recomputes_stale_neighborhoods_unasked() {
     let db = TestDb::new("worker").await;

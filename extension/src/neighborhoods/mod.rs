@@ -205,6 +205,19 @@ pub fn process_queue(batch: i64, deadline: Option<Instant>) -> Pass {
 /// Recomputes one queued memory and settles its queue rows: deleted on success, backed off on
 /// failure. None when another session already took care of it.
 fn recompute_queued(id: Uuid) -> Option<Result<(), String>> {
+    // One pass per memory at a time: a memory another pass is on (the worker, a concurrent
+    // run_maintenance() holding its rows to the end of a long call) is skipped, never waited
+    // for, so passes that met the same memories in different orders cannot deadlock.
+    let mine = select_prepared(
+        "SELECT pg_try_advisory_xact_lock(hashtextextended('dionysus.neighborhood:' || $1::text, 0))",
+        &[id.into()],
+        |t| t.get::<bool>(1).ok()?,
+    )
+    .pop()
+    .unwrap_or(false);
+    if !mine {
+        return None;
+    }
     // Rows queued after this point (seq above the mark) survive and trigger another pass.
     let mark = select_prepared(
         "SELECT max(seq) FROM dionysus.neighborhood_queue WHERE memory_id = $1",

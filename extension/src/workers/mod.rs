@@ -350,6 +350,11 @@ fn record_pass(done: i64, elapsed_ms: f64, error: Option<String>) {
 
 /// Folds recall's access log into memories.access_count / last_accessed.
 pub fn fold_access_log() {
+    // One fold at a time (the worker's, a run_maintenance() call's): two DELETEs of the same
+    // log rows in different orders would deadlock; the other fold gets the rows next time.
+    if !matches!(Spi::get_one::<bool>("SELECT pg_try_advisory_xact_lock(hashtextextended('dionysus.fold_access_log', 0))"), Ok(Some(true))) {
+        return;
+    }
     Spi::run(
         "WITH taken AS (DELETE FROM dionysus.memory_access_log RETURNING memory_id, accessed_at), \
               agg AS (SELECT memory_id, count(*)::int AS n, max(accessed_at) AS at FROM taken GROUP BY memory_id) \
