@@ -6,6 +6,7 @@
 --
 -- The global lock order. Every function that takes more than one of these takes them in
 -- this order, so no two transactions ever wait on each other in a cycle:
+--   0. an import's row in imports    FOR UPDATE  (import_messages; nothing else takes it)
 --   1. the channel's advisory lock  'dionysus.channel:<platform>:<channel>'  (log_message, confirm_outbox)
 --   2. the heartbeat_state row      FOR UPDATE  (heartbeats, energy, sessions, contact time, refunds)
 --   3. the agent_state row          FOR UPDATE  (the proactive tick, HIGH events, contact decisions)

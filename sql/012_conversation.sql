@@ -291,14 +291,22 @@ BEGIN
         END IF;
     END IF;
 
-    SELECT coalesce(jsonb_agg(jsonb_build_object('role', CASE WHEN t.is_bot THEN 'assistant' ELSE 'user' END,
+    -- The turns before it in its channel: a lived turn's are the lived ones and its person's own
+    -- imported history; an imported turn's, its person's imported turns only (another person's
+    -- import may use the same channel name). Someone else's words in a history are marked so.
+    SELECT coalesce(jsonb_agg(jsonb_build_object('role', CASE WHEN t.is_bot THEN 'assistant' WHEN t.other THEN 'other' ELSE 'user' END,
                                                  'content', t.content, 'at', t.created_at, 'proactive', t.is_proactive)
                               ORDER BY t.created_at, t.id), '[]'::jsonb),
            array_agg(t.memory_id) FILTER (WHERE t.memory_id IS NOT NULL)
       INTO turns, in_view
-      FROM (SELECT * FROM dionysus.messages x
+      FROM (SELECT x.id, x.is_bot, x.created_at, x.is_proactive, x.memory_id,
+                   CASE WHEN x.import_id IS NULL THEN x.content ELSE coalesce(mm.content, x.content) END AS content,
+                   x.import_id IS NOT NULL AND mm.metadata ->> 'role' = 'other' AS other
+              FROM dionysus.messages x
+              LEFT JOIN dionysus.memories mm ON x.import_id IS NOT NULL AND mm.id = x.memory_id
              WHERE x.platform = m.platform AND x.channel_id = m.channel_id AND x.id <> m.id
                AND (x.created_at, x.id) < (m.created_at, m.id)
+               AND ((x.import_id IS NULL AND m.import_id IS NULL) OR (x.import_id IS NOT NULL AND x.person = m.person))
              ORDER BY x.created_at DESC, x.id DESC LIMIT max_turns) t;
     in_view := coalesce(in_view, '{}') || m.memory_id;
 

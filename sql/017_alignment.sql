@@ -508,7 +508,11 @@ BEGIN
         RETURN false; -- nobody has talked yet: nothing to dream about
     END IF;
     local := t AT TIME ZONE coalesce(tz, 'UTC');
-    IF extract(hour FROM local) < dionysus_internal.proactive_setting('dream_hour') THEN
+    -- At night: from dream_hour, and within the window after it (a machine that was off at 3:00
+    -- catches up in the morning; a day that began at noon waits for the night).
+    IF extract(hour FROM local) < dionysus_internal.proactive_setting('dream_hour')
+       OR local >= date_trunc('day', local) + make_interval(hours => dionysus_internal.proactive_setting('dream_hour')::int)
+                   + make_interval(hours => greatest(dionysus_internal.proactive_setting('dream_window_hours'), 1)::int) THEN
         RETURN false;
     END IF;
     IF EXISTS (SELECT 1 FROM dionysus.dreams d WHERE d.local_date = local::date) THEN
@@ -826,4 +830,5 @@ END $$;
 INSERT INTO proactive_config (key, value, description) VALUES
     ('dream_hour', 3, 'the hour (the person''s local time) after which the nightly dream runs, once a day'),
     ('dream_enabled', 1, '1: dream nightly; 0: never'),
+    ('dream_window_hours', 3, 'a dream missed at dream_hour (the machine was off) still runs this many hours later, not after'),
     ('archetype_min_similarity', 0.35, 'a message takes an archetype''s context shape only when at least this near its centroid');

@@ -9,7 +9,8 @@
 -- What an imported turn becomes:
 --   a message   immutable like every turn, marked with its import, at its original time;
 --   a memory    episodic and private to the person, in episodes of its own times (source
---               'imported:<platform>:<channel>', apart from the live conversation's episodes);
+--               'imported:["<person>", "<platform>", "<channel>"]': apart from the live conversation's
+--               episodes and from anyone else's import of the same chat, so a summary is one person's);
 --               someone else's turn is remembered as "Name: words";
 --   work        the person's own turns are queued for extraction, every memory for concepts and
 --               every episode for a summary (enqueue_language_work), all at background priority
@@ -18,7 +19,8 @@
 -- session, no rhythm), and an imported author is never someone a reach-out can go to.
 --
 -- Lock order (002): the import's row before anything else (only another run of the same input
--- waits on it), then the batch's channel locks (1) in sorted order, then what remember takes (7).
+-- waits on it), then the batch's channel locks (1) in sorted order, then each turn's episode
+-- lock (7, as remember takes it) before its episode row.
 
 CREATE TABLE imports (
     id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -63,8 +65,10 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "total": % must be at least 0', coalesce(total::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- As person_key writes it (the platform in lower case), or the person would not find it.
+    person := lower(split_part(btrim(person), ':', 1)) || ':' || btrim(substr(btrim(person), strpos(btrim(person), ':') + 1));
     INSERT INTO dionysus.imports (person, kind, label, fingerprint, total)
-    VALUES (btrim(person), kind, left(coalesce(nullif(btrim(label), ''), kind), 500), fingerprint, total)
+    VALUES (person, kind, left(coalesce(nullif(btrim(label), ''), kind), 500), fingerprint, total)
     ON CONFLICT ON CONSTRAINT imports_person_fingerprint_key DO UPDATE SET updated_at = dionysus.imports.updated_at
     RETURNING * INTO imp;
     IF imp.total <> total OR imp.kind <> kind THEN
@@ -82,12 +86,16 @@ DECLARE at timestamptz;
 BEGIN
     BEGIN
         at := value::timestamptz;
-    EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR invalid_text_representation THEN
+    EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR invalid_text_representation
+                   OR invalid_parameter_value OR invalid_time_zone_displacement_value THEN
         at := NULL;
     END;
     IF at IS NULL OR at IN ('infinity', '-infinity') THEN
         RAISE EXCEPTION 'dionysus: invalid argument "%": % is not a time', arg, coalesce(quote_literal(value), 'NULL')
             USING ERRCODE = 'invalid_datetime_format';
+    END IF;
+    IF at < '1900-01-01' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "%": % is before 1900', arg, value USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF at > now() + interval '1 day' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "%": % is in the future', arg, value USING ERRCODE = 'invalid_parameter_value';
@@ -98,8 +106,10 @@ END $$;
 -- A batch of turns at `first_position` of the import: each goes into the log once (a turn the
 -- log holds already is counted as a duplicate), in one transaction. Items:
 --   {"platform", "id" (the platform's message id), "channel", "author", "name" (optional display
---    name), "role": "person" | "bot" | "other", "text", "at" (timestamptz), "reply_to" (optional:
---    the platform id of the turn it answers, if the log holds it)}
+--    name), "role": "person" | "bot" | "other", "text", "at" (timestamptz)}
+-- A Discord package's ids are Discord's own (the live log's turns are not doubled); any other
+-- input's ids are only its own, so they are kept per person and channel: another person's file
+-- numbering its turns 1, 2, … never collides with this one, nor with a live turn.
 CREATE FUNCTION import_messages(import_id uuid, first_position integer, items jsonb) RETURNS jsonb
     LANGUAGE plpgsql AS $$
 DECLARE
@@ -110,13 +120,15 @@ DECLARE
     i integer;
     arg text;
     k text;
-    longest integer;
+    longest integer := coalesce(nullif(current_setting('dionysus.max_content_length', true), '')::int, 100000);
     at timestamptz;
+    plat text;
+    pid text;
+    body text;
     src text;
     msg uuid;
     mem uuid;
     prev uuid;
-    answered uuid;
     role text;
     added integer := 0;
     dup integer := 0;
@@ -147,7 +159,7 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     -- A batch sent again after a commit its sender never saw: the part already in is skipped.
-    done := imp.position - first_position;
+    done := least(imp.position - first_position, n);
     -- Every item is checked before anything is written, so an error names the first bad one.
     FOR item, i IN SELECT e.value, e.ordinality::int - 1 FROM jsonb_array_elements(items) WITH ORDINALITY e WHERE e.ordinality > done LOOP
         IF jsonb_typeof(item) <> 'object' THEN
@@ -155,13 +167,11 @@ BEGIN
         END IF;
         FOREACH k IN ARRAY ARRAY['platform', 'id', 'channel', 'author', 'text'] LOOP
             arg := format('items[%s].%s', i, k);
-            IF jsonb_typeof(item -> k) IS DISTINCT FROM 'string' OR btrim(item ->> k) = '' THEN
+            IF jsonb_typeof(item -> k) IS DISTINCT FROM 'string' OR (item ->> k) ~ '^\s*$' THEN
                 RAISE EXCEPTION 'dionysus: invalid argument "%": must be a non-empty string', arg USING ERRCODE = 'invalid_parameter_value';
             END IF;
-            longest := CASE k WHEN 'text' THEN 100000 ELSE 200 END;
-            IF length(item ->> k) > longest THEN
-                RAISE EXCEPTION 'dionysus: invalid argument "%": longer than % characters', arg, longest
-                    USING ERRCODE = 'string_data_right_truncation';
+            IF k <> 'text' AND length(item ->> k) > 200 THEN
+                RAISE EXCEPTION 'dionysus: invalid argument "%": longer than 200 characters', arg USING ERRCODE = 'string_data_right_truncation';
             END IF;
         END LOOP;
         IF coalesce(item ->> 'role', '') NOT IN ('person', 'bot', 'other') THEN
@@ -171,46 +181,54 @@ BEGIN
             RAISE EXCEPTION 'dionysus: invalid argument "items[%].name": must be a string of at most 100 characters', i
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
+        -- What is remembered (someone else's words with their name) fits dionysus.max_content_length.
+        body := CASE WHEN item ->> 'role' = 'other' THEN coalesce(nullif(btrim(item ->> 'name'), ''), item ->> 'author') || ': ' ELSE '' END
+                || (item ->> 'text');
+        IF length(body) > longest THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "items[%].text": longer than dionysus.max_content_length (%)', i, longest
+                USING ERRCODE = 'string_data_right_truncation';
+        END IF;
         PERFORM dionysus_internal.import_time(item ->> 'at', format('items[%s].at', i));
     END LOOP;
     -- The channels' locks up front, in one order (the global lock order's 1).
     PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.channel:' || c.platform || ':' || c.channel, 0))
-       FROM (SELECT DISTINCT e.value ->> 'platform' AS platform, e.value ->> 'channel' AS channel
+       FROM (SELECT DISTINCT lower(btrim(e.value ->> 'platform')) AS platform, e.value ->> 'channel' AS channel
                FROM jsonb_array_elements(items) WITH ORDINALITY e WHERE e.ordinality > done ORDER BY 1, 2) c;
     FOR item, i IN SELECT e.value, e.ordinality::int - 1 FROM jsonb_array_elements(items) WITH ORDINALITY e WHERE e.ordinality > done
                     ORDER BY e.ordinality LOOP
-        IF EXISTS (SELECT 1 FROM dionysus.messages x WHERE x.platform = item ->> 'platform' AND x.platform_message_id = item ->> 'id') THEN
+        plat := lower(btrim(item ->> 'platform'));
+        pid := CASE WHEN imp.kind = 'discord' THEN item ->> 'id'
+                    ELSE jsonb_build_array(imp.person, item ->> 'channel', item ->> 'id')::text END;
+        IF EXISTS (SELECT 1 FROM dionysus.messages x WHERE x.platform = plat AND x.platform_message_id = pid) THEN
             dup := dup + 1;
             CONTINUE;
         END IF;
         at := dionysus_internal.import_time(item ->> 'at', format('items[%s].at', i));
         role := item ->> 'role';
         msg := gen_random_uuid();
-        src := 'imported:' || lower(btrim(item ->> 'platform')) || ':' || (item ->> 'channel');
+        -- One person's history of one chat (unambiguous, whatever its parts contain).
+        src := 'imported:' || jsonb_build_array(imp.person, plat, item ->> 'channel')::text;
+        body := CASE WHEN role = 'other' THEN coalesce(nullif(btrim(item ->> 'name'), ''), item ->> 'author') || ': ' || (item ->> 'text')
+                     ELSE item ->> 'text' END;
         -- A turn older than the source's open episode (files need not be in order): that episode
-        -- ends where it is, and remember opens one at this turn.
+        -- ends where it is, and remember opens one at this turn (its lock first: the order's 7).
+        PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.episode:' || src, 0));
         UPDATE dionysus.episodes e SET ended_at = greatest(e.last_event_at, e.started_at)
          WHERE e.source = src AND e.ended_at IS NULL AND e.last_event_at > at;
-        mem := dionysus.remember(CASE WHEN role = 'other' THEN coalesce(nullif(btrim(item ->> 'name'), ''), item ->> 'author') || ': ' || (item ->> 'text')
-                                      ELSE item ->> 'text' END,
-                                 'episodic', CASE role WHEN 'bot' THEN 0.3 WHEN 'other' THEN 0.4 ELSE 0.5 END, 0.0,
-                                 jsonb_build_object('message_id', msg, 'platform', item ->> 'platform', 'channel_id', item ->> 'channel',
+        mem := dionysus.remember(body, 'episodic', CASE role WHEN 'bot' THEN 0.3 WHEN 'other' THEN 0.4 ELSE 0.5 END, 0.0,
+                                 jsonb_build_object('message_id', msg, 'platform', plat, 'channel_id', item ->> 'channel',
                                                     'role', CASE role WHEN 'bot' THEN 'assistant' WHEN 'person' THEN 'user' ELSE 'other' END,
                                                     'author', coalesce(nullif(btrim(item ->> 'name'), ''), item ->> 'author'),
                                                     'import_id', imp.id),
                                  src, created_at => at, private_to => ARRAY[imp.person]);
+        -- Chained to the person's turn before it in that chat.
         SELECT x.id INTO prev FROM dionysus.messages x
-         WHERE x.platform = item ->> 'platform' AND x.channel_id = item ->> 'channel' AND (x.created_at, x.id) < (at, msg)
+         WHERE x.platform = plat AND x.channel_id = item ->> 'channel' AND x.person = imp.person AND (x.created_at, x.id) < (at, msg)
          ORDER BY x.created_at DESC, x.id DESC LIMIT 1;
-        answered := NULL;
-        IF item ->> 'reply_to' IS NOT NULL THEN
-            SELECT x.id INTO answered FROM dionysus.messages x
-             WHERE x.platform = item ->> 'platform' AND x.platform_message_id = item ->> 'reply_to' AND x.person = imp.person;
-        END IF;
         INSERT INTO dionysus.messages (id, platform, platform_message_id, channel_id, author_id, is_bot, is_proactive, content,
-                                       prev_message_id, reply_to, memory_id, person, created_at, import_id)
-        VALUES (msg, item ->> 'platform', item ->> 'id', item ->> 'channel', item ->> 'author', role = 'bot', false, item ->> 'text',
-                prev, answered, mem, imp.person, at, imp.id);
+                                       prev_message_id, memory_id, person, created_at, import_id)
+        VALUES (msg, plat, pid, item ->> 'channel', item ->> 'author', role = 'bot', false, item ->> 'text',
+                prev, mem, imp.person, at, imp.id);
         -- The person's own words are what extraction reads (facts, triples, objectives are theirs).
         IF role = 'person' THEN
             INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, priority)
@@ -225,8 +243,10 @@ BEGIN
         ON CONFLICT (idempotency_key) DO NOTHING;
         added := added + 1;
     END LOOP;
-    UPDATE dionysus.imports x SET position = first_position + n, imported = x.imported + added, duplicates = x.duplicates + dup,
-           updated_at = now(), finished_at = CASE WHEN first_position + n = x.total THEN now() END
+    -- A late copy of an earlier batch never moves the import back.
+    UPDATE dionysus.imports x SET position = greatest(x.position, first_position + n), imported = x.imported + added,
+           duplicates = x.duplicates + dup, updated_at = now(),
+           finished_at = coalesce(x.finished_at, CASE WHEN greatest(x.position, first_position + n) = x.total THEN now() END)
      WHERE x.id = imp.id
     RETURNING * INTO imp;
     IF added > 0 THEN

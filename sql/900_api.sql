@@ -137,10 +137,10 @@ COMMENT ON FUNCTION recall IS
 COMMENT ON FUNCTION recall_recent IS 'The k most recent active memories, optionally of some types or one source.';
 COMMENT ON FUNCTION recall_by_id IS 'One memory with every field (access counts include the unfolded log).';
 COMMENT ON FUNCTION recompute_neighborhoods IS
-    'Recomputes up to batch (at most 10000) stale neighborhoods now and returns how many; the worker does this on its own.';
+    'Recomputes up to batch (at most 1000) stale neighborhoods now and returns how many; the worker does this on its own.';
 COMMENT ON FUNCTION refresh_lexicon IS 'Recounts lexeme document frequencies for BM25; returns the memories counted.';
 COMMENT ON FUNCTION run_maintenance IS
-    'One maintenance pass in this session: up to 5000 neighborhoods, the access log, the lexicon (retention is prune_history(), '
+    'One maintenance pass in this session: up to 1000 neighborhoods, the access log, the lexicon (retention is prune_history(), '
     'which the worker runs and the driver''s role may not). '
     'Returns a summary with neighborhoods_remaining: call again while it is above zero.';
 
@@ -444,7 +444,8 @@ COMMENT ON FUNCTION dionysus_internal.invalidate_centroid() IS 'Trigger: an arch
 COMMENT ON FUNCTION dionysus_internal.archetype_centroid(text[]) IS 'The mean embedding of an archetype''s example messages.';
 COMMENT ON FUNCTION match_archetype(vector) IS
     'The active archetype nearest a message''s embedding with its context shape, when at least archetype_min_similarity near (else only the nearest name); counts the match unless on a standby.';
-COMMENT ON FUNCTION dionysus_internal.schedule_dream() IS 'Queues tonight''s dream (a dream work item) once per local date after dream_hour, in the time zone of whoever wrote last.';
+COMMENT ON FUNCTION dionysus_internal.schedule_dream() IS
+    'Queues tonight''s dream (a dream work item) once per local date, from dream_hour to dream_window_hours after it, in the time zone of whoever wrote last.';
 COMMENT ON FUNCTION dream_evidence(uuid) IS
     'What a dream reviews: feedback since the last dream, reply and contact signals, corrections, the templates and archetypes it may change.';
 COMMENT ON FUNCTION dionysus_internal.check_proposal(text, text, jsonb) IS 'A proposal''s kind, target and content are checked (22023 naming the part) before it is stored or applied.';

@@ -12,7 +12,7 @@
 //! Extraction and summaries follow through the work queue, behind the live conversation.
 use crate::config::Config;
 use crate::db::Db;
-use chrono::{DateTime, NaiveDateTime, Utc};
+use chrono::{DateTime, Datelike, NaiveDateTime, Utc};
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -180,12 +180,21 @@ fn non_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     Ok(s.trim().to_string())
 }
 
+/// A file's text, without a byte-order mark (spreadsheet exports write one).
+fn read_text(path: &Path) -> Result<String, Malformed> {
+    let s = std::fs::read_to_string(path).map_err(|e| malformed(path, None, format!("cannot read it: {e}")))?;
+    Ok(s.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(s))
+}
+
+/// The longest turn the database takes (dionysus.max_content_length's default), with room for a name.
+const LONGEST_TURN: usize = 99_000;
+
 /// Reads an input (a Discord package folder, or a JSON file in the chat or LoCoMo layout).
 pub fn read(path: &Path, opts: &Options) -> Result<History, Malformed> {
     let mut h = if path.is_dir() {
         discord(path, opts)?
     } else {
-        let src = std::fs::read_to_string(path).map_err(|e| malformed(path, None, format!("cannot read it: {e}")))?;
+        let src = read_text(path)?;
         let v: Value = serde_json::from_str(&src).map_err(|e| from_json_error(path, e))?;
         let is_locomo = |s: &Value| s.get("conversation").is_some_and(Value::is_object);
         match &v {
@@ -202,6 +211,24 @@ pub fn read(path: &Path, opts: &Options) -> Result<History, Malformed> {
             }
         }
     };
+    // What the database would refuse half-way is refused now, before anything is written.
+    let latest = Utc::now() + chrono::Duration::days(1);
+    for t in &mut h.turns {
+        // PostgreSQL's text cannot hold NUL.
+        if t.text.contains('\0') {
+            t.text = t.text.replace('\0', "");
+        }
+        let at = format!("turn {} of conversation {}", t.id, t.channel);
+        if t.text.chars().count() > LONGEST_TURN {
+            return Err(malformed(path, None, format!("{at} is longer than {LONGEST_TURN} characters")));
+        }
+        if t.at.year() < 1900 || t.at > latest {
+            return Err(malformed(path, None, format!("{at} is dated {}, before 1900 or in the future", t.at.to_rfc3339())));
+        }
+        if [&t.id, &t.channel, &t.author].iter().any(|v| v.chars().count() > 200 || v.contains('\0')) {
+            return Err(malformed(path, None, format!("{at}: its id, conversation or author is longer than 200 characters")));
+        }
+    }
     // Oldest first; equal times keep a fixed order, so the same input always reads the same.
     h.turns.sort_by(|a, b| (a.at, &a.channel, &a.id).cmp(&(b.at, &b.channel, &b.id)));
     let mut seen = BTreeSet::new();
@@ -295,9 +322,10 @@ struct LocomoTurn {
     blip_caption: Option<String>,
 }
 
-/// The line where `needle` first appears (for errors found after parsing).
-fn line_of(src: &str, needle: &str) -> Option<usize> {
-    src.find(needle).map(|i| src[..i].matches('\n').count() + 1)
+/// The line where `needle` first appears after `from` (a byte offset; for errors found after parsing).
+fn line_of(src: &str, from: usize, needle: &str) -> Option<usize> {
+    let from = (0..=from.min(src.len())).rev().find(|i| src.is_char_boundary(*i)).unwrap_or(0);
+    src[from..].find(needle).map(|i| src[..from + i].matches('\n').count() + 1)
 }
 
 fn locomo(path: &Path, src: &str, samples: &[Value], opts: &Options) -> Result<History, Malformed> {
@@ -307,7 +335,9 @@ fn locomo(path: &Path, src: &str, samples: &[Value], opts: &Options) -> Result<H
     for (i, s) in samples.iter().enumerate() {
         let sample = s.get("sample_id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("sample-{}", i + 1));
         let conv = s["conversation"].as_object().expect("checked by read");
-        let at_conv = || line_of(src, &format!("\"{sample}\"")).or_else(|| line_of(src, "\"conversation\""));
+        // Where this sample starts in the file: its errors are looked for after it.
+        let here = src.find(&format!("\"{sample}\"")).unwrap_or(0);
+        let at_conv = || line_of(src, here, &format!("\"{sample}\"")).or_else(|| line_of(src, here, "\"conversation\""));
         let speakers: Vec<String> = ["speaker_a", "speaker_b"].iter().filter_map(|k| conv.get(*k)?.as_str()).map(|s| s.trim().to_string()).collect();
         if speakers.len() != 2 || speakers.iter().any(String::is_empty) {
             return Err(malformed(path, at_conv(), format!("sample {sample}: the conversation needs speaker_a and speaker_b")));
@@ -323,19 +353,19 @@ fn locomo(path: &Path, src: &str, samples: &[Value], opts: &Options) -> Result<H
         let mut sessions: Vec<(usize, &Value)> = conv.iter().filter_map(|(k, v)| Some((k.strip_prefix("session_")?.parse().ok()?, v))).collect();
         sessions.sort_by_key(|s| s.0);
         for (n, v) in sessions {
-            let at_session = || line_of(src, &format!("\"session_{n}\""));
+            let at_session = || line_of(src, here, &format!("\"session_{n}\""));
             let when_key = format!("session_{n}_date_time");
             let when = conv.get(&when_key).and_then(Value::as_str).ok_or_else(|| {
                 malformed(path, at_session(), format!("sample {sample}: session_{n} has no {when_key}"))
             })?;
             let start = NaiveDateTime::parse_from_str(when.trim(), "%I:%M %p on %d %B, %Y").map_err(|e| {
-                malformed(path, line_of(src, &format!("\"{when_key}\"")), format!("sample {sample}: {when_key} \"{when}\" is not a time like \"1:56 pm on 8 May, 2023\": {e}"))
+                malformed(path, line_of(src, here, &format!("\"{when_key}\"")), format!("sample {sample}: {when_key} \"{when}\" is not a time like \"1:56 pm on 8 May, 2023\": {e}"))
             })?;
             let list: Vec<LocomoTurn> = serde_json::from_value(v.clone())
                 .map_err(|e| malformed(path, at_session(), format!("sample {sample}: session_{n} must be a list of turns with speaker, dia_id and text: {e}")))?;
             for (k, t) in list.into_iter().enumerate() {
                 if !speakers.contains(&t.speaker) {
-                    return Err(malformed(path, line_of(src, &format!("\"{}\"", t.dia_id)), format!("sample {sample}: turn {} is by {}, who is not a speaker", t.dia_id, t.speaker)));
+                    return Err(malformed(path, line_of(src, here, &format!("\"{}\"", t.dia_id)), format!("sample {sample}: turn {} is by {}, who is not a speaker", t.dia_id, t.speaker)));
                 }
                 let mut text = t.text.trim().to_string();
                 if let Some(c) = t.blip_caption.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
@@ -347,7 +377,10 @@ fn locomo(path: &Path, src: &str, samples: &[Value], opts: &Options) -> Result<H
                 }
                 let role = if t.speaker == me { Role::Person } else { Role::Other };
                 // Turns keep their order within the session: a minute apart.
-                let at = (start + chrono::Duration::minutes(k as i64)).and_utc();
+                let Some(at) = start.checked_add_signed(chrono::Duration::minutes(k as i64)) else {
+                    return Err(malformed(path, at_session(), format!("sample {sample}: session_{n}'s turns run past the last representable time")));
+                };
+                let at = at.and_utc();
                 turns.push(Turn { platform: "locomo".into(), id: format!("{sample}:{}", t.dia_id), channel: sample.clone(), author: t.speaker.clone(), name: Some(t.speaker), role, text, at });
             }
         }
@@ -439,7 +472,7 @@ fn discord(root: &Path, opts: &Options) -> Result<History, Malformed> {
             let Some(file) = candidates.iter().find(|p| p.is_file()) else {
                 return Err(malformed(root, None, "whose messages are these? give --author <your Discord user id> (the package's account/user.json has it)"));
             };
-            let src = std::fs::read_to_string(file).map_err(|e| malformed(file, None, format!("cannot read it: {e}")))?;
+            let src = read_text(file)?;
             serde_json::from_str::<DiscordUser>(&src).map_err(|e| from_json_error(file, e))?.id
         }
     };
@@ -458,18 +491,18 @@ fn discord(root: &Path, opts: &Options) -> Result<History, Malformed> {
         let folder = c.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
         let meta = c.join("channel.json");
         let channel = if meta.is_file() {
-            let src = std::fs::read_to_string(&meta).map_err(|e| malformed(&meta, None, format!("cannot read it: {e}")))?;
+            let src = read_text(&meta)?;
             serde_json::from_str::<DiscordUser>(&src).map_err(|e| from_json_error(&meta, e))?.id
         } else {
             folder.strip_prefix('c').filter(|r| r.chars().all(|ch| ch.is_ascii_digit())).unwrap_or(&folder).to_string()
         };
         let rows: Vec<DiscordMessage> = if c.join("messages.json").is_file() {
             let file = c.join("messages.json");
-            let src = std::fs::read_to_string(&file).map_err(|e| malformed(&file, None, format!("cannot read it: {e}")))?;
+            let src = read_text(&file)?;
             serde_json::from_str(&src).map_err(|e| from_json_error(&file, e))?
         } else {
             let file = c.join("messages.csv");
-            let src = std::fs::read_to_string(&file).map_err(|e| malformed(&file, None, format!("cannot read it: {e}")))?;
+            let src = read_text(&file)?;
             let records = parse_csv(&src).map_err(|(l, r)| malformed(&file, Some(l), r))?;
             let mut it = records.into_iter();
             let Some((_, header)) = it.next() else { continue };
@@ -736,6 +769,24 @@ mod tests {
         assert_eq!(h.fingerprint(), again.fingerprint());
         let other = read(&f, &Options { person: Some("discord:1".into()), ..Default::default() }).unwrap();
         assert_ne!(h.fingerprint(), other.fingerprint());
+    }
+
+    #[test]
+    fn hostile_inputs_are_refused_or_cleaned_never_a_panic() {
+        let d = scratch("hostile");
+        let f = write(&d, "far.json", r#"{"sample_id": "s", "conversation": {"speaker_a": "A", "speaker_b": "B",
+            "session_1_date_time": "11:59 pm on 31 December, 262142",
+            "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "x"}, {"speaker": "B", "dia_id": "D1:2", "text": "y"}]}}"#);
+        assert!(read(&f, &Options::default()).is_err());
+        let f = write(&d, "nul.json", "\u{feff}{\"person\": \"ann\", \"conversations\": [{\"channel\": \"c\", \"messages\": [\n {\"id\": 1, \"author\": \"ann\", \"time\": \"2020-01-01T00:00:00Z\", \"text\": \"a\\u0000b\"}]}]}");
+        assert_eq!(read(&f, &Options::default()).unwrap().turns[0].text, "ab");
+        let long = "x".repeat(LONGEST_TURN + 1);
+        let f = write(&d, "long.json", &json!({"person": "ann", "conversations": [{"channel": "c", "messages": [
+            {"id": 1, "author": "ann", "time": "2020-01-01T00:00:00Z", "text": long}]}]}).to_string());
+        assert!(read(&f, &Options::default()).unwrap_err().reason.contains("longer than"));
+        let f = write(&d, "old.json", r#"{"person": "ann", "conversations": [{"channel": "c", "messages": [
+            {"id": 1, "author": "ann", "time": "1850-01-01T00:00:00Z", "text": "old"}]}]}"#);
+        assert!(read(&f, &Options::default()).unwrap_err().reason.contains("before 1900"));
     }
 
     #[test]

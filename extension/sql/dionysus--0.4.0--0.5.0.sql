@@ -24,7 +24,8 @@ ALTER TABLE messages ADD COLUMN import_id uuid;
 -- What an imported turn becomes:
 --   a message   immutable like every turn, marked with its import, at its original time;
 --   a memory    episodic and private to the person, in episodes of its own times (source
---               'imported:<platform>:<channel>', apart from the live conversation's episodes);
+--               'imported:["<person>", "<platform>", "<channel>"]': apart from the live conversation's
+--               episodes and from anyone else's import of the same chat, so a summary is one person's);
 --               someone else's turn is remembered as "Name: words";
 --   work        the person's own turns are queued for extraction, every memory for concepts and
 --               every episode for a summary (enqueue_language_work), all at background priority
@@ -33,7 +34,8 @@ ALTER TABLE messages ADD COLUMN import_id uuid;
 -- session, no rhythm), and an imported author is never someone a reach-out can go to.
 --
 -- Lock order (002): the import's row before anything else (only another run of the same input
--- waits on it), then the batch's channel locks (1) in sorted order, then what remember takes (7).
+-- waits on it), then the batch's channel locks (1) in sorted order, then each turn's episode
+-- lock (7, as remember takes it) before its episode row.
 
 CREATE TABLE imports (
     id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -78,8 +80,10 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "total": % must be at least 0', coalesce(total::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- As person_key writes it (the platform in lower case), or the person would not find it.
+    person := lower(split_part(btrim(person), ':', 1)) || ':' || btrim(substr(btrim(person), strpos(btrim(person), ':') + 1));
     INSERT INTO dionysus.imports (person, kind, label, fingerprint, total)
-    VALUES (btrim(person), kind, left(coalesce(nullif(btrim(label), ''), kind), 500), fingerprint, total)
+    VALUES (person, kind, left(coalesce(nullif(btrim(label), ''), kind), 500), fingerprint, total)
     ON CONFLICT ON CONSTRAINT imports_person_fingerprint_key DO UPDATE SET updated_at = dionysus.imports.updated_at
     RETURNING * INTO imp;
     IF imp.total <> total OR imp.kind <> kind THEN
@@ -97,12 +101,16 @@ DECLARE at timestamptz;
 BEGIN
     BEGIN
         at := value::timestamptz;
-    EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR invalid_text_representation THEN
+    EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR invalid_text_representation
+                   OR invalid_parameter_value OR invalid_time_zone_displacement_value THEN
         at := NULL;
     END;
     IF at IS NULL OR at IN ('infinity', '-infinity') THEN
         RAISE EXCEPTION 'dionysus: invalid argument "%": % is not a time', arg, coalesce(quote_literal(value), 'NULL')
             USING ERRCODE = 'invalid_datetime_format';
+    END IF;
+    IF at < '1900-01-01' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "%": % is before 1900', arg, value USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF at > now() + interval '1 day' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "%": % is in the future', arg, value USING ERRCODE = 'invalid_parameter_value';
@@ -113,8 +121,10 @@ END $$;
 -- A batch of turns at `first_position` of the import: each goes into the log once (a turn the
 -- log holds already is counted as a duplicate), in one transaction. Items:
 --   {"platform", "id" (the platform's message id), "channel", "author", "name" (optional display
---    name), "role": "person" | "bot" | "other", "text", "at" (timestamptz), "reply_to" (optional:
---    the platform id of the turn it answers, if the log holds it)}
+--    name), "role": "person" | "bot" | "other", "text", "at" (timestamptz)}
+-- A Discord package's ids are Discord's own (the live log's turns are not doubled); any other
+-- input's ids are only its own, so they are kept per person and channel: another person's file
+-- numbering its turns 1, 2, … never collides with this one, nor with a live turn.
 CREATE FUNCTION import_messages(import_id uuid, first_position integer, items jsonb) RETURNS jsonb
     LANGUAGE plpgsql AS $$
 DECLARE
@@ -125,13 +135,15 @@ DECLARE
     i integer;
     arg text;
     k text;
-    longest integer;
+    longest integer := coalesce(nullif(current_setting('dionysus.max_content_length', true), '')::int, 100000);
     at timestamptz;
+    plat text;
+    pid text;
+    body text;
     src text;
     msg uuid;
     mem uuid;
     prev uuid;
-    answered uuid;
     role text;
     added integer := 0;
     dup integer := 0;
@@ -162,7 +174,7 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     -- A batch sent again after a commit its sender never saw: the part already in is skipped.
-    done := imp.position - first_position;
+    done := least(imp.position - first_position, n);
     -- Every item is checked before anything is written, so an error names the first bad one.
     FOR item, i IN SELECT e.value, e.ordinality::int - 1 FROM jsonb_array_elements(items) WITH ORDINALITY e WHERE e.ordinality > done LOOP
         IF jsonb_typeof(item) <> 'object' THEN
@@ -170,13 +182,11 @@ BEGIN
         END IF;
         FOREACH k IN ARRAY ARRAY['platform', 'id', 'channel', 'author', 'text'] LOOP
             arg := format('items[%s].%s', i, k);
-            IF jsonb_typeof(item -> k) IS DISTINCT FROM 'string' OR btrim(item ->> k) = '' THEN
+            IF jsonb_typeof(item -> k) IS DISTINCT FROM 'string' OR (item ->> k) ~ '^\s*$' THEN
                 RAISE EXCEPTION 'dionysus: invalid argument "%": must be a non-empty string', arg USING ERRCODE = 'invalid_parameter_value';
             END IF;
-            longest := CASE k WHEN 'text' THEN 100000 ELSE 200 END;
-            IF length(item ->> k) > longest THEN
-                RAISE EXCEPTION 'dionysus: invalid argument "%": longer than % characters', arg, longest
-                    USING ERRCODE = 'string_data_right_truncation';
+            IF k <> 'text' AND length(item ->> k) > 200 THEN
+                RAISE EXCEPTION 'dionysus: invalid argument "%": longer than 200 characters', arg USING ERRCODE = 'string_data_right_truncation';
             END IF;
         END LOOP;
         IF coalesce(item ->> 'role', '') NOT IN ('person', 'bot', 'other') THEN
@@ -186,46 +196,54 @@ BEGIN
             RAISE EXCEPTION 'dionysus: invalid argument "items[%].name": must be a string of at most 100 characters', i
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
+        -- What is remembered (someone else's words with their name) fits dionysus.max_content_length.
+        body := CASE WHEN item ->> 'role' = 'other' THEN coalesce(nullif(btrim(item ->> 'name'), ''), item ->> 'author') || ': ' ELSE '' END
+                || (item ->> 'text');
+        IF length(body) > longest THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "items[%].text": longer than dionysus.max_content_length (%)', i, longest
+                USING ERRCODE = 'string_data_right_truncation';
+        END IF;
         PERFORM dionysus_internal.import_time(item ->> 'at', format('items[%s].at', i));
     END LOOP;
     -- The channels' locks up front, in one order (the global lock order's 1).
     PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.channel:' || c.platform || ':' || c.channel, 0))
-       FROM (SELECT DISTINCT e.value ->> 'platform' AS platform, e.value ->> 'channel' AS channel
+       FROM (SELECT DISTINCT lower(btrim(e.value ->> 'platform')) AS platform, e.value ->> 'channel' AS channel
                FROM jsonb_array_elements(items) WITH ORDINALITY e WHERE e.ordinality > done ORDER BY 1, 2) c;
     FOR item, i IN SELECT e.value, e.ordinality::int - 1 FROM jsonb_array_elements(items) WITH ORDINALITY e WHERE e.ordinality > done
                     ORDER BY e.ordinality LOOP
-        IF EXISTS (SELECT 1 FROM dionysus.messages x WHERE x.platform = item ->> 'platform' AND x.platform_message_id = item ->> 'id') THEN
+        plat := lower(btrim(item ->> 'platform'));
+        pid := CASE WHEN imp.kind = 'discord' THEN item ->> 'id'
+                    ELSE jsonb_build_array(imp.person, item ->> 'channel', item ->> 'id')::text END;
+        IF EXISTS (SELECT 1 FROM dionysus.messages x WHERE x.platform = plat AND x.platform_message_id = pid) THEN
             dup := dup + 1;
             CONTINUE;
         END IF;
         at := dionysus_internal.import_time(item ->> 'at', format('items[%s].at', i));
         role := item ->> 'role';
         msg := gen_random_uuid();
-        src := 'imported:' || lower(btrim(item ->> 'platform')) || ':' || (item ->> 'channel');
+        -- One person's history of one chat (unambiguous, whatever its parts contain).
+        src := 'imported:' || jsonb_build_array(imp.person, plat, item ->> 'channel')::text;
+        body := CASE WHEN role = 'other' THEN coalesce(nullif(btrim(item ->> 'name'), ''), item ->> 'author') || ': ' || (item ->> 'text')
+                     ELSE item ->> 'text' END;
         -- A turn older than the source's open episode (files need not be in order): that episode
-        -- ends where it is, and remember opens one at this turn.
+        -- ends where it is, and remember opens one at this turn (its lock first: the order's 7).
+        PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.episode:' || src, 0));
         UPDATE dionysus.episodes e SET ended_at = greatest(e.last_event_at, e.started_at)
          WHERE e.source = src AND e.ended_at IS NULL AND e.last_event_at > at;
-        mem := dionysus.remember(CASE WHEN role = 'other' THEN coalesce(nullif(btrim(item ->> 'name'), ''), item ->> 'author') || ': ' || (item ->> 'text')
-                                      ELSE item ->> 'text' END,
-                                 'episodic', CASE role WHEN 'bot' THEN 0.3 WHEN 'other' THEN 0.4 ELSE 0.5 END, 0.0,
-                                 jsonb_build_object('message_id', msg, 'platform', item ->> 'platform', 'channel_id', item ->> 'channel',
+        mem := dionysus.remember(body, 'episodic', CASE role WHEN 'bot' THEN 0.3 WHEN 'other' THEN 0.4 ELSE 0.5 END, 0.0,
+                                 jsonb_build_object('message_id', msg, 'platform', plat, 'channel_id', item ->> 'channel',
                                                     'role', CASE role WHEN 'bot' THEN 'assistant' WHEN 'person' THEN 'user' ELSE 'other' END,
                                                     'author', coalesce(nullif(btrim(item ->> 'name'), ''), item ->> 'author'),
                                                     'import_id', imp.id),
                                  src, created_at => at, private_to => ARRAY[imp.person]);
+        -- Chained to the person's turn before it in that chat.
         SELECT x.id INTO prev FROM dionysus.messages x
-         WHERE x.platform = item ->> 'platform' AND x.channel_id = item ->> 'channel' AND (x.created_at, x.id) < (at, msg)
+         WHERE x.platform = plat AND x.channel_id = item ->> 'channel' AND x.person = imp.person AND (x.created_at, x.id) < (at, msg)
          ORDER BY x.created_at DESC, x.id DESC LIMIT 1;
-        answered := NULL;
-        IF item ->> 'reply_to' IS NOT NULL THEN
-            SELECT x.id INTO answered FROM dionysus.messages x
-             WHERE x.platform = item ->> 'platform' AND x.platform_message_id = item ->> 'reply_to' AND x.person = imp.person;
-        END IF;
         INSERT INTO dionysus.messages (id, platform, platform_message_id, channel_id, author_id, is_bot, is_proactive, content,
-                                       prev_message_id, reply_to, memory_id, person, created_at, import_id)
-        VALUES (msg, item ->> 'platform', item ->> 'id', item ->> 'channel', item ->> 'author', role = 'bot', false, item ->> 'text',
-                prev, answered, mem, imp.person, at, imp.id);
+                                       prev_message_id, memory_id, person, created_at, import_id)
+        VALUES (msg, plat, pid, item ->> 'channel', item ->> 'author', role = 'bot', false, item ->> 'text',
+                prev, mem, imp.person, at, imp.id);
         -- The person's own words are what extraction reads (facts, triples, objectives are theirs).
         IF role = 'person' THEN
             INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, priority)
@@ -240,8 +258,10 @@ BEGIN
         ON CONFLICT (idempotency_key) DO NOTHING;
         added := added + 1;
     END LOOP;
-    UPDATE dionysus.imports x SET position = first_position + n, imported = x.imported + added, duplicates = x.duplicates + dup,
-           updated_at = now(), finished_at = CASE WHEN first_position + n = x.total THEN now() END
+    -- A late copy of an earlier batch never moves the import back.
+    UPDATE dionysus.imports x SET position = greatest(x.position, first_position + n), imported = x.imported + added,
+           duplicates = x.duplicates + dup, updated_at = now(),
+           finished_at = coalesce(x.finished_at, CASE WHEN greatest(x.position, first_position + n) = x.total THEN now() END)
      WHERE x.id = imp.id
     RETURNING * INTO imp;
     IF added > 0 THEN
@@ -513,6 +533,133 @@ BEGIN
             USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
     RETURN NEW;
+END $$;
+
+CREATE OR REPLACE FUNCTION chat_context(message_id uuid, max_memories integer DEFAULT 8, max_turns integer DEFAULT 12,
+                             use_archetype boolean DEFAULT true)
+    RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+    m dionysus.messages;
+    turns jsonb;
+    in_view uuid[];
+    mems jsonb;
+    words text[];
+    grams text[];
+    ents uuid[];
+    trips jsonb;
+    viewer text;
+    shape jsonb;
+    threshold double precision;
+    depth integer := 1;
+    hop integer;
+BEGIN
+    IF message_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "message_id" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF max_memories IS NULL OR max_memories < 0 OR max_memories > 100 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "max_memories": % is outside [0, 100]', max_memories USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_turns IS NULL OR max_turns < 0 OR max_turns > 200 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "max_turns": % is outside [0, 200]', max_turns USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT * INTO m FROM dionysus.messages x WHERE x.id = chat_context.message_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "message_id": no message with id %', message_id USING ERRCODE = 'no_data_found';
+    END IF;
+    viewer := coalesce(m.person, 'nobody:');
+    -- The kind of message decides the shape of its context (017): its archetype's turns,
+    -- memories, similarity threshold and triple depth, within the arguments (the operator's
+    -- caps); the arguments alone when no archetype is near enough.
+    IF use_archetype THEN
+        shape := dionysus.match_archetype((SELECT x.embedding FROM dionysus.memories x WHERE x.id = m.memory_id));
+        IF shape ->> 'name' IS NOT NULL THEN
+            max_turns := least(max_turns, (shape ->> 'turns')::int);
+            max_memories := least(max_memories, (shape ->> 'memories')::int);
+            threshold := (shape ->> 'similarity_threshold')::float8;
+            depth := (shape ->> 'triple_depth')::int;
+        END IF;
+    END IF;
+
+    -- The turns before it in its channel: a lived turn's are the lived ones and its person's own
+    -- imported history; an imported turn's, its person's imported turns only (another person's
+    -- import may use the same channel name). Someone else's words in a history are marked so.
+    SELECT coalesce(jsonb_agg(jsonb_build_object('role', CASE WHEN t.is_bot THEN 'assistant' WHEN t.other THEN 'other' ELSE 'user' END,
+                                                 'content', t.content, 'at', t.created_at, 'proactive', t.is_proactive)
+                              ORDER BY t.created_at, t.id), '[]'::jsonb),
+           array_agg(t.memory_id) FILTER (WHERE t.memory_id IS NOT NULL)
+      INTO turns, in_view
+      FROM (SELECT x.id, x.is_bot, x.created_at, x.is_proactive, x.memory_id,
+                   CASE WHEN x.import_id IS NULL THEN x.content ELSE coalesce(mm.content, x.content) END AS content,
+                   x.import_id IS NOT NULL AND mm.metadata ->> 'role' = 'other' AS other
+              FROM dionysus.messages x
+              LEFT JOIN dionysus.memories mm ON x.import_id IS NOT NULL AND mm.id = x.memory_id
+             WHERE x.platform = m.platform AND x.channel_id = m.channel_id AND x.id <> m.id
+               AND (x.created_at, x.id) < (m.created_at, m.id)
+               AND ((x.import_id IS NULL AND m.import_id IS NULL) OR (x.import_id IS NOT NULL AND x.person = m.person))
+             ORDER BY x.created_at DESC, x.id DESC LIMIT max_turns) t;
+    in_view := coalesce(in_view, '{}') || m.memory_id;
+
+    IF max_memories > 0 THEN
+        SELECT coalesce(jsonb_agg(jsonb_build_object(
+                   'id', r.memory_id, 'content', r.content, 'type', r.type, 'created_at', r.created_at,
+                   'score', round(r.score::numeric, 4), 'found_by', r.found_by,
+                   'fact', f.memory_id IS NOT NULL, 'subject', f.subject,
+                   'role', x.role) ORDER BY r.score DESC), '[]'::jsonb)
+          INTO mems
+          FROM (SELECT * FROM dionysus.recall(m.content, max_memories + cardinality(in_view), person => viewer)
+                 WHERE NOT (memory_id = ANY(in_view))
+                   -- What meaning alone found must be near enough; what words or links found stays.
+                   AND (threshold IS NULL OR found_by <> 'vector' OR vector_score >= threshold)
+                 ORDER BY score DESC LIMIT max_memories) r
+          LEFT JOIN dionysus.facts f ON f.memory_id = r.memory_id
+          LEFT JOIN LATERAL (SELECT CASE WHEN y.is_bot THEN 'assistant' ELSE 'user' END AS role
+                               FROM dionysus.messages y WHERE y.memory_id = r.memory_id LIMIT 1) x ON true;
+    ELSE
+        mems := '[]'::jsonb;
+    END IF;
+
+    -- Entities named in the message: its words, word pairs and triples, matched against the
+    -- entities' normalised names; plus the subjects of recalled facts, and the person.
+    words := array(SELECT w FROM regexp_split_to_table(lower(m.content), '[^[:alnum:]_''-]+') w WHERE w <> '');
+    grams := words
+          || array(SELECT words[i] || ' ' || words[i + 1] FROM generate_series(1, cardinality(words) - 1) i)
+          || array(SELECT words[i] || ' ' || words[i + 1] || ' ' || words[i + 2] FROM generate_series(1, cardinality(words) - 2) i)
+          || array(SELECT lower(btrim(e ->> 'subject')) FROM jsonb_array_elements(mems) e WHERE e ->> 'subject' IS NOT NULL)
+          || ARRAY['user'];
+    ents := array(SELECT id FROM dionysus.entities WHERE name_key = ANY(grams));
+    -- Deeper archetypes follow the graph further: each hop adds the other ends of the triples found.
+    FOR hop IN 2..depth LOOP
+        ents := ents || array(SELECT DISTINCT CASE WHEN t.subject_id = ANY(ents) THEN t.object_id ELSE t.subject_id END
+                                FROM dionysus.triples t
+                               WHERE (t.subject_id = ANY(ents) OR t.object_id = ANY(ents)) AND dionysus_internal.visible_to(t.private_to, viewer)
+                               LIMIT 50);
+    END LOOP;
+    IF depth = 0 THEN
+        ents := '{}';
+    END IF;
+    SELECT coalesce(jsonb_agg(jsonb_build_object('subject', s.name, 'predicate', t.predicate, 'object', o.name,
+                                                 'confidence', t.confidence) ORDER BY t.confidence DESC, t.updated_at DESC), '[]'::jsonb)
+      INTO trips
+      FROM (SELECT * FROM dionysus.triples
+             WHERE (subject_id = ANY(ents) OR object_id = ANY(ents)) AND dionysus_internal.visible_to(private_to, viewer)
+             ORDER BY confidence DESC, updated_at DESC LIMIT 20) t
+      JOIN dionysus.entities s ON s.id = t.subject_id JOIN dionysus.entities o ON o.id = t.object_id;
+
+    RETURN jsonb_build_object(
+        'message', jsonb_build_object('id', m.id, 'content', m.content, 'at', m.created_at, 'channel_id', m.channel_id,
+                                      'platform', m.platform, 'person', m.person),
+        'now', now(),
+        'recent_turns', turns,
+        'memories', mems,
+        'triples', trips,
+        'goals', coalesce((SELECT jsonb_agg(jsonb_build_object('id', g.id, 'title', g.title) ORDER BY g.last_touched DESC)
+                             FROM dionysus.goals g WHERE g.priority = 'active' AND dionysus_internal.visible_to(g.private_to, viewer)),
+                          '[]'::jsonb),
+        -- What matters most to them (017), in every context; and what they are working toward.
+        'north_stars', coalesce((SELECT jsonb_agg(n.content ORDER BY n.created_at) FROM dionysus.person_north_stars(viewer) n), '[]'::jsonb),
+        'objectives', coalesce((SELECT jsonb_agg(jsonb_build_object('description', o.description, 'saliency', round(o.saliency::numeric, 2)))
+                                  FROM (SELECT * FROM dionysus.person_objectives(viewer) LIMIT 5) o), '[]'::jsonb),
+        'archetype', shape);
 END $$;
 
 CREATE OR REPLACE FUNCTION enqueue_language_work() RETURNS integer
@@ -922,6 +1069,90 @@ BEGIN
         PERFORM pg_notify('dionysus_contact', jsonb_build_object('evaluation_id', e.id)::text);
     END IF;
     RETURN e;
+END $$;
+
+-- Queues tonight's dream when it is past dream_hour in the time zone of the person who wrote
+-- last (once per local date). Called by the scheduler's language pass, which wakes the driver.
+CREATE OR REPLACE FUNCTION dionysus_internal.schedule_dream() RETURNS boolean
+    LANGUAGE plpgsql AS $$
+DECLARE
+    t timestamptz := dionysus.clock_now();
+    who text;
+    tz text;
+    local timestamp;
+    last timestamptz;
+    dream uuid;
+    work uuid;
+BEGIN
+    IF dionysus_internal.proactive_setting('dream_enabled') < 0.5 THEN
+        RETURN false;
+    END IF;
+    SELECT p.person, p.time_zone INTO who, tz FROM dionysus.people p ORDER BY p.last_message_at DESC NULLS LAST LIMIT 1;
+    IF who IS NULL THEN
+        RETURN false; -- nobody has talked yet: nothing to dream about
+    END IF;
+    local := t AT TIME ZONE coalesce(tz, 'UTC');
+    -- At night: from dream_hour, and within the window after it (a machine that was off at 3:00
+    -- catches up in the morning; a day that began at noon waits for the night).
+    IF extract(hour FROM local) < dionysus_internal.proactive_setting('dream_hour')
+       OR local >= date_trunc('day', local) + make_interval(hours => dionysus_internal.proactive_setting('dream_hour')::int)
+                   + make_interval(hours => greatest(dionysus_internal.proactive_setting('dream_window_hours'), 1)::int) THEN
+        RETURN false;
+    END IF;
+    IF EXISTS (SELECT 1 FROM dionysus.dreams d WHERE d.local_date = local::date) THEN
+        RETURN false;
+    END IF;
+    -- The window is on the wall clock, as the message log's times are.
+    SELECT max(d.started_at) FILTER (WHERE d.finished_at IS NOT NULL) INTO last FROM dionysus.dreams d;
+    last := coalesce(last, now() - interval '1 day');
+    -- A quiet day is written down as such, without waking a model.
+    IF NOT EXISTS (SELECT 1 FROM dionysus.messages x WHERE x.person = who AND x.created_at >= last)
+       AND NOT EXISTS (SELECT 1 FROM dionysus.feedback f WHERE f.person = who AND f.created_at >= last) THEN
+        INSERT INTO dionysus.dreams (local_date, person, since, started_at, finished_at, note)
+        VALUES (local::date, who, last, now(), now(), 'a quiet day: nothing to review, nothing proposed')
+        ON CONFLICT (local_date) DO NOTHING;
+        RETURN false;
+    END IF;
+    INSERT INTO dionysus.dreams (local_date, person, since, started_at) VALUES (local::date, who, last, now())
+    ON CONFLICT (local_date) DO NOTHING
+    RETURNING id INTO dream;
+    IF dream IS NULL THEN
+        RETURN false;
+    END IF;
+    INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts)
+    VALUES ('dream:' || local::date, 'dream', jsonb_build_object('dream_id', dream), 3)
+    ON CONFLICT (idempotency_key) DO NOTHING
+    RETURNING id INTO work;
+    UPDATE dionysus.dreams d SET work_id = work WHERE d.id = dream;
+    RETURN true;
+END $$;
+
+COMMENT ON FUNCTION recompute_neighborhoods IS
+    'Recomputes up to batch (at most 1000) stale neighborhoods now and returns how many; the worker does this on its own.';
+COMMENT ON FUNCTION run_maintenance IS
+    'One maintenance pass in this session: up to 1000 neighborhoods, the access log, the lexicon (retention is prune_history(), '
+    'which the worker runs and the driver''s role may not). '
+    'Returns a summary with neighborhoods_remaining: call again while it is above zero.';
+COMMENT ON FUNCTION dionysus_internal.schedule_dream() IS
+    'Queues tonight''s dream (a dream work item) once per local date, from dream_hour to dream_window_hours after it, in the time zone of whoever wrote last.';
+-- The dream runs at night only: a day that began at noon waits for the night.
+INSERT INTO proactive_config (key, value, description) VALUES
+    ('dream_window_hours', 3, 'a dream missed at dream_hour (the machine was off) still runs this many hours later, not after')
+ON CONFLICT (key) DO NOTHING;
+
+-- CREATE OR REPLACE reset chat_context's search_path: every vector-comparing function gets it again.
+DO $$
+DECLARE
+    vschema text := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+                     WHERE e.extname = 'vector');
+    f text;
+BEGIN
+    FOREACH f IN ARRAY ARRAY['dionysus.heartbeat_warnings()', 'dionysus.chat_context(uuid, integer, integer, boolean)',
+                             'dionysus_internal.web_only_basis(text)', 'dionysus.match_archetype(vector)',
+                             'dionysus_internal.archetype_centroid(text[])',
+                             'dionysus_internal.note_objective(text, text, double precision, text, uuid)'] LOOP
+        EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, dionysus, %I', f, vschema);
+    END LOOP;
 END $$;
 
 -- ---------------------------------------------------------------------------------------

@@ -700,7 +700,11 @@ async fn a_slow_reply_holds_up_nobody_else() {
 async fn a_heartbeats_garbage_never_silences_the_chat() {
     let db = TestDb::new("drv_breakers").await;
     let llm = FakeLlm::start().await;
-    db.client.batch_execute("SELECT dionysus.pause_heartbeats(true)").await.unwrap();
+    // No nightly dream either (at night it would call the smart model too and close its breaker).
+    db.client
+        .batch_execute("SELECT dionysus.pause_heartbeats(true); UPDATE dionysus.proactive_config SET value = 0 WHERE key = 'dream_enabled'")
+        .await
+        .unwrap();
     llm.on("TASK: heartbeat", Answer::Text("I would love to help! {not json at all".into()));
     llm.on("TASK: chat", Answer::Text("Still listening.".into()));
     let mut cfg = config(url(&db), &llm);

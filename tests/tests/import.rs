@@ -93,7 +93,7 @@ async fn a_discord_package_comes_in_once_with_its_times_and_stays_the_persons() 
         .iter()
         .map(|r| (r.get(0), r.get(1)))
         .collect();
-    assert_eq!(episodes, vec![("imported:discord:901".into(), 2), ("imported:discord:900".into(), 2)]);
+    assert_eq!(episodes, vec![(r#"imported:["discord:777", "discord", "901"]"#.into(), 2), (r#"imported:["discord:777", "discord", "900"]"#.into(), 2)]);
 
     // Recall finds the imported fact for the person, and for nobody else.
     let for_ada: Vec<String> = c
@@ -206,13 +206,26 @@ async fn a_chat_file_keeps_its_roles_and_a_malformed_one_writes_nothing() {
                                           {"objectives": 1, "reason": "the past of an imported history"}]), "{applied}");
     assert_eq!(one::<i64>(&db, "SELECT count(*) FROM dionysus.goals").await, 0);
     assert_eq!(one::<i64>(&db, "SELECT count(*) FROM dionysus.objectives").await, 0);
+    // Another person's file of the same chat, numbering its turns the same way: theirs, apart.
+    let out = import(&db, &[good.to_str().unwrap(), "--person", "discord:43"], &[]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success() && stdout.contains("imported: 3 new turns, 0 the log held already"), "{stdout}\n{stderr}");
+    let ann: String = one(&db, "SELECT id::text FROM dionysus.messages WHERE person = 'discord:42' AND author_id = 'ann'").await;
+    let ctx: Value = one(&db, &format!("SELECT dionysus.chat_context('{ann}', 0, 12, use_archetype => false) -> 'recent_turns'")).await;
+    assert_eq!(ctx, json!([{"role": "other", "content": "Bo: Only if Mum drives", "at": ctx[0]["at"], "proactive": false}]),
+               "an imported turn's context is its person's history alone, others' words marked");
+    let sources: i64 = one(&db, "SELECT count(DISTINCT source) FROM dionysus.episodes WHERE source LIKE 'imported:%'").await;
+    let mixed: i64 = one(&db, "SELECT count(*) FROM dionysus.episodes e WHERE e.source LIKE 'imported:%' AND \
+                               (SELECT count(DISTINCT m.private_to) FROM dionysus.episode_memories em JOIN dionysus.memories m ON m.id = em.memory_id \
+                                 WHERE em.episode_id = e.id) > 1").await;
+    assert_eq!((sources, mixed), (2, 0), "two people's imports of one chat shared an episode");
     // History is not someone to write to, nor someone talking now.
     assert_eq!(one::<Option<Value>>(&db, "SELECT dionysus.reach_out_target()").await, None);
     assert_eq!(one::<Value>(&db, "SELECT dionysus.known_people()").await, json!([]));
     let (state, msg) = expect_error(c, "SELECT dionysus.reach_out_target('discord:42')").await;
     assert_eq!(state, "P0002", "{msg}");
     // The log stays immutable, the import mark included.
-    let (state, _) = expect_error(c, "UPDATE dionysus.messages SET import_id = NULL WHERE platform_message_id = 'w1'").await;
+    let (state, _) = expect_error(c, "UPDATE dionysus.messages SET import_id = NULL WHERE author_id = 'ann' AND person = 'discord:42'").await;
     assert_eq!(state, "55000");
 }
 

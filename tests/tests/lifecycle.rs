@@ -30,6 +30,28 @@ async fn the_server_stops_cleanly_while_the_worker_runs() {
         assert!(Instant::now() < deadline, "no maintenance pass within 60 s");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    // Stop while a pass is running (its launcher waits for it): a backlog keeps it busy, and the
+    // stop comes once the pass shows in pg_stat_activity. (pgrx clears its SIGTERM flag when
+    // read: a launcher that read it there and forgot it waited for its next interval forever.)
+    client
+        .execute(
+            "SELECT count(*) FROM dionysus.remember_batch((SELECT jsonb_agg(jsonb_build_object('content', 'backlog ' || g || ' of the garden ' || (g % 7))) \
+               FROM generate_series(1, 400) g))",
+            &[],
+        )
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while client
+        .query_one("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'dionysus maintenance'", &[])
+        .await
+        .unwrap()
+        .get::<_, i64>(0)
+        == 0
+    {
+        assert!(Instant::now() < deadline, "no maintenance pass over the backlog within 60 s");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     drop(client);
     let _ = conn.await;
     assert!(dionysus_tests::cluster_sh(&["stop", &data]));

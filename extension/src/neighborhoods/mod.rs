@@ -172,20 +172,20 @@ pub struct Pass {
 pub fn process_queue(batch: i64, deadline: Option<Instant>) -> Pass {
     // The oldest due rows, read in queue order through the index (no aggregate over the whole
     // queue); a memory queued several times is computed once.
+    // Read beyond the batch: memories another pass holds are skipped, and the rest still fill it.
     let mut due: Vec<Uuid> = select_prepared(
         "SELECT memory_id FROM dionysus.neighborhood_queue WHERE not_before <= now() ORDER BY not_before, seq LIMIT $1",
-        &[(batch * 2).into()],
+        &[(batch * 4).into()],
         |t| t.get::<Uuid>(1).ok()?,
     );
     let mut seen = std::collections::HashSet::new();
     due.retain(|id| seen.insert(*id));
-    due.truncate(batch.max(0) as usize);
     let mut pass = Pass::default();
     // Each row's allocations (arrays, datums) go to a scratch context reset after the row, so
     // a long call (run_maintenance over a large backlog) stays flat in memory.
     let mut scratch = PgMemoryContexts::new("dionysus neighborhood recompute");
     for id in due {
-        if deadline.is_some_and(|d| Instant::now() >= d) {
+        if deadline.is_some_and(|d| Instant::now() >= d) || pass.done + pass.failed >= batch.max(0) {
             break;
         }
         let outcome = unsafe { scratch.switch_to(|_| recompute_queued(id)) };
@@ -247,13 +247,13 @@ fn recompute_queued(id: Uuid) -> Option<Result<(), String>> {
     }
 }
 
-/// Recomputes up to `batch` (at most 10,000: see MAINTENANCE_CALL_LIMIT) stale neighborhoods
+/// Recomputes up to `batch` (at most 1,000: see MAINTENANCE_CALL_LIMIT) stale neighborhoods
 /// now (the worker does this on its own). Returns how many were recomputed.
 #[pg_extern(volatile, parallel_unsafe)]
 fn recompute_neighborhoods(batch: default!(Option<i32>, 50)) -> i64 {
     let Some(batch) = batch else { errors::null_arg("batch") };
-    if !(1..=10_000).contains(&batch) {
-        errors::invalid_arg("batch", format!("{batch} is outside [1, 10000]"));
+    if !(1..=crate::workers::MAINTENANCE_CALL_LIMIT as i32).contains(&batch) {
+        errors::invalid_arg("batch", format!("{batch} is outside [1, {}]", crate::workers::MAINTENANCE_CALL_LIMIT));
     }
     process_queue(batch as i64, None).done
 }

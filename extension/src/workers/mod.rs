@@ -78,14 +78,25 @@ pub fn register_launcher_if_preloaded() {
     }
 }
 
-/// Whether SIGTERM arrived. pgrx's `sigterm_received()` clears its flag when read, so it is
-/// remembered here: every later check must see it too.
+/// SIGTERM (or the postmaster's death), once seen. pgrx clears its SIGTERM flag when it is read,
+/// by `sigterm_received()` and inside `wait_latch()` alike, so it is remembered here: every
+/// later check must see it too (a launcher that read it while waiting for a pass and forgot it
+/// waited for its next interval forever, and the server never shut down).
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn stopping() -> bool {
-    static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if BackgroundWorker::sigterm_received() {
         STOP.store(true, std::sync::atomic::Ordering::SeqCst);
     }
     STOP.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Waits on the latch for at most `timeout`; false once the worker must stop.
+fn wait(timeout: Duration) -> bool {
+    if !BackgroundWorker::wait_latch(Some(timeout)) {
+        STOP.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    !stopping()
 }
 
 fn reload_config_if_asked() {
@@ -105,9 +116,9 @@ pub extern "C-unwind" fn dionysus_launcher_main(arg: pg_sys::Datum) {
     log!("dionysus {} launcher started (interval {} s)", duty.name(), duty.interval().as_secs());
     let mut first = true;
     loop {
-        let wait = if first { Duration::from_millis(500) } else { duty.interval() };
+        let wait_for = if first { Duration::from_millis(500) } else { duty.interval() };
         first = false;
-        if !BackgroundWorker::wait_latch(Some(wait)) || stopping() {
+        if !wait(wait_for) {
             break;
         }
         reload_config_if_asked();
@@ -172,7 +183,7 @@ fn run_pass(duty: Duty, oid: pg_sys::Oid, db: &str) {
             Err(BackgroundWorkerStatus::Untracked { .. }) => return,
             Ok(_) | Err(BackgroundWorkerStatus::NotYetStarted) | Err(BackgroundWorkerStatus::Started) => {}
         }
-        if !BackgroundWorker::wait_latch(Some(Duration::from_millis(200))) || stopping() {
+        if !wait(Duration::from_millis(200)) {
             let _ = worker.terminate();
             return;
         }
@@ -377,9 +388,9 @@ fn prune_history() {
 }
 
 /// Neighborhoods one `run_maintenance()` call recomputes at most: every row runs in a
-/// subtransaction whose memory lives until the call's transaction ends, so a call is bounded
-/// (the worker commits every 50 rows and has no such limit).
-pub const MAINTENANCE_CALL_LIMIT: i64 = 5_000;
+/// subtransaction whose memory, and an advisory lock in the shared lock table, live until the
+/// call's transaction ends, so a call is bounded (the worker commits every 50 rows).
+pub const MAINTENANCE_CALL_LIMIT: i64 = 1_000;
 
 /// Runs the worker's maintenance steps once, now, in this session (for tests and for servers
 /// without the preloaded worker). Returns what was done, and how many stale neighborhoods
