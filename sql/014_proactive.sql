@@ -1007,7 +1007,7 @@ BEGIN
         -- Only this person's own turns and what they may see: nobody else's words reach them.
         'recent_turns', coalesce((SELECT jsonb_agg(jsonb_build_object('role', CASE WHEN m.is_bot THEN 'assistant' ELSE 'user' END,
                                                                        'content', left(m.content, 500), 'at', m.created_at) ORDER BY m.created_at)
-                                    FROM (SELECT * FROM dionysus.messages x WHERE x.person = e.person
+                                    FROM (SELECT * FROM dionysus.messages x WHERE x.person = e.person AND x.import_id IS NULL
                                            ORDER BY x.created_at DESC LIMIT 12) m), '[]'::jsonb),
         'their_requests', coalesce((SELECT jsonb_agg(g.title ORDER BY g.created_at) FROM dionysus.goals g
                                      WHERE g.priority IN ('active', 'queued') AND g.private_to = ARRAY[e.person]), '[]'::jsonb),

@@ -1127,6 +1127,32 @@ BEGIN
     RETURN true;
 END $$;
 
+CREATE OR REPLACE FUNCTION contact_opportunity(evaluation_id uuid) RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    e dionysus.contact_evaluations;
+BEGIN
+    SELECT * INTO e FROM dionysus.contact_evaluations c WHERE c.id = evaluation_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "evaluation_id": no contact evaluation with id %', evaluation_id USING ERRCODE = 'no_data_found';
+    END IF;
+    RETURN jsonb_build_object(
+        'evaluation_id', e.id, 'person', e.person, 'outcome', e.outcome, 'decided', e.decision IS NOT NULL,
+        'solicited', e.solicited, 'request', e.request -> 'about',
+        'explanation', e.explanation, 'inputs', e.inputs, 'gates', e.gates,
+        -- Only this person's own turns and what they may see: nobody else's words reach them.
+        'recent_turns', coalesce((SELECT jsonb_agg(jsonb_build_object('role', CASE WHEN m.is_bot THEN 'assistant' ELSE 'user' END,
+                                                                       'content', left(m.content, 500), 'at', m.created_at) ORDER BY m.created_at)
+                                    FROM (SELECT * FROM dionysus.messages x WHERE x.person = e.person AND x.import_id IS NULL
+                                           ORDER BY x.created_at DESC LIMIT 12) m), '[]'::jsonb),
+        'their_requests', coalesce((SELECT jsonb_agg(g.title ORDER BY g.created_at) FROM dionysus.goals g
+                                     WHERE g.priority IN ('active', 'queued') AND g.private_to = ARRAY[e.person]), '[]'::jsonb),
+        'personality', (SELECT jsonb_object_agg(trait, value) FROM dionysus.personality),
+        -- What matters most to them and what they are working toward (017).
+        'north_stars', coalesce((SELECT jsonb_agg(n.content ORDER BY n.created_at) FROM dionysus.person_north_stars(e.person) n), '[]'::jsonb),
+        'objectives', coalesce((SELECT jsonb_agg(o.description) FROM (SELECT * FROM dionysus.person_objectives(e.person) LIMIT 5) o), '[]'::jsonb));
+END $$;
+
 COMMENT ON FUNCTION recompute_neighborhoods IS
     'Recomputes up to batch (at most 1000) stale neighborhoods now and returns how many; the worker does this on its own.';
 COMMENT ON FUNCTION run_maintenance IS
