@@ -44,7 +44,11 @@ from_debian_source() {  # from_debian_source MAJOR SUITE
   deb_src "$suite"
   build="$(mktemp -d)"; chmod a+rwx "$build"   # apt's download user writes there
   # The upstream tarball is all we need (Debian's patches are packaging): download only.
-  (cd "$build" && apt-get source -qq --download-only "postgresql-$major" >/dev/null)
+  # An index read earlier may name a version the mirror has since replaced (404): read it again.
+  if ! (cd "$build" && apt-get source -qq --download-only "postgresql-$major" >/dev/null 2>&1); then
+    $SUDO apt-get update -qq
+    (cd "$build" && apt-get source -qq --download-only "postgresql-$major" >/dev/null)
+  fi
   tarball="$(find "$build" -maxdepth 1 -name "postgresql-${major}_*.orig.tar.*" | head -n1)"
   [ -n "$tarball" ] || { echo "no upstream tarball for postgresql-$major in Debian $suite" >&2; exit 1; }
   log "building PostgreSQL $major from $(basename "$tarball") into $prefix (a few minutes, once)"

@@ -57,7 +57,11 @@ for m in "${MAJORS[@]}"; do
   fi
   build="$(mktemp -d)"; chmod a+rwx "$build"   # apt's download user writes there
   # trixie's, by name: sid (a source of PostgreSQL 18) has a newer pgvector.
-  (cd "$build" && apt-get source -qq "pgvector/trixie" >/dev/null)
+  # An index read earlier may name a version the mirror has since replaced (404): read it again.
+  if ! (cd "$build" && apt-get source -qq "pgvector/trixie" >/dev/null 2>&1); then
+    $SUDO apt-get update -qq
+    (cd "$build" && apt-get source -qq "pgvector/trixie" >/dev/null)
+  fi
   srcdir="$(find "$build" -maxdepth 1 -type d -name 'pgvector-*' | head -n1)"
   if [ "$m" -ge 18 ]; then
     # 0.8.0 predates PostgreSQL 18: its two API changes, as pgvector 0.8.1 made them.
