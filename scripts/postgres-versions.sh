@@ -7,6 +7,7 @@
 #   scripts/postgres-versions.sh 16 17 18
 #
 # Idempotent: a major whose pg_config is there is skipped (a second run takes a second).
+# Exit status 3: a source could not be downloaded (the mirror lacks it now), not a build error.
 #   17, 18   built from the upstream sources in Debian's source packages (trixie's
 #            postgresql-17, sid's postgresql-18): ./configure --without-icu --with-openssl,
 #            make -j2, make install; about 4-6 minutes each, once.
@@ -45,9 +46,14 @@ from_debian_source() {  # from_debian_source MAJOR SUITE
   build="$(mktemp -d)"; chmod a+rwx "$build"   # apt's download user writes there
   # The upstream tarball is all we need (Debian's patches are packaging): download only.
   # An index read earlier may name a version the mirror has since replaced (404): read it again.
+  # Still unreachable, this major cannot be had here now: exit 3 (setup.sh leaves it out and says so).
   if ! (cd "$build" && apt-get source -qq --download-only "postgresql-$major" >/dev/null 2>&1); then
     $SUDO apt-get update -qq
-    (cd "$build" && apt-get source -qq --download-only "postgresql-$major" >/dev/null)
+    if ! (cd "$build" && apt-get source -qq --download-only "postgresql-$major" >/dev/null); then
+      echo "PostgreSQL $major: Debian $suite's source package cannot be downloaded from this mirror now" >&2
+      rm -rf "$build"
+      exit 3
+    fi
   fi
   tarball="$(find "$build" -maxdepth 1 -name "postgresql-${major}_*.orig.tar.*" | head -n1)"
   [ -n "$tarball" ] || { echo "no upstream tarball for postgresql-$major in Debian $suite" >&2; exit 1; }
