@@ -110,14 +110,17 @@ pub fn recompute_one(id: Uuid) {
         return; // deleted meanwhile: its queue rows went with it
     };
     let mut weights: HashMap<Uuid, f64> = HashMap::new();
-    // 1. Graph neighbours within two hops: 1.0 for one hop, 0.5 for two, times the edge weight.
+    // 1. Graph neighbours within two hops: 1.0 for one hop, 0.5 for two (seed 000 §6.3), times
+    //    the edge weight, which is in [0, 1]: an edge marked weak counts less, none counts more
+    //    than the seed's flat value. Past the caps the strongest are kept, ties by id, so the
+    //    same graph always gives the same neighbourhood.
     let graph = select_prepared(
         "WITH e1 AS ( \
            SELECT CASE WHEN from_id = $1 THEN to_id ELSE from_id END AS n, max(weight) AS w \
-           FROM dionysus.memory_edges WHERE from_id = $1 OR to_id = $1 GROUP BY 1 LIMIT $2), \
+           FROM dionysus.memory_edges WHERE from_id = $1 OR to_id = $1 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $2), \
          e2 AS ( \
            SELECT CASE WHEN e.from_id = e1.n THEN e.to_id ELSE e.from_id END AS n, max(e.weight * e1.w) AS w \
-           FROM dionysus.memory_edges e JOIN e1 ON e.from_id = e1.n OR e.to_id = e1.n GROUP BY 1 LIMIT $3) \
+           FROM dionysus.memory_edges e JOIN e1 ON e.from_id = e1.n OR e.to_id = e1.n GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $3) \
          SELECT n, w::float8 FROM e1 \
          UNION ALL \
          SELECT n, 0.5 * w::float8 FROM e2 WHERE n <> $1 AND n NOT IN (SELECT n FROM e1)",
