@@ -7,7 +7,7 @@
 #   scripts/postgres-versions.sh 16 17 18
 #
 # Idempotent: a major whose pg_config is there is skipped (a second run takes a second).
-# Exit status 3: a source could not be downloaded (the mirror lacks it now), not a build error.
+# Exit status 3: the mirror does not have a source's files now (404), not a network or build error.
 #   17, 18   built from the upstream sources in Debian's source packages (trixie's
 #            postgresql-17, sid's postgresql-18): ./configure --without-icu --with-openssl,
 #            make -j2, make install; about 4-6 minutes each, once.
@@ -49,10 +49,16 @@ from_debian_source() {  # from_debian_source MAJOR SUITE
   # Still unreachable, this major cannot be had here now: exit 3 (setup.sh leaves it out and says so).
   if ! (cd "$build" && apt-get source -qq --download-only "postgresql-$major" >/dev/null 2>&1); then
     $SUDO apt-get update -qq
-    if ! (cd "$build" && apt-get source -qq --download-only "postgresql-$major" >/dev/null); then
-      echo "PostgreSQL $major: Debian $suite's source package cannot be downloaded from this mirror now" >&2
+    if ! (cd "$build" && apt-get source -qq --download-only "postgresql-$major" >"$build/apt.out" 2>&1); then
+      cat "$build/apt.out" >&2
+      # Only a file the mirror does not have (404) leaves the major out; any other failure stops.
+      if grep -q " 404 " "$build/apt.out"; then
+        echo "PostgreSQL $major: Debian $suite's source package is not on this mirror now (404)" >&2
+        rm -rf "$build"
+        exit 3
+      fi
       rm -rf "$build"
-      exit 3
+      exit 1
     fi
   fi
   tarball="$(find "$build" -maxdepth 1 -name "postgresql-${major}_*.orig.tar.*" | head -n1)"

@@ -94,7 +94,7 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "%": % is not a time', arg, coalesce(quote_literal(value), 'NULL')
             USING ERRCODE = 'invalid_datetime_format';
     END IF;
-    IF at < '1900-01-01' THEN
+    IF at < '1900-01-01 00:00+00' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "%": % is before 1900', arg, value USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF at > now() + interval '1 day' THEN
@@ -187,6 +187,11 @@ BEGIN
         IF length(body) > longest THEN
             RAISE EXCEPTION 'dionysus: invalid argument "items[%].text": longer than dionysus.max_content_length (%)', i, longest
                 USING ERRCODE = 'string_data_right_truncation';
+        END IF;
+        -- A Discord package holds Discord's own messages: snowflake ids on platform discord.
+        IF imp.kind = 'discord' AND (lower(btrim(item ->> 'platform')) <> 'discord' OR (item ->> 'id') !~ '^[0-9]{1,20}$') THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "items[%].id": a Discord package''s turn is a Discord message (platform discord, a numeric id)', i
+                USING ERRCODE = 'invalid_parameter_value';
         END IF;
         PERFORM dionysus_internal.import_time(item ->> 'at', format('items[%s].at', i));
     END LOOP;

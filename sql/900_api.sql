@@ -463,7 +463,7 @@ COMMENT ON TABLE imports IS
     'Histories brought in from elsewhere (dionysus import): whose, what, and how far; a rerun of the same input (person, fingerprint) resumes at position.';
 COMMENT ON FUNCTION begin_import(text, text, text, text, integer) IS
     'Starts an import of total turns for a person, or finds the one this input (its fingerprint) began. Returns {import_id, position, total, imported, duplicates, started_at, finished_at}.';
-COMMENT ON FUNCTION dionysus_internal.import_time(text, text) IS 'An imported turn''s time, or 22007/22023 naming the argument (not a time, or in the future).';
+COMMENT ON FUNCTION dionysus_internal.import_time(text, text) IS 'An imported turn''s time, or 22007/22023 naming the argument (not a time, before 1900, or in the future).';
 COMMENT ON FUNCTION import_messages(uuid, integer, jsonb) IS
     'A batch of turns at first_position of an import, in one transaction: each into the message log once, at its own time, '
     'as a memory private to the person; their own turns queued for extraction at background priority. A batch sent again skips what is in.';

@@ -109,7 +109,7 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "%": % is not a time', arg, coalesce(quote_literal(value), 'NULL')
             USING ERRCODE = 'invalid_datetime_format';
     END IF;
-    IF at < '1900-01-01' THEN
+    IF at < '1900-01-01 00:00+00' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "%": % is before 1900', arg, value USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF at > now() + interval '1 day' THEN
@@ -202,6 +202,11 @@ BEGIN
         IF length(body) > longest THEN
             RAISE EXCEPTION 'dionysus: invalid argument "items[%].text": longer than dionysus.max_content_length (%)', i, longest
                 USING ERRCODE = 'string_data_right_truncation';
+        END IF;
+        -- A Discord package holds Discord's own messages: snowflake ids on platform discord.
+        IF imp.kind = 'discord' AND (lower(btrim(item ->> 'platform')) <> 'discord' OR (item ->> 'id') !~ '^[0-9]{1,20}$') THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "items[%].id": a Discord package''s turn is a Discord message (platform discord, a numeric id)', i
+                USING ERRCODE = 'invalid_parameter_value';
         END IF;
         PERFORM dionysus_internal.import_time(item ->> 'at', format('items[%s].at', i));
     END LOOP;
@@ -1188,7 +1193,7 @@ COMMENT ON TABLE imports IS
     'Histories brought in from elsewhere (dionysus import): whose, what, and how far; a rerun of the same input (person, fingerprint) resumes at position.';
 COMMENT ON FUNCTION begin_import(text, text, text, text, integer) IS
     'Starts an import of total turns for a person, or finds the one this input (its fingerprint) began. Returns {import_id, position, total, imported, duplicates, started_at, finished_at}.';
-COMMENT ON FUNCTION dionysus_internal.import_time(text, text) IS 'An imported turn''s time, or 22007/22023 naming the argument (not a time, or in the future).';
+COMMENT ON FUNCTION dionysus_internal.import_time(text, text) IS 'An imported turn''s time, or 22007/22023 naming the argument (not a time, before 1900, or in the future).';
 COMMENT ON FUNCTION import_messages(uuid, integer, jsonb) IS
     'A batch of turns at first_position of an import, in one transaction: each into the message log once, at its own time, '
     'as a memory private to the person; their own turns queued for extraction at background priority. A batch sent again skips what is in.';

@@ -332,6 +332,12 @@ async fn import_messages_goes_in_order_and_names_what_is_wrong() {
     assert!(state == "22023" && msg.contains("\"fingerprint\""), "{state} {msg}");
     let again: Value = one(&db, &format!("SELECT dionysus.begin_import('terminal:zoe', 'chat', 'x.json', '{fp}', 3)")).await;
     assert_eq!((again["import_id"].as_str(), again["position"].clone()), (Some(id.as_str()), json!(3)));
+    // A Discord package's turns are Discord messages: another id cannot pose as one of them.
+    let discord: String = one(&db, &format!("SELECT dionysus.begin_import('discord:7', 'discord', 'pkg', '{}', 1) ->> 'import_id'", "e".repeat(64))).await;
+    let posing = json!([{"platform": "discord", "id": "[\"discord:bob\", \"x\", \"1\"]", "channel": "c", "author": "7", "role": "person",
+                         "text": "hi", "at": "2024-01-01T10:00:00Z"}]);
+    let (state, msg) = expect_error(c, &format!("SELECT dionysus.import_messages('{discord}', 0, '{}')", posing.to_string().replace('\'', "''"))).await;
+    assert!(state == "22023" && msg.contains("items[0].id"), "{state} {msg}");
     // The driver's role may not rewrite whose an import is.
     let driver = tokio_postgres::connect(&driver_conninfo(&db.name), tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(driver.1);

@@ -120,10 +120,13 @@ pub fn recompute_one(id: Uuid) {
            FROM dionysus.memory_edges WHERE from_id = $1 OR to_id = $1 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $2), \
          e2 AS ( \
            SELECT CASE WHEN e.from_id = e1.n THEN e.to_id ELSE e.from_id END AS n, max(e.weight * e1.w) AS w \
-           FROM dionysus.memory_edges e JOIN e1 ON e.from_id = e1.n OR e.to_id = e1.n GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $3) \
+           FROM dionysus.memory_edges e JOIN e1 ON e.from_id = e1.n OR e.to_id = e1.n \
+           WHERE CASE WHEN e.from_id = e1.n THEN e.to_id ELSE e.from_id END <> $1 \
+             AND CASE WHEN e.from_id = e1.n THEN e.to_id ELSE e.from_id END NOT IN (SELECT n FROM e1) \
+           GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $3) \
          SELECT n, w::float8 FROM e1 \
          UNION ALL \
-         SELECT n, 0.5 * w::float8 FROM e2 WHERE n <> $1 AND n NOT IN (SELECT n FROM e1)",
+         SELECT n, 0.5 * w::float8 FROM e2",
         &[id.into(), MAX_FIRST_HOP.into(), MAX_SECOND_HOP.into()],
         |t| Some((t.get::<Uuid>(1).ok()??, t.get::<f64>(2).ok()??)),
     );
