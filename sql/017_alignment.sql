@@ -558,8 +558,11 @@ BEGIN
     RETURN jsonb_build_object(
         'dream_id', d.id, 'since', d.since, 'until', d.started_at,
         'feedback', coalesce((SELECT jsonb_agg(jsonb_build_object('id', f.id, 'sentiment', f.sentiment, 'content', left(f.content, 500),
-                                                                  'about', left(m.content, 300), 'source', f.source) ORDER BY f.created_at)
+                                                                  'about', left(m.content, 300), 'source', f.source,
+                                                                  'about_proposal', CASE WHEN p.id IS NOT NULL THEN p.kind || ' ' || p.target || ' (' || p.status || ')' END)
+                                                ORDER BY f.created_at)
                                 FROM dionysus.feedback f LEFT JOIN dionysus.messages m ON m.id = f.about_message_id
+                                LEFT JOIN dionysus.proposals p ON p.id = f.about_proposal_id
                                WHERE f.person = d.person AND f.created_at >= d.since AND f.created_at < d.started_at), '[]'),
         'replies', (SELECT jsonb_build_object('their_turns', count(*) FILTER (WHERE NOT x.is_bot),
                                               'our_turns', count(*) FILTER (WHERE x.is_bot),
@@ -673,6 +676,14 @@ BEGIN
                                       ELSE nullif(btrim(result ->> 'note'), '') END,
                             CASE WHEN jsonb_array_length(refused) > 0 THEN '(refused: ' || refused::text || ')' END)
      WHERE d.id = dream_id;
+    -- Posted to the dream channel (019), with the prompt the driver passed as result.mirror.prompt;
+    -- the mirror is best effort: its failure never loses the dream.
+    BEGIN
+        PERFORM dionysus_internal.mirror_dream(dream_id, made, left(result -> 'mirror' ->> 'prompt', 150000));
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS why = MESSAGE_TEXT;
+        RAISE WARNING 'dionysus: the dream % was not mirrored to the dream channel: %', dream_id, why;
+    END;
     RETURN jsonb_build_object('dream_id', dream_id, 'proposals', to_jsonb(made), 'refused', refused);
 END $$;
 

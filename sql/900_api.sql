@@ -469,6 +469,26 @@ COMMENT ON FUNCTION import_messages(uuid, integer, jsonb) IS
     'as a memory private to the person; their own turns queued for extraction at background priority. A batch sent again skips what is in.';
 COMMENT ON FUNCTION import_status(integer) IS 'The latest imports with their progress and the extractions the queue still owes them.';
 
+-- The dream channel (019).
+COMMENT ON TABLE mirror_items IS
+    'The dream channel: each autonomous activity (reply, check-in, extraction, heartbeat, proposal, dream) as a card with its prompt, posted best effort and as private as what it mirrors.';
+COMMENT ON FUNCTION dionysus_internal.mirror_add(text, uuid, text, text[], jsonb, text) IS
+    'Adds a dream-channel item once per activity, expires old ones, drops the oldest pending beyond mirror_max_pending, and NOTIFYs dionysus_mirror.';
+COMMENT ON FUNCTION mirror_record(text, uuid, text, jsonb, jsonb, text) IS
+    'Records a reply, check-in, extraction or heartbeat for the dream channel after the fact; the card comes from the activity''s rows, the driver adds the prompt, metrics and context used. NULL (nothing stored) when the viewer may not see it, or for an imported turn''s extraction.';
+COMMENT ON FUNCTION claim_mirror_items(text, text, integer) IS
+    'Reserves (1 minute) the oldest dream-channel items waiting to be posted that the viewer may see; items that failed too often are dropped.';
+COMMENT ON FUNCTION mirror_settle(uuid, text, text, text, text, boolean) IS
+    'A claimed dream-channel item was posted (its platform id) or not (released to retry, or dropped); only its holder may settle it.';
+COMMENT ON FUNCTION mirror_view(uuid, text, text) IS
+    'A dream-channel item with its full prompt, for the person who pressed View prompt; 42501 for anyone it is not visible to.';
+COMMENT ON FUNCTION mirror_feedback(uuid, text, text, text, text, text) IS
+    'Feedback from a dream-channel item''s Feedback modal (sentiment, comment), stored about what the item mirrors (source dream); one per interaction.';
+COMMENT ON FUNCTION mirror_decide(uuid, text, text, text, text, text) IS
+    'Approve, reject or discuss a proposal from its dream-channel card: only the person the dream was for; discuss keeps it pending and stores the note as feedback.';
+COMMENT ON FUNCTION dionysus_internal.mirror_dream(uuid, uuid[], text) IS
+    'Mirrors a dream''s proposals (or its note that it proposes nothing) to the dream channel; called by record_dream.';
+
 -- ---------------------------------------------------------------------------------------
 -- The driver's role (least privilege). CREATE EXTENSION creates dionysus_driver (NOLOGIN;
 -- give it LOGIN and a password to use it) and grants it what the driver's calls need: both
@@ -522,3 +542,8 @@ GRANT UPDATE (finished_at, note) ON dreams TO dionysus_driver;
 -- An import's person, input and size are fixed when it begins; only its progress moves.
 REVOKE UPDATE ON imports FROM dionysus_driver;
 GRANT UPDATE (position, imported, duplicates, updated_at, finished_at) ON imports TO dionysus_driver;
+-- A dream-channel item's content, subject and privacy are fixed when it is recorded; only its
+-- delivery moves.
+REVOKE UPDATE ON mirror_items FROM dionysus_driver;
+GRANT UPDATE (status, attempts, reserved_by, reserved_until, channel_id, platform_message_id, last_error, posted_at) ON mirror_items TO dionysus_driver;
+GRANT DELETE ON mirror_items TO dionysus_driver; -- expiry (mirror_add)

@@ -174,7 +174,14 @@ async fn extract_message(mind: &Mind, p: &Value) -> Step<Outcome> {
         &t.text,
         &[("turns", prompt::transcript(&ctx["recent_turns"])), ("message", ctx["message"]["content"].as_str().unwrap_or("").to_string())],
     );
+    let shown = mind.channel.dream_channel().map(|d| (format!("[system]\n{system}"), d.owner));
+    let started = std::time::Instant::now();
     let mut v = ask(&mind.fast, &t, system, None, extraction_shape).await?;
+    if let Some((prompt, owner)) = shown {
+        // For the dream channel: work::settle takes it out of the result and records it.
+        v["mirror"] = json!({"prompt": prompt, "metrics": {"latency_ms": started.elapsed().as_millis() as u64, "model": mind.fast.role.model},
+                             "platform": mind.channel.platform(), "owner": owner});
+    }
     let counts = format!(
         "{} facts, {} triples, {} goals, {} objectives",
         v["facts"].as_array().map_or(0, Vec::len),

@@ -227,8 +227,12 @@ pub async fn dream(mind: &Mind, dream_id: Uuid) -> Result<Value, crate::work::Ou
     let t = prompt::load(&mind.work_db, "dream").await.map_err(from_db)?;
     let system = render(&t.text, &[("evidence", serde_json::to_string_pretty(&evidence).unwrap_or_default())]);
     let msgs = [Msg::system(system), Msg::user("Answer with the JSON object now.")];
-    let v = mind.smart.json(&msgs, t.temperature, dream_shape).await.map_err(from_llm)?;
+    let mut v = mind.smart.json(&msgs, t.temperature, dream_shape).await.map_err(from_llm)?;
     let n = v["proposals"].as_array().map_or(0, Vec::len);
+    if crate::mirror::enabled(mind) {
+        // record_dream posts the proposals to the dream channel with the prompt behind them.
+        v["mirror"] = json!({"prompt": crate::mirror::prompt_text(&msgs)});
+    }
     Ok(json!({"dream": v, "summary": format!("dreamt: {n} proposals")}))
 }
 

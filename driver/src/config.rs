@@ -29,6 +29,14 @@ pub struct DiscordConfig {
     pub token: Option<String>,
     pub allowed_user_ids: Vec<u64>,
     pub home_channel_id: Option<u64>,
+    /// The dream channel (#12 §5): every autonomous activity mirrored there as a card.
+    pub dream_channel_id: Option<u64>,
+    /// Whose dream channel it is (an allowed user; default the first): only what they may see
+    /// is posted there, and only their presses count.
+    pub dream_user_id: Option<u64>,
+    /// A Discord-compatible API instead of discord.com (a proxy such as twilight-http-proxy, or
+    /// the tests' local server); the gateway is whichever its `/gateway` names.
+    pub api_base: Option<String>,
 }
 
 /// `dionysus mcp`: whose memory other agents get, and the bearer token of the HTTP transport.
@@ -61,6 +69,8 @@ pub struct Config {
     pub worker_name: String,
     /// How long shutdown waits for in-flight work before handing it back.
     pub shutdown_grace: Duration,
+    /// At least this long between two dream-channel posts (the mirror is rate-limited).
+    pub mirror_gap: Duration,
     pub log_format: LogFormat,
     /// Where the logs go while the conversation is on this terminal (see [`Config::log_path`]).
     pub log_file: Option<String>,
@@ -119,6 +129,9 @@ struct DiscordFile {
     token: Option<String>,
     allowed_user_ids: Option<Vec<u64>>,
     home_channel_id: Option<u64>,
+    dream_channel_id: Option<u64>,
+    dream_user_id: Option<u64>,
+    api_base: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -218,6 +231,19 @@ impl Config {
             Some(v) => Some(v.parse::<u64>().map_err(|_| format!("DIONYSUS_DISCORD_HOME_CHANNEL: \"{v}\" is not a Discord channel id"))?),
             None => d.home_channel_id,
         };
+        let id_env = |key: &str, v: Option<u64>| -> Result<Option<u64>, String> {
+            match env(key) {
+                Some(s) => s.parse::<u64>().map(Some).map_err(|_| format!("{key}: \"{s}\" is not a Discord id")),
+                None => Ok(v),
+            }
+        };
+        let dream_channel = id_env("DIONYSUS_DISCORD_DREAM_CHANNEL", d.dream_channel_id)?;
+        let dream_user = id_env("DIONYSUS_DISCORD_DREAM_USER", d.dream_user_id)?.or(allowed.first().copied());
+        if let Some(u) = dream_user.filter(|_| dream_channel.is_some()) {
+            if !allowed.contains(&u) {
+                return Err(format!("discord dream_user_id {u} is not one of the allowed users"));
+            }
+        }
         let chat = file.chat.unwrap_or_default();
         let num = |key: &str, v: Option<i32>, default: i32, max: i32| -> Result<i32, String> {
             let v = match env(key) {
@@ -248,6 +274,9 @@ impl Config {
                 token: env("DIONYSUS_DISCORD_TOKEN").or_else(|| env("DISCORD_TOKEN")).or(d.token).filter(|t| !t.is_empty()),
                 allowed_user_ids: allowed,
                 home_channel_id: home,
+                dream_channel_id: dream_channel,
+                dream_user_id: dream_user,
+                api_base: env("DIONYSUS_DISCORD_API_BASE").or(d.api_base).filter(|b| !b.trim().is_empty()),
             },
             mcp: McpConfig {
                 person: env("DIONYSUS_MCP_PERSON").or(mcp.person).filter(|p| !p.trim().is_empty()),
@@ -260,6 +289,7 @@ impl Config {
             terminal_user: env("DIONYSUS_TERMINAL_USER").or(chat.terminal_user).or_else(|| env("USER")).unwrap_or_else(|| "you".into()),
             worker_name: format!("dionysus@{}:{}", hostname(), std::process::id()),
             shutdown_grace: Duration::from_secs(20),
+            mirror_gap: Duration::from_millis(1000),
             log_format,
             log_file: env("DIONYSUS_LOG_FILE").or(file.log_file).filter(|f| !f.is_empty()),
         })
@@ -328,6 +358,8 @@ impl fmt::Debug for Config {
             .field("discord_token", &secret(&self.discord.token))
             .field("discord_allowed_user_ids", &self.discord.allowed_user_ids)
             .field("discord_home_channel_id", &self.discord.home_channel_id)
+            .field("discord_dream_channel_id", &self.discord.dream_channel_id)
+            .field("discord_dream_user_id", &self.discord.dream_user_id)
             .field("mcp_person", &self.mcp.person)
             .field("mcp_token", &secret(&self.mcp.token))
             .field("search_url", &self.search_url)

@@ -48,6 +48,20 @@ pub async fn decide_open(mind: &Mind) -> usize {
 
 /// One crossing: its context, the fast model's decision, the smart model's message.
 async fn decide(mind: &Mind, id: Uuid) -> Result<String, String> {
+    let started = std::time::Instant::now();
+    let mut shown = Vec::new();
+    let r = decide_with(mind, id, &mut shown).await;
+    // A check-in that went out (a decision to wait is in contact_evaluations, not the channel).
+    if r.as_deref() == Ok("message") {
+        let prompt = (!shown.is_empty()).then(|| shown.join("\n\n"));
+        let metrics = json!({"latency_ms": started.elapsed().as_millis() as u64, "fast_model": mind.fast.role.model,
+                             "smart_model": mind.smart.role.model, "decision": r.as_deref().unwrap_or("")});
+        crate::mirror::record(mind, "check_in", id, prompt, metrics, json!({})).await;
+    }
+    r
+}
+
+async fn decide_with(mind: &Mind, id: Uuid, shown: &mut Vec<String>) -> Result<String, String> {
     let ctx = mind.work_db.json("SELECT dionysus.contact_opportunity($1)", &[&id]).await.map_err(|e| e.to_string())?;
     if ctx["decided"] == Value::Bool(true) {
         return Ok("already decided".into());
@@ -57,12 +71,12 @@ async fn decide(mind: &Mind, id: Uuid) -> Result<String, String> {
     // A contact they asked for (their rule: a reminder) needs no decision, only the words.
     if ctx["solicited"] == Value::Bool(true) {
         let intent = format!("what they asked you to remind them of: {}", ctx["request"].as_str().unwrap_or("their request"));
-        return match compose(mind, &ctx, &person, &intent, &turns).await {
+        return match compose(mind, &ctx, &person, &intent, &turns, shown).await {
             Ok(message) => record(mind, id, "message", Some(&message), "they asked for it (their rule)", "model").await,
             Err(why) => record(mind, id, "wait", None, &format!("could not compose: {why}"), "skipped").await,
         };
     }
-    let (decision, reason, intent) = match ask_decision(mind, &ctx, &person, &turns).await {
+    let (decision, reason, intent) = match ask_decision(mind, &ctx, &person, &turns, shown).await {
         Ok(d) => d,
         // No mind available: wait (the cadence backs off), written down as skipped.
         Err(why) => return record(mind, id, "wait", None, &format!("model unreachable: {why}"), "skipped").await,
@@ -70,13 +84,13 @@ async fn decide(mind: &Mind, id: Uuid) -> Result<String, String> {
     if decision == "wait" {
         return record(mind, id, "wait", None, &reason, "model").await;
     }
-    match compose(mind, &ctx, &person, &intent, &turns).await {
+    match compose(mind, &ctx, &person, &intent, &turns, shown).await {
         Ok(message) => record(mind, id, "message", Some(&message), &reason, "model").await,
         Err(why) => record(mind, id, "wait", None, &format!("could not compose: {why}"), "skipped").await,
     }
 }
 
-async fn ask_decision(mind: &Mind, ctx: &Value, person: &str, turns: &str) -> Result<(String, String, String), String> {
+async fn ask_decision(mind: &Mind, ctx: &Value, person: &str, turns: &str, shown: &mut Vec<String>) -> Result<(String, String, String), String> {
     let t = prompt::load(&mind.work_db, "proactive_decision").await.map_err(|e| e.to_string())?;
     let inputs = ctx["inputs"]
         .as_array()
@@ -100,6 +114,9 @@ async fn ask_decision(mind: &Mind, ctx: &Value, person: &str, turns: &str) -> Re
         ],
     );
     let msgs = [Msg::system(system), Msg::user("Answer with the JSON object now.".to_string())];
+    if crate::mirror::enabled(mind) {
+        shown.push(format!("--- the decision (fast model) ---\n{}", crate::mirror::prompt_text(&msgs)));
+    }
     let v = mind
         .fast
         .json(&msgs, t.temperature, |v| match text(&v, "decision").as_deref() {
@@ -115,7 +132,7 @@ async fn ask_decision(mind: &Mind, ctx: &Value, person: &str, turns: &str) -> Re
     ))
 }
 
-async fn compose(mind: &Mind, ctx: &Value, person: &str, intent: &str, turns: &str) -> Result<String, String> {
+async fn compose(mind: &Mind, ctx: &Value, person: &str, intent: &str, turns: &str, shown: &mut Vec<String>) -> Result<String, String> {
     let t = prompt::load(&mind.work_db, "proactive_compose").await.map_err(|e| e.to_string())?;
     let system = render(
         &t.text,
@@ -127,6 +144,9 @@ async fn compose(mind: &Mind, ctx: &Value, person: &str, intent: &str, turns: &s
         ],
     );
     let msgs = [Msg::system(system), Msg::user("Answer with the JSON object now.".to_string())];
+    if crate::mirror::enabled(mind) {
+        shown.push(format!("--- the message (smart model) ---\n{}", crate::mirror::prompt_text(&msgs)));
+    }
     let v = mind
         .smart
         .json(&msgs, t.temperature, |v| {

@@ -9,7 +9,7 @@ use crate::actions;
 use crate::work::{self, Outcome};
 use crate::outbox;
 use crate::{fallback, Mind};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
@@ -117,8 +117,8 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
         Some(confirmation) => Some(confirmation),
         None => crate::alignment::north_star(mind, &person, message_id, &m.content).await,
     };
-    let (reply, fallback) = match said {
-        Some(acknowledgement) => (acknowledgement, false),
+    let (reply, fallback, note) = match said {
+        Some(acknowledgement) => (acknowledgement, false, Note::acknowledgement()),
         None => compose(mind, message_id, &m.content, m.private).await,
     };
     typing.abort();
@@ -132,6 +132,8 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
             Handled::NotStored(e.to_string())
         }
     };
+    // The dream channel sees the reply after it went out (its own task: nobody waits on it).
+    crate::mirror::record_later(mind, "reply", message_id, note.prompt, note.metrics, note.context);
     // Extraction after the reply. With the model down it waits in the queue instead.
     if let (Some(work_id), false) = (work_id, fallback) {
         let mind = mind.clone();
@@ -156,9 +158,46 @@ pub async fn extract_now(mind: &Mind, work_id: Uuid) {
     }
 }
 
-/// The reply, and whether it is the fallback (the model could not be used). `private`: the
-/// channel is the person's alone (a DM), so the fallback may quote what was recalled.
-async fn compose(mind: &Mind, message_id: Uuid, content: &str, private: bool) -> (String, bool) {
+/// What the dream channel is told about a reply: the prompt, the metrics, the context used.
+struct Note {
+    prompt: Option<String>,
+    metrics: Value,
+    context: Value,
+}
+
+impl Note {
+    fn acknowledgement() -> Note {
+        Note { prompt: None, metrics: json!({"composed_by": "acknowledgement (no model)"}), context: json!({}) }
+    }
+}
+
+/// The context's shape for the dream channel: its archetype, and what recall gave with scores.
+fn context_used(ctx: &Value) -> Value {
+    let scores: Vec<String> = ctx["memories"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .take(5)
+        .map(|m| format!("{} ({})", m["score"], m["found_by"].as_str().unwrap_or("?")))
+        .collect();
+    json!({
+        "archetype": ctx["archetype"]["name"].as_str().or(ctx["archetype"]["nearest"].as_str().map(|_| "none near enough")).unwrap_or("none"),
+        "turns": ctx["recent_turns"].as_array().map_or(0, Vec::len),
+        "memories": ctx["memories"].as_array().map_or(0, Vec::len),
+        "recall_scores": if scores.is_empty() { Value::Null } else { json!(scores.join(", ")) },
+        "triples": ctx["triples"].as_array().map_or(0, Vec::len),
+        "north_stars": ctx["north_stars"].as_array().map_or(0, Vec::len),
+        "objectives": ctx["objectives"].as_array().map_or(0, Vec::len),
+    })
+}
+
+/// The reply, whether it is the fallback (the model could not be used), and what the dream
+/// channel is told. `private`: the channel is the person's alone (a DM), so the fallback may
+/// quote what was recalled.
+async fn compose(mind: &Mind, message_id: Uuid, content: &str, private: bool) -> (String, bool, Note) {
+    let started = std::time::Instant::now();
+    let mut prompt_shown = None;
+    let mut usage = None;
     let ctx = match mind
         .chat_db
         .json("SELECT dionysus.chat_context($1, $2, $3)", &[&message_id, &mind.config.max_memories, &mind.config.max_turns])
@@ -211,15 +250,28 @@ async fn compose(mind: &Mind, message_id: Uuid, content: &str, private: bool) ->
                 msgs.push(if turn["role"] == "assistant" { Msg::assistant(c) } else { Msg::user(c) });
             }
             msgs.push(Msg::user(content));
-            mind.chat.chat(&msgs, t.temperature).await.map_err(|e| e.to_string())
+            if crate::mirror::enabled(mind) {
+                prompt_shown = Some(crate::mirror::prompt_text(&msgs));
+            }
+            mind.chat.chat_with_usage(&msgs, t.temperature).await.map_err(|e| e.to_string()).map(|(r, u)| {
+                usage = u;
+                r
+            })
         }
         Err(e) => Err(e.to_string()),
     };
+    let mut metrics = json!({"latency_ms": started.elapsed().as_millis() as u64, "model": mind.chat.role.model});
+    if let Some(u) = usage {
+        metrics["prompt_tokens"] = u["prompt_tokens"].clone();
+        metrics["completion_tokens"] = u["completion_tokens"].clone();
+    }
+    let context = context_used(&ctx);
     match reply {
-        Ok(r) => (r, false),
+        Ok(r) => (r, false, Note { prompt: prompt_shown, metrics, context }),
         Err(e) => {
             tracing::warn!(error = %e, "replying with the fallback");
-            (fallback::reply(mind, &ctx, content, private).await, true)
+            metrics["fallback"] = json!(e.chars().take(300).collect::<String>());
+            (fallback::reply(mind, &ctx, content, private).await, true, Note { prompt: prompt_shown, metrics, context })
         }
     }
 }

@@ -373,13 +373,16 @@ pub enum Wake {
     Outbox,
     /// Contact pressure crossed its threshold with the gates open: a mind is needed.
     Contact,
+    /// A dream-channel item waits to be posted (the mirror's own task takes it).
+    Mirror,
 }
 
-pub const CHANNELS: [(&str, Wake); 4] = [
+pub const CHANNELS: [(&str, Wake); 5] = [
     ("dionysus_heartbeat", Wake::Heartbeat),
     ("dionysus_work", Wake::Work),
     ("dionysus_outbox", Wake::Outbox),
     ("dionysus_contact", Wake::Contact),
+    ("dionysus_mirror", Wake::Mirror),
 ];
 
 /// LISTENs on the extension's channels and forwards wake-ups, reconnecting with back-off after

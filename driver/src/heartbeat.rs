@@ -158,12 +158,16 @@ fn offered(mind: &Mind) -> Vec<&'static str> {
 }
 
 /// The decision, and who made it (§9.6 for the model's failures).
-async fn decide(mind: &Mind, ctx: &Value) -> Result<(Value, &'static str), DbError> {
+async fn decide(mind: &Mind, ctx: &Value, shown: &mut Option<String>) -> Result<(Value, &'static str), DbError> {
     let system = prompt::load(&mind.work_db, "heartbeat_system").await?;
     let user = prompt::load(&mind.work_db, "heartbeat_user").await?;
     let schema = mind.work_db.json("SELECT dionysus.action_schema()", &[]).await?;
     let (s, u) = decision_prompt(&system.text, &user.text, ctx, &schema, &offered(mind));
-    match mind.smart.json(&[Msg::system(s), Msg::user(u)], system.temperature, decision_shape).await {
+    let msgs = [Msg::system(s), Msg::user(u)];
+    if crate::mirror::enabled(mind) {
+        *shown = Some(crate::mirror::prompt_text(&msgs));
+    }
+    match mind.smart.json(&msgs, system.temperature, decision_shape).await {
         Ok(d) => Ok((d, "model")),
         Err(LlmError::BadAnswer(e)) => {
             tracing::warn!(error = %e, "no usable decision from the model; using the default decision");
@@ -239,9 +243,11 @@ pub async fn run_once(mind: &Mind) -> Result<Report, DbError> {
     tracing::info!(heartbeat = number, energy = %ctx["energy"]["available"], "heartbeat begins");
     let _alive = Liveness::start(mind, hb);
     let mut decided_by = "model";
+    let started = std::time::Instant::now();
+    let mut shown = None;
     if !(ctx["resumed"] == Value::Bool(true) && ctx["status"] == "committed") {
         let decision;
-        (decision, decided_by) = decide(mind, &ctx).await?;
+        (decision, decided_by) = decide(mind, &ctx, &mut shown).await?;
         match commit(mind, hb, &decision).await {
             Ok(_) => {}
             // 55000: committed already — by a retried call whose first attempt landed, or by
@@ -285,7 +291,11 @@ pub async fn run_once(mind: &Mind) -> Result<Report, DbError> {
         Err(e) => return Err(e),
     }
     tracing::info!(heartbeat = number, decided_by, actions = ?actions, rejected, "heartbeat finished");
+    let metrics = json!({"decided_by": decided_by, "model": mind.smart.role.model, "seconds": started.elapsed().as_secs(),
+                         "energy_start": ctx["energy"]["available"], "rejected_actions": rejected});
     outbox::deliver(mind).await;
+    // After what a person waits on: the dream channel is told last.
+    crate::mirror::record(mind, "heartbeat", hb, shown, metrics, json!({})).await;
     Ok(Report { heartbeat_id: hb, number, decided_by, actions, rejected, work_settled, narrative })
 }
 

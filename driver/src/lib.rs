@@ -28,6 +28,7 @@ pub mod import;
 pub mod jsonish;
 pub mod llm;
 pub mod mcp;
+pub mod mirror;
 pub mod outbox;
 pub mod prompt;
 pub mod rules;
@@ -52,6 +53,8 @@ pub struct Mind {
     pub chat_db: db::Db,
     pub work_db: db::Db,
     pub outbox_db: db::Db,
+    /// The dream channel's own connection: the mirror never waits on the others.
+    pub mirror_db: db::Db,
     pub channel: Arc<dyn channel::Channel>,
     pub web: web::Web,
     pub shutdown: CancellationToken,
@@ -68,6 +71,8 @@ impl Mind {
             chat_db: db::Db::new(&config.database_url, "conversation"),
             work_db: db::Db::new(&config.database_url, "work"),
             outbox_db: db::Db::new(&config.database_url, "outbox"),
+            // Short patience: a button press must be answered within Discord's 3 seconds.
+            mirror_db: db::Db::new(&config.database_url, "mirror").with_patience(std::time::Duration::from_secs(2)),
             web: web::Web::new(&config.fetch_allow_private),
             channel,
             config,

@@ -152,7 +152,12 @@ impl Llm {
 
     /// A text answer.
     pub async fn chat(&self, messages: &[Msg], temperature: f64) -> Result<String, LlmError> {
-        self.call(messages, temperature, false, |text| {
+        self.chat_with_usage(messages, temperature).await.map(|(text, _)| text)
+    }
+
+    /// A text answer, and the token counts the endpoint reported (`usage`, if it did).
+    pub async fn chat_with_usage(&self, messages: &[Msg], temperature: f64) -> Result<(String, Option<Value>), LlmError> {
+        self.call_with_usage(messages, temperature, false, |text| {
             let t = text.trim();
             if t.is_empty() {
                 Err("empty answer".to_string())
@@ -161,7 +166,7 @@ impl Llm {
             }
         })
         .await
-        .map(|v| v.as_str().unwrap_or_default().to_string())
+        .map(|(v, usage)| (v.as_str().unwrap_or_default().to_string(), usage))
     }
 
     /// A JSON object answer, checked by `shape` (which may also normalise it).
@@ -181,14 +186,24 @@ impl Llm {
         json_task: bool,
         accept: impl Fn(&str) -> Result<Value, String>,
     ) -> Result<Value, LlmError> {
+        self.call_with_usage(messages, temperature, json_task, accept).await.map(|(v, _)| v)
+    }
+
+    async fn call_with_usage(
+        &self,
+        messages: &[Msg],
+        temperature: f64,
+        json_task: bool,
+        accept: impl Fn(&str) -> Result<Value, String>,
+    ) -> Result<(Value, Option<Value>), LlmError> {
         let mut attempt = 0;
         loop {
             self.admit()?;
             let started = Instant::now();
             let outcome = match self.once(messages, temperature, json_task).await {
-                Ok(text) => {
+                Ok((text, usage)) => {
                     self.answered();
-                    accept(&text).map_err(LlmError::BadAnswer)
+                    accept(&text).map(|v| (v, usage)).map_err(LlmError::BadAnswer)
                 }
                 // A refusal is the model's answer, not the endpoint failing.
                 Err(e @ LlmError::Refused(_)) => {
@@ -217,7 +232,7 @@ impl Llm {
         }
     }
 
-    async fn once(&self, messages: &[Msg], temperature: f64, json_task: bool) -> Result<String, LlmError> {
+    async fn once(&self, messages: &[Msg], temperature: f64, json_task: bool) -> Result<(String, Option<Value>), LlmError> {
         let mut body = json!({
             "model": self.role.model,
             "messages": messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
@@ -247,7 +262,10 @@ impl Llm {
         if choice["finish_reason"].as_str() == Some("content_filter") {
             return Err(LlmError::Refused("content filter".into()));
         }
-        msg["content"].as_str().map(str::to_string).ok_or_else(|| LlmError::BadAnswer("no message content".into()))
+        let usage = v.get("usage").filter(|u| u.is_object()).map(|u| {
+            json!({"prompt_tokens": u["prompt_tokens"], "completion_tokens": u["completion_tokens"], "total_tokens": u["total_tokens"]})
+        });
+        msg["content"].as_str().map(|c| (c.to_string(), usage)).ok_or_else(|| LlmError::BadAnswer("no message content".into()))
     }
 
     /// For `doctor`: the endpoint's model list, if it serves one.

@@ -38,7 +38,8 @@ every key is in the README. The essentials:
   DIONYSUS_DATABASE_URL   (default postgresql://postgres@127.0.0.1:5433/dionysus)
   DIONYSUS_LLM_BASE_URL   (default http://127.0.0.1:11434/v1, a local Ollama)
   DIONYSUS_FAST_MODEL / DIONYSUS_SMART_MODEL, DIONYSUS_LLM_API_KEY
-  DIONYSUS_DISCORD_TOKEN, DIONYSUS_DISCORD_ALLOWED_USERS, DIONYSUS_DISCORD_HOME_CHANNEL
+  DIONYSUS_DISCORD_TOKEN, DIONYSUS_DISCORD_ALLOWED_USERS, DIONYSUS_DISCORD_HOME_CHANNEL,
+  DIONYSUS_DISCORD_DREAM_CHANNEL (every autonomous activity as a card), DIONYSUS_DISCORD_DREAM_USER
   DIONYSUS_LOG_FILE       (while the conversation is on a terminal, the logs go there; default
                           ~/.local/state/dionysus/dionysus.log)";
 

@@ -37,7 +37,23 @@ pub async fn run(mind: Arc<Mind>, observer: Option<Observer>) {
         let mind = mind.clone();
         tasks.spawn(async move { mind.channel.run(events_tx, mind.shutdown.clone()).await });
     }
-    tasks.spawn(db::listen(mind.config.database_url.clone(), wake_tx.clone(), mind.shutdown.clone()));
+    // The dream channel's mirror has a task of its own: nothing else ever waits on it.
+    let (mirror_tx, mirror_rx) = mpsc::channel::<()>(1);
+    let (listen_tx, mut listened) = mpsc::channel::<Wake>(256);
+    tasks.spawn(db::listen(mind.config.database_url.clone(), listen_tx, mind.shutdown.clone()));
+    {
+        let (wake_tx, mirror_tx) = (wake_tx.clone(), mirror_tx.clone());
+        tasks.spawn(async move {
+            while let Some(w) = listened.recv().await {
+                if w == Wake::Mirror {
+                    let _ = mirror_tx.try_send(()); // one waiting wake-up is enough
+                } else if wake_tx.send(w).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    tasks.spawn(crate::mirror::run(mind.clone(), mirror_rx));
     let autonomy = tokio::spawn(autonomy(mind.clone(), wake_rx));
     tracing::info!(platform = mind.channel.platform(), fast = %mind.fast.role.model, smart = %mind.smart.role.model, "dionysus is running");
 
@@ -70,8 +86,15 @@ pub async fn run(mind: Arc<Mind>, observer: Option<Observer>) {
                 });
             }
             Some(Event::Reaction(_)) => {}
+            // A press on a dream-channel card: answered off the conversation's path (a
+            // stranger's press gets its private refusal there).
+            Some(Event::Interaction(i)) => {
+                let mind = mind.clone();
+                tokio::spawn(async move { crate::mirror::on_interaction(&mind, &i).await });
+            }
             Some(Event::Ready) => {
                 let _ = wake_tx.send(Wake::Outbox).await;
+                let _ = mirror_tx.try_send(());
             }
             Some(Event::Closed) => {
                 conversations.close();
@@ -209,6 +232,7 @@ async fn autonomy(mind: Arc<Mind>, mut wakes: mpsc::Receiver<Wake>) {
             Wake::Work => work_waits = true,
             Wake::Outbox => outbox_waits = true,
             Wake::Contact => contact_waits = true,
+            Wake::Mirror => {} // routed to the mirror's task before it gets here
         };
         note(first);
         while let Ok(w) = wakes.try_recv() {

@@ -69,21 +69,32 @@ pub async fn claim_item(db: &Db, id: Uuid, worker: &str) -> Result<Option<WorkIt
 pub async fn settle(db: &Db, item: &WorkItem, outcome: Outcome) -> Result<&'static str, DbError> {
     let lease = item.lease;
     let r = match outcome {
-        Outcome::Done(result) => match db.query("SELECT dionysus.complete_work($1, $2, $3)", &[&item.id, &result, &lease]).await {
-            Ok(_) => {
-                tracing::info!(action = %item.action, id = %item.id, "work done");
-                Ok("done")
+        Outcome::Done(mut result) => {
+            // What the dream channel is told of an extraction travels beside its result, not in it.
+            let mirror = result.as_object_mut().and_then(|o| o.remove("mirror"));
+            match db.query("SELECT dionysus.complete_work($1, $2, $3)", &[&item.id, &result, &lease]).await {
+                Ok(_) => {
+                    tracing::info!(action = %item.action, id = %item.id, "work done");
+                    if let (Some(m), "extract_message") = (mirror, item.action.as_str()) {
+                        let sql = "SELECT to_jsonb(dionysus.mirror_record('extraction', $1, $2, $3, '{}', dionysus.person_key($4, $5)))";
+                        let (platform, owner) = (m["platform"].as_str(), m["owner"].as_str());
+                        if let Err(e) = db.json(sql, &[&item.id, &m["prompt"].as_str(), &m["metrics"], &platform, &owner]).await {
+                            tracing::warn!(id = %item.id, error = %e, "extraction not mirrored to the dream channel");
+                        }
+                    }
+                    Ok("done")
+                }
+                Err(DbError::Sql { code, message }) if code != "55000" => {
+                    // 42501: refused by policy (privacy, web trust): trying again would be refused again.
+                    let retry = code != "42501";
+                    tracing::warn!(action = %item.action, id = %item.id, %code, %message, retry, "result refused; failing the item");
+                    db.query("SELECT dionysus.fail_work($1, $2, $3, $4)", &[&item.id, &format!("result refused: {message}"), &retry, &lease])
+                        .await
+                        .map(|_| "failed")
+                }
+                Err(e) => Err(e),
             }
-            Err(DbError::Sql { code, message }) if code != "55000" => {
-                // 42501: refused by policy (privacy, web trust): trying again would be refused again.
-                let retry = code != "42501";
-                tracing::warn!(action = %item.action, id = %item.id, %code, %message, retry, "result refused; failing the item");
-                db.query("SELECT dionysus.fail_work($1, $2, $3, $4)", &[&item.id, &format!("result refused: {message}"), &retry, &lease])
-                    .await
-                    .map(|_| "failed")
-            }
-            Err(e) => Err(e),
-        },
+        }
         Outcome::Fail(error, retry) => {
             tracing::warn!(action = %item.action, id = %item.id, %error, retry, "work failed");
             db.query("SELECT dionysus.fail_work($1, $2, $3, $4)", &[&item.id, &error, &retry, &lease])

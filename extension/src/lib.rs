@@ -53,6 +53,8 @@ pgrx::extension_sql_file!("../../sql/016_agents.sql", name = "agents", requires 
 pgrx::extension_sql_file!("../../sql/017_alignment.sql", name = "alignment", requires = ["agents"]);
 // A person's history brought in from elsewhere (dionysus import).
 pgrx::extension_sql_file!("../../sql/018_import.sql", name = "import", requires = ["alignment"]);
+// The dream channel: every autonomous activity mirrored as a card to open, judge and decide.
+pgrx::extension_sql_file!("../../sql/019_dream_channel.sql", name = "dream_channel", requires = ["import"]);
 // Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 

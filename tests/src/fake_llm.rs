@@ -253,9 +253,13 @@ async fn stream(mut sock: TcpStream, content_type: &str, prefix: &str, bytes: us
 }
 
 fn completion(req: &Value, message: Value, finish: &str) -> Value {
+    // Words stand in for tokens, so a test can see the counts travel.
+    let words = |v: &Value| v.as_str().map_or(0, |s| s.split_whitespace().count());
+    let prompt: usize = req["messages"].as_array().into_iter().flatten().map(|m| words(&m["content"])).sum();
+    let answer = words(&message["content"]);
     json!({
         "id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
         "model": req["model"], "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        "usage": {"prompt_tokens": prompt, "completion_tokens": answer, "total_tokens": prompt + answer}
     })
 }

@@ -1,5 +1,6 @@
 //! Helpers for the integration tests and benchmarks: each test gets a database of its own,
 //! with the real extension, on the cluster `scripts/test.sh` starts (dionysus preloaded).
+pub mod fake_discord;
 pub mod fake_llm;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

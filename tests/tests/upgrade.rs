@@ -11,7 +11,9 @@ const OLDEST: &str = "0.1.0";
 const PROACTIVE: &str = "0.2.0";
 /// The first release with rules as data (its state: a person's own rule, what was learned).
 const MIND_RULES: &str = "0.3.0";
-const PREVIOUS: &str = "0.4.0";
+/// The first release with the alignment loop's state (north stars, feedback, objectives).
+const ALIGNMENT: &str = "0.4.0";
+const PREVIOUS: &str = "0.5.0";
 
 /// Everything about the extension's objects that a person or the driver could notice, one
 /// line per fact, with no OIDs and no column order (ALTER TABLE ADD COLUMN appends).
@@ -289,13 +291,13 @@ async fn an_update_from_the_rules_release_keeps_rules_learning_and_private_memor
 /// what was queued keeps its place (priority 0), what was logged is no import, and an import
 /// works at once as the driver's role.
 #[tokio::test]
-async fn an_update_from_the_previous_release_keeps_north_stars_feedback_and_the_queue() {
+async fn an_update_from_the_alignment_release_keeps_north_stars_feedback_and_the_queue() {
     let admin = connect("postgres").await;
-    let name = format!("t_upgrade_{}_{}", PREVIOUS.replace('.', ""), std::process::id());
+    let name = format!("t_upgrade_{}_{}", ALIGNMENT.replace('.', ""), std::process::id());
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
     admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
     let old = connect(&name).await;
-    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{PREVIOUS}'")).await.expect("install the previous release");
+    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{ALIGNMENT}'")).await.expect("install the 0.4.0 release");
     old.batch_execute(
         "SELECT dionysus.log_message('discord', 'u1', '42', '1001', 'North star: finish my thesis by June'); \
          SELECT dionysus.set_north_star('discord:1001', 'North star: finish my thesis by June'); \
@@ -333,6 +335,57 @@ async fn an_update_from_the_previous_release_keeps_north_stars_feedback_and_the_
     old.batch_execute("RESET ROLE").await.unwrap();
     assert_eq!(count(&old, "SELECT count(*) FROM dionysus.messages WHERE import_id IS NOT NULL").await, 1);
     same_as_a_fresh_install(&old, "upgrade_fresh_04").await;
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// 0.5.0's state (an import, feedback, a dream's pending proposal) survives the update; the
+/// proposal still waiting is posted to the dream channel, and its person's button approves it
+/// at once as the driver's role.
+#[tokio::test]
+async fn an_update_from_the_previous_release_keeps_imports_and_posts_waiting_proposals() {
+    let admin = connect("postgres").await;
+    let name = format!("t_upgrade_{}_{}", PREVIOUS.replace('.', ""), std::process::id());
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+    let old = connect(&name).await;
+    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{PREVIOUS}'")).await.expect("install the previous release");
+    let id: String = old
+        .query_one(&format!("SELECT dionysus.begin_import('discord:1001', 'chat', 'old.json', '{}', 1) ->> 'import_id'", "c".repeat(64)), &[])
+        .await
+        .unwrap()
+        .get(0);
+    old.batch_execute(&format!(
+        "SELECT dionysus.import_messages('{id}', 0, '[{{\"platform\": \"import\", \"id\": \"i1\", \"channel\": \"c\", \"author\": \"ada\", \
+          \"role\": \"person\", \"text\": \"I grew up by the sea\", \"at\": \"2020-06-01T10:00:00Z\"}}]'); \
+         SELECT dionysus.log_message('discord', 'b1', '42', 'bot', 'Noted.', is_bot => true, person => 'discord:1001'); \
+         SELECT dionysus.give_feedback('discord', 'f1', '1001', 'too long', about => 'b1'); \
+         INSERT INTO dionysus.dreams (local_date, person, since) VALUES ('2026-11-24', 'discord:1001', now() - interval '1 day'); \
+         INSERT INTO dionysus.proposals (dream_id, kind, target, proposal, rationale, base_version) \
+              SELECT id, 'prompt_template', 'chat_system', '{{\"template\": \"SHORTER\"}}', 'answers run long', 1 FROM dionysus.dreams;"
+    ))
+    .await
+    .expect("fill the previous release");
+    let state = "SELECT (SELECT count(*) FROM dionysus.imports), (SELECT count(*) FROM dionysus.messages WHERE import_id IS NOT NULL), \
+                        (SELECT count(*) FROM dionysus.feedback), (SELECT count(*) FROM dionysus.proposals WHERE status = 'pending')";
+    let read = |r: tokio_postgres::Row| (r.get::<_, i64>(0), r.get::<_, i64>(1), r.get::<_, i64>(2), r.get::<_, i64>(3));
+    let before = read(old.query_one(state, &[]).await.unwrap());
+    assert_eq!(before, (1, 1, 1, 1), "the fill did not take");
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, env!("CARGO_PKG_VERSION"));
+    assert_eq!(read(old.query_one(state, &[]).await.unwrap()), before, "state lost in the update");
+    same_as_a_fresh_install(&old, "upgrade_fresh_05").await;
+    // The waiting proposal is on the dream channel, and its person approves it there.
+    old.batch_execute("SET ROLE dionysus_driver").await.unwrap();
+    let item: uuid::Uuid = old.query_one("SELECT item_id FROM dionysus.claim_mirror_items('discord:1001', 'w')", &[]).await.expect("the proposal's card").get(0);
+    let (code, _) = dionysus_tests::expect_error(&old, &format!("SELECT dionysus.mirror_decide('{item}', 'discord', '2002', 'approve')")).await;
+    assert_eq!(code, "42501", "someone else decided");
+    let done: serde_json::Value =
+        old.query_one(&format!("SELECT dionysus.mirror_decide('{item}', 'discord', '1001', 'approve')"), &[]).await.expect("approve from the card").get(0);
+    assert_eq!(done["approved"], serde_json::json!(true), "{done}");
+    old.batch_execute("RESET ROLE").await.unwrap();
+    assert_eq!(count(&old, "SELECT version::bigint FROM dionysus.prompt_templates WHERE key = 'chat_system' AND active").await, 2);
     drop(old);
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
 }

@@ -1,7 +1,8 @@
-//! Discord through serenity's gateway: direct messages and one home channel. Translation only;
-//! serenity reconnects the gateway by itself. Intents needed: GUILD_MESSAGES, DIRECT_MESSAGES
+//! Discord through serenity's gateway: direct messages, one home channel, and the dream
+//! channel's cards and their buttons and forms. Translation only (cards, forms and answers are
+//! built by `mirror`); serenity reconnects the gateway by itself. Intents needed: GUILD_MESSAGES, DIRECT_MESSAGES
 //! and MESSAGE_CONTENT (enable "Message Content Intent" in the developer portal).
-use super::{Channel, Event, Incoming, SendError};
+use super::{Answer, ButtonStyle, Card, Channel, DreamChannel, Event, Form, Incoming, Interaction, SendError};
 use crate::config::DiscordConfig;
 use async_trait::async_trait;
 use serenity::all::{ChannelId, Context, CreateMessage, EventHandler, GatewayIntents, Message, Nonce, Ready, ResumedEvent, UserId};
@@ -23,8 +24,18 @@ pub struct Discord {
 
 impl Discord {
     pub fn new(config: DiscordConfig) -> Discord {
-        let token = config.token.clone().unwrap_or_default();
-        Discord { http: Arc::new(Http::new(&token)), config, dm_home: Mutex::new(None), dms: Mutex::new(Default::default()) }
+        Discord { http: Arc::new(http(&config)), config, dm_home: Mutex::new(None), dms: Mutex::new(Default::default()) }
+    }
+}
+
+/// The REST client: discord.com, or the configured Discord-compatible API.
+fn http(config: &DiscordConfig) -> Http {
+    let token = config.token.clone().unwrap_or_default();
+    match &config.api_base {
+        // serenity's own rate limiter would call discord.com directly: behind another API its
+        // limits are that API's to keep (twilight-http-proxy does).
+        Some(base) => serenity::http::HttpBuilder::new(&token).proxy(base.trim_end_matches('/')).ratelimiter_disabled(true).build(),
+        None => Http::new(&token),
     }
 }
 
@@ -36,7 +47,8 @@ struct Handler {
 #[serenity::async_trait]
 impl EventHandler for Handler {
     async fn message(&self, _ctx: Context, msg: Message) {
-        if msg.author.bot {
+        // Bots (Dionysus itself included) and webhooks are never the person.
+        if msg.author.bot || msg.webhook_id.is_some() {
             return;
         }
         let is_dm = msg.guild_id.is_none();
@@ -64,6 +76,39 @@ impl EventHandler for Handler {
         };
         let _ = self.events.send(Event::Reaction(reaction)).await;
     }
+    /// A press on a card's button, or a form submitted: the mirror answers it.
+    async fn interaction_create(&self, _ctx: Context, interaction: serenity::all::Interaction) {
+        use serenity::all::{ActionRowComponent, Interaction as I};
+        let i = match interaction {
+            I::Component(c) => Interaction {
+                id: c.id.get().to_string(),
+                token: c.token.clone(),
+                channel_id: c.channel_id.get().to_string(),
+                author_id: c.user.id.get().to_string(),
+                custom_id: c.data.custom_id.clone(),
+                fields: Vec::new(),
+            },
+            I::Modal(m) => Interaction {
+                id: m.id.get().to_string(),
+                token: m.token.clone(),
+                channel_id: m.channel_id.get().to_string(),
+                author_id: m.user.id.get().to_string(),
+                custom_id: m.data.custom_id.clone(),
+                fields: m
+                    .data
+                    .components
+                    .iter()
+                    .flat_map(|row| row.components.iter())
+                    .filter_map(|c| match c {
+                        ActionRowComponent::InputText(t) => Some((t.custom_id.clone(), t.value.clone().unwrap_or_default())),
+                        _ => None,
+                    })
+                    .collect(),
+            },
+            _ => return,
+        };
+        let _ = self.events.send(Event::Interaction(i)).await;
+    }
     async fn ready(&self, _ctx: Context, ready: Ready) {
         tracing::info!(user = %ready.user.name, "Discord gateway ready");
         let _ = self.events.send(Event::Ready).await;
@@ -72,6 +117,50 @@ impl EventHandler for Handler {
         tracing::info!("Discord gateway resumed");
         let _ = self.events.send(Event::Ready).await;
     }
+}
+
+/// A card as an embed and rows of at most five buttons.
+fn embed_of(card: &Card) -> (serenity::all::CreateEmbed, Vec<serenity::all::CreateActionRow>) {
+    use serenity::all::{ButtonStyle as S, CreateActionRow, CreateButton, CreateEmbed, CreateEmbedFooter};
+    let mut e = CreateEmbed::new().title(&card.title).description(&card.description).colour(card.color).footer(CreateEmbedFooter::new(&card.footer));
+    for (name, value) in &card.fields {
+        e = e.field(name, value, false);
+    }
+    let rows = card
+        .buttons
+        .chunks(5)
+        .map(|row| {
+            CreateActionRow::Buttons(
+                row.iter()
+                    .map(|b| {
+                        let style = match b.style {
+                            ButtonStyle::Primary => S::Primary,
+                            ButtonStyle::Secondary => S::Secondary,
+                            ButtonStyle::Success => S::Success,
+                            ButtonStyle::Danger => S::Danger,
+                        };
+                        CreateButton::new(&b.custom_id).label(&b.label).style(style)
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    (e, rows)
+}
+
+fn modal_of(form: &Form) -> serenity::all::CreateModal {
+    use serenity::all::{CreateActionRow, CreateInputText, CreateModal, InputTextStyle};
+    let inputs = form
+        .inputs
+        .iter()
+        .map(|i| {
+            let style = if i.long { InputTextStyle::Paragraph } else { InputTextStyle::Short };
+            CreateActionRow::InputText(
+                CreateInputText::new(style, &i.label, &i.custom_id).placeholder(&i.placeholder).required(i.required).max_length(i.max_len),
+            )
+        })
+        .collect();
+    CreateModal::new(&form.custom_id, &form.title).components(inputs)
 }
 
 fn send_error(e: serenity::Error) -> SendError {
@@ -162,6 +251,35 @@ impl Channel for Discord {
             let _ = ChannelId::new(id).broadcast_typing(&self.http).await;
         }
     }
+    fn dream_channel(&self) -> Option<DreamChannel> {
+        Some(DreamChannel { channel_id: self.config.dream_channel_id?.to_string(), owner: self.config.dream_user_id?.to_string() })
+    }
+    async fn post_card(&self, channel_id: &str, card: &Card, nonce: &str) -> Result<String, SendError> {
+        let id: u64 = channel_id.parse().map_err(|_| SendError::Rejected(format!("bad channel id {channel_id}")))?;
+        let (embed, rows) = embed_of(card);
+        let msg = CreateMessage::new().embed(embed).components(rows).nonce(Nonce::String(nonce.to_string())).enforce_nonce(true);
+        let m = ChannelId::new(id).send_message(&self.http, msg).await.map_err(send_error)?;
+        Ok(m.id.get().to_string())
+    }
+    async fn answer(&self, interaction: &Interaction, answer: Answer) -> Result<(), SendError> {
+        use serenity::all::{Builder, CreateAttachment, CreateInteractionResponse as R, CreateInteractionResponseMessage as M, InteractionId};
+        let id: u64 = interaction.id.parse().map_err(|_| SendError::Rejected(format!("bad interaction id {}", interaction.id)))?;
+        let response = match answer {
+            Answer::Private { text, file } => {
+                let mut m = M::new().content(text).ephemeral(true);
+                if let Some((name, bytes)) = file {
+                    m = m.add_file(CreateAttachment::bytes(bytes, name));
+                }
+                R::Message(m)
+            }
+            Answer::Form(form) => R::Modal(modal_of(&form)),
+            Answer::Update(card) => {
+                let (embed, rows) = embed_of(&card);
+                R::UpdateMessage(M::new().embed(embed).components(rows))
+            }
+        };
+        response.execute(&self.http, (InteractionId::new(id), interaction.token.as_str())).await.map_err(send_error)
+    }
     async fn run(&self, events: mpsc::Sender<Event>, shutdown: CancellationToken) {
         let token = self.config.token.clone().unwrap_or_default();
         let intents = GatewayIntents::GUILD_MESSAGES
@@ -170,7 +288,11 @@ impl Channel for Discord {
             | GatewayIntents::GUILD_MESSAGE_REACTIONS
             | GatewayIntents::DIRECT_MESSAGE_REACTIONS;
         let handler = Handler { events: events.clone(), home: self.config.home_channel_id };
-        let mut client = match serenity::Client::builder(&token, intents).event_handler(handler).await {
+        let builder = match &self.config.api_base {
+            Some(_) => serenity::all::ClientBuilder::new_with_http(http(&self.config), intents),
+            None => serenity::Client::builder(&token, intents),
+        };
+        let mut client = match builder.event_handler(handler).await {
             Ok(c) => c,
             Err(e) => {
                 tracing::error!(error = %e, "cannot start the Discord client");

@@ -33,10 +33,90 @@ pub struct Reaction {
     pub emoji: String,
 }
 
+/// A button pressed or a form (Discord's modal) submitted on one of Dionysus's cards.
+#[derive(Clone, Debug)]
+pub struct Interaction {
+    /// The platform's id of this press: one press, one id.
+    pub id: String,
+    /// What the platform needs to answer this press (Discord's interaction token).
+    pub token: String,
+    pub channel_id: String,
+    pub author_id: String,
+    /// The button's or the form's id (see `mirror::Press`).
+    pub custom_id: String,
+    /// A form's fields by their id (empty for a button).
+    pub fields: Vec<(String, String)>,
+}
+
+/// A card for the dream channel: a rich embed with sections and buttons (`mirror::card` builds
+/// it; an adapter only translates it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Card {
+    pub title: String,
+    pub description: String,
+    /// (name, value) sections, in order.
+    pub fields: Vec<(String, String)>,
+    pub footer: String,
+    pub color: u32,
+    pub buttons: Vec<Button>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Button {
+    pub label: String,
+    pub custom_id: String,
+    pub style: ButtonStyle,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ButtonStyle {
+    Primary,
+    Secondary,
+    Success,
+    Danger,
+}
+
+/// A form to fill in (Discord's modal): short or long text inputs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Form {
+    pub custom_id: String,
+    pub title: String,
+    pub inputs: Vec<FormInput>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FormInput {
+    pub custom_id: String,
+    pub label: String,
+    pub placeholder: String,
+    pub long: bool,
+    pub required: bool,
+    pub max_len: u16,
+}
+
+/// The answer to an interaction.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer {
+    /// Seen only by the one who pressed (Discord's ephemeral message), with an optional file.
+    Private { text: String, file: Option<(String, Vec<u8>)> },
+    /// A form to fill in.
+    Form(Form),
+    /// The card pressed is replaced (after a decision: its new state, fewer buttons).
+    Update(Card),
+}
+
+/// The dream channel: where the mirror posts, and the person it belongs to (an author id).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DreamChannel {
+    pub channel_id: String,
+    pub owner: String,
+}
+
 #[derive(Clone, Debug)]
 pub enum Event {
     Message(Incoming),
     Reaction(Reaction),
+    Interaction(Interaction),
     /// The channel (re)connected: pending outbox messages can go out.
     Ready,
     /// The channel ended (stdin closed): the driver shuts down.
@@ -86,6 +166,18 @@ pub trait Channel: Send + Sync {
     async fn react(&self, _channel_id: &str, _message_id: &str, _emoji: &str, _add: bool) {}
     /// Receives messages until shutdown, sending them to `events`.
     async fn run(&self, events: mpsc::Sender<Event>, shutdown: CancellationToken);
+    /// The dream channel, if this platform has one configured.
+    fn dream_channel(&self) -> Option<DreamChannel> {
+        None
+    }
+    /// Posts a card (to the dream channel); `nonce` as for `send`.
+    async fn post_card(&self, _channel_id: &str, _card: &Card, _nonce: &str) -> Result<String, SendError> {
+        Err(SendError::Rejected("this channel has no cards".into()))
+    }
+    /// Answers a button press or a submitted form.
+    async fn answer(&self, _interaction: &Interaction, _answer: Answer) -> Result<(), SendError> {
+        Ok(())
+    }
 }
 
 /// Splits text into parts of at most `limit` characters, at the cleanest boundary available:

@@ -1,6 +1,6 @@
 //! The test channel: messages are injected by the test, and what the driver sends is recorded.
 //! It can be "down" (sends fail as unavailable) to exercise the outbox.
-use super::{Channel, Event, Incoming, SendError};
+use super::{Answer, Card, Channel, DreamChannel, Event, Incoming, Interaction, SendError};
 use async_trait::async_trait;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -23,6 +23,18 @@ pub struct TestChannel {
     /// between sending and recording; the test drops it); negative: never.
     stall_after: std::sync::atomic::AtomicI64,
     stalled: tokio::sync::Notify,
+    /// The dream channel, when the test gives one.
+    dream: Mutex<Option<DreamChannel>>,
+    /// Cards posted: (channel, card, the card's platform id), in order.
+    pub cards: Mutex<Vec<(String, Card, String)>>,
+    /// Answers to interactions: (interaction id, answer), in order.
+    pub answers: Mutex<Vec<(String, Answer)>>,
+    /// Cards down: posting fails as unavailable (the conversation's sends are unaffected).
+    cards_down: AtomicBool,
+    /// Cards stalled: posting hangs until released (a platform that does not answer).
+    cards_stalled: AtomicBool,
+    /// Every post_card call, a nonce replay included.
+    pub card_posts: AtomicU64,
 }
 
 impl TestChannel {
@@ -40,7 +52,61 @@ impl TestChannel {
             nonces: Mutex::new(Default::default()),
             stall_after: std::sync::atomic::AtomicI64::new(-1),
             stalled: tokio::sync::Notify::new(),
+            dream: Mutex::new(None),
+            cards: Mutex::new(Vec::new()),
+            answers: Mutex::new(Vec::new()),
+            cards_down: AtomicBool::new(false),
+            cards_stalled: AtomicBool::new(false),
+            card_posts: AtomicU64::new(0),
         }
+    }
+
+    /// Gives the channel a dream channel, owned by `owner` (an author id).
+    pub fn with_dream_channel(self, channel: &str, owner: &str) -> TestChannel {
+        *self.dream.lock().unwrap() = Some(DreamChannel { channel_id: channel.into(), owner: owner.into() });
+        self
+    }
+
+    pub fn cards(&self) -> Vec<(String, Card, String)> {
+        self.cards.lock().unwrap().clone()
+    }
+
+    pub fn answers(&self) -> Vec<(String, Answer)> {
+        self.answers.lock().unwrap().clone()
+    }
+
+    /// Card posting fails (as unavailable) or works again.
+    pub fn set_cards_down(&self, down: bool) {
+        self.cards_down.store(down, Ordering::SeqCst);
+    }
+
+    /// Card posting hangs (until set false again).
+    pub fn set_cards_stalled(&self, stalled: bool) {
+        self.cards_stalled.store(stalled, Ordering::SeqCst);
+    }
+
+    /// A press on a button (its custom id), by `author`, as interaction `interaction_id`.
+    pub async fn press(&self, interaction_id: &str, author: &str, custom_id: &str) {
+        self.interact(interaction_id, author, custom_id, Vec::new()).await;
+    }
+
+    /// A form submitted, with its fields.
+    pub async fn submit(&self, interaction_id: &str, author: &str, custom_id: &str, fields: &[(&str, &str)]) {
+        let fields = fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        self.interact(interaction_id, author, custom_id, fields).await;
+    }
+
+    async fn interact(&self, interaction_id: &str, author: &str, custom_id: &str, fields: Vec<(String, String)>) {
+        let channel_id = self.dream.lock().unwrap().as_ref().map(|d| d.channel_id.clone()).unwrap_or_default();
+        let i = Interaction {
+            id: interaction_id.into(),
+            token: format!("token-{interaction_id}"),
+            channel_id,
+            author_id: author.into(),
+            custom_id: custom_id.into(),
+            fields,
+        };
+        self.feed.send(Event::Interaction(i)).await.expect("driver gone");
     }
 
     /// Delivers a message in the author's direct channel, as the platform would (the same id
@@ -156,6 +222,29 @@ impl Channel for TestChannel {
     }
     async fn typing(&self, _channel_id: &str) {
         self.typing_shown.fetch_add(1, Ordering::SeqCst);
+    }
+    fn dream_channel(&self) -> Option<DreamChannel> {
+        self.dream.lock().unwrap().clone()
+    }
+    async fn post_card(&self, channel_id: &str, card: &Card, nonce: &str) -> Result<String, SendError> {
+        self.card_posts.fetch_add(1, Ordering::SeqCst);
+        while self.cards_stalled.load(Ordering::SeqCst) {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        if self.cards_down.load(Ordering::SeqCst) {
+            return Err(SendError::Unavailable("test cards are down".into()));
+        }
+        if let Some(id) = self.nonces.lock().unwrap().get(nonce) {
+            return Ok(id.clone());
+        }
+        let id = format!("card-{}", self.next_id.fetch_add(1, Ordering::SeqCst));
+        self.cards.lock().unwrap().push((channel_id.to_string(), card.clone(), id.clone()));
+        self.nonces.lock().unwrap().insert(nonce.to_string(), id.clone());
+        Ok(id)
+    }
+    async fn answer(&self, interaction: &Interaction, answer: Answer) -> Result<(), SendError> {
+        self.answers.lock().unwrap().push((interaction.id.clone(), answer));
+        Ok(())
     }
     async fn run(&self, events: mpsc::Sender<Event>, shutdown: CancellationToken) {
         let Some(mut inbox) = self.inbox.lock().unwrap().take() else { return };

@@ -9,6 +9,9 @@ use crate::spi_util::{cosine_op, select_prepared, vector_type};
 use pgrx::prelude::*;
 use pgrx::Uuid;
 
+/// A lexeme in at most this many memories is always matched, whatever share of the store it is.
+const RARE_ENOUGH: f64 = 32.0;
+
 /// A query lexeme with its document frequency.
 struct Term {
     lexeme: String,
@@ -35,8 +38,10 @@ pub fn search(query: &str, qv: &[f32], n: i64, filters: &Filters, cfg: &Config) 
     let avg_len = rows.first().map(|r| r.3).unwrap_or(1.0).max(1.0);
     let terms: Vec<Term> = rows.into_iter().map(|(lexeme, ndoc, _, _)| Term { lexeme, ndoc }).collect();
     // Too common to tell memories apart: dropped (BM25 would give them almost no weight anyway).
-    let mut usable: Vec<Term> =
-        terms.into_iter().filter(|t| (t.ndoc as f64) <= (cfg.lexical_max_df * n_docs).max(1.0)).collect();
+    // A word in a handful of memories is never "common": in a young store a name the person
+    // said twice is a quarter of everything, and it is exactly the word to match.
+    let common = (cfg.lexical_max_df * n_docs).max(RARE_ENOUGH);
+    let mut usable: Vec<Term> = terms.into_iter().filter(|t| (t.ndoc as f64) <= common).collect();
     if usable.is_empty() {
         return Vec::new();
     }
@@ -139,6 +144,20 @@ mod tests {
         assert_eq!(super::tsquery_literal("o'neil"), "'o''neil'");
         let q = format!("{} | {}", super::tsquery_literal("o'neil"), super::tsquery_literal("back\\slash"));
         assert_eq!(Spi::get_one::<bool>(&format!("SELECT '{}'::tsquery IS NOT NULL", q.replace('\'', "''"))), Ok(Some(true)));
+    }
+
+    /// In a young store the max-df cut must not drop the very words asked about: here "mira"
+    /// is in two of four memories (half the store), yet it is what the question is about.
+    #[pg_test]
+    fn a_young_store_still_matches_a_name_said_twice() {
+        for text in ["Ada's sister is called Mira", "Do you remember my sister Mira?", "Lunch was pasta", "The weather is mild"] {
+            Spi::run(&format!("SELECT dionysus.remember('{}')", text.replace('\'', "''"))).unwrap();
+        }
+        Spi::run("SELECT dionysus.refresh_lexicon()").unwrap();
+        let found = Spi::get_one::<String>(
+            "SELECT found_by FROM dionysus.recall('is Mira my sister?', 5) WHERE content = 'Ada''s sister is called Mira'",
+        );
+        assert!(matches!(&found, Ok(Some(f)) if f.contains("lexical")), "{found:?}");
     }
 
     #[pg_test]
