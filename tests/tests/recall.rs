@@ -187,3 +187,103 @@ async fn weights_are_configurable_in_one_place() {
     let (state, _) = expect_error(c, "UPDATE dionysus.recall_config SET value = 'NaN' WHERE key = 'weight_vector'").await;
     assert_eq!(state, "23514");
 }
+
+/// Issue #10, goal 1: crisp paraphrases among clusters of near-duplicate chatter. Twelve
+/// distinct facts sit among ten topics of eight near-duplicates each (a companion's hundred
+/// "good morning"s); neighbourhoods are computed, so each duplicate is a neighbour of the
+/// others. Asked in words that share nothing with the fact, `recall` must rank the fact first
+/// wherever pure vector search does, on the same store.
+///
+/// Open (ignored until #10 lands): today recall ranks 5 of 12 first, pure vector 11. Two
+/// causes show in the components: a single shared common word ("long", "big") scores lexical
+/// 1.0 because BM25 is normalised to the best hit, and the chatter's lines lift each other
+/// through their neighbourhoods and episode adjacency (association and temporal ≈ 0.3–0.6
+/// each for lines whose own similarity is 0.24).
+#[tokio::test]
+#[ignore = "issue #10 goal 1, open: recall loses to plain vector search among near-duplicate chatter (run with --ignored)"]
+async fn paraphrases_among_near_duplicate_chatter_never_lose_to_plain_vector_search() {
+    const FACTS: [(&str, &str); 12] = [
+        ("The user's son starts violin lessons in March", "When does their kid begin studying an instrument?"),
+        ("Ada's mother is recovering from hip surgery", "How is her mum doing after the operation?"),
+        ("The user is training for a marathon in October", "Which long running race is she preparing for?"),
+        ("Our landlord raised the rent by ten percent", "How much more do we pay for the apartment now?"),
+        ("The user's favourite book is a Japanese detective novel", "Which crime story from Japan does she love reading?"),
+        ("Ben proposed to his girlfriend in Paris", "Where did he get engaged?"),
+        ("The user cannot eat gluten because of coeliac disease", "What food intolerance does she have?"),
+        ("The company moved its office to Berlin", "In which German city is their workplace now?"),
+        ("The user's daughter learned to swim this summer", "What water skill did their girl pick up recently?"),
+        ("The user sold the old car and bought a bicycle", "How do they commute after getting rid of the vehicle?"),
+        ("Grandpa turns ninety next week", "When is the old man having his big birthday?"),
+        ("The user plants tomatoes on the balcony every spring", "What vegetables grow outside their flat?"),
+    ];
+    const CHATTER: [[&str; 8]; 10] = [
+        ["A colleague mentioned the music festival", "The neighbour announced the music festival", "Someone at work talked about the music festival",
+         "My friend posted about the music festival", "The radio kept advertising the music festival", "Everyone is excited about the music festival",
+         "The music festival was mentioned again at lunch", "A poster for the music festival is on the wall"],
+        ["Good morning! How are you today?", "Morning! Hope you slept well", "Good morning, lovely to hear from you", "Hey, good morning to you",
+         "Good morning, ready for the day?", "Morning! How was your night?", "Good morning, nice to see you again", "A very good morning to you"],
+        ["It is raining again today", "Another rainy day outside", "The rain has not stopped all day", "It keeps raining this week",
+         "Rain again, what a surprise", "Looks like more rain today", "It rained the whole afternoon", "Grey skies and rain again"],
+        ["I just made another cup of coffee", "Time for my second coffee", "Coffee break again", "Having a coffee right now",
+         "Just poured myself a fresh coffee", "Need more coffee this morning", "Another coffee to get going", "Enjoying a hot coffee now"],
+        ["The traffic on the way home was terrible", "Stuck in traffic again", "Traffic was awful this evening", "The roads were jammed tonight",
+         "So much traffic on the drive back", "Heavy traffic again after work", "The commute traffic was slow today", "Traffic jam on the way home again"],
+        ["We watched another episode of the series last night", "Binged two more episodes yesterday", "Another episode of our show tonight",
+         "We finished another episode of the series", "Watching the series again this evening", "One more episode before bed",
+         "The new episode of the series was good", "We caught up on the series last night"],
+        ["Lunch today was a sandwich at my desk", "Ate a quick sandwich for lunch", "Just a sandwich for lunch again", "Sandwich at the desk for lunch today",
+         "Had a sandwich for lunch while working", "Lunch was another sandwich", "Grabbed a sandwich for lunch", "A sandwich lunch at my desk again"],
+        ["I am so tired after this long day", "Feeling exhausted tonight", "What a tiring day it was", "So tired, long day at work",
+         "I am completely worn out today", "Exhausted after a long day", "Such a tiring day again", "Really tired this evening"],
+        ["No big plans for the weekend", "Just relaxing this weekend", "A quiet weekend ahead", "Nothing planned for the weekend",
+         "Taking it easy this weekend", "Weekend at home, no plans", "A lazy weekend coming up", "No plans this weekend, just rest"],
+        ["Thanks for listening to me", "Thank you for the chat", "Thanks, that was nice to talk", "Thank you for being here",
+         "Thanks for the conversation", "Thanks again for listening", "Thank you, I feel better", "Thanks for talking with me"],
+    ];
+    let db = TestDb::new("paraphrase_chatter").await;
+    let c = &db.client;
+    let mut ids = Vec::new();
+    for (fact, paraphrase) in FACTS {
+        // No content word in common, as the lexical side sees words (English stems, stop words out).
+        let shared: Vec<String> = c
+            .query_one("SELECT array(SELECT unnest(tsvector_to_array(to_tsvector('english', $1))) \
+                               INTERSECT SELECT unnest(tsvector_to_array(to_tsvector('english', $2))))", &[&fact, &paraphrase])
+            .await
+            .unwrap()
+            .get(0);
+        assert!(shared.is_empty(), "paraphrase of '{fact}' shares words {shared:?}");
+        ids.push(c.query_one("SELECT dionysus.remember($1, 'semantic')", &[&fact]).await.unwrap().get::<_, uuid::Uuid>(0));
+    }
+    for topic in CHATTER {
+        for line in topic {
+            c.query_one("SELECT dionysus.remember($1, 'episodic')", &[&line]).await.unwrap();
+        }
+    }
+    loop {
+        let pass: serde_json::Value = c.query_one("SELECT dionysus.run_maintenance()", &[]).await.unwrap().get(0);
+        if pass["neighborhoods_remaining"].as_i64().unwrap_or(0) == 0 {
+            break;
+        }
+    }
+    c.query_one("SELECT dionysus.refresh_lexicon()", &[]).await.unwrap();
+    let linked: i64 = c.query_one("SELECT count(*) FROM dionysus.memory_neighborhoods", &[]).await.unwrap().get(0);
+    assert!(linked >= 90, "neighbourhoods were not computed: {linked}");
+    let (mut by_vector, mut by_recall, mut lost) = (0, 0, Vec::new());
+    for (i, (fact, paraphrase)) in FACTS.iter().enumerate() {
+        let vector: uuid::Uuid = c
+            .query_one("SELECT id FROM dionysus.memories ORDER BY embedding <=> dionysus.embed($1) LIMIT 1", &[paraphrase])
+            .await
+            .unwrap()
+            .get(0);
+        let rows = c.query("SELECT memory_id, content FROM dionysus.recall($1, 5)", &[paraphrase]).await.unwrap();
+        let (recalled, said) = rows.first().map(|r| (Some(r.get::<_, uuid::Uuid>(0)), r.get::<_, String>(1))).unwrap_or((None, "(nothing)".into()));
+        by_vector += (vector == ids[i]) as usize;
+        by_recall += (recalled == Some(ids[i])) as usize;
+        if vector == ids[i] && recalled != Some(ids[i]) {
+            lost.push(format!("'{paraphrase}': vector found '{fact}', recall gave '{said}'"));
+        }
+    }
+    println!("top-1 among chatter: recall {by_recall}/12, pure vector {by_vector}/12");
+    assert!(lost.is_empty(), "recall lost what plain vector search found: {lost:#?}");
+    assert!(by_recall >= by_vector && by_vector >= 6, "recall {by_recall}, vector {by_vector}");
+}
