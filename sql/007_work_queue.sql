@@ -158,7 +158,9 @@ END $$;
 -- (ids of the memories the model was shown), person (whom a reach-out is for), objectives
 -- [{description, saliency, status}] (the person's, from their turn's extraction), dream
 -- ({proposals, note}, for a dream item: recorded as pending proposals).
--- Facts and triples from a conversation turn (params.memory_id) keep it as provenance.
+-- Facts and triples from a conversation turn (params.memory_id) keep it as provenance. A
+-- re-index's 'reindex_message' item applies nothing: its facts, triples and objectives wait
+-- for the swap (sql/020_reindex.sql).
 -- Everything written is as private as what it was made of (sql/005_privacy.sql): the item's
 -- person, its heartbeat's context and the basis. What an inquiry brought from the web is
 -- stored as source 'web' (importance at most 0.3, confidence 0.5); identity, worldview and
@@ -209,6 +211,14 @@ BEGIN
                 WHERE jsonb_typeof(b) <> 'string'
                    OR (b #>> '{}') !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$') THEN
         RAISE EXCEPTION 'dionysus: argument "result.basis": must be an array of memory ids' USING ERRCODE = 'invalid_text_representation';
+    END IF;
+    -- A turn read again by a re-index (020): staged for the swap, nothing applied now.
+    IF w.action = 'reindex_message' THEN
+        made := dionysus_internal.reindex_stage(w, result);
+        UPDATE dionysus.work_queue SET status = 'done', completed_at = now(), lease_until = NULL,
+               result = complete_work.result || jsonb_build_object('applied', made)
+         WHERE id = w.id;
+        RETURN made;
     END IF;
     privacy := CASE WHEN w.params ->> 'person' IS NOT NULL THEN ARRAY[w.params ->> 'person'] END;
     privacy := dionysus_internal.privacy_union(privacy, (SELECT h.private_to FROM dionysus.heartbeat_log h WHERE h.id = w.heartbeat_id));

@@ -29,7 +29,9 @@ BEGIN
     FOREACH f IN ARRAY ARRAY['dionysus.heartbeat_warnings()', 'dionysus.chat_context(uuid, integer, integer, boolean)',
                              'dionysus_internal.web_only_basis(text)', 'dionysus.match_archetype(vector)',
                              'dionysus_internal.archetype_centroid(text[])',
-                             'dionysus_internal.note_objective(text, text, double precision, text, uuid)'] LOOP
+                             'dionysus_internal.note_objective(text, text, double precision, text, uuid)',
+                             'dionysus_internal.reindex_embed_missing(uuid, integer)', 'dionysus_internal.reindex_vector(uuid, text, uuid)',
+                             'dionysus_internal.reindex_swap(uuid)'] LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, dionysus, %I', f, vschema);
     END LOOP;
 END $$;
@@ -489,6 +491,38 @@ COMMENT ON FUNCTION mirror_decide(uuid, text, text, text, text, text) IS
 COMMENT ON FUNCTION dionysus_internal.mirror_dream(uuid, uuid[], text) IS
     'Mirrors a dream''s proposals (or its note that it proposes nothing) to the dream channel; called by record_dream.';
 
+-- Re-indexing (020).
+COMMENT ON TABLE embedding_store IS
+    'The model that made the stored vectors ({provider, url, model, model_path}, never the API key) and their width; moved only by a re-index swap.';
+COMMENT ON TABLE reindex_runs IS
+    'Re-index runs (dionysus reindex): the model and extraction template each rebuilds with (taken from the settings, never the caller), its progress note and what its swap replaced.';
+COMMENT ON TABLE reindex_vectors IS 'A building run''s new vectors (any width) for memories, episode summaries and objectives.';
+COMMENT ON TABLE reindex_extractions IS 'A building run''s new extractions of the person''s turns, applied by the swap.';
+COMMENT ON FUNCTION dionysus_internal.reindex_runs_guard() IS
+    'Trigger: a run''s model comes from the settings when it is created; its model, width and a finished run never change; only its swap ends it as swapped.';
+COMMENT ON FUNCTION reindex_start(text) IS
+    'Starts rebuilding everything derived from the message log with the current extraction template and embedding settings (one reindex_message work item per person''s turn, vectors by the maintenance pass), or answers the run already building. Returns reindex_status() with resumed and queued.';
+COMMENT ON FUNCTION reindex_status() IS
+    'The latest re-index run: its model and width, extractions (total, done, failed, waiting), vectors made of how many, phase (extracting, embedding, swapping, swapped, cancelled), note and result.';
+COMMENT ON FUNCTION reindex_cancel() IS 'Cancels the building re-index run: its waiting extractions fail, its staged data goes; the old derived data was never touched.';
+COMMENT ON FUNCTION dionysus_internal.reindex_stage(dionysus.work_queue, jsonb) IS
+    'complete_work of a reindex_message item: its facts, triples and objectives (objects only) are kept for the swap, nothing is applied.';
+COMMENT ON FUNCTION dionysus_internal.reindex_sources(text) IS 'What has a vector (memory, episode, objective) and the text it is embedded from.';
+COMMENT ON FUNCTION dionysus_internal.reindex_embed_missing(uuid, integer) IS
+    'Embeds with the run''s model up to max_items (NULL: all) of what has no new vector yet; the run''s width is its first vector''s.';
+COMMENT ON FUNCTION dionysus_internal.reindex_vector(uuid, text, uuid) IS 'A row''s new vector in a run (the swap''s ALTER ... USING).';
+COMMENT ON FUNCTION dionysus_internal.reindex_step(integer) IS
+    'One maintenance step of the building run: up to batch new vectors, else the swap. NULL when nothing is building.';
+COMMENT ON FUNCTION dionysus_internal.reindex_swap(uuid) IS
+    'When no extraction waits: in one transaction, every vector replaced (the columns retyped when the width changed), the store moved to the run''s model, the re-read turns'' old facts, triples and pending objectives replaced by the new extractions, every neighbourhood requeued. Tries its locks and waits for none.';
+COMMENT ON FUNCTION embedding_settings() IS 'The embedding model the settings name ({provider, url, model, model_path, model_key}), never the API key.';
+COMMENT ON FUNCTION dionysus.reindex_embed_real(uuid, text[]) IS 'Embeddings by a building re-index run''s model, without the cache, in input order (internal to the re-index).';
+
+-- The store's vectors were made by the model the settings name at install (or upgrade) time.
+INSERT INTO embedding_store (id, spec, model_key, dimensions)
+SELECT 1, s - 'model_key', s ->> 'model_key', 384 FROM embedding_settings() s
+ON CONFLICT (id) DO NOTHING;
+
 -- ---------------------------------------------------------------------------------------
 -- The driver's role (least privilege). CREATE EXTENSION creates dionysus_driver (NOLOGIN;
 -- give it LOGIN and a password to use it) and grants it what the driver's calls need: both
@@ -547,3 +581,12 @@ GRANT UPDATE (position, imported, duplicates, updated_at, finished_at) ON import
 REVOKE UPDATE ON mirror_items FROM dionysus_driver;
 GRANT UPDATE (status, attempts, reserved_by, reserved_until, channel_id, platform_message_id, last_error, posted_at) ON mirror_items TO dionysus_driver;
 GRANT DELETE ON mirror_items TO dionysus_driver; -- expiry (mirror_add)
+-- A re-index: the driver starts, watches and cancels runs and stages extractions; the model a
+-- run embeds with, the store's model and the new vectors are written only by the owner (the
+-- run's trigger, the maintenance pass).
+REVOKE INSERT, UPDATE ON reindex_runs, embedding_store, reindex_vectors FROM dionysus_driver;
+GRANT INSERT (requested_by) ON reindex_runs TO dionysus_driver;
+GRANT UPDATE (status, finished_at, note) ON reindex_runs TO dionysus_driver;
+GRANT DELETE ON reindex_extractions TO dionysus_driver;
+REVOKE EXECUTE ON FUNCTION dionysus_internal.reindex_step(integer), dionysus_internal.reindex_swap(uuid),
+    dionysus_internal.reindex_embed_missing(uuid, integer), dionysus.reindex_embed_real(uuid, text[]) FROM PUBLIC, dionysus_driver;

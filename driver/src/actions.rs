@@ -1,6 +1,6 @@
 //! What each queued action does: the heartbeat's actions that need language or the network
 //! (reflect, maintain, brainstorm_goals, inquire, synthesize, reach_out_user) and the worker's
-//! language jobs (extract_message, summarize_episode, extract_concepts). Each builds its prompt
+//! language jobs (extract_message, reindex_message, summarize_episode, extract_concepts). Each builds its prompt
 //! from what the extension gives it and returns an [`Outcome`]; the queue ([`crate::work`])
 //! claims and settles. No memory logic here: results go back through complete_work.
 use crate::db::Db;
@@ -17,7 +17,9 @@ pub async fn execute(mind: &Mind, item: &WorkItem) -> Outcome {
     tracing::info!(action = %item.action, id = %item.id, "working");
     let p = &item.params;
     let r = match item.action.as_str() {
-        "extract_message" => extract_message(mind, p).await,
+        "extract_message" => extract_message(mind, p, true).await,
+        // A turn read again by `dionysus reindex`: the same reading, with today's template.
+        "reindex_message" => extract_message(mind, p, false).await,
         "summarize_episode" => summarize_episode(mind, p).await,
         "extract_concepts" => return extract_concepts(mind, std::slice::from_ref(item)).await.pop().unwrap(),
         "reflect" => reflect(mind, p).await,
@@ -166,7 +168,7 @@ pub fn extraction_shape(v: Value) -> Result<Value, String> {
     Ok(json!({"facts": facts, "triples": triples, "goals": goals, "objectives": objectives}))
 }
 
-async fn extract_message(mind: &Mind, p: &Value) -> Step<Outcome> {
+async fn extract_message(mind: &Mind, p: &Value, mirrored: bool) -> Step<Outcome> {
     let message = uuid_param(p, "message_id")?;
     let ctx = json_of(&mind.work_db, "SELECT dionysus.chat_context($1, 0, 6, use_archetype => false)", &[&message]).await?;
     let t = template(&mind.work_db, "extract_message").await?;
@@ -174,7 +176,7 @@ async fn extract_message(mind: &Mind, p: &Value) -> Step<Outcome> {
         &t.text,
         &[("turns", prompt::transcript(&ctx["recent_turns"])), ("message", ctx["message"]["content"].as_str().unwrap_or("").to_string())],
     );
-    let shown = mind.channel.dream_channel().map(|d| (format!("[system]\n{system}"), d.owner));
+    let shown = mind.channel.dream_channel().filter(|_| mirrored).map(|d| (format!("[system]\n{system}"), d.owner));
     let started = std::time::Instant::now();
     let mut v = ask(&mind.fast, &t, system, None, extraction_shape).await?;
     if let Some((prompt, owner)) = shown {

@@ -275,6 +275,14 @@ async fn model(c: &Client) -> Check {
         Ok(r) => {
             let dims: i32 = r.get(0);
             let where_ = info["model_path"].as_str().or(info["url"].as_str()).unwrap_or("").to_string();
+            if info["reindex_needed"] == serde_json::Value::Bool(true) {
+                // Vectors of two models side by side compare as noise.
+                return Check::warn(
+                    "model",
+                    format!("the settings name {} but the stored vectors were made by {}", info["model_key"], info["store_model_key"]),
+                    "dionysus reindex",
+                );
+            }
             Check::ok("model", format!("{provider} embedding works ({dims} dimensions) — {where_}"))
         }
         Err(e) => {

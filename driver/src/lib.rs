@@ -31,6 +31,7 @@ pub mod mcp;
 pub mod mirror;
 pub mod outbox;
 pub mod prompt;
+pub mod reindex;
 pub mod rules;
 pub mod runtime;
 pub mod search;

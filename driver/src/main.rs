@@ -1,7 +1,7 @@
 //! `dionysus`: the thin driver beside PostgreSQL.
 use dionysus_driver::channel::{discord::Discord, terminal::Terminal, Channel};
 use dionysus_driver::config::{Config, LogFormat};
-use dionysus_driver::{alignment, doctor, heartbeat, import, mcp, runtime, status, Mind};
+use dionysus_driver::{alignment, doctor, heartbeat, import, mcp, reindex, runtime, status, Mind};
 use std::fs::File;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -26,6 +26,10 @@ commands:
   import PATH [--person KEY] [--author ID] [--dry-run]
                     bring a history in: a Discord data package, a chat JSON file (see the README)
                     or LoCoMo JSON, with original times and authors; resumable, idempotent
+  reindex [--status | --cancel | --detach]
+                    rebuild what the message log made (facts, triples, objectives, every
+                    vector) with today's extraction template and embedding settings, in the
+                    background; recall uses the old index until the swap; resumable
   mcp [--http [ADDR]]  the person's memory for other agents over MCP: stdio (what desktop
                     clients launch), or streamable HTTP on ADDR (default 127.0.0.1:8808; a bare
                     port stays on loopback) with the bearer token DIONYSUS_MCP_TOKEN; acts as
@@ -148,6 +152,7 @@ async fn main() -> ExitCode {
         }
         Some("status") => status::run(&config).await,
         Some("import") => import::run(&config, &args[1..]).await,
+        Some("reindex") => reindex::run(&config, &args[1..]).await,
         Some("why") => status::why(&config, args.get(1).map(String::as_str)).await,
         Some("rules") => status::rules(&config, args.get(1).map(String::as_str)).await,
         Some("proposals") => alignment::proposals(&config).await,

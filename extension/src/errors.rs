@@ -72,7 +72,11 @@ pub fn dimension_mismatch(got: usize, want: usize, provider: &str) -> ! {
     raise(
         PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
         format!("dionysus: the {provider} embedding provider returned {got} dimensions, the store holds vector({want})"),
-        Some("Use a 384-dimension model (all-MiniLM-L6-v2 or compatible); Dionysus never truncates or pads vectors.".into()),
+        Some(format!(
+            "Dionysus never truncates or pads vectors. To move the store to a model of another width, set the \
+             dionysus.embedding_* settings to it and run `dionysus reindex` (dionysus.reindex_start()); until the \
+             swap, the store keeps vector({want})."
+        )),
     )
 }
 

@@ -55,6 +55,8 @@ pgrx::extension_sql_file!("../../sql/017_alignment.sql", name = "alignment", req
 pgrx::extension_sql_file!("../../sql/018_import.sql", name = "import", requires = ["alignment"]);
 // The dream channel: every autonomous activity mirrored as a card to open, judge and decide.
 pgrx::extension_sql_file!("../../sql/019_dream_channel.sql", name = "dream_channel", requires = ["import"]);
+// Re-indexing from the message log (seed 004 §7): the store's model, runs, staging, the swap.
+pgrx::extension_sql_file!("../../sql/020_reindex.sql", name = "reindex", requires = ["dream_channel"]);
 // Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 

@@ -1,7 +1,9 @@
 //! Helpers for the integration tests and benchmarks: each test gets a database of its own,
 //! with the real extension, on the cluster `scripts/test.sh` starts (dionysus preloaded).
 pub mod fake_discord;
+pub mod fake_embeddings;
 pub mod fake_llm;
+pub mod running;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio_postgres::{Client, NoTls};

@@ -4,47 +4,32 @@
 //! stranger's press is refused, the conversation never waits on the mirror, and a dream's
 //! proposal changes nothing until the person's button approves it.
 use dionysus_driver::channel::test::TestChannel;
-use dionysus_driver::channel::{Answer, Card, Channel};
+use dionysus_driver::channel::{Answer, Card};
 use dionysus_driver::config::Config;
 use dionysus_driver::conversation::Handled;
 use dionysus_driver::mirror::{Action, Press};
-use dionysus_driver::{heartbeat, runtime, work, Mind};
+use dionysus_driver::{heartbeat, work};
 use dionysus_tests::fake_llm::{Answer as Llm, FakeLlm};
+use dionysus_tests::running::Running;
 use dionysus_tests::{driver_conninfo, expect_error, scripted_driver_config, TestDb};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
 use tokio_postgres::Client;
 
-struct Running {
-    mind: Arc<Mind>,
-    channel: Arc<TestChannel>,
-    handled: mpsc::UnboundedReceiver<Handled>,
-    task: tokio::task::JoinHandle<()>,
+/// Ada and Bob may talk; the dream channel is Ada's.
+async fn start(config: Config) -> Running {
+    Running::on(config, Arc::new(TestChannel::new(&["ada", "bob"]).with_dream_channel("dream:ada", "ada"))).await
 }
 
-impl Running {
-    async fn start(config: Config) -> Running {
-        // Ada and Bob may talk; the dream channel is Ada's.
-        let channel = Arc::new(TestChannel::new(&["ada", "bob"]).with_dream_channel("dream:ada", "ada"));
-        let dyn_channel: Arc<dyn Channel> = channel.clone();
-        let mind = Arc::new(Mind::new(config, dyn_channel));
-        let (tx, handled) = mpsc::unbounded_channel();
-        let task = tokio::spawn(runtime::run(mind.clone(), Some(tx)));
-        Running { mind, channel, handled, task }
-    }
+/// The dream channel's side of the running driver.
+trait DreamSide {
+    async fn card(&self, title: &str) -> (Card, String);
+    async fn answer(&self, interaction: &str) -> Answer;
+    async fn press(&self, interaction: &str, author: &str, custom_id: &str) -> Answer;
+}
 
-    async fn say(&mut self, id: &str, author: &str, text: &str) -> Handled {
-        self.channel.deliver(id, author, text).await;
-        tokio::time::timeout(Duration::from_secs(60), self.handled.recv()).await.expect("message not handled within 60 s").expect("driver stopped")
-    }
-
-    async fn stop(self) {
-        self.mind.shutdown.cancel();
-        tokio::time::timeout(Duration::from_secs(30), self.task).await.expect("driver did not stop").unwrap();
-    }
-
+impl DreamSide for Running {
     /// Waits for a card whose title starts with `title`.
     async fn card(&self, title: &str) -> (Card, String) {
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -121,7 +106,7 @@ async fn every_activity_is_mirrored_to_its_persons_channel_and_nobody_elses() {
     llm.json("TASK: extract", json!({"facts": [], "triples": [], "goals": [], "objectives": []}));
     llm.json("TASK: heartbeat", json!({"reasoning": "A quiet moment: resting.", "actions": [{"action": "rest", "params": {}}], "goal_changes": []}));
     llm.json("TASK: narrative", json!({"narrative": "I rested and thought about the concert.", "emotional_valence": 0.2}));
-    let mut run = Running::start(config(&db, &llm)).await;
+    let mut run = start(config(&db, &llm)).await;
 
     let h = run.say("m1", "ada", "The jazz concert last night was amazing").await;
     assert!(matches!(h, Handled::Replied { fallback: false, .. }), "{h:?}");
@@ -243,7 +228,7 @@ async fn a_proposal_on_the_channel_changes_nothing_until_its_person_approves() {
         {"kind": "prompt_template", "target": "chat_system", "proposal": {"template": "SHORTER: three lines at most.\n{{memories}}\n{{goals}}"},
          "rationale": "she asked for shorter answers", "evidence": ["feedback: too long"]}
     ], "note": "answers run long"}).to_string()));
-    let mut run = Running::start(config(&db, &llm)).await;
+    let mut run = start(config(&db, &llm)).await;
     run.say("d1", "ada", "Tell me about bread").await;
     run.say("d2", "ada", "/feedback too long, please keep answers short").await;
 

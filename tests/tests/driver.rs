@@ -2,44 +2,14 @@
 //! OpenAI-compatible server (tests/src/fake_llm.rs) and the test channel.
 use dionysus_driver::channel::test::TestChannel;
 use dionysus_driver::channel::Channel;
-use dionysus_driver::config::Config;
 use dionysus_driver::conversation::Handled;
 use dionysus_driver::{heartbeat, runtime, work, Mind};
 use dionysus_tests::fake_llm::{Answer, FakeLlm};
+use dionysus_tests::running::Running;
 use dionysus_tests::{cluster_conninfo, driver_conninfo, scripted_driver_config as config, TestDb};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
-
-struct Running {
-    mind: Arc<Mind>,
-    channel: Arc<TestChannel>,
-    handled: mpsc::UnboundedReceiver<Handled>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Running {
-    async fn start(config: Config, allowed: &[&str]) -> Running {
-        let channel = Arc::new(TestChannel::new(allowed));
-        let dyn_channel: Arc<dyn Channel> = channel.clone();
-        let mind = Arc::new(Mind::new(config, dyn_channel));
-        let (tx, handled) = mpsc::unbounded_channel();
-        let task = tokio::spawn(runtime::run(mind.clone(), Some(tx)));
-        Running { mind, channel, handled, task }
-    }
-
-    /// Delivers a message and waits until the conversation has handled it.
-    async fn say(&mut self, id: &str, author: &str, text: &str) -> Handled {
-        self.channel.deliver(id, author, text).await;
-        tokio::time::timeout(Duration::from_secs(60), self.handled.recv()).await.expect("message not handled within 60 s").expect("driver stopped")
-    }
-
-    async fn stop(self) {
-        self.mind.shutdown.cancel();
-        tokio::time::timeout(Duration::from_secs(30), self.task).await.expect("driver did not stop").unwrap();
-    }
-}
 
 async fn count(db: &tokio_postgres::Client, sql: &str) -> i64 {
     db.query_one(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}")).get(0)

@@ -13,7 +13,9 @@ const PROACTIVE: &str = "0.2.0";
 const MIND_RULES: &str = "0.3.0";
 /// The first release with the alignment loop's state (north stars, feedback, objectives).
 const ALIGNMENT: &str = "0.4.0";
-const PREVIOUS: &str = "0.5.0";
+/// The last release before the dream channel.
+const IMPORTS: &str = "0.5.0";
+const PREVIOUS: &str = "0.6.0";
 
 /// Everything about the extension's objects that a person or the driver could notice, one
 /// line per fact, with no OIDs and no column order (ALTER TABLE ADD COLUMN appends).
@@ -343,13 +345,13 @@ async fn an_update_from_the_alignment_release_keeps_north_stars_feedback_and_the
 /// proposal still waiting is posted to the dream channel, and its person's button approves it
 /// at once as the driver's role.
 #[tokio::test]
-async fn an_update_from_the_previous_release_keeps_imports_and_posts_waiting_proposals() {
+async fn an_update_from_the_imports_release_keeps_imports_and_posts_waiting_proposals() {
     let admin = connect("postgres").await;
-    let name = format!("t_upgrade_{}_{}", PREVIOUS.replace('.', ""), std::process::id());
+    let name = format!("t_upgrade_{}_{}", IMPORTS.replace('.', ""), std::process::id());
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
     admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
     let old = connect(&name).await;
-    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{PREVIOUS}'")).await.expect("install the previous release");
+    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{IMPORTS}'")).await.expect("install the previous release");
     let id: String = old
         .query_one(&format!("SELECT dionysus.begin_import('discord:1001', 'chat', 'old.json', '{}', 1) ->> 'import_id'", "c".repeat(64)), &[])
         .await
@@ -386,6 +388,72 @@ async fn an_update_from_the_previous_release_keeps_imports_and_posts_waiting_pro
     assert_eq!(done["approved"], serde_json::json!(true), "{done}");
     old.batch_execute("RESET ROLE").await.unwrap();
     assert_eq!(count(&old, "SELECT version::bigint FROM dionysus.prompt_templates WHERE key = 'chat_system' AND active").await, 2);
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// 0.6.0's memories, extractions and dream channel survive the update; the store knows the
+/// model its vectors were made with, and a re-index rebuilds the old extraction.
+#[tokio::test]
+async fn an_update_from_the_previous_release_keeps_everything_and_can_reindex() {
+    let admin = connect("postgres").await;
+    let name = format!("t_upgrade_{}_{}", PREVIOUS.replace('.', ""), std::process::id());
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+    let old = connect(&name).await;
+    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{PREVIOUS}'")).await.expect("install the previous release");
+    let work: String = old
+        .query_one("SELECT dionysus.log_message('test', 'u1', 'c', 'ada', 'I keep bees on the roof') ->> 'work_id'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    old.batch_execute(&format!(
+        "SELECT dionysus.claim_work_item('{work}', 'w'); \
+         SELECT dionysus.complete_work('{work}', '{{\"facts\": [{{\"content\": \"Ada keeps bees\"}}], \
+                                                   \"triples\": [{{\"subject\": \"Ada\", \"predicate\": \"keeps\", \"object\": \"bees\"}}]}}', \
+                                       (SELECT lease_token FROM dionysus.work_queue WHERE id = '{work}')); \
+         SELECT dionysus.remember('A quiet evening on the roof');"
+    ))
+    .await
+    .expect("fill the previous release");
+    let state = "SELECT (SELECT count(*) FROM dionysus.memories), (SELECT count(*) FROM dionysus.facts), (SELECT count(*) FROM dionysus.triples), \
+                        (SELECT md5(string_agg(embedding::text, ',' ORDER BY id)) FROM dionysus.memories)";
+    let read = |r: tokio_postgres::Row| (r.get::<_, i64>(0), r.get::<_, i64>(1), r.get::<_, i64>(2), r.get::<_, String>(3));
+    let before = read(old.query_one(state, &[]).await.unwrap());
+    assert_eq!((before.0, before.1, before.2), (3, 1, 1), "the fill did not take");
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, env!("CARGO_PKG_VERSION"));
+    assert_eq!(read(old.query_one(state, &[]).await.unwrap()), before, "state lost in the update");
+    same_as_a_fresh_install(&old, "upgrade_fresh_06").await;
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.embedding_store WHERE dimensions = 384 AND model_key = dionysus.embedding_settings() ->> 'model_key'").await, 1);
+    // The old extraction is read again and replaced.
+    let started: serde_json::Value = old.query_one("SELECT dionysus.reindex_start()", &[]).await.expect("start a re-index").get(0);
+    assert_eq!(started["queued"], serde_json::json!(1), "{started}");
+    let item: String = old.query_one("SELECT id::text FROM dionysus.work_queue WHERE action = 'reindex_message'", &[]).await.unwrap().get(0);
+    old.batch_execute(&format!(
+        "SELECT dionysus.claim_work_item('{item}', 'w'); \
+         SELECT dionysus.complete_work('{item}', '{{\"facts\": [{{\"content\": \"Ada keeps two hives of bees on her roof\"}}]}}', \
+                                       (SELECT lease_token FROM dionysus.work_queue WHERE id = '{item}'));"
+    ))
+    .await
+    .expect("stage the re-reading");
+    for _ in 0..50 {
+        old.batch_execute("SELECT dionysus_internal.reindex_step(500)").await.expect("a re-index step");
+        if count(&old, "SELECT count(*) FROM dionysus.reindex_runs WHERE status = 'swapped'").await == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let facts: Vec<String> = old
+        .query("SELECT m.content FROM dionysus.memories m JOIN dionysus.facts f ON f.memory_id = m.id", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(facts, vec!["Ada keeps two hives of bees on her roof".to_string()]);
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.triples").await, 0, "the old reading's triple went with it");
     drop(old);
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
 }

@@ -44,14 +44,95 @@ pub fn model_path() -> PathBuf {
     PathBuf::from(share).join("dionysus").join("all-MiniLM-L6-v2")
 }
 
-/// The cache key's model part: provider plus model identity.
+/// Which model makes vectors: a provider and its model, never the API key (that stays a
+/// superuser-only setting). Recorded as JSON in `embedding_store` (what the stored vectors
+/// are) and in a re-index run (what they are being rebuilt with).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Spec {
+    pub provider: String,
+    #[serde(default)]
+    pub url: String,
+    #[serde(default)]
+    pub model: String,
+    #[serde(default)]
+    pub model_path: String,
+}
+
+impl Spec {
+    /// The model the `dionysus.embedding_*` settings name.
+    pub fn from_settings() -> Spec {
+        match provider() {
+            Provider::Local => Spec { provider: "local".into(), url: String::new(), model: String::new(), model_path: model_path().display().to_string() },
+            Provider::Http => Spec {
+                provider: "http".into(),
+                url: settings::string(&EMBEDDING_URL),
+                model: settings::string(&EMBEDDING_MODEL),
+                model_path: String::new(),
+            },
+        }
+    }
+
+    /// The cache key's model part: provider plus model identity.
+    pub fn key(&self) -> String {
+        match self.provider.as_str() {
+            "local" => format!("local:{}", PathBuf::from(&self.model_path).file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()),
+            _ => format!("http:{}", self.model),
+        }
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).expect("a spec is JSON");
+        v["model_key"] = self.key().into();
+        v
+    }
+}
+
+/// The cache key of the model the settings name.
 pub fn model_key() -> String {
-    match provider() {
-        Provider::Local => format!(
-            "local:{}",
-            model_path().file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
-        ),
-        Provider::Http => format!("http:{}", settings::string(&EMBEDDING_MODEL)),
+    Spec::from_settings().key()
+}
+
+thread_local! {
+    static STORE_SEEN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this database's schema has the store (0.7.0 on): a database still at an older
+/// version runs this library until ALTER EXTENSION dionysus UPDATE, and embeds as it did.
+fn store_exists() -> bool {
+    if STORE_SEEN.get() {
+        return true;
+    }
+    let seen = crate::spi_util::first_or_none::<bool>(
+        "SELECT to_regclass('dionysus.embedding_store') IS NOT NULL AND to_regclass('dionysus.reindex_runs') IS NOT NULL",
+        &[],
+    )
+    .unwrap_or(false);
+    STORE_SEEN.set(seen);
+    seen
+}
+
+/// The model live writes embed with, and the width the store's columns hold. While a re-index
+/// runs, the store's own model: the settings may already name the model being built, whose
+/// vectors do not belong beside the old ones until the swap (sql/020_reindex.sql).
+fn live() -> (Spec, usize) {
+    if !store_exists() {
+        return (Spec::from_settings(), DIMENSIONS);
+    }
+    let row = crate::spi_util::select_prepared(
+        "SELECT s.dimensions, CASE WHEN EXISTS (SELECT 1 FROM dionysus.reindex_runs r WHERE r.status = 'building') \
+                THEN s.spec END FROM dionysus.embedding_store s WHERE s.id = 1",
+        &[],
+        |row| Some((row.get::<i32>(1).ok()??, row.get::<pgrx::JsonB>(2).ok().flatten())),
+    )
+    .into_iter()
+    .next();
+    match row {
+        Some((dims, Some(pgrx::JsonB(spec)))) => match serde_json::from_value::<Spec>(spec) {
+            Ok(s) => (s, dims as usize),
+            Err(e) => errors::embedding_failed(format!("embedding_store.spec is not a model spec: {e}")),
+        },
+        Some((dims, None)) => (Spec::from_settings(), dims as usize),
+        None => (Spec::from_settings(), DIMENSIONS),
     }
 }
 
@@ -71,14 +152,21 @@ pub fn preload_in_postmaster() {
     }
 }
 
-/// Computes embeddings without the cache.
+/// Computes embeddings with the live model, without the cache.
 pub fn compute(texts: &[&str]) -> Vec<Vec<f32>> {
+    let (spec, dims) = live();
+    compute_with(&spec, texts, Some(dims))
+}
+
+/// Computes embeddings with a given model, without the cache; every vector must be `expected`
+/// wide when given, else as wide as the first.
+pub fn compute_with(spec: &Spec, texts: &[&str], expected: Option<usize>) -> Vec<Vec<f32>> {
     if texts.is_empty() {
         return Vec::new();
     }
-    let (vectors, name) = match provider() {
-        Provider::Local => {
-            let path = model_path();
+    let (vectors, name) = match spec.provider.as_str() {
+        "local" => {
+            let path = PathBuf::from(&spec.model_path);
             let model = local::model(&path).unwrap_or_else(|e| match e {
                 local::LoadError::Missing { path, file } => errors::model_missing(
                     format!("embedding model not found: {} has no {file}", path.display()),
@@ -95,22 +183,22 @@ pub fn compute(texts: &[&str]) -> Vec<Vec<f32>> {
             });
             (model.embed(texts).unwrap_or_else(|e| errors::embedding_failed(format!("local embedding failed: {e}"))), "local")
         }
-        Provider::Http => {
-            let url = settings::string(&EMBEDDING_URL);
-            let model = settings::string(&EMBEDDING_MODEL);
+        "http" => {
             let key = settings::string(&EMBEDDING_API_KEY);
             let ep = http::Endpoint {
-                url: &url,
-                model: &model,
+                url: &spec.url,
+                model: &spec.model,
                 api_key: Some(key.as_str()),
                 timeout: Duration::from_millis(EMBEDDING_TIMEOUT_MS.get().max(1) as u64),
             };
             (http::embed(&ep, texts).unwrap_or_else(|e| errors::embedding_failed(e)), "http")
         }
+        other => errors::embedding_failed(format!("unknown embedding provider '{other}' in a recorded model spec")),
     };
+    let width = expected.unwrap_or_else(|| vectors.first().map_or(0, Vec::len));
     for v in &vectors {
-        if v.len() != DIMENSIONS {
-            errors::dimension_mismatch(v.len(), DIMENSIONS, name);
+        if v.len() != width || v.is_empty() {
+            errors::dimension_mismatch(v.len(), width, name);
         }
         if v.iter().any(|x| !x.is_finite()) {
             errors::embedding_failed(format!("the {name} embedding provider returned a non-finite value"));
@@ -132,7 +220,8 @@ pub fn embed_texts(texts: &[&str]) -> Vec<Vec<f32>> {
     if texts.is_empty() {
         return Vec::new();
     }
-    let key = model_key();
+    let (spec, dims) = live();
+    let key = spec.key();
     let hashes: Vec<Vec<u8>> = texts.iter().map(|t| content_hash(t)).collect();
     let mut found: HashMap<Vec<u8>, Vec<f32>> = crate::spi_util::select_prepared(
         "SELECT content_hash, embedding::real[] FROM dionysus.embedding_cache \
@@ -151,7 +240,7 @@ pub fn embed_texts(texts: &[&str]) -> Vec<Vec<f32>> {
         }
     }
     if !missing.is_empty() {
-        let computed = compute(&missing.iter().map(|&i| texts[i]).collect::<Vec<_>>());
+        let computed = compute_with(&spec, &missing.iter().map(|&i| texts[i]).collect::<Vec<_>>(), Some(dims));
         if can_write() {
             let miss_hashes: Vec<Vec<u8>> = missing.iter().map(|&i| hashes[i].clone()).collect();
             let miss_vecs: Vec<String> = computed.iter().map(|v| vector_literal(v)).collect();
@@ -227,14 +316,66 @@ fn embed_batch_real(
     TableIterator::new(out.into_iter().enumerate().map(|(i, v)| ((i + 1) as i32, v)))
 }
 
-/// What the embedding organ is configured with, and whether it works: for `dionysus doctor`.
+/// The model the settings name, as `reindex_start()` records it (never the API key).
+#[pg_extern(stable, parallel_safe)]
+fn embedding_settings() -> pgrx::JsonB {
+    pgrx::JsonB(Spec::from_settings().to_json())
+}
+
+/// Embeddings of texts by a re-index run's model, without the cache (its vectors may be of
+/// another width than the store's until the swap), in input order. Only a run that is still
+/// building has a model to use; the run's model was recorded from the superuser-only settings.
+#[pg_extern(volatile, parallel_unsafe)]
+fn reindex_embed_real(
+    run_id: Option<pgrx::Uuid>,
+    contents: Option<Vec<Option<String>>>,
+) -> TableIterator<'static, (name!(ord, i32), name!(embedding, Vec<f32>))> {
+    let Some(run) = run_id else { errors::null_arg("run_id") };
+    let Some(contents) = contents else { errors::null_arg("contents") };
+    let found = crate::spi_util::select_prepared(
+        "SELECT target, dimensions FROM dionysus.reindex_runs WHERE id = $1 AND status = 'building'",
+        &[run.into()],
+        |row| Some((row.get::<pgrx::JsonB>(1).ok()??, row.get::<i32>(2).ok().flatten())),
+    );
+    let Some((pgrx::JsonB(target), dims)) = found.into_iter().next() else {
+        errors::invalid_arg("run_id", format!("no re-index run {run} is building"))
+    };
+    let spec: Spec = serde_json::from_value(target).unwrap_or_else(|e| errors::embedding_failed(format!("reindex_runs.target: {e}")));
+    let texts: Vec<String> = contents
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| check_text(&format!("contents[{}]", i + 1), t.as_deref()).to_string())
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(|s| s.as_str()).collect();
+    let out = compute_with(&spec, &refs, dims.map(|d| d as usize));
+    TableIterator::new(out.into_iter().enumerate().map(|(i, v)| ((i + 1) as i32, v)))
+}
+
+/// What the embedding organ is configured with, what the store holds, and whether it works:
+/// for `dionysus doctor`.
 #[pg_extern(volatile, parallel_unsafe)]
 fn embedding_info() -> pgrx::JsonB {
     let provider = provider();
+    let settings = Spec::from_settings();
+    let store = if !store_exists() { vec![] } else { crate::spi_util::select_prepared(
+        "SELECT spec, dimensions FROM dionysus.embedding_store WHERE id = 1",
+        &[],
+        |row| Some((row.get::<pgrx::JsonB>(1).ok()??, row.get::<i32>(2).ok()??)),
+    ) }
+    .into_iter()
+    .next();
+    let (store_key, dims) = match &store {
+        Some((pgrx::JsonB(spec), d)) => (serde_json::from_value::<Spec>(spec.clone()).map(|s| s.key()).ok(), *d as usize),
+        None => (None, DIMENSIONS),
+    };
     let mut info = serde_json::json!({
         "provider": match provider { Provider::Local => "local", Provider::Http => "http" },
-        "model_key": model_key(),
-        "dimensions": DIMENSIONS,
+        "model_key": settings.key(),
+        "dimensions": dims,
+        "store_model_key": store_key,
+        // The settings name another model than the one that made the stored vectors: recall
+        // would compare vectors of two models until `dionysus reindex` rebuilds them.
+        "reindex_needed": store_key.as_deref().is_some_and(|k| k != settings.key()),
     });
     match provider {
         Provider::Local => {

@@ -234,6 +234,20 @@ pub extern "C-unwind" fn dionysus_maintenance_main(_arg: pg_sys::Datum) {
             errors.push(format!("{name}: {e}"));
         }
     }
+    // A re-index (sql/020_reindex.sql): a batch of new vectors per transaction until the pass's
+    // time is up, at least one per pass however busy the rest was; then the swap.
+    let mut first = true;
+    while !stopping() && (first || Instant::now() < deadline) {
+        first = false;
+        match BackgroundWorker::transaction(|| in_subtransaction(reindex_step)) {
+            Ok(Some(step)) if step.get("embedded").is_some() => continue,
+            Ok(_) => break,
+            Err(e) => {
+                errors.push(format!("reindex: {e}"));
+                break;
+            }
+        }
+    }
     let elapsed_ms = begun.elapsed().as_secs_f64() * 1000.0;
     let error = if errors.is_empty() { None } else { Some(errors.join("; ")) };
     BackgroundWorker::transaction(|| record_pass(done, elapsed_ms, error));
@@ -380,6 +394,11 @@ fn refresh_lexicon_if_stale() {
     if lexical::lexicon_is_stale() {
         lexical::refresh_lexicon();
     }
+}
+
+/// One step of a building re-index run: its answer, None when nothing is building.
+fn reindex_step() -> Option<serde_json::Value> {
+    Spi::get_one::<pgrx::JsonB>("SELECT dionysus_internal.reindex_step(64)").expect("reindex step").map(|j| j.0)
 }
 
 /// Retention (heartbeat_config.retention_days): the past that is only a record is pruned.

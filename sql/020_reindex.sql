@@ -1,0 +1,481 @@
+-- Re-indexing from the raw log (seed 004 §7): everything derived from the immutable message
+-- log is rebuilt with the current extraction template and the current embedding settings,
+-- including a model of another width, while the old derived data keeps serving recall.
+--
+--   dionysus reindex  →  reindex_start()  →  one 'reindex_message' work item per person's turn
+--                        (the driver extracts it as it would a new turn; complete_work stages
+--                        the result in reindex_extractions instead of applying it)
+--   the worker        →  reindex_step(): the run's model embeds every memory, episode summary
+--                        and objective into reindex_vectors, a batch per pass; when nothing is
+--                        left to extract or embed, reindex_swap() replaces it all in one
+--                        transaction
+--
+-- What the swap replaces: every vector (memories, episode summaries, objectives; archetype
+-- centroids are recomputed, the cache of the old model is dropped when the width changes), and
+-- what the old extractions of the re-read turns made (their facts, triples and pending
+-- objectives), by what the new extractions say. What it keeps: the message log (never
+-- touched), the turn memories themselves (re-embedded), north stars, objectives the person
+-- completed or archived, and the derived data of a turn whose re-extraction failed for good.
+--
+-- Which model embeds what: `embedding_store` records the model that made the stored vectors.
+-- Outside a run, live writes embed with the settings (as ever; `embedding_info()` reports when
+-- they name another model than the store's: run `dionysus reindex`). While a run builds, live
+-- writes embed with the store's model, so the settings may already name the new model, and the
+-- run (its model recorded when it started) embeds with that. A run's model comes only from the
+-- settings, which only a superuser may set: nobody can point the database at a URL of their
+-- own by starting a run.
+--
+-- Lock order: the swap runs in the maintenance pass and, like the pass's other steps, waits
+-- for nothing: it tries 'dionysus.learn', each staged person's 'dionysus.objectives:<person>'
+-- (7 in 002's order) and then the tables (memories, episodes, objectives: EXCLUSIVE, which
+-- recall's reads pass; ACCESS EXCLUSIVE when the width changes), and if any is held it says
+-- so in the run's note and tries again next pass.
+
+-- ---------------------------------------------------------------------------------------
+-- The model the stored vectors were made with (one row).
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE embedding_store (
+    id         integer PRIMARY KEY DEFAULT 1 CHECK (id = 1),
+    -- {provider, url, model, model_path}: what embedding_settings() says; never the API key.
+    spec       jsonb NOT NULL CHECK (jsonb_typeof(spec) = 'object'),
+    model_key  text NOT NULL,
+    dimensions integer NOT NULL CHECK (dimensions BETWEEN 1 AND 2000),
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- ---------------------------------------------------------------------------------------
+-- Runs: at most one building at a time.
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE reindex_runs (
+    id               uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    status           text NOT NULL DEFAULT 'building' CHECK (status IN ('building', 'swapped', 'cancelled')),
+    -- Filled from the settings when the run is created (reindex_runs_guard), never by the caller.
+    target           jsonb NOT NULL DEFAULT '{}'::jsonb,
+    target_key       text NOT NULL DEFAULT '',
+    previous_key     text,
+    -- The width of the run's vectors, known from its first batch.
+    dimensions       integer CHECK (dimensions BETWEEN 1 AND 2000),
+    template_version integer,
+    requested_by     text,
+    started_at       timestamptz NOT NULL DEFAULT now(),
+    finished_at      timestamptz,
+    -- Why the last swap attempt waited, or what it skipped.
+    note             text,
+    -- What the swap replaced (counts, turns whose staged result could not be applied).
+    result           jsonb
+);
+CREATE UNIQUE INDEX reindex_runs_one_building ON reindex_runs ((true)) WHERE status = 'building';
+CREATE INDEX work_queue_reindex ON work_queue ((params ->> 'run_id'), status) WHERE action = 'reindex_message';
+
+-- The new vectors, by what they belong to; the column is of no fixed width.
+CREATE TABLE reindex_vectors (
+    run_id    uuid NOT NULL REFERENCES reindex_runs (id) ON DELETE CASCADE,
+    kind      text NOT NULL CHECK (kind IN ('memory', 'episode', 'objective')),
+    target_id uuid NOT NULL,
+    embedding vector NOT NULL,
+    PRIMARY KEY (run_id, kind, target_id)
+);
+
+-- The new extractions, by turn: what the swap will apply.
+CREATE TABLE reindex_extractions (
+    run_id     uuid NOT NULL REFERENCES reindex_runs (id) ON DELETE CASCADE,
+    message_id uuid NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+    -- The provenance the original extraction gave its facts and triples ('conversation:<id>',
+    -- 'imported:<id>'): what the swap removes and writes again.
+    source     text NOT NULL,
+    result     jsonb NOT NULL CHECK (jsonb_typeof(result) = 'object'),
+    PRIMARY KEY (run_id, message_id)
+);
+
+-- A run's model, width and history are the database's, not the caller's: the model is taken
+-- from the settings when it is created, and a finished run never changes again.
+CREATE FUNCTION dionysus_internal.reindex_runs_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    model jsonb;
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        model := dionysus.embedding_settings();
+        NEW.target := model - 'model_key';
+        NEW.target_key := model ->> 'model_key';
+        NEW.previous_key := (SELECT s.model_key FROM dionysus.embedding_store s WHERE s.id = 1);
+        NEW.status := 'building';
+        NEW.dimensions := NULL;
+        NEW.template_version := (SELECT t.version FROM dionysus.prompt_templates t WHERE t.key = 'extract_message' AND t.active);
+        NEW.started_at := now();
+        NEW.finished_at := NULL;
+        NEW.note := NULL;
+        NEW.result := NULL;
+        RETURN NEW;
+    END IF;
+    IF NEW.target IS DISTINCT FROM OLD.target OR NEW.target_key IS DISTINCT FROM OLD.target_key
+       OR NEW.previous_key IS DISTINCT FROM OLD.previous_key OR NEW.started_at IS DISTINCT FROM OLD.started_at
+       OR (OLD.dimensions IS NOT NULL AND NEW.dimensions IS DISTINCT FROM OLD.dimensions)
+       OR (OLD.status <> 'building' AND NEW IS DISTINCT FROM OLD) THEN
+        RAISE EXCEPTION 'dionysus: re-index run %: its model, width and a finished run are not to be changed', OLD.id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    -- Only the swap, which moved the store to the run's model first, ends a run as swapped.
+    IF NEW.status = 'swapped' AND OLD.status = 'building'
+       AND NOT EXISTS (SELECT 1 FROM dionysus.embedding_store s WHERE s.model_key = NEW.target_key AND s.dimensions = NEW.dimensions) THEN
+        RAISE EXCEPTION 'dionysus: re-index run % is swapped only by its swap', OLD.id USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER reindex_runs_guard BEFORE INSERT OR UPDATE ON reindex_runs
+    FOR EACH ROW EXECUTE FUNCTION dionysus_internal.reindex_runs_guard();
+
+-- ---------------------------------------------------------------------------------------
+-- Starting, watching and cancelling
+-- ---------------------------------------------------------------------------------------
+
+-- Starts a run, or answers the one already building (a second `dionysus reindex` resumes it).
+CREATE FUNCTION reindex_start(requested_by text DEFAULT NULL) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    run_id uuid;
+    queued integer;
+BEGIN
+    IF requested_by IS NOT NULL AND length(requested_by) > 200 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "requested_by": at most 200 characters' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- Two starts at once make one run.
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.reindex_start', 0));
+    SELECT r.id INTO run_id FROM dionysus.reindex_runs r WHERE r.status = 'building';
+    IF FOUND THEN
+        RETURN dionysus.reindex_status() || jsonb_build_object('resumed', true);
+    END IF;
+    INSERT INTO dionysus.reindex_runs (requested_by) VALUES (reindex_start.requested_by) RETURNING id INTO run_id;
+    -- Every turn of a person that still has its memory (a forgotten one stays forgotten), read
+    -- again as it was first read; below live work (0) and an import's (-1).
+    INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, priority)
+    SELECT 'reindex:' || run_id || ':' || m.id, 'reindex_message',
+           jsonb_build_object('run_id', run_id, 'message_id', m.id, 'memory_id', m.memory_id, 'person', m.person,
+                              'source', CASE WHEN m.import_id IS NULL THEN 'conversation:' ELSE 'imported:' END || m.id),
+           dionysus_internal.heartbeat_setting('work_max_attempts')::int, -2
+      FROM dionysus.messages m
+     WHERE NOT m.is_bot AND m.memory_id IS NOT NULL AND m.person IS NOT NULL
+     ORDER BY m.created_at, m.id;
+    GET DIAGNOSTICS queued = ROW_COUNT;
+    RETURN dionysus.reindex_status() || jsonb_build_object('resumed', false, 'queued', queued);
+END $$;
+
+-- The latest run and how far it is.
+CREATE FUNCTION reindex_status() RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    run dionysus.reindex_runs;
+    ex jsonb;
+    vectors_done bigint;
+    vectors_total bigint;
+BEGIN
+    SELECT * INTO run FROM dionysus.reindex_runs r ORDER BY (r.status = 'building') DESC, r.started_at DESC LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN jsonb_build_object('status', 'none');
+    END IF;
+    SELECT jsonb_build_object('total', count(*), 'done', count(*) FILTER (WHERE q.status = 'done'),
+                              'failed', count(*) FILTER (WHERE q.status = 'failed'),
+                              'waiting', count(*) FILTER (WHERE q.status IN ('pending', 'claimed')))
+      INTO ex FROM dionysus.work_queue q WHERE q.action = 'reindex_message' AND q.params ->> 'run_id' = run.id::text;
+    IF run.status = 'building' THEN
+        SELECT count(*) INTO vectors_done FROM dionysus.reindex_vectors v WHERE v.run_id = run.id;
+        vectors_total := (SELECT count(*) FROM dionysus.memories) + (SELECT count(*) FROM dionysus.objectives)
+                         + (SELECT count(*) FROM dionysus.episodes e WHERE e.summary IS NOT NULL);
+    END IF;
+    RETURN jsonb_build_object(
+        'run_id', run.id, 'status', run.status, 'started_at', run.started_at, 'finished_at', run.finished_at,
+        'model', run.target_key, 'previous_model', run.previous_key, 'dimensions', run.dimensions,
+        'template_version', run.template_version, 'requested_by', run.requested_by,
+        'extractions', ex,
+        'vectors', CASE WHEN run.status = 'building' THEN jsonb_build_object('done', vectors_done, 'total', greatest(vectors_total, vectors_done)) END,
+        'phase', CASE WHEN run.status <> 'building' THEN run.status
+                      WHEN (ex ->> 'waiting')::bigint > 0 THEN 'extracting'
+                      WHEN vectors_done < vectors_total THEN 'embedding'
+                      ELSE 'swapping' END,
+        'note', run.note, 'result', run.result);
+END $$;
+
+-- Stops the run that is building: its staged data goes, the old derived data stays.
+CREATE FUNCTION reindex_cancel() RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    cancelled uuid;
+    dropped integer;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.reindex_start', 0));
+    UPDATE dionysus.reindex_runs r SET status = 'cancelled', finished_at = now(), note = 'cancelled'
+     WHERE r.status = 'building' RETURNING r.id INTO cancelled;
+    IF cancelled IS NULL THEN
+        RETURN jsonb_build_object('cancelled', false, 'reason', 'no re-index is building');
+    END IF;
+    UPDATE dionysus.work_queue q SET status = 'failed', last_error = 're-index cancelled', lease_until = NULL, completed_at = now()
+     WHERE q.action = 'reindex_message' AND q.params ->> 'run_id' = cancelled::text AND q.status IN ('pending', 'claimed');
+    GET DIAGNOSTICS dropped = ROW_COUNT;
+    DELETE FROM dionysus.reindex_extractions x WHERE x.run_id = cancelled;
+    RETURN jsonb_build_object('cancelled', true, 'run_id', cancelled, 'extractions_dropped', dropped);
+END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- Staging (complete_work of a 'reindex_message' item)
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION dionysus_internal.reindex_stage(w dionysus.work_queue, result jsonb) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    key text;
+    staged jsonb := '{}'::jsonb;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM dionysus.reindex_runs r WHERE r.id = (w.params ->> 'run_id')::uuid AND r.status = 'building') THEN
+        RETURN jsonb_build_object('staged', false, 'reason', 'the re-index run is no longer building');
+    END IF;
+    -- Only what an extraction of a turn rebuilds; each entry an object (the swap applies them).
+    FOREACH key IN ARRAY ARRAY['facts', 'triples', 'objectives'] LOOP
+        IF EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(result -> key, '[]')) e WHERE jsonb_typeof(e) <> 'object') THEN
+            RAISE EXCEPTION 'dionysus: argument "result.%": every entry must be an object', key USING ERRCODE = 'invalid_text_representation';
+        END IF;
+        staged := staged || jsonb_build_object(key, coalesce(result -> key, '[]'));
+    END LOOP;
+    INSERT INTO dionysus.reindex_extractions (run_id, message_id, source, result)
+    VALUES ((w.params ->> 'run_id')::uuid, (w.params ->> 'message_id')::uuid, w.params ->> 'source', staged)
+    ON CONFLICT (run_id, message_id) DO UPDATE SET result = EXCLUDED.result;
+    RETURN jsonb_build_object('staged', true, 'facts', jsonb_array_length(staged -> 'facts'),
+                              'triples', jsonb_array_length(staged -> 'triples'), 'objectives', jsonb_array_length(staged -> 'objectives'));
+END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- Embedding with the run's model (the maintenance pass)
+-- ---------------------------------------------------------------------------------------
+
+-- What has a vector, and the text it is made from (as remember, note_objective and an episode
+-- summary embed it).
+CREATE FUNCTION dionysus_internal.reindex_sources(kind text) RETURNS TABLE (id uuid, body text)
+    LANGUAGE sql STABLE AS $$
+    SELECT m.id, m.content FROM dionysus.memories m WHERE reindex_sources.kind = 'memory'
+    UNION ALL
+    SELECT e.id, e.summary FROM dionysus.episodes e WHERE reindex_sources.kind = 'episode' AND e.summary IS NOT NULL
+    UNION ALL
+    SELECT o.id, left(btrim(o.description), 1000) FROM dionysus.objectives o WHERE reindex_sources.kind = 'objective'
+$$;
+
+-- Embeds up to max_items (NULL: all) of what has no new vector yet; returns how many.
+CREATE FUNCTION dionysus_internal.reindex_embed_missing(run_id uuid, max_items integer) RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    k text;
+    ids uuid[];
+    texts text[];
+    done integer := 0;
+    chunk integer;
+BEGIN
+    FOREACH k IN ARRAY ARRAY['memory', 'episode', 'objective'] LOOP
+        LOOP
+            chunk := least(64, coalesce(max_items - done, 64));
+            EXIT WHEN chunk <= 0;
+            SELECT array_agg(s.id ORDER BY s.id), array_agg(s.body ORDER BY s.id) INTO ids, texts
+              FROM (SELECT s.id, s.body FROM dionysus_internal.reindex_sources(k) s
+                     WHERE NOT EXISTS (SELECT 1 FROM dionysus.reindex_vectors v
+                                        WHERE v.run_id = reindex_embed_missing.run_id AND v.kind = k AND v.target_id = s.id)
+                     ORDER BY s.id LIMIT chunk) s;
+            EXIT WHEN ids IS NULL;
+            INSERT INTO dionysus.reindex_vectors (run_id, kind, target_id, embedding)
+            SELECT reindex_embed_missing.run_id, k, ids[e.ord], e.embedding::vector
+              FROM dionysus.reindex_embed_real(reindex_embed_missing.run_id, texts) e;
+            -- The run's width is its first vector's; every later batch is checked against it.
+            UPDATE dionysus.reindex_runs r
+               SET dimensions = (SELECT vector_dims(v.embedding) FROM dionysus.reindex_vectors v
+                                  WHERE v.run_id = reindex_embed_missing.run_id LIMIT 1)
+             WHERE r.id = reindex_embed_missing.run_id AND r.dimensions IS NULL;
+            done := done + cardinality(ids);
+        END LOOP;
+    END LOOP;
+    RETURN done;
+END $$;
+
+-- The new vector of a row, for the swap's ALTER ... USING.
+CREATE FUNCTION dionysus_internal.reindex_vector(run_id uuid, kind text, target_id uuid) RETURNS vector
+    LANGUAGE sql STABLE AS $$
+    SELECT v.embedding FROM dionysus.reindex_vectors v
+     WHERE v.run_id = reindex_vector.run_id AND v.kind = reindex_vector.kind AND v.target_id = reindex_vector.target_id
+$$;
+
+-- One step of the building run, from the maintenance pass: a batch of vectors, or, when all
+-- are made and no extraction waits, the swap. NULL when no run is building.
+CREATE FUNCTION dionysus_internal.reindex_step(batch integer DEFAULT 256) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    run dionysus.reindex_runs;
+    embedded integer;
+BEGIN
+    SELECT * INTO run FROM dionysus.reindex_runs r WHERE r.status = 'building';
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    IF NOT pg_try_advisory_xact_lock(hashtextextended('dionysus.reindex', 0)) THEN
+        RETURN jsonb_build_object('run_id', run.id, 'skipped', 'another step holds the run');
+    END IF;
+    embedded := dionysus_internal.reindex_embed_missing(run.id, greatest(coalesce(batch, 256), 1));
+    IF embedded > 0 THEN
+        RETURN jsonb_build_object('run_id', run.id, 'embedded', embedded);
+    END IF;
+    RETURN dionysus_internal.reindex_swap(run.id);
+END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- The swap: one transaction
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION dionysus_internal.reindex_swap(run_id uuid) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    run dionysus.reindex_runs;
+    store dionysus.embedding_store;
+    waiting bigint;
+    who text;
+    widen boolean;
+    vtype text;
+    st record;
+    item jsonb;
+    privacy text[];
+    old_facts uuid[];
+    removed jsonb;
+    made jsonb := jsonb_build_object('facts', 0, 'triples', 0, 'objectives', 0);
+    skipped jsonb := '[]'::jsonb;
+    stragglers integer;
+    requeued bigint;
+    applied_turns integer := 0;
+BEGIN
+    SELECT * INTO run FROM dionysus.reindex_runs r WHERE r.id = reindex_swap.run_id AND r.status = 'building' FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    SELECT count(*) INTO waiting FROM dionysus.work_queue q
+     WHERE q.action = 'reindex_message' AND q.params ->> 'run_id' = run.id::text AND q.status IN ('pending', 'claimed');
+    IF waiting > 0 THEN
+        UPDATE dionysus.reindex_runs r SET note = format('waiting for %s extractions', waiting) WHERE r.id = run.id;
+        RETURN jsonb_build_object('run_id', run.id, 'waiting_for', waiting);
+    END IF;
+    SELECT * INTO store FROM dionysus.embedding_store s WHERE s.id = 1;
+    widen := run.dimensions IS NOT NULL AND run.dimensions <> store.dimensions;
+    -- Try every lock; wait for none (lock order above).
+    IF NOT pg_try_advisory_xact_lock(hashtextextended('dionysus.learn', 0)) THEN
+        UPDATE dionysus.reindex_runs r SET note = 'swap waits: someone is learning' WHERE r.id = run.id;
+        RETURN jsonb_build_object('run_id', run.id, 'busy', 'learn');
+    END IF;
+    FOR who IN SELECT DISTINCT m.person FROM dionysus.reindex_extractions x JOIN dionysus.messages m ON m.id = x.message_id
+                WHERE x.run_id = run.id AND m.person IS NOT NULL ORDER BY 1 LOOP
+        IF NOT pg_try_advisory_xact_lock(hashtextextended('dionysus.objectives:' || who, 0)) THEN
+            UPDATE dionysus.reindex_runs r SET note = 'swap waits: objectives being noted' WHERE r.id = run.id;
+            RETURN jsonb_build_object('run_id', run.id, 'busy', 'objectives');
+        END IF;
+    END LOOP;
+    BEGIN
+        IF widen THEN
+            LOCK TABLE dionysus.memories, dionysus.episodes, dionysus.objectives, dionysus.embedding_cache, dionysus.context_archetypes
+                IN ACCESS EXCLUSIVE MODE NOWAIT;
+        ELSE
+            LOCK TABLE dionysus.memories, dionysus.episodes, dionysus.objectives IN EXCLUSIVE MODE NOWAIT;
+        END IF;
+    EXCEPTION WHEN lock_not_available THEN
+        UPDATE dionysus.reindex_runs r SET note = 'swap waits: the memories are being written' WHERE r.id = run.id;
+        RETURN jsonb_build_object('run_id', run.id, 'busy', 'tables');
+    END;
+    -- What was written since the last step (nothing more can be now).
+    stragglers := dionysus_internal.reindex_embed_missing(run.id, NULL);
+    SELECT * INTO run FROM dionysus.reindex_runs r WHERE r.id = run.id;
+    widen := run.dimensions IS NOT NULL AND run.dimensions <> store.dimensions;
+
+    -- 1. The vectors.
+    IF widen THEN
+        vtype := format('%I.vector(%s)', (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+                                           WHERE e.extname = 'vector'), run.dimensions);
+        EXECUTE format('ALTER TABLE dionysus.memories ALTER COLUMN embedding TYPE %s USING dionysus_internal.reindex_vector(%L, %L, id)',
+                       vtype, run.id, 'memory');
+        EXECUTE format('ALTER TABLE dionysus.episodes ALTER COLUMN summary_embedding TYPE %s '
+                       'USING CASE WHEN summary IS NULL THEN NULL ELSE dionysus_internal.reindex_vector(%L, %L, id) END',
+                       vtype, run.id, 'episode');
+        EXECUTE format('ALTER TABLE dionysus.objectives ALTER COLUMN embedding TYPE %s USING dionysus_internal.reindex_vector(%L, %L, id)',
+                       vtype, run.id, 'objective');
+        DELETE FROM dionysus.embedding_cache;
+        EXECUTE format('ALTER TABLE dionysus.embedding_cache ALTER COLUMN embedding TYPE %s', vtype);
+        EXECUTE format('ALTER TABLE dionysus.context_archetypes ALTER COLUMN centroid TYPE %s USING NULL', vtype);
+    ELSE
+        UPDATE dionysus.memories m SET embedding = v.embedding FROM dionysus.reindex_vectors v
+         WHERE v.run_id = run.id AND v.kind = 'memory' AND v.target_id = m.id;
+        UPDATE dionysus.episodes e SET summary_embedding = v.embedding FROM dionysus.reindex_vectors v
+         WHERE v.run_id = run.id AND v.kind = 'episode' AND v.target_id = e.id;
+        UPDATE dionysus.objectives o SET embedding = v.embedding FROM dionysus.reindex_vectors v
+         WHERE v.run_id = run.id AND v.kind = 'objective' AND v.target_id = o.id;
+        UPDATE dionysus.context_archetypes c SET centroid = NULL WHERE c.centroid IS NOT NULL;
+    END IF;
+    -- From here on, live writes and the new extractions embed with the run's model.
+    UPDATE dionysus.embedding_store s SET spec = run.target, model_key = run.target_key,
+           dimensions = coalesce(run.dimensions, s.dimensions), updated_at = now()
+     WHERE s.id = 1;
+
+    -- 2. What the old extractions of the re-read turns made.
+    SELECT array_agg(m.id) INTO old_facts
+      FROM dionysus.memories m JOIN dionysus.facts f ON f.memory_id = m.id
+     WHERE m.source IN (SELECT x.source FROM dionysus.reindex_extractions x WHERE x.run_id = run.id)
+       AND NOT (m.metadata ? 'north_star')
+       AND NOT EXISTS (SELECT 1 FROM dionysus.north_stars n WHERE n.memory_id = m.id);
+    DELETE FROM dionysus.episode_memories em WHERE em.memory_id = ANY (old_facts);
+    DELETE FROM dionysus.memories m WHERE m.id = ANY (old_facts);
+    WITH t AS (DELETE FROM dionysus.triples t
+                WHERE t.source IN (SELECT x.source FROM dionysus.reindex_extractions x WHERE x.run_id = run.id) RETURNING 1),
+         o AS (DELETE FROM dionysus.objectives o
+                WHERE o.status = 'pending'
+                  AND o.origin_message_id IN (SELECT x.message_id FROM dionysus.reindex_extractions x WHERE x.run_id = run.id)
+               RETURNING 1)
+    SELECT jsonb_build_object('facts', coalesce(cardinality(old_facts), 0), 'triples', (SELECT count(*) FROM t),
+                              'objectives', (SELECT count(*) FROM o))
+      INTO removed;
+
+    -- 3. What the new extractions say, turn by turn in the log's order; a turn whose result
+    --    cannot be applied keeps nothing of it and is named in the result.
+    FOR st IN SELECT x.result, x.source, m.id AS message_id, m.person, m.memory_id, m.created_at, m.import_id
+                FROM dionysus.reindex_extractions x JOIN dionysus.messages m ON m.id = x.message_id
+               WHERE x.run_id = run.id ORDER BY m.created_at, m.id LOOP
+        BEGIN
+            privacy := CASE WHEN st.person IS NULL THEN NULL ELSE ARRAY[st.person] END;
+            FOR item IN SELECT * FROM jsonb_array_elements(coalesce(st.result -> 'facts', '[]')) LOOP
+                PERFORM dionysus.learn(item ->> 'content', item ->> 'subject', item ->> 'category',
+                                       coalesce((item ->> 'confidence')::float8, 0.8), st.source, private_to => privacy);
+                made := jsonb_set(made, '{facts}', to_jsonb((made ->> 'facts')::int + 1));
+            END LOOP;
+            FOR item IN SELECT * FROM jsonb_array_elements(coalesce(st.result -> 'triples', '[]')) LOOP
+                PERFORM dionysus.add_triple(item ->> 'subject', item ->> 'predicate', item ->> 'object',
+                                            coalesce((item ->> 'confidence')::float8, 0.8), st.source, st.memory_id, private_to => privacy);
+                made := jsonb_set(made, '{triples}', to_jsonb((made ->> 'triples')::int + 1));
+            END LOOP;
+            -- As complete_work: an imported turn older than 30 days is the person's past.
+            IF st.person IS NOT NULL AND NOT (st.import_id IS NOT NULL AND st.created_at < now() - interval '30 days') THEN
+                FOR item IN SELECT * FROM jsonb_array_elements(coalesce(st.result -> 'objectives', '[]')) LOOP
+                    IF dionysus_internal.note_objective(st.person, item ->> 'description', (item ->> 'saliency')::float8,
+                                                        item ->> 'status', st.message_id) IS NOT NULL THEN
+                        made := jsonb_set(made, '{objectives}', to_jsonb((made ->> 'objectives')::int + 1));
+                    END IF;
+                END LOOP;
+            END IF;
+            applied_turns := applied_turns + 1;
+        EXCEPTION WHEN OTHERS THEN
+            skipped := skipped || jsonb_build_object('message_id', st.message_id, 'error', SQLERRM);
+        END;
+    END LOOP;
+
+    -- 4. Every neighbourhood was computed from the old vectors.
+    INSERT INTO dionysus.neighborhood_queue (memory_id)
+    SELECT m.id FROM dionysus.memories m
+     WHERE m.status = 'active' AND NOT EXISTS (SELECT 1 FROM dionysus.neighborhood_queue q WHERE q.memory_id = m.id);
+    GET DIAGNOSTICS requeued = ROW_COUNT;
+
+    UPDATE dionysus.reindex_runs r
+       SET status = 'swapped', finished_at = now(), note = NULL,
+           result = jsonb_build_object('removed', removed, 'made', made, 'turns_applied', applied_turns, 'turns_skipped', skipped,
+                                       'extractions_failed', (SELECT count(*) FROM dionysus.work_queue q
+                                                               WHERE q.action = 'reindex_message' AND q.params ->> 'run_id' = run.id::text
+                                                                 AND q.status = 'failed'),
+                                       'vectors', (SELECT count(*) FROM dionysus.reindex_vectors v WHERE v.run_id = run.id),
+                                       'stragglers', stragglers, 'width_changed', widen, 'neighborhoods_requeued', requeued)
+     WHERE r.id = run.id;
+    DELETE FROM dionysus.reindex_vectors v WHERE v.run_id = run.id;
+    DELETE FROM dionysus.reindex_extractions x WHERE x.run_id = run.id;
+    PERFORM pg_notify('dionysus_reindex', run.id::text);
+    RETURN jsonb_build_object('run_id', run.id, 'swapped', true) || (SELECT r.result FROM dionysus.reindex_runs r WHERE r.id = run.id);
+END $$;

@@ -1,0 +1,319 @@
+//! Re-indexing from the raw log (#12 §7, sql/020_reindex.sql): everything the message log made
+//! is rebuilt with today's extraction template and embedding settings, including a model of
+//! another width, in the background and resumably, while recall keeps answering from the old
+//! index until one transaction swaps the new one in; the log itself is never touched.
+use dionysus_tests::fake_embeddings::{bag_of_words, FakeEmbeddings};
+use dionysus_tests::fake_llm::{Answer, FakeLlm};
+use dionysus_tests::running::Running;
+use dionysus_tests::{driver_conninfo, expect_error, scripted_driver_config, TestDb};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+use tokio_postgres::Client;
+
+async fn one<T: for<'a> tokio_postgres::types::FromSql<'a>>(c: &Client, sql: &str) -> T {
+    c.query_one(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}")).get(0)
+}
+
+/// Waits until `sql` (a boolean; NULL is false) holds.
+async fn until(c: &Client, sql: &str, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !one::<bool>(c, &format!("SELECT coalesce(({sql}), false)")).await {
+        assert!(Instant::now() < deadline, "{what}: not within 60 s ({sql})");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The facts recall finds for a person, best first.
+async fn recalled(c: &Client, query: &str, person: &str) -> Vec<String> {
+    c.query("SELECT content FROM dionysus.recall($1, 5, ARRAY['semantic'], person => $2)", &[&query, &person])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+/// The message log as it is: every column of every turn, hashed.
+async fn log_fingerprint(c: &Client) -> String {
+    one(c, "SELECT md5(coalesce(string_agg(m::text, '|' ORDER BY m.id), '')) FROM dionysus.messages m").await
+}
+
+/// Completes a claimed item as the driver would.
+async fn complete(c: &Client, item: &str, result: Value) -> Value {
+    let row = c
+        .query_one("SELECT id, lease_token FROM dionysus.claim_work_item($1::text::uuid, 'test')", &[&item])
+        .await
+        .unwrap_or_else(|e| panic!("claim {item}: {e}"));
+    let (id, lease): (uuid::Uuid, uuid::Uuid) = (row.get(0), row.get(1));
+    c.query_one("SELECT dionysus.complete_work($1, $2, $3)", &[&id, &result, &lease]).await.expect("complete").get(0)
+}
+
+/// The conversation's extraction, re-read with a changed template by the running driver: until
+/// the swap, recall answers from the old facts; after it, from the new ones, and the log is as
+/// it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_template_rebuilds_facts_while_recall_keeps_answering() {
+    let db = TestDb::new("reindex_template").await;
+    let llm = FakeLlm::start().await;
+    // The revised template's reading (earlier rules win), then the original's.
+    llm.json("REVISED EXTRACTION", json!({"facts": [{"content": "Ada's son Leo begins violin lessons in March", "subject": "Leo"}],
+                                          "triples": [{"subject": "Leo", "predicate": "learns", "object": "violin"}], "goals": []}));
+    llm.json("Read the latest message", json!({"facts": [{"content": "Ada's son takes music lessons", "subject": "son"}],
+                                               "triples": [{"subject": "Ada's son", "predicate": "takes", "object": "music lessons"}], "goals": []}));
+    llm.on("TASK: chat", Answer::Text("How lovely.".into()));
+    let c = &db.client;
+    let mut run = Running::start(scripted_driver_config(driver_conninfo(&db.name), &llm), &["ada"]).await;
+    run.say("r1", "ada", "My son Leo starts violin lessons in March!").await;
+    until(c, "SELECT EXISTS (SELECT 1 FROM dionysus.memories WHERE content = 'Ada''s son takes music lessons')", "the first extraction").await;
+    run.stop().await;
+    let log_before = log_fingerprint(c).await;
+    let turns_before: i64 = one(c, "SELECT count(*) FROM dionysus.messages").await;
+
+    // The person's word changed the template (as an approved proposal would).
+    c.batch_execute(
+        "SELECT dionysus.set_prompt_template('extract_message', \
+           (SELECT template FROM dionysus.prompt_templates WHERE key = 'extract_message' AND active) || E'\\nREVISED EXTRACTION: name the instrument.')",
+    )
+    .await
+    .unwrap();
+    // Someone is learning: the swap waits (it never waits on a lock; it tries again next pass).
+    let holder = db.connect().await;
+    holder.batch_execute("SELECT pg_advisory_lock(hashtextextended('dionysus.learn', 0))").await.unwrap();
+
+    // `dionysus reindex` as the driver's role.
+    let driver = connect_as_driver(&db).await;
+    let started: Value = one(&driver, "SELECT dionysus.reindex_start('test')").await;
+    assert_eq!(started["resumed"], json!(false), "{started}");
+    assert_eq!(started["queued"], json!(1), "one person's turn to read again: {started}");
+    let revised: i32 = one(c, "SELECT version::int FROM dionysus.prompt_templates WHERE key = 'extract_message' AND active").await;
+    assert_eq!(started["template_version"], json!(revised), "the run reads with today's template: {started}");
+    let again: Value = one(&driver, "SELECT dionysus.reindex_start('test')").await;
+    assert_eq!((again["resumed"].clone(), again["run_id"].clone()), (json!(true), started["run_id"].clone()), "a second start resumes: {again}");
+
+    let run = Running::start(scripted_driver_config(driver_conninfo(&db.name), &llm), &["ada"]).await;
+    until(c, "SELECT dionysus.reindex_status() ->> 'note' = 'swap waits: someone is learning'", "the rebuild, complete but for the swap").await;
+    let status: Value = one(c, "SELECT dionysus.reindex_status()").await;
+    assert_eq!(status["phase"], json!("swapping"), "{status}");
+    assert_eq!(status["extractions"]["done"], json!(1), "{status}");
+    assert!(llm.requests_with("REVISED EXTRACTION").len() == 1, "the driver read the turn with the new template");
+    // Meanwhile recall answers from the old index, and nothing of the new reading shows.
+    assert_eq!(recalled(&driver, "violin lessons", "test:ada").await.first().map(String::as_str), Some("Ada's son takes music lessons"));
+    assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.memories WHERE content LIKE '%Leo begins%'").await, 0);
+    assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.triples WHERE predicate = 'learns'").await, 0);
+
+    holder.batch_execute("SELECT pg_advisory_unlock(hashtextextended('dionysus.learn', 0))").await.unwrap();
+    until(c, "SELECT dionysus.reindex_status() ->> 'status' = 'swapped'", "the swap").await;
+    let status: Value = one(c, "SELECT dionysus.reindex_status()").await;
+    assert_eq!(status["result"]["removed"]["facts"], json!(1), "{status}");
+    assert_eq!(status["result"]["made"]["facts"], json!(1), "{status}");
+    let after = recalled(&driver, "violin lessons", "test:ada").await;
+    assert_eq!(after.first().map(String::as_str), Some("Ada's son Leo begins violin lessons in March"), "{after:?}");
+    assert!(!after.iter().any(|f| f == "Ada's son takes music lessons"), "the old reading is gone: {after:?}");
+    let triples: Vec<String> = c.query("SELECT predicate FROM dionysus.triples ORDER BY 1", &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(triples, vec!["learns".to_string()]);
+    // The new fact keeps the provenance and privacy of the turn it came from.
+    let (source, private): (String, Vec<String>) = {
+        let r = c.query_one("SELECT source, private_to FROM dionysus.memories WHERE content LIKE '%Leo begins%'", &[]).await.unwrap();
+        (r.get(0), r.get(1))
+    };
+    assert!(source.starts_with("conversation:"), "{source}");
+    assert_eq!(private, vec!["test:ada".to_string()]);
+    // The raw log is never touched.
+    assert_eq!(log_fingerprint(c).await, log_before);
+    assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.messages").await, turns_before);
+    run.stop().await;
+}
+
+async fn connect_as_driver(db: &TestDb) -> Client {
+    let (client, conn) = tokio_postgres::connect(&driver_conninfo(&db.name), tokio_postgres::NoTls).await.expect("connect as the driver");
+    tokio::spawn(conn);
+    client
+}
+
+/// A model of another width (16 dimensions over HTTP instead of the local 384): live writes go
+/// on with the store's model while the run builds, the swap retypes every vector column in one
+/// transaction, and afterwards recall, remembering and archetypes work with the new model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_of_another_width_replaces_every_vector_in_one_swap() {
+    let model = FakeEmbeddings::start(16).await;
+    let db = TestDb::new("reindex_width").await;
+    let c = &db.client;
+    let turn: Value = one(c, "SELECT dionysus.log_message('test', 'w1', 'c', 'ada', 'My garden has tomatoes and basil this summer')").await;
+    complete(c, turn["work_id"].as_str().unwrap(), json!({"facts": [{"content": "Ada grows tomatoes and basil"}]})).await;
+    c.batch_execute(
+        "SELECT dionysus.remember('A long walk along the river at dusk'); \
+         SELECT dionysus.remember('The violin recital was on Sunday')",
+    )
+    .await
+    .unwrap();
+    let memories: i64 = one(c, "SELECT count(*) FROM dionysus.memories").await;
+
+    // The settings now name the new model: before any run, a write with it is refused clearly.
+    c.batch_execute(&format!(
+        "SET dionysus.embedding_provider = 'http'; SET dionysus.embedding_url = '{}'; SET dionysus.embedding_model = 'bag-16';",
+        model.url
+    ))
+    .await
+    .unwrap();
+    let info: Value = one(c, "SELECT dionysus.embedding_info()").await;
+    assert_eq!(info["reindex_needed"], json!(true), "{info}");
+    let (code, msg) = expect_error(c, "SELECT dionysus.remember('refused before the re-index')").await;
+    assert_eq!(code, "22000", "{msg}");
+    assert!(msg.contains("16 dimensions") && msg.contains("vector(384)") && msg.contains("dionysus reindex"), "{msg}");
+
+    let started: Value = one(c, "SELECT dionysus.reindex_start()").await;
+    assert_eq!(started["model"], json!("http:bag-16"), "{started}");
+    // While the run builds, live writes embed with the store's model (384), settings or not.
+    let during: uuid::Uuid = one(c, "SELECT dionysus.remember('Written while the new index was being built')").await;
+    assert_eq!(one::<i32>(c, &format!("SELECT vector_dims(embedding) FROM dionysus.memories WHERE id = '{during}'")).await, 384);
+    let item: String = one(c, "SELECT id::text FROM dionysus.work_queue WHERE action = 'reindex_message'").await;
+    complete(c, &item, json!({"facts": [{"content": "Ada grows tomatoes, basil and mint"}], "triples": [], "objectives": []})).await;
+
+    // The maintenance pass (or this session: one step at a time either way) embeds, then swaps.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let step: Option<Value> = one(c, "SELECT dionysus_internal.reindex_step(500)").await;
+        if one::<String>(c, "SELECT dionysus.reindex_status() ->> 'status'").await == "swapped" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no swap within 120 s: {step:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let status: Value = one(c, "SELECT dionysus.reindex_status()").await;
+    assert_eq!(status["result"]["width_changed"], json!(true), "{status}");
+    assert_eq!(status["dimensions"], json!(16), "{status}");
+    // Every vector column is 16 wide now, and every memory (the one written during the build too) has its new vector.
+    let types: Vec<String> = c
+        .query(
+            "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a \
+              WHERE a.attrelid IN ('dionysus.memories'::regclass, 'dionysus.episodes'::regclass, 'dionysus.objectives'::regclass, \
+                                   'dionysus.embedding_cache'::regclass, 'dionysus.context_archetypes'::regclass) \
+                AND a.atttypid = (SELECT oid FROM pg_type WHERE typname = 'vector') ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(types.len(), 5, "{types:?}");
+    assert!(types.iter().all(|t| t.ends_with("vector(16)")), "{types:?}");
+    assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.memories WHERE vector_dims(embedding) = 16").await, memories + 1);
+    let stored: Vec<f32> = one(c, &format!("SELECT embedding::real[] FROM dionysus.memories WHERE id = '{during}'")).await;
+    let expected = bag_of_words("Written while the new index was being built", 16);
+    assert!(stored.iter().zip(&expected).all(|(a, b)| (a - b).abs() < 1e-5), "the new model's vector");
+    let store: Value = one(c, "SELECT to_jsonb(s) FROM dionysus.embedding_store s").await;
+    assert_eq!((store["model_key"].clone(), store["dimensions"].clone()), (json!("http:bag-16"), json!(16)), "{store}");
+    assert!(store.to_string().find("api_key").is_none(), "no key is stored: {store}");
+    // Recall, remembering and archetypes work with the new model.
+    let found: Vec<String> =
+        c.query("SELECT content FROM dionysus.recall('violin recital Sunday', 3)", &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(found.first().map(String::as_str), Some("The violin recital was on Sunday"), "{found:?}");
+    c.batch_execute("SELECT dionysus.remember('After the swap, in the new model')").await.expect("remember after the swap");
+    let facts: Vec<String> = c
+        .query("SELECT m.content FROM dionysus.memories m JOIN dionysus.facts f ON f.memory_id = m.id", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(facts, vec!["Ada grows tomatoes, basil and mint".to_string()]);
+    let archetype: Value = one(c, "SELECT dionysus.match_archetype(dionysus.embed('hi, how are you today?'))").await;
+    assert!(archetype.is_object(), "{archetype}");
+    assert_eq!(one::<Value>(c, "SELECT dionysus.embedding_info()").await["reindex_needed"], json!(false));
+    assert!(model.texts.load(std::sync::atomic::Ordering::SeqCst) as i64 > memories, "the new model embedded the store");
+}
+
+/// A turn whose re-reading failed for good keeps what it had; a second start resumes; a cancel
+/// leaves the old index as it was; and the driver's role can neither choose the model a run
+/// embeds with (its settings are the superuser's) nor swap, step or write the store itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_are_kept_cancels_are_clean_and_the_driver_cannot_forge_a_run() {
+    let db = TestDb::new("reindex_trust").await;
+    let c = &db.client;
+    let mut items = vec![];
+    for (id, text, fact) in [("t1", "I moved to Porto last spring", "Ada lives in Porto"), ("t2", "I work as a nurse", "Ada is a nurse")] {
+        let turn: Value = one(c, &format!("SELECT dionysus.log_message('test', '{id}', 'c', 'ada', '{text}')")).await;
+        complete(c, turn["work_id"].as_str().unwrap(), json!({"facts": [{"content": fact}]})).await;
+        items.push(turn["message_id"].as_str().unwrap().to_string());
+    }
+    let driver = connect_as_driver(&db).await;
+
+    // The run's model is the settings', whatever the driver's role writes.
+    let (code, _) = expect_error(&driver, "INSERT INTO dionysus.reindex_runs (target, target_key) VALUES ('{\"provider\": \"http\", \"url\": \"http://attacker\"}', 'x')").await;
+    assert_eq!(code, "42501");
+    let (code, _) = expect_error(&driver, "UPDATE dionysus.embedding_store SET spec = '{\"provider\": \"http\", \"url\": \"http://attacker\"}'").await;
+    assert_eq!(code, "42501");
+    let started: Value = one(&driver, "SELECT dionysus.reindex_start('driver')").await;
+    assert_eq!(started["model"], json!("local:all-MiniLM-L6-v2"), "{started}");
+    assert_eq!(started["queued"], json!(2), "{started}");
+    for sql in [
+        "SELECT dionysus_internal.reindex_step()".to_string(),
+        format!("SELECT dionysus_internal.reindex_swap('{}')", started["run_id"].as_str().unwrap()),
+        format!("SELECT * FROM dionysus.reindex_embed_real('{}', ARRAY['x'])", started["run_id"].as_str().unwrap()),
+        "INSERT INTO dionysus.reindex_vectors SELECT id, 'memory', gen_random_uuid(), '[1,2]' FROM dionysus.reindex_runs".to_string(),
+    ] {
+        let (code, msg) = expect_error(&driver, &sql).await;
+        assert_eq!(code, "42501", "{sql}: {msg}");
+    }
+    let (code, msg) = expect_error(&driver, "UPDATE dionysus.reindex_runs SET status = 'swapped'").await;
+    assert_eq!(code, "55000", "only the swap ends a run as swapped: {msg}");
+
+    // One turn is read again; the other's re-reading fails for good.
+    let pending: Vec<(String, String)> = c
+        .query("SELECT id::text, params ->> 'message_id' FROM dionysus.work_queue WHERE action = 'reindex_message' ORDER BY created_at, id", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let porto = pending.iter().find(|(_, m)| *m == items[0]).unwrap().0.clone();
+    let nurse = pending.iter().find(|(_, m)| *m == items[1]).unwrap().0.clone();
+    let row = c.query_one("SELECT id, lease_token FROM dionysus.claim_work_item($1::text::uuid, 'test')", &[&porto]).await.unwrap();
+    let (id, lease): (uuid::Uuid, uuid::Uuid) = (row.get(0), row.get(1));
+    let bad = c.query_one("SELECT dionysus.complete_work($1, $2, $3)", &[&id, &json!({"facts": ["not an object"]}), &lease]).await.unwrap_err();
+    assert_eq!(dionysus_tests::sqlstate(&bad), "22P02", "{bad}");
+    assert!(dionysus_tests::message(&bad).contains("result.facts"), "{bad}");
+    c.query_one("SELECT dionysus.complete_work($1, $2, $3)", &[&id, &json!({"facts": [{"content": "Ada moved to Porto in the spring"}]}), &lease])
+        .await
+        .expect("stage the re-reading");
+    let row = c.query_one("SELECT id, lease_token FROM dionysus.claim_work_item($1::text::uuid, 'test')", &[&nurse]).await.unwrap();
+    let (id, lease): (uuid::Uuid, uuid::Uuid) = (row.get(0), row.get(1));
+    c.query_one("SELECT dionysus.fail_work($1, 'the model refused', false, $2)", &[&id, &lease]).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while one::<String>(c, "SELECT dionysus.reindex_status() ->> 'status'").await != "swapped" {
+        let _: Option<Value> = one(c, "SELECT dionysus_internal.reindex_step(500)").await;
+        assert!(Instant::now() < deadline, "no swap");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let facts: Vec<String> = c
+        .query("SELECT m.content FROM dionysus.memories m JOIN dionysus.facts f ON f.memory_id = m.id ORDER BY 1", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(facts, vec!["Ada is a nurse".to_string(), "Ada moved to Porto in the spring".to_string()], "the failed turn keeps its fact");
+    assert_eq!(one::<Value>(c, "SELECT dionysus.reindex_status()").await["result"]["extractions_failed"], json!(1));
+    let (code, _) = expect_error(&driver, "UPDATE dionysus.reindex_runs SET note = 'rewritten'").await;
+    assert_eq!(code, "55000", "a finished run never changes");
+
+    // A cancelled run leaves the index as it was and can be started again.
+    let second: Value = one(&driver, "SELECT dionysus.reindex_start('driver')").await;
+    assert_eq!(second["resumed"], json!(false));
+    let cancelled: Value = one(&driver, "SELECT dionysus.reindex_cancel()").await;
+    assert_eq!(cancelled["cancelled"], json!(true), "{cancelled}");
+    assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.work_queue WHERE action = 'reindex_message' AND status IN ('pending', 'claimed')").await, 0);
+    assert_eq!(one::<String>(c, "SELECT dionysus.reindex_status() ->> 'phase'").await, "cancelled");
+    let _: Option<Value> = one(c, "SELECT dionysus_internal.reindex_step(500)").await;
+    let after: Vec<String> = c
+        .query("SELECT m.content FROM dionysus.memories m JOIN dionysus.facts f ON f.memory_id = m.id ORDER BY 1", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(after, facts);
+    let third: Value = one(&driver, "SELECT dionysus.reindex_start('driver')").await;
+    assert_eq!(third["status"], json!("building"), "{third}");
+}
