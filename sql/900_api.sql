@@ -70,8 +70,8 @@ COMMENT ON VIEW memory_health IS
 -- Documentation of every table and function.
 -- ---------------------------------------------------------------------------------------
 COMMENT ON TABLE memories IS
-    'Every memory: episodic, semantic (facts), procedural, strategic. Embedded with all-MiniLM-L6-v2 '
-    '(vector(384), HNSW cosine) and indexed for full text (search, GIN).';
+    'Every memory: episodic, semantic (facts), procedural, strategic. Embedded by the store''s model (embedding_store: '
+    'all-MiniLM-L6-v2, vector(384), unless a re-index moved it; HNSW cosine) and indexed for full text (search, GIN).';
 COMMENT ON TABLE episodes IS
     'Runs of episodic memories from one source; a gap over dionysus.episode_gap_minutes starts a new one.';
 COMMENT ON TABLE episode_memories IS 'Which episode each episodic memory belongs to, in order.';
@@ -91,8 +91,8 @@ COMMENT ON TABLE lexicon IS 'Document frequency of each lexeme, for BM25 (refres
 COMMENT ON TABLE worker_status IS 'The maintenance worker''s last pass in this database.';
 
 COMMENT ON FUNCTION embed(text) IS
-    'Embedding of a text as vector(384), computed inside the database (dionysus.embedding_provider: '
-    'local all-MiniLM-L6-v2, or an OpenAI-compatible http endpoint). Cached by content hash.';
+    'Embedding of a text by the store''s model (embedding_store), computed inside the database (local all-MiniLM-L6-v2, '
+    'vector(384), or an OpenAI-compatible http endpoint). Cached by content hash.';
 COMMENT ON FUNCTION embed_batch(text[]) IS
     'Embeddings of many texts in one call (batched forward passes), with their 1-based position.';
 COMMENT ON FUNCTION embed_real IS 'embed() as real[]: for clients without the vector type.';
@@ -498,6 +498,11 @@ COMMENT ON TABLE reindex_runs IS
     'Re-index runs (dionysus reindex): the model and extraction template each rebuilds with (taken from the settings, never the caller), its progress note and what its swap replaced.';
 COMMENT ON TABLE reindex_vectors IS 'A building run''s new vectors (any width) for memories, episode summaries and objectives.';
 COMMENT ON TABLE reindex_extractions IS 'A building run''s new extractions of the person''s turns, applied by the swap.';
+COMMENT ON TABLE reindex_tombstones IS 'Facts of a turn that were deleted (forgotten): a re-index keeps that turn as it is rather than read the facts back.';
+COMMENT ON FUNCTION dionysus_internal.reindex_tombstone() IS 'Trigger: a deleted fact of a conversation or imported turn leaves a tombstone (reindex_tombstones).';
+COMMENT ON FUNCTION dionysus_internal.turn_source(uuid, uuid) IS 'The provenance a turn''s extraction gives its facts and triples: conversation:<id>, or imported:<id> for an imported turn.';
+COMMENT ON FUNCTION embedding_store_adopt(boolean) IS
+    'Owner only: declares the stored vectors the settings'' model''s, for a store with no memories yet (force: vectors made elsewhere by that model); its width must be the store''s (22000). Anything else is a re-index.';
 COMMENT ON FUNCTION dionysus_internal.reindex_runs_guard() IS
     'Trigger: a run''s model comes from the settings when it is created; its model, width and a finished run never change; only its swap ends it as swapped.';
 COMMENT ON FUNCTION reindex_start(text) IS
@@ -514,7 +519,7 @@ COMMENT ON FUNCTION dionysus_internal.reindex_vector(uuid, text, uuid) IS 'A row
 COMMENT ON FUNCTION dionysus_internal.reindex_step(integer) IS
     'One maintenance step of the building run: up to batch new vectors, else the swap. NULL when nothing is building.';
 COMMENT ON FUNCTION dionysus_internal.reindex_swap(uuid) IS
-    'When no extraction waits: in one transaction, every vector replaced (the columns retyped when the width changed), the store moved to the run''s model, the re-read turns'' old facts, triples and pending objectives replaced by the new extractions, every neighbourhood requeued. Tries its locks and waits for none.';
+    'When no extraction waits: in one transaction, every vector replaced (the columns retyped when the width changed), the store moved to the run''s model, each re-read turn''s old facts, triples and pending objectives replaced by its new reading (unless the person corrected, archived or forgot one of them; a completed or archived objective is never reopened), every neighbourhood requeued. Tries its locks and waits for none.';
 COMMENT ON FUNCTION embedding_settings() IS 'The embedding model the settings name ({provider, url, model, model_path, model_key}), never the API key.';
 COMMENT ON FUNCTION dionysus.reindex_embed_real(uuid, text[]) IS 'Embeddings by a building re-index run''s model, without the cache, in input order (internal to the re-index).';
 
@@ -589,4 +594,5 @@ GRANT INSERT (requested_by) ON reindex_runs TO dionysus_driver;
 GRANT UPDATE (status, finished_at, note) ON reindex_runs TO dionysus_driver;
 GRANT DELETE ON reindex_extractions TO dionysus_driver;
 REVOKE EXECUTE ON FUNCTION dionysus_internal.reindex_step(integer), dionysus_internal.reindex_swap(uuid),
-    dionysus_internal.reindex_embed_missing(uuid, integer), dionysus.reindex_embed_real(uuid, text[]) FROM PUBLIC, dionysus_driver;
+    dionysus_internal.reindex_embed_missing(uuid, integer), dionysus.reindex_embed_real(uuid, text[]), embedding_store_adopt(boolean)
+    FROM PUBLIC, dionysus_driver;

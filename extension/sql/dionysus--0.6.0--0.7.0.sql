@@ -22,6 +22,13 @@ VOLATILE PARALLEL UNSAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'reindex_embed_real_wrapper';
 
+CREATE  FUNCTION "embedding_store_adopt"(
+	"force" bool DEFAULT false /* Option < bool > */
+) RETURNS jsonb /* pgrx :: JsonB */
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'embedding_store_adopt_wrapper';
+
 -- ---------------------------------------------------------------------------------------
 -- A new organ, created whole as sql/020_reindex.sql has it
 -- ---------------------------------------------------------------------------------------
@@ -44,19 +51,29 @@ AS 'MODULE_PATHNAME', 'reindex_embed_real_wrapper';
 -- touched), the turn memories themselves (re-embedded), north stars, objectives the person
 -- completed or archived, and the derived data of a turn whose re-extraction failed for good.
 --
--- Which model embeds what: `embedding_store` records the model that made the stored vectors.
--- Outside a run, live writes embed with the settings (as ever; `embedding_info()` reports when
--- they name another model than the store's: run `dionysus reindex`). While a run builds, live
--- writes embed with the store's model, so the settings may already name the new model, and the
--- run (its model recorded when it started) embeds with that. A run's model comes only from the
--- settings, which only a superuser may set: nobody can point the database at a URL of their
--- own by starting a run.
+-- Which model embeds what: `embedding_store` records the model that made the stored vectors,
+-- and every live write and query embeds with it, whatever a session's settings say (the
+-- settings are used when they name that same model: a moved URL or model directory). When the
+-- settings name another model, nothing changes until `dionysus reindex` (`embedding_info()`
+-- and `dionysus doctor` say so); the run records the settings' model when it starts and builds
+-- with it; the swap moves the store to it, for every session at once. A run's model comes only
+-- from the settings, which only a superuser may set: nobody can point the database at a URL of
+-- their own by starting a run. While a run builds, each transaction that embeds holds
+-- 'dionysus.reindex_vectors' shared; the swap takes it exclusively (trying, never waiting), so
+-- no vector of the old model is written once the swap has begun.
+--
+-- What the person decided stays decided: a turn whose facts they corrected (superseded),
+-- archived or forgot (a tombstone, reindex_tombstones), or any of whose facts is no longer
+-- plainly active, keeps what it has and its new reading is not applied; an objective they
+-- completed or archived is never reopened or doubled.
 --
 -- Lock order: the swap runs in the maintenance pass and, like the pass's other steps, waits
--- for nothing: it tries 'dionysus.learn', each staged person's 'dionysus.objectives:<person>'
--- (7 in 002's order) and then the tables (memories, episodes, objectives: EXCLUSIVE, which
--- recall's reads pass; ACCESS EXCLUSIVE when the width changes), and if any is held it says
--- so in the run's note and tries again next pass.
+-- for nothing: it tries 'dionysus.reindex_vectors', 'dionysus.learn', each staged person's
+-- 'dionysus.objectives:<person>' (7 in 002's order) and then the tables (memories, episodes,
+-- objectives: EXCLUSIVE; ACCESS EXCLUSIVE, with the cache and the archetypes, when the width
+-- changes or is not known yet), and if any is held it says so in the run's note and tries again
+-- next pass. While it holds them, plain reads go on; recall (its access log's key check) and
+-- writes wait for its commit.
 
 -- ---------------------------------------------------------------------------------------
 -- The model the stored vectors were made with (one row).
@@ -114,6 +131,25 @@ CREATE TABLE reindex_extractions (
     PRIMARY KEY (run_id, message_id)
 );
 
+-- Facts of a turn the person forgot: the turn's next reading must not bring them back.
+CREATE TABLE reindex_tombstones (
+    source     text NOT NULL,
+    content    text NOT NULL,
+    -- The transaction that deleted it (a swap removes the tombstones of its own deletions).
+    txid       bigint NOT NULL DEFAULT txid_current(),
+    deleted_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX reindex_tombstones_source ON reindex_tombstones (source);
+
+CREATE FUNCTION dionysus_internal.reindex_tombstone() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO dionysus.reindex_tombstones (source, content) VALUES (OLD.source, OLD.content);
+    RETURN OLD;
+END $$;
+CREATE TRIGGER memories_reindex_tombstone AFTER DELETE ON memories FOR EACH ROW
+    WHEN (OLD.type = 'semantic' AND (OLD.source LIKE 'conversation:%' OR OLD.source LIKE 'imported:%'))
+    EXECUTE FUNCTION dionysus_internal.reindex_tombstone();
+
 -- A run's model, width and history are the database's, not the caller's: the model is taken
 -- from the settings when it is created, and a finished run never changes again.
 CREATE FUNCTION dionysus_internal.reindex_runs_guard() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -141,9 +177,9 @@ BEGIN
         RAISE EXCEPTION 'dionysus: re-index run %: its model, width and a finished run are not to be changed', OLD.id
             USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
-    -- Only the swap, which moved the store to the run's model first, ends a run as swapped.
+    -- Only the swap, which writes the result (the driver's role cannot), ends a run as swapped.
     IF NEW.status = 'swapped' AND OLD.status = 'building'
-       AND NOT EXISTS (SELECT 1 FROM dionysus.embedding_store s WHERE s.model_key = NEW.target_key AND s.dimensions = NEW.dimensions) THEN
+       AND (NEW.result IS NULL OR NOT EXISTS (SELECT 1 FROM dionysus.embedding_store s WHERE s.model_key = NEW.target_key)) THEN
         RAISE EXCEPTION 'dionysus: re-index run % is swapped only by its swap', OLD.id USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
     RETURN NEW;
@@ -154,6 +190,12 @@ CREATE TRIGGER reindex_runs_guard BEFORE INSERT OR UPDATE ON reindex_runs
 -- ---------------------------------------------------------------------------------------
 -- Starting, watching and cancelling
 -- ---------------------------------------------------------------------------------------
+
+-- The provenance a turn's extraction gives its facts and triples (012, 018).
+CREATE FUNCTION dionysus_internal.turn_source(message_id uuid, import_id uuid) RETURNS text
+    LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN import_id IS NULL THEN 'conversation:' ELSE 'imported:' END || message_id
+$$;
 
 -- Starts a run, or answers the one already building (a second `dionysus reindex` resumes it).
 CREATE FUNCTION reindex_start(requested_by text DEFAULT NULL) RETURNS jsonb
@@ -172,15 +214,19 @@ BEGIN
         RETURN dionysus.reindex_status() || jsonb_build_object('resumed', true);
     END IF;
     INSERT INTO dionysus.reindex_runs (requested_by) VALUES (reindex_start.requested_by) RETURNING id INTO run_id;
-    -- Every turn of a person that still has its memory (a forgotten one stays forgotten), read
-    -- again as it was first read; below live work (0) and an import's (-1).
+    -- Every turn the person said themselves that still has its memory (a forgotten one stays
+    -- forgotten; someone else's words in an imported chat are not theirs to read), read again
+    -- as it was first read, unless its first reading is still waiting (that one reads with
+    -- today's template anyway); below live work (0) and an import's (-1).
     INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, priority)
     SELECT 'reindex:' || run_id || ':' || m.id, 'reindex_message',
            jsonb_build_object('run_id', run_id, 'message_id', m.id, 'memory_id', m.memory_id, 'person', m.person,
-                              'source', CASE WHEN m.import_id IS NULL THEN 'conversation:' ELSE 'imported:' END || m.id),
+                              'source', dionysus_internal.turn_source(m.id, m.import_id)),
            dionysus_internal.heartbeat_setting('work_max_attempts')::int, -2
-      FROM dionysus.messages m
-     WHERE NOT m.is_bot AND m.memory_id IS NOT NULL AND m.person IS NOT NULL
+      FROM dionysus.messages m JOIN dionysus.memories t ON t.id = m.memory_id
+     WHERE NOT m.is_bot AND m.person IS NOT NULL AND t.metadata ->> 'role' = 'user'
+       AND NOT EXISTS (SELECT 1 FROM dionysus.work_queue q WHERE q.idempotency_key = 'extract_message:' || m.id
+                                                            AND q.status IN ('pending', 'claimed'))
      ORDER BY m.created_at, m.id;
     GET DIAGNOSTICS queued = ROW_COUNT;
     RETURN dionysus.reindex_status() || jsonb_build_object('resumed', false, 'queued', queued);
@@ -275,9 +321,12 @@ END $$;
 -- summary embed it).
 CREATE FUNCTION dionysus_internal.reindex_sources(kind text) RETURNS TABLE (id uuid, body text)
     LANGUAGE sql STABLE AS $$
-    SELECT m.id, m.content FROM dionysus.memories m WHERE reindex_sources.kind = 'memory'
+    -- At most the longest text accepted now (a memory may be older than the limit).
+    SELECT m.id, left(m.content, current_setting('dionysus.max_content_length')::int) FROM dionysus.memories m
+     WHERE reindex_sources.kind = 'memory'
     UNION ALL
-    SELECT e.id, e.summary FROM dionysus.episodes e WHERE reindex_sources.kind = 'episode' AND e.summary IS NOT NULL
+    SELECT e.id, left(e.summary, current_setting('dionysus.max_content_length')::int) FROM dionysus.episodes e
+     WHERE reindex_sources.kind = 'episode' AND e.summary IS NOT NULL
     UNION ALL
     SELECT o.id, left(btrim(o.description), 1000) FROM dionysus.objectives o WHERE reindex_sources.kind = 'objective'
 $$;
@@ -338,11 +387,27 @@ BEGIN
     IF NOT pg_try_advisory_xact_lock(hashtextextended('dionysus.reindex', 0)) THEN
         RETURN jsonb_build_object('run_id', run.id, 'skipped', 'another step holds the run');
     END IF;
-    embedded := dionysus_internal.reindex_embed_missing(run.id, greatest(coalesce(batch, 256), 1));
+    -- What cancelled runs staged.
+    DELETE FROM dionysus.reindex_vectors v
+     WHERE (v.run_id, v.kind, v.target_id) IN (SELECT x.run_id, x.kind, x.target_id FROM dionysus.reindex_vectors x
+                                                JOIN dionysus.reindex_runs r ON r.id = x.run_id AND r.status <> 'building' LIMIT 10000);
+    -- A failure is the run's news: written in its note (reindex_status shows it), tried again
+    -- next pass.
+    BEGIN
+        embedded := dionysus_internal.reindex_embed_missing(run.id, greatest(coalesce(batch, 256), 1));
+    EXCEPTION WHEN OTHERS THEN
+        UPDATE dionysus.reindex_runs r SET note = left('embedding failed (tried again next pass): ' || SQLERRM, 1000) WHERE r.id = run.id;
+        RETURN jsonb_build_object('run_id', run.id, 'failed', SQLERRM);
+    END;
     IF embedded > 0 THEN
         RETURN jsonb_build_object('run_id', run.id, 'embedded', embedded);
     END IF;
-    RETURN dionysus_internal.reindex_swap(run.id);
+    BEGIN
+        RETURN dionysus_internal.reindex_swap(run.id);
+    EXCEPTION WHEN OTHERS THEN
+        UPDATE dionysus.reindex_runs r SET note = left('swap failed (tried again next pass): ' || SQLERRM, 1000) WHERE r.id = run.id;
+        RETURN jsonb_build_object('run_id', run.id, 'failed', SQLERRM);
+    END;
 END $$;
 
 -- ---------------------------------------------------------------------------------------
@@ -360,10 +425,12 @@ DECLARE
     st record;
     item jsonb;
     privacy text[];
-    old_facts uuid[];
-    removed jsonb;
+    gone jsonb;
+    removed jsonb := jsonb_build_object('facts', 0, 'triples', 0, 'objectives', 0);
     made jsonb := jsonb_build_object('facts', 0, 'triples', 0, 'objectives', 0);
     skipped jsonb := '[]'::jsonb;
+    kept integer := 0;
+    e vector;
     stragglers integer;
     requeued bigint;
     applied_turns integer := 0;
@@ -379,8 +446,12 @@ BEGIN
         RETURN jsonb_build_object('run_id', run.id, 'waiting_for', waiting);
     END IF;
     SELECT * INTO store FROM dionysus.embedding_store s WHERE s.id = 1;
-    widen := run.dimensions IS NOT NULL AND run.dimensions <> store.dimensions;
-    -- Try every lock; wait for none (lock order above).
+    -- Try every lock; wait for none (lock order above). A width not known yet may change.
+    widen := run.dimensions IS NULL OR run.dimensions <> store.dimensions;
+    IF NOT pg_try_advisory_xact_lock(hashtextextended('dionysus.reindex_vectors', 0)) THEN
+        UPDATE dionysus.reindex_runs r SET note = 'swap waits: a transaction is still embedding with the old model' WHERE r.id = run.id;
+        RETURN jsonb_build_object('run_id', run.id, 'busy', 'embedding');
+    END IF;
     IF NOT pg_try_advisory_xact_lock(hashtextextended('dionysus.learn', 0)) THEN
         UPDATE dionysus.reindex_runs r SET note = 'swap waits: someone is learning' WHERE r.id = run.id;
         RETURN jsonb_build_object('run_id', run.id, 'busy', 'learn');
@@ -410,8 +481,8 @@ BEGIN
 
     -- 1. The vectors.
     IF widen THEN
-        vtype := format('%I.vector(%s)', (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
-                                           WHERE e.extname = 'vector'), run.dimensions);
+        vtype := format('%I.vector(%s)', (SELECT n.nspname FROM pg_extension x JOIN pg_namespace n ON n.oid = x.extnamespace
+                                           WHERE x.extname = 'vector'), run.dimensions);
         EXECUTE format('ALTER TABLE dionysus.memories ALTER COLUMN embedding TYPE %s USING dionysus_internal.reindex_vector(%L, %L, id)',
                        vtype, run.id, 'memory');
         EXECUTE format('ALTER TABLE dionysus.episodes ALTER COLUMN summary_embedding TYPE %s '
@@ -425,42 +496,43 @@ BEGIN
     ELSE
         UPDATE dionysus.memories m SET embedding = v.embedding FROM dionysus.reindex_vectors v
          WHERE v.run_id = run.id AND v.kind = 'memory' AND v.target_id = m.id;
-        UPDATE dionysus.episodes e SET summary_embedding = v.embedding FROM dionysus.reindex_vectors v
-         WHERE v.run_id = run.id AND v.kind = 'episode' AND v.target_id = e.id;
+        UPDATE dionysus.episodes x SET summary_embedding = v.embedding FROM dionysus.reindex_vectors v
+         WHERE v.run_id = run.id AND v.kind = 'episode' AND v.target_id = x.id;
         UPDATE dionysus.objectives o SET embedding = v.embedding FROM dionysus.reindex_vectors v
          WHERE v.run_id = run.id AND v.kind = 'objective' AND v.target_id = o.id;
         UPDATE dionysus.context_archetypes c SET centroid = NULL WHERE c.centroid IS NOT NULL;
     END IF;
-    -- From here on, live writes and the new extractions embed with the run's model.
+    -- From here on, every session's writes and the new extractions embed with the run's model.
     UPDATE dionysus.embedding_store s SET spec = run.target, model_key = run.target_key,
            dimensions = coalesce(run.dimensions, s.dimensions), updated_at = now()
      WHERE s.id = 1;
 
-    -- 2. What the old extractions of the re-read turns made.
-    SELECT array_agg(m.id) INTO old_facts
-      FROM dionysus.memories m JOIN dionysus.facts f ON f.memory_id = m.id
-     WHERE m.source IN (SELECT x.source FROM dionysus.reindex_extractions x WHERE x.run_id = run.id)
-       AND NOT (m.metadata ? 'north_star')
-       AND NOT EXISTS (SELECT 1 FROM dionysus.north_stars n WHERE n.memory_id = m.id);
-    DELETE FROM dionysus.episode_memories em WHERE em.memory_id = ANY (old_facts);
-    DELETE FROM dionysus.memories m WHERE m.id = ANY (old_facts);
-    WITH t AS (DELETE FROM dionysus.triples t
-                WHERE t.source IN (SELECT x.source FROM dionysus.reindex_extractions x WHERE x.run_id = run.id) RETURNING 1),
-         o AS (DELETE FROM dionysus.objectives o
-                WHERE o.status = 'pending'
-                  AND o.origin_message_id IN (SELECT x.message_id FROM dionysus.reindex_extractions x WHERE x.run_id = run.id)
-               RETURNING 1)
-    SELECT jsonb_build_object('facts', coalesce(cardinality(old_facts), 0), 'triples', (SELECT count(*) FROM t),
-                              'objectives', (SELECT count(*) FROM o))
-      INTO removed;
-
-    -- 3. What the new extractions say, turn by turn in the log's order; a turn whose result
-    --    cannot be applied keeps nothing of it and is named in the result.
-    FOR st IN SELECT x.result, x.source, m.id AS message_id, m.person, m.memory_id, m.created_at, m.import_id
+    -- 2. Turn by turn, in the log's order: what the old reading made goes and the new reading's
+    --    comes, together or not at all. The source is the log's, never the staged row's.
+    FOR st IN SELECT x.result, dionysus_internal.turn_source(m.id, m.import_id) AS source, m.id AS message_id, m.person,
+                     m.memory_id, m.created_at, m.import_id
                 FROM dionysus.reindex_extractions x JOIN dionysus.messages m ON m.id = x.message_id
-               WHERE x.run_id = run.id ORDER BY m.created_at, m.id LOOP
+               WHERE x.run_id = run.id AND NOT m.is_bot AND m.person IS NOT NULL
+               ORDER BY m.created_at, m.id LOOP
+        -- The person has had their say on what this turn gave (a fact corrected, archived,
+        -- retired or forgotten): it keeps what it has.
+        IF EXISTS (SELECT 1 FROM dionysus.reindex_tombstones t WHERE t.source = st.source AND t.txid <> txid_current())
+           OR EXISTS (SELECT 1 FROM dionysus.memories f JOIN dionysus.facts ff ON ff.memory_id = f.id
+                       WHERE f.source = st.source
+                         AND (f.status <> 'active' OR ff.state NOT IN ('learned', 'confirmed') OR f.superseded_by IS NOT NULL
+                              OR EXISTS (SELECT 1 FROM dionysus.memories o WHERE o.superseded_by = f.id)
+                              OR EXISTS (SELECT 1 FROM dionysus.north_stars n WHERE n.memory_id = f.id))) THEN
+            kept := kept + 1;
+            CONTINUE;
+        END IF;
         BEGIN
-            privacy := CASE WHEN st.person IS NULL THEN NULL ELSE ARRAY[st.person] END;
+            privacy := ARRAY[st.person];
+            WITH f AS (DELETE FROM dionysus.memories m
+                        WHERE m.source = st.source AND m.id IN (SELECT ff.memory_id FROM dionysus.facts ff) RETURNING 1),
+                 t AS (DELETE FROM dionysus.triples t WHERE t.source = st.source RETURNING 1),
+                 o AS (DELETE FROM dionysus.objectives o WHERE o.status = 'pending' AND o.origin_message_id = st.message_id RETURNING 1)
+            SELECT jsonb_build_object('facts', (SELECT count(*) FROM f), 'triples', (SELECT count(*) FROM t), 'objectives', (SELECT count(*) FROM o))
+              INTO gone;
             FOR item IN SELECT * FROM jsonb_array_elements(coalesce(st.result -> 'facts', '[]')) LOOP
                 PERFORM dionysus.learn(item ->> 'content', item ->> 'subject', item ->> 'category',
                                        coalesce((item ->> 'confidence')::float8, 0.8), st.source, private_to => privacy);
@@ -471,22 +543,39 @@ BEGIN
                                             coalesce((item ->> 'confidence')::float8, 0.8), st.source, st.memory_id, private_to => privacy);
                 made := jsonb_set(made, '{triples}', to_jsonb((made ->> 'triples')::int + 1));
             END LOOP;
-            -- As complete_work: an imported turn older than 30 days is the person's past.
-            IF st.person IS NOT NULL AND NOT (st.import_id IS NOT NULL AND st.created_at < now() - interval '30 days') THEN
+            -- As complete_work: an imported turn older than 30 days is the person's past. An
+            -- objective the person completed or archived is never reopened or doubled.
+            IF NOT (st.import_id IS NOT NULL AND st.created_at < now() - interval '30 days') THEN
                 FOR item IN SELECT * FROM jsonb_array_elements(coalesce(st.result -> 'objectives', '[]')) LOOP
+                    IF coalesce(btrim(item ->> 'description'), '') <> '' THEN
+                        e := dionysus.embed(left(btrim(item ->> 'description'), 1000));
+                        CONTINUE WHEN EXISTS (SELECT 1 FROM dionysus.objectives o
+                                               WHERE o.person = st.person AND o.status IN ('completed', 'archived')
+                                                 AND 1 - (o.embedding <=> e) >= 0.85);
+                    END IF;
                     IF dionysus_internal.note_objective(st.person, item ->> 'description', (item ->> 'saliency')::float8,
                                                         item ->> 'status', st.message_id) IS NOT NULL THEN
                         made := jsonb_set(made, '{objectives}', to_jsonb((made ->> 'objectives')::int + 1));
                     END IF;
                 END LOOP;
             END IF;
+            removed := jsonb_build_object('facts', (removed ->> 'facts')::int + (gone ->> 'facts')::int,
+                                          'triples', (removed ->> 'triples')::int + (gone ->> 'triples')::int,
+                                          'objectives', (removed ->> 'objectives')::int + (gone ->> 'objectives')::int);
             applied_turns := applied_turns + 1;
-        EXCEPTION WHEN OTHERS THEN
+        EXCEPTION
+            -- What the model produced cannot be stored: this turn keeps its old reading.
+            -- Anything else (a dead embedding endpoint, a deadlock) fails the swap, tried again.
+            WHEN invalid_parameter_value OR invalid_text_representation OR data_exception OR check_violation
+                 OR not_null_violation OR null_value_not_allowed OR string_data_right_truncation
+                 OR numeric_value_out_of_range OR program_limit_exceeded OR foreign_key_violation THEN
             skipped := skipped || jsonb_build_object('message_id', st.message_id, 'error', SQLERRM);
         END;
     END LOOP;
+    -- The tombstones this swap's own deletions left.
+    DELETE FROM dionysus.reindex_tombstones t WHERE t.txid = txid_current();
 
-    -- 4. Every neighbourhood was computed from the old vectors.
+    -- 3. Every neighbourhood was computed from the old vectors.
     INSERT INTO dionysus.neighborhood_queue (memory_id)
     SELECT m.id FROM dionysus.memories m
      WHERE m.status = 'active' AND NOT EXISTS (SELECT 1 FROM dionysus.neighborhood_queue q WHERE q.memory_id = m.id);
@@ -494,7 +583,8 @@ BEGIN
 
     UPDATE dionysus.reindex_runs r
        SET status = 'swapped', finished_at = now(), note = NULL,
-           result = jsonb_build_object('removed', removed, 'made', made, 'turns_applied', applied_turns, 'turns_skipped', skipped,
+           result = jsonb_build_object('removed', removed, 'made', made, 'turns_applied', applied_turns,
+                                       'turns_kept_by_the_person', kept, 'turns_skipped', skipped,
                                        'extractions_failed', (SELECT count(*) FROM dionysus.work_queue q
                                                                WHERE q.action = 'reindex_message' AND q.params ->> 'run_id' = run.id::text
                                                                  AND q.status = 'failed'),
@@ -726,6 +816,12 @@ BEGIN
     END LOOP;
 END $$;
 
+COMMENT ON TABLE memories IS
+    'Every memory: episodic, semantic (facts), procedural, strategic. Embedded by the store''s model (embedding_store: '
+    'all-MiniLM-L6-v2, vector(384), unless a re-index moved it; HNSW cosine) and indexed for full text (search, GIN).';
+COMMENT ON FUNCTION embed(text) IS
+    'Embedding of a text by the store''s model (embedding_store), computed inside the database (local all-MiniLM-L6-v2, '
+    'vector(384), or an OpenAI-compatible http endpoint). Cached by content hash.';
 -- Re-indexing (020).
 COMMENT ON TABLE embedding_store IS
     'The model that made the stored vectors ({provider, url, model, model_path}, never the API key) and their width; moved only by a re-index swap.';
@@ -733,6 +829,11 @@ COMMENT ON TABLE reindex_runs IS
     'Re-index runs (dionysus reindex): the model and extraction template each rebuilds with (taken from the settings, never the caller), its progress note and what its swap replaced.';
 COMMENT ON TABLE reindex_vectors IS 'A building run''s new vectors (any width) for memories, episode summaries and objectives.';
 COMMENT ON TABLE reindex_extractions IS 'A building run''s new extractions of the person''s turns, applied by the swap.';
+COMMENT ON TABLE reindex_tombstones IS 'Facts of a turn that were deleted (forgotten): a re-index keeps that turn as it is rather than read the facts back.';
+COMMENT ON FUNCTION dionysus_internal.reindex_tombstone() IS 'Trigger: a deleted fact of a conversation or imported turn leaves a tombstone (reindex_tombstones).';
+COMMENT ON FUNCTION dionysus_internal.turn_source(uuid, uuid) IS 'The provenance a turn''s extraction gives its facts and triples: conversation:<id>, or imported:<id> for an imported turn.';
+COMMENT ON FUNCTION embedding_store_adopt(boolean) IS
+    'Owner only: declares the stored vectors the settings'' model''s, for a store with no memories yet (force: vectors made elsewhere by that model); its width must be the store''s (22000). Anything else is a re-index.';
 COMMENT ON FUNCTION dionysus_internal.reindex_runs_guard() IS
     'Trigger: a run''s model comes from the settings when it is created; its model, width and a finished run never change; only its swap ends it as swapped.';
 COMMENT ON FUNCTION reindex_start(text) IS
@@ -749,7 +850,7 @@ COMMENT ON FUNCTION dionysus_internal.reindex_vector(uuid, text, uuid) IS 'A row
 COMMENT ON FUNCTION dionysus_internal.reindex_step(integer) IS
     'One maintenance step of the building run: up to batch new vectors, else the swap. NULL when nothing is building.';
 COMMENT ON FUNCTION dionysus_internal.reindex_swap(uuid) IS
-    'When no extraction waits: in one transaction, every vector replaced (the columns retyped when the width changed), the store moved to the run''s model, the re-read turns'' old facts, triples and pending objectives replaced by the new extractions, every neighbourhood requeued. Tries its locks and waits for none.';
+    'When no extraction waits: in one transaction, every vector replaced (the columns retyped when the width changed), the store moved to the run''s model, each re-read turn''s old facts, triples and pending objectives replaced by its new reading (unless the person corrected, archived or forgot one of them; a completed or archived objective is never reopened), every neighbourhood requeued. Tries its locks and waits for none.';
 COMMENT ON FUNCTION embedding_settings() IS 'The embedding model the settings name ({provider, url, model, model_path, model_key}), never the API key.';
 COMMENT ON FUNCTION dionysus.reindex_embed_real(uuid, text[]) IS 'Embeddings by a building re-index run''s model, without the cache, in input order (internal to the re-index).';
 
@@ -758,8 +859,8 @@ INSERT INTO embedding_store (id, spec, model_key, dimensions)
 SELECT 1, s - 'model_key', s ->> 'model_key', 384 FROM embedding_settings() s
 ON CONFLICT (id) DO NOTHING;
 
-GRANT SELECT, INSERT, UPDATE ON embedding_store, reindex_runs, reindex_vectors, reindex_extractions TO dionysus_driver;
-GRANT EXECUTE ON FUNCTION dionysus_internal.reindex_runs_guard(), reindex_start(text), reindex_status(), reindex_cancel(), dionysus_internal.reindex_stage(dionysus.work_queue, jsonb), dionysus_internal.reindex_sources(text), dionysus_internal.reindex_embed_missing(uuid, integer), dionysus_internal.reindex_vector(uuid, text, uuid), dionysus_internal.reindex_step(integer), dionysus_internal.reindex_swap(uuid), embedding_settings(), reindex_embed_real(uuid, text[]) TO dionysus_driver;
+GRANT SELECT, INSERT, UPDATE ON embedding_store, reindex_runs, reindex_vectors, reindex_extractions, reindex_tombstones TO dionysus_driver;
+GRANT EXECUTE ON FUNCTION dionysus_internal.reindex_runs_guard(), reindex_start(text), reindex_status(), reindex_cancel(), dionysus_internal.reindex_stage(dionysus.work_queue, jsonb), dionysus_internal.reindex_sources(text), dionysus_internal.reindex_embed_missing(uuid, integer), dionysus_internal.reindex_vector(uuid, text, uuid), dionysus_internal.reindex_step(integer), dionysus_internal.reindex_swap(uuid), embedding_settings(), reindex_embed_real(uuid, text[]), dionysus_internal.reindex_tombstone(), dionysus_internal.turn_source(uuid, uuid), embedding_store_adopt(boolean) TO dionysus_driver;
 -- A re-index: the driver starts, watches and cancels runs and stages extractions; the model a
 -- run embeds with, the store's model and the new vectors are written only by the owner (the
 -- run's trigger, the maintenance pass).
@@ -768,4 +869,5 @@ GRANT INSERT (requested_by) ON reindex_runs TO dionysus_driver;
 GRANT UPDATE (status, finished_at, note) ON reindex_runs TO dionysus_driver;
 GRANT DELETE ON reindex_extractions TO dionysus_driver;
 REVOKE EXECUTE ON FUNCTION dionysus_internal.reindex_step(integer), dionysus_internal.reindex_swap(uuid),
-    dionysus_internal.reindex_embed_missing(uuid, integer), dionysus.reindex_embed_real(uuid, text[]) FROM PUBLIC, dionysus_driver;
+    dionysus_internal.reindex_embed_missing(uuid, integer), dionysus.reindex_embed_real(uuid, text[]), embedding_store_adopt(boolean)
+    FROM PUBLIC, dionysus_driver;

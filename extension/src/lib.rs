@@ -1,7 +1,7 @@
 //! Dionysus: long-term memory for an AI companion, inside PostgreSQL.
 //!
 //! One module per organ:
-//! - [`embed`]: text → vector(384), in-process (candle) or over HTTP, with a cache
+//! - [`embed`]: text → vector (384 wide for the local model), in-process (candle) or over HTTP, with a cache
 //! - [`memory`]: the store — memories, episodes, facts, triples, graph, concepts
 //! - [`recall`]: hybrid retrieval (vector + lexical + association + temporal + importance/recency)
 //! - [`neighborhoods`]: precomputed associations, recomputed from a lock-free stale queue

@@ -22,7 +22,7 @@ pub fn register() {
     GucRegistry::define_string_guc(
         c"dionysus.embedding_provider",
         c"Embedding provider: 'local' (all-MiniLM-L6-v2 in-process) or 'http' (OpenAI-compatible /v1/embeddings).",
-        c"The store is vector(384); an http model must produce 384 dimensions.",
+        c"The store keeps the model that made its vectors; another model takes effect through `dionysus reindex`.",
         &EMBEDDING_PROVIDER,
         GucContext::Suset,
         GucFlags::default(),

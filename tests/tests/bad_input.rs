@@ -154,10 +154,11 @@ async fn the_content_limit_is_a_setting() {
 async fn a_missing_model_names_the_path_and_the_fix() {
     let db = TestDb::new("nomodel").await;
     let c = &db.client;
-    c.batch_execute("SET dionysus.model_path = '/nonexistent/minilm'").await.unwrap();
+    // The store's model (all-MiniLM-L6-v2) looked for where it is not.
+    c.batch_execute("SET dionysus.model_path = '/nonexistent/all-MiniLM-L6-v2'").await.unwrap();
     let (state, msg) = expect_error(c, "SELECT dionysus.embed('hello')").await;
     assert_eq!(state, "58P01");
-    assert!(msg.contains("/nonexistent/minilm"), "{msg}");
+    assert!(msg.contains("/nonexistent/all-MiniLM-L6-v2"), "{msg}");
     assert!(msg.contains("fetch-model.sh"), "{msg}");
     let (state, _) = expect_error(c, "SET dionysus.embedding_provider = 'carrier-pigeon'; SELECT dionysus.embed('x')").await;
     assert_eq!(state, "22023");

@@ -67,8 +67,12 @@ async fn the_http_provider_embeds_checks_dimensions_and_fails_clearly() {
     .await
     .unwrap();
 
-    // A good answer is used, and remembered memories carry it.
+    // The store's vectors are the local model's until it is told otherwise: a new, empty store
+    // adopts the http model (its width checked by a probe).
     *script.lock().unwrap() = (200, embeddings_body(1, 384), 0);
+    let adopted: serde_json::Value = c.query_one("SELECT dionysus.embedding_store_adopt()", &[]).await.expect("adopt the http model").get(0);
+    assert_eq!(adopted["model_key"], "http:fake-384", "{adopted}");
+    // A good answer is used, and remembered memories carry it.
     let id: uuid::Uuid = c.query_one("SELECT dionysus.remember('through the wire')", &[]).await.unwrap().get(0);
     let first: f32 = c.query_one("SELECT (embedding::real[])[1] FROM dionysus.memories WHERE id = $1", &[&id]).await.unwrap().get(0);
     assert_eq!(first, 1.0);

@@ -7,8 +7,28 @@ use dionysus_tests::fake_llm::{Answer, FakeLlm};
 use dionysus_tests::running::Running;
 use dionysus_tests::{driver_conninfo, expect_error, scripted_driver_config, TestDb};
 use serde_json::{json, Value};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use tokio_postgres::Client;
+
+/// The `dionysus` binary, built beside this test's.
+fn binary() -> String {
+    let bin = env!("CARGO_BIN_EXE_dionysus-bench").replace("dionysus-bench", "dionysus");
+    assert!(std::path::Path::new(&bin).exists(), "build the driver first: {bin}");
+    bin
+}
+
+/// `dionysus reindex ARGS` as the driver's role.
+fn reindex_command(db: &TestDb, args: &[&str]) -> Command {
+    let mut cmd = Command::new(binary());
+    cmd.arg("reindex").args(args).env("DIONYSUS_DATABASE_URL", driver_conninfo(&db.name)).env_remove("DIONYSUS_CONFIG");
+    cmd
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(o.status.success(), "dionysus reindex failed: {}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
 
 async fn one<T: for<'a> tokio_postgres::types::FromSql<'a>>(c: &Client, sql: &str) -> T {
     c.query_one(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}")).get(0)
@@ -82,13 +102,16 @@ async fn a_changed_template_rebuilds_facts_while_recall_keeps_answering() {
 
     // `dionysus reindex` as the driver's role.
     let driver = connect_as_driver(&db).await;
-    let started: Value = one(&driver, "SELECT dionysus.reindex_start('test')").await;
-    assert_eq!(started["resumed"], json!(false), "{started}");
-    assert_eq!(started["queued"], json!(1), "one person's turn to read again: {started}");
+    let out = stdout(&reindex_command(&db, &["--detach"]).output().unwrap());
+    let started: Value = one(&driver, "SELECT dionysus.reindex_status()").await;
+    let run_id = started["run_id"].as_str().unwrap().to_string();
+    assert!(out.contains(&format!("started run {run_id}")) && out.contains("turns 0/1 read again"), "{out}");
+    assert_eq!(started["extractions"]["total"], json!(1), "one person's turn to read again: {started}");
     let revised: i32 = one(c, "SELECT version::int FROM dionysus.prompt_templates WHERE key = 'extract_message' AND active").await;
     assert_eq!(started["template_version"], json!(revised), "the run reads with today's template: {started}");
-    let again: Value = one(&driver, "SELECT dionysus.reindex_start('test')").await;
-    assert_eq!((again["resumed"].clone(), again["run_id"].clone()), (json!(true), started["run_id"].clone()), "a second start resumes: {again}");
+    assert!(out.contains(&format!("extraction template v{revised}")), "{out}");
+    let again = stdout(&reindex_command(&db, &["--detach"]).output().unwrap());
+    assert!(again.contains(&format!("resuming run {run_id}")), "a second start resumes: {again}");
 
     let run = Running::start(scripted_driver_config(driver_conninfo(&db.name), &llm), &["ada"]).await;
     until(c, "SELECT dionysus.reindex_status() ->> 'note' = 'swap waits: someone is learning'", "the rebuild, complete but for the swap").await;
@@ -101,7 +124,17 @@ async fn a_changed_template_rebuilds_facts_while_recall_keeps_answering() {
     assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.memories WHERE content LIKE '%Leo begins%'").await, 0);
     assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.triples WHERE predicate = 'learns'").await, 0);
 
+    // `dionysus reindex` watches the run to its swap.
+    let watching = reindex_command(&db, &[]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
     holder.batch_execute("SELECT pg_advisory_unlock(hashtextextended('dionysus.learn', 0))").await.unwrap();
+    let watched = tokio::time::timeout(Duration::from_secs(90), tokio::task::spawn_blocking(move || watching.wait_with_output()))
+        .await
+        .expect("dionysus reindex did not see the swap within 90 s")
+        .unwrap()
+        .unwrap();
+    let watched = stdout(&watched);
+    assert!(watched.contains(&format!("resuming run {run_id}")) && watched.contains("swapped: {"), "{watched}");
     until(c, "SELECT dionysus.reindex_status() ->> 'status' = 'swapped'", "the swap").await;
     let status: Value = one(c, "SELECT dionysus.reindex_status()").await;
     assert_eq!(status["result"]["removed"]["facts"], json!(1), "{status}");
@@ -148,7 +181,8 @@ async fn a_model_of_another_width_replaces_every_vector_in_one_swap() {
     .unwrap();
     let memories: i64 = one(c, "SELECT count(*) FROM dionysus.memories").await;
 
-    // The settings now name the new model: before any run, a write with it is refused clearly.
+    // The settings now name the new model: until the re-index, the store's model goes on
+    // (no vector of another model beside its own), and the store says a re-index is due.
     c.batch_execute(&format!(
         "SET dionysus.embedding_provider = 'http'; SET dionysus.embedding_url = '{}'; SET dionysus.embedding_model = 'bag-16';",
         model.url
@@ -157,8 +191,11 @@ async fn a_model_of_another_width_replaces_every_vector_in_one_swap() {
     .unwrap();
     let info: Value = one(c, "SELECT dionysus.embedding_info()").await;
     assert_eq!(info["reindex_needed"], json!(true), "{info}");
-    let (code, msg) = expect_error(c, "SELECT dionysus.remember('refused before the re-index')").await;
-    assert_eq!(code, "22000", "{msg}");
+    let before: uuid::Uuid = one(c, "SELECT dionysus.remember('Written before the re-index')").await;
+    assert_eq!(one::<i32>(c, &format!("SELECT vector_dims(embedding) FROM dionysus.memories WHERE id = '{before}'")).await, 384);
+    assert_eq!(model.texts.load(std::sync::atomic::Ordering::SeqCst), 0, "the new model is not used before the run");
+    let (code, msg) = expect_error(c, "SELECT dionysus.embedding_store_adopt()").await;
+    assert_eq!(code, "22000", "a model of another width is not adopted: {msg}");
     assert!(msg.contains("16 dimensions") && msg.contains("vector(384)") && msg.contains("dionysus reindex"), "{msg}");
 
     let started: Value = one(c, "SELECT dionysus.reindex_start()").await;
@@ -169,8 +206,20 @@ async fn a_model_of_another_width_replaces_every_vector_in_one_swap() {
     let item: String = one(c, "SELECT id::text FROM dionysus.work_queue WHERE action = 'reindex_message'").await;
     complete(c, &item, json!({"facts": [{"content": "Ada grows tomatoes, basil and mint"}], "triples": [], "objectives": []})).await;
 
-    // The maintenance pass (or this session: one step at a time either way) embeds, then swaps.
+    // A transaction that embedded with the old model and is still open holds the swap back:
+    // its vector is replaced by the swap, never left beside the new ones.
+    let writer = db.connect().await;
+    writer.batch_execute("BEGIN; SELECT dionysus.remember('Remembered by a transaction open across the swap')").await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(120);
+    while one::<Option<String>>(c, "SELECT dionysus.reindex_status() ->> 'note'").await.as_deref()
+        != Some("swap waits: a transaction is still embedding with the old model")
+    {
+        let _: Option<Value> = one(c, "SELECT dionysus_internal.reindex_step(500)").await;
+        assert!(Instant::now() < deadline, "the swap did not wait for the open writer: {}", one::<Value>(c, "SELECT dionysus.reindex_status()").await);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    writer.batch_execute("COMMIT").await.unwrap();
+    // The maintenance pass (or this session: one step at a time either way) embeds, then swaps.
     loop {
         let step: Option<Value> = one(c, "SELECT dionysus_internal.reindex_step(500)").await;
         if one::<String>(c, "SELECT dionysus.reindex_status() ->> 'status'").await == "swapped" {
@@ -198,7 +247,7 @@ async fn a_model_of_another_width_replaces_every_vector_in_one_swap() {
         .collect();
     assert_eq!(types.len(), 5, "{types:?}");
     assert!(types.iter().all(|t| t.ends_with("vector(16)")), "{types:?}");
-    assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.memories WHERE vector_dims(embedding) = 16").await, memories + 1);
+    assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.memories WHERE vector_dims(embedding) = 16").await, memories + 3);
     let stored: Vec<f32> = one(c, &format!("SELECT embedding::real[] FROM dionysus.memories WHERE id = '{during}'")).await;
     let expected = bag_of_words("Written while the new index was being built", 16);
     assert!(stored.iter().zip(&expected).all(|(a, b)| (a - b).abs() < 1e-5), "the new model's vector");
@@ -221,22 +270,45 @@ async fn a_model_of_another_width_replaces_every_vector_in_one_swap() {
     let archetype: Value = one(c, "SELECT dionysus.match_archetype(dionysus.embed('hi, how are you today?'))").await;
     assert!(archetype.is_object(), "{archetype}");
     assert_eq!(one::<Value>(c, "SELECT dionysus.embedding_info()").await["reindex_needed"], json!(false));
+    // A session whose settings still name the old model writes and recalls with the store's.
+    let stale = db.connect().await;
+    let after: uuid::Uuid = one(&stale, "SELECT dionysus.remember('From a session that never heard of the new model')").await;
+    assert_eq!(one::<i32>(&stale, &format!("SELECT vector_dims(embedding) FROM dionysus.memories WHERE id = '{after}'")).await, 16);
+    let found: Vec<String> =
+        stale.query("SELECT content FROM dionysus.recall('violin recital Sunday', 3)", &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(found.first().map(String::as_str), Some("The violin recital was on Sunday"), "{found:?}");
     assert!(model.texts.load(std::sync::atomic::Ordering::SeqCst) as i64 > memories, "the new model embedded the store");
 }
 
-/// A turn whose re-reading failed for good keeps what it had; a second start resumes; a cancel
-/// leaves the old index as it was; and the driver's role can neither choose the model a run
-/// embeds with (its settings are the superuser's) nor swap, step or write the store itself.
+/// What the person decided stays decided: a turn whose fact they forgot or corrected keeps what
+/// it has, an objective they completed is not reopened, and a turn whose re-reading failed for
+/// good keeps its fact. A second start resumes; a cancel leaves the old index as it was; and the
+/// driver's role can neither choose the model a run embeds with (its settings are the
+/// superuser's) nor swap, step, end a run as swapped or write the store itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn failures_are_kept_cancels_are_clean_and_the_driver_cannot_forge_a_run() {
+async fn what_the_person_decided_stays_and_the_driver_cannot_forge_a_run() {
     let db = TestDb::new("reindex_trust").await;
     let c = &db.client;
-    let mut items = vec![];
-    for (id, text, fact) in [("t1", "I moved to Porto last spring", "Ada lives in Porto"), ("t2", "I work as a nurse", "Ada is a nurse")] {
+    let mut turns = std::collections::HashMap::new();
+    for (id, text, fact) in [
+        ("porto", "I moved to Porto last spring and need a flat", "Ada lives in Porto"),
+        ("nurse", "I work as a nurse", "Ada is a nurse"),
+        ("cello", "I play the cello", "Ada plays the cello"),
+        ("run", "I run marathons", "Ada runs marathons"),
+    ] {
         let turn: Value = one(c, &format!("SELECT dionysus.log_message('test', '{id}', 'c', 'ada', '{text}')")).await;
-        complete(c, turn["work_id"].as_str().unwrap(), json!({"facts": [{"content": fact}]})).await;
-        items.push(turn["message_id"].as_str().unwrap().to_string());
+        let objectives = if id == "porto" { json!([{"description": "find a flat in Porto", "saliency": 0.8}]) } else { json!([]) };
+        complete(c, turn["work_id"].as_str().unwrap(), json!({"facts": [{"content": fact}], "objectives": objectives})).await;
+        turns.insert(id, turn["message_id"].as_str().unwrap().to_string());
     }
+    // Ada forgets one fact, corrects another, and finds her flat.
+    c.batch_execute(
+        "SELECT dionysus.forget_own('test:ada', (SELECT id FROM dionysus.memories WHERE content = 'Ada plays the cello')); \
+         SELECT dionysus.supersede_own('test:ada', (SELECT id FROM dionysus.memories WHERE content = 'Ada runs marathons'), 'Ada used to run marathons'); \
+         SELECT dionysus.set_objective_status('test:ada', (SELECT id FROM dionysus.objectives), 'completed');",
+    )
+    .await
+    .unwrap();
     let driver = connect_as_driver(&db).await;
 
     // The run's model is the settings', whatever the driver's role writes.
@@ -244,76 +316,89 @@ async fn failures_are_kept_cancels_are_clean_and_the_driver_cannot_forge_a_run()
     assert_eq!(code, "42501");
     let (code, _) = expect_error(&driver, "UPDATE dionysus.embedding_store SET spec = '{\"provider\": \"http\", \"url\": \"http://attacker\"}'").await;
     assert_eq!(code, "42501");
+    let (code, _) = expect_error(&driver, "SELECT dionysus.embedding_store_adopt(true)").await;
+    assert_eq!(code, "42501");
     let started: Value = one(&driver, "SELECT dionysus.reindex_start('driver')").await;
     assert_eq!(started["model"], json!("local:all-MiniLM-L6-v2"), "{started}");
-    assert_eq!(started["queued"], json!(2), "{started}");
+    assert_eq!(started["queued"], json!(4), "{started}");
+    let run = started["run_id"].as_str().unwrap().to_string();
     for sql in [
         "SELECT dionysus_internal.reindex_step()".to_string(),
-        format!("SELECT dionysus_internal.reindex_swap('{}')", started["run_id"].as_str().unwrap()),
-        format!("SELECT * FROM dionysus.reindex_embed_real('{}', ARRAY['x'])", started["run_id"].as_str().unwrap()),
+        format!("SELECT dionysus_internal.reindex_swap('{run}')"),
+        format!("SELECT * FROM dionysus.reindex_embed_real('{run}', ARRAY['x'])"),
         "INSERT INTO dionysus.reindex_vectors SELECT id, 'memory', gen_random_uuid(), '[1,2]' FROM dionysus.reindex_runs".to_string(),
     ] {
         let (code, msg) = expect_error(&driver, &sql).await;
         assert_eq!(code, "42501", "{sql}: {msg}");
     }
+    // Its first vectors made (the width known), the run is still not the driver's to end as swapped.
+    let _: Option<Value> = one(c, "SELECT dionysus_internal.reindex_step(2)").await;
     let (code, msg) = expect_error(&driver, "UPDATE dionysus.reindex_runs SET status = 'swapped'").await;
     assert_eq!(code, "55000", "only the swap ends a run as swapped: {msg}");
 
-    // One turn is read again; the other's re-reading fails for good.
-    let pending: Vec<(String, String)> = c
-        .query("SELECT id::text, params ->> 'message_id' FROM dionysus.work_queue WHERE action = 'reindex_message' ORDER BY created_at, id", &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
-    let porto = pending.iter().find(|(_, m)| *m == items[0]).unwrap().0.clone();
-    let nurse = pending.iter().find(|(_, m)| *m == items[1]).unwrap().0.clone();
+    // Every turn is read again (the nurse's re-reading fails for good).
+    let item = |id: &str| {
+        let message = turns[id].clone();
+        async move { one::<String>(c, &format!("SELECT id::text FROM dionysus.work_queue WHERE action = 'reindex_message' AND params ->> 'message_id' = '{message}'")).await }
+    };
+    let porto = item("porto").await;
     let row = c.query_one("SELECT id, lease_token FROM dionysus.claim_work_item($1::text::uuid, 'test')", &[&porto]).await.unwrap();
     let (id, lease): (uuid::Uuid, uuid::Uuid) = (row.get(0), row.get(1));
     let bad = c.query_one("SELECT dionysus.complete_work($1, $2, $3)", &[&id, &json!({"facts": ["not an object"]}), &lease]).await.unwrap_err();
     assert_eq!(dionysus_tests::sqlstate(&bad), "22P02", "{bad}");
     assert!(dionysus_tests::message(&bad).contains("result.facts"), "{bad}");
-    c.query_one("SELECT dionysus.complete_work($1, $2, $3)", &[&id, &json!({"facts": [{"content": "Ada moved to Porto in the spring"}]}), &lease])
-        .await
-        .expect("stage the re-reading");
+    c.query_one(
+        "SELECT dionysus.complete_work($1, $2, $3)",
+        &[&id, &json!({"facts": [{"content": "Ada moved to Porto in the spring"}], "objectives": [{"description": "find a flat in Porto", "saliency": 0.9}]}), &lease],
+    )
+    .await
+    .expect("stage the re-reading");
+    complete(c, &item("cello").await, json!({"facts": [{"content": "Ada plays the cello in an orchestra"}]})).await;
+    complete(c, &item("run").await, json!({"facts": [{"content": "Ada runs marathons every spring"}]})).await;
+    let nurse = item("nurse").await;
     let row = c.query_one("SELECT id, lease_token FROM dionysus.claim_work_item($1::text::uuid, 'test')", &[&nurse]).await.unwrap();
     let (id, lease): (uuid::Uuid, uuid::Uuid) = (row.get(0), row.get(1));
     c.query_one("SELECT dionysus.fail_work($1, 'the model refused', false, $2)", &[&id, &lease]).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(120);
     while one::<String>(c, "SELECT dionysus.reindex_status() ->> 'status'").await != "swapped" {
         let _: Option<Value> = one(c, "SELECT dionysus_internal.reindex_step(500)").await;
-        assert!(Instant::now() < deadline, "no swap");
+        assert!(Instant::now() < deadline, "no swap: {}", one::<Value>(c, "SELECT dionysus.reindex_status()").await);
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let facts: Vec<String> = c
-        .query("SELECT m.content FROM dionysus.memories m JOIN dionysus.facts f ON f.memory_id = m.id ORDER BY 1", &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    assert_eq!(facts, vec!["Ada is a nurse".to_string(), "Ada moved to Porto in the spring".to_string()], "the failed turn keeps its fact");
-    assert_eq!(one::<Value>(c, "SELECT dionysus.reindex_status()").await["result"]["extractions_failed"], json!(1));
+    let active_facts = "SELECT m.content FROM dionysus.memories m JOIN dionysus.facts f ON f.memory_id = m.id WHERE m.status = 'active' ORDER BY 1";
+    let facts: Vec<String> = c.query(active_facts, &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(
+        facts,
+        vec!["Ada is a nurse".to_string(), "Ada moved to Porto in the spring".to_string(), "Ada used to run marathons".to_string()],
+        "the new reading where the person had not spoken; the forgotten fact stays forgotten, the correction stays, the failed turn keeps its fact"
+    );
+    let objectives: Vec<(String, String)> =
+        c.query("SELECT description, status FROM dionysus.objectives", &[]).await.unwrap().iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(objectives, vec![("find a flat in Porto".to_string(), "completed".to_string())], "a completed objective is neither reopened nor doubled");
+    let status: Value = one(c, "SELECT dionysus.reindex_status()").await;
+    assert_eq!(status["result"]["extractions_failed"], json!(1), "{status}");
+    assert_eq!(status["result"]["turns_kept_by_the_person"], json!(2), "{status}");
     let (code, _) = expect_error(&driver, "UPDATE dionysus.reindex_runs SET note = 'rewritten'").await;
     assert_eq!(code, "55000", "a finished run never changes");
 
-    // A cancelled run leaves the index as it was and can be started again.
+    // A cancelled run leaves the index as it was, its staged vectors go, and it can start again.
     let second: Value = one(&driver, "SELECT dionysus.reindex_start('driver')").await;
     assert_eq!(second["resumed"], json!(false));
+    let again: Value = one(&driver, "SELECT dionysus.reindex_start('driver')").await;
+    assert_eq!((again["resumed"].clone(), again["run_id"].clone()), (json!(true), second["run_id"].clone()), "a second start resumes");
+    let _: Option<Value> = one(c, "SELECT dionysus_internal.reindex_step(3)").await;
+    assert!(one::<i64>(c, "SELECT count(*) FROM dionysus.reindex_vectors").await > 0);
     let cancelled: Value = one(&driver, "SELECT dionysus.reindex_cancel()").await;
     assert_eq!(cancelled["cancelled"], json!(true), "{cancelled}");
     assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.work_queue WHERE action = 'reindex_message' AND status IN ('pending', 'claimed')").await, 0);
     assert_eq!(one::<String>(c, "SELECT dionysus.reindex_status() ->> 'phase'").await, "cancelled");
-    let _: Option<Value> = one(c, "SELECT dionysus_internal.reindex_step(500)").await;
-    let after: Vec<String> = c
-        .query("SELECT m.content FROM dionysus.memories m JOIN dionysus.facts f ON f.memory_id = m.id ORDER BY 1", &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    assert_eq!(after, facts);
     let third: Value = one(&driver, "SELECT dionysus.reindex_start('driver')").await;
-    assert_eq!(third["status"], json!("building"), "{third}");
+    let _: Option<Value> = one(c, "SELECT dionysus_internal.reindex_step(1)").await;
+    assert_eq!(
+        one::<i64>(c, &format!("SELECT count(*) FROM dionysus.reindex_vectors WHERE run_id <> '{}'", third["run_id"].as_str().unwrap())).await,
+        0,
+        "the cancelled run's vectors are gone"
+    );
+    let after: Vec<String> = c.query(active_facts, &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(after, facts);
 }

@@ -111,28 +111,43 @@ fn store_exists() -> bool {
     seen
 }
 
-/// The model live writes embed with, and the width the store's columns hold. While a re-index
-/// runs, the store's own model: the settings may already name the model being built, whose
-/// vectors do not belong beside the old ones until the swap (sql/020_reindex.sql).
+/// The model live writes and queries embed with, and the width the store's columns hold: the
+/// model that made the stored vectors (`embedding_store`), so no session, whatever its
+/// settings, ever puts a vector of another model beside them. The settings are used when they
+/// name that same model (a moved URL or model directory still applies); when they name
+/// another, it takes `dionysus reindex` (sql/020_reindex.sql), and `embedding_info()` says so.
+///
+/// While a run builds, each transaction that embeds holds the run's lock shared until it ends,
+/// and the swap takes it exclusively: a vector made with the old model is either written
+/// before the swap (and replaced by it) or not at all.
 fn live() -> (Spec, usize) {
+    let settings = Spec::from_settings();
     if !store_exists() {
-        return (Spec::from_settings(), DIMENSIONS);
+        return (settings, DIMENSIONS);
     }
     let row = crate::spi_util::select_prepared(
-        "SELECT s.dimensions, CASE WHEN EXISTS (SELECT 1 FROM dionysus.reindex_runs r WHERE r.status = 'building') \
-                THEN s.spec END FROM dionysus.embedding_store s WHERE s.id = 1",
+        "SELECT s.dimensions, s.model_key, s.spec, EXISTS (SELECT 1 FROM dionysus.reindex_runs r WHERE r.status = 'building') \
+           FROM dionysus.embedding_store s WHERE s.id = 1",
         &[],
-        |row| Some((row.get::<i32>(1).ok()??, row.get::<pgrx::JsonB>(2).ok().flatten())),
+        |row| Some((row.get::<i32>(1).ok()??, row.get::<String>(2).ok()??, row.get::<pgrx::JsonB>(3).ok()??, row.get::<bool>(4).ok()??)),
     )
     .into_iter()
     .next();
-    match row {
-        Some((dims, Some(pgrx::JsonB(spec)))) => match serde_json::from_value::<Spec>(spec) {
-            Ok(s) => (s, dims as usize),
-            Err(e) => errors::embedding_failed(format!("embedding_store.spec is not a model spec: {e}")),
-        },
-        Some((dims, None)) => (Spec::from_settings(), dims as usize),
-        None => (Spec::from_settings(), DIMENSIONS),
+    let Some((dims, key, pgrx::JsonB(spec), building)) = row else {
+        return (settings, DIMENSIONS);
+    };
+    if building {
+        crate::spi_util::first_or_none::<String>(
+            "SELECT pg_advisory_xact_lock_shared(hashtextextended('dionysus.reindex_vectors', 0))::text",
+            &[],
+        );
+    }
+    if settings.key() == key {
+        return (settings, dims as usize);
+    }
+    match serde_json::from_value::<Spec>(spec) {
+        Ok(s) => (s, dims as usize),
+        Err(e) => errors::embedding_failed(format!("embedding_store.spec is not a model spec: {e}")),
     }
 }
 
@@ -184,7 +199,9 @@ pub fn compute_with(spec: &Spec, texts: &[&str], expected: Option<usize>) -> Vec
             (model.embed(texts).unwrap_or_else(|e| errors::embedding_failed(format!("local embedding failed: {e}"))), "local")
         }
         "http" => {
-            let key = settings::string(&EMBEDDING_API_KEY);
+            // The key is the settings' endpoint's: never sent to another host (the store's
+            // old endpoint while a run moves to a new one).
+            let key = if spec.url == settings::string(&EMBEDDING_URL) { settings::string(&EMBEDDING_API_KEY) } else { String::new() };
             let ep = http::Endpoint {
                 url: &spec.url,
                 model: &spec.model,
@@ -305,14 +322,18 @@ fn embed_real(content: Option<&str>) -> Vec<f32> {
 fn embed_batch_real(
     contents: Option<Vec<Option<String>>>,
 ) -> TableIterator<'static, (name!(ord, i32), name!(embedding, Vec<f32>))> {
+    let texts = checked_texts(contents);
+    numbered(embed_texts(&texts.iter().map(String::as_str).collect::<Vec<_>>()))
+}
+
+/// A `contents` argument, each text checked (`contents[i]` named in the error).
+fn checked_texts(contents: Option<Vec<Option<String>>>) -> Vec<String> {
     let Some(contents) = contents else { errors::null_arg("contents") };
-    let texts: Vec<String> = contents
-        .into_iter()
-        .enumerate()
-        .map(|(i, t)| check_text(&format!("contents[{}]", i + 1), t.as_deref()).to_string())
-        .collect();
-    let refs: Vec<&str> = texts.iter().map(|s| s.as_str()).collect();
-    let out = embed_texts(&refs);
+    contents.into_iter().enumerate().map(|(i, t)| check_text(&format!("contents[{}]", i + 1), t.as_deref()).to_string()).collect()
+}
+
+/// Vectors with their 1-based position, as the batch functions return them.
+fn numbered(out: Vec<Vec<f32>>) -> TableIterator<'static, (name!(ord, i32), name!(embedding, Vec<f32>))> {
     TableIterator::new(out.into_iter().enumerate().map(|(i, v)| ((i + 1) as i32, v)))
 }
 
@@ -331,7 +352,7 @@ fn reindex_embed_real(
     contents: Option<Vec<Option<String>>>,
 ) -> TableIterator<'static, (name!(ord, i32), name!(embedding, Vec<f32>))> {
     let Some(run) = run_id else { errors::null_arg("run_id") };
-    let Some(contents) = contents else { errors::null_arg("contents") };
+    let texts = checked_texts(contents);
     let found = crate::spi_util::select_prepared(
         "SELECT target, dimensions FROM dionysus.reindex_runs WHERE id = $1 AND status = 'building'",
         &[run.into()],
@@ -341,14 +362,35 @@ fn reindex_embed_real(
         errors::invalid_arg("run_id", format!("no re-index run {run} is building"))
     };
     let spec: Spec = serde_json::from_value(target).unwrap_or_else(|e| errors::embedding_failed(format!("reindex_runs.target: {e}")));
-    let texts: Vec<String> = contents
-        .into_iter()
-        .enumerate()
-        .map(|(i, t)| check_text(&format!("contents[{}]", i + 1), t.as_deref()).to_string())
-        .collect();
-    let refs: Vec<&str> = texts.iter().map(|s| s.as_str()).collect();
-    let out = compute_with(&spec, &refs, dims.map(|d| d as usize));
-    TableIterator::new(out.into_iter().enumerate().map(|(i, v)| ((i + 1) as i32, v)))
+    numbered(compute_with(&spec, &texts.iter().map(String::as_str).collect::<Vec<_>>(), dims.map(|d| d as usize)))
+}
+
+/// Declares that the stored vectors are the settings' model's: for a store that holds none yet
+/// (a new database set up for another model of the same width), or, with force, vectors made
+/// elsewhere by that model. Anything else is a re-index. Owner only (sql/900_api.sql).
+#[pg_extern(volatile, parallel_unsafe)]
+fn embedding_store_adopt(force: default!(Option<bool>, false)) -> pgrx::JsonB {
+    let spec = Spec::from_settings();
+    let store = crate::spi_util::first_or_none::<i32>("SELECT dimensions FROM dionysus.embedding_store WHERE id = 1", &[]).unwrap_or(DIMENSIONS as i32);
+    let probe = compute_with(&spec, &["dionysus: which width is this model?"], None);
+    let width = probe.first().map_or(0, Vec::len);
+    if width != store as usize {
+        errors::dimension_mismatch(width, store as usize, &spec.provider);
+    }
+    let held = crate::spi_util::first_or_none::<i64>("SELECT count(*) FROM dionysus.memories", &[]).unwrap_or(0);
+    if held > 0 && !force.unwrap_or(false) {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("dionysus: the store holds {held} memories embedded by another model"),
+            Some("Run `dionysus reindex` to rebuild them with the settings' model (force => true only if that model made them).".into()),
+        );
+    }
+    Spi::run_with_args(
+        "UPDATE dionysus.embedding_store SET spec = $1, model_key = $2, updated_at = now() WHERE id = 1",
+        &[pgrx::JsonB(serde_json::to_value(&spec).expect("a spec is JSON")).into(), spec.key().into()],
+    )
+    .unwrap_or_else(|e| errors::embedding_failed(format!("embedding_store: {e}")));
+    pgrx::JsonB(spec.to_json())
 }
 
 /// What the embedding organ is configured with, what the store holds, and whether it works:
