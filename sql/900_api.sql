@@ -498,7 +498,8 @@ COMMENT ON TABLE reindex_runs IS
     'Re-index runs (dionysus reindex): the model and extraction template each rebuilds with (taken from the settings, never the caller), its progress note and what its swap replaced.';
 COMMENT ON TABLE reindex_vectors IS 'A building run''s new vectors (any width) for memories, episode summaries and objectives.';
 COMMENT ON TABLE reindex_extractions IS 'A building run''s new extractions of the person''s turns, applied by the swap.';
-COMMENT ON TABLE reindex_tombstones IS 'Facts of a turn that were deleted (forgotten): a re-index keeps that turn as it is rather than read the facts back.';
+COMMENT ON TABLE reindex_tombstones IS 'Facts of a turn that were deleted (forgotten), as a hash of their words: a re-index keeps that turn as it is and learns none of them back from any turn.';
+COMMENT ON FUNCTION dionysus_internal.fact_md5(text) IS 'The words of a fact, normalised (case, spacing) and hashed: what a tombstone keeps.';
 COMMENT ON FUNCTION dionysus_internal.reindex_tombstone() IS 'Trigger: a deleted fact of a conversation or imported turn leaves a tombstone (reindex_tombstones).';
 COMMENT ON FUNCTION dionysus_internal.turn_source(uuid, uuid) IS 'The provenance a turn''s extraction gives its facts and triples: conversation:<id>, or imported:<id> for an imported turn.';
 COMMENT ON FUNCTION embedding_store_adopt(boolean) IS

@@ -67,12 +67,12 @@ AS 'MODULE_PATHNAME', 'embedding_store_adopt_wrapper';
 -- plainly active, keeps what it has and its new reading is not applied; an objective they
 -- completed or archived is never reopened or doubled.
 --
--- Lock order: the swap runs in the maintenance pass and, like the pass's other steps, waits
--- for nothing: it tries 'dionysus.reindex_vectors', 'dionysus.learn', each staged person's
--- 'dionysus.objectives:<person>' (7 in 002's order) and then the tables (memories, episodes,
--- objectives: EXCLUSIVE; ACCESS EXCLUSIVE, with the cache and the archetypes, when the width
--- changes or is not known yet), and if any is held it says so in the run's note and tries again
--- next pass. While it holds them, plain reads go on; recall (its access log's key check) and
+-- Lock order: the swap runs in the maintenance pass and waits for nothing long: it takes
+-- 'dionysus.reindex_vectors' (waiting 5 s at most, holding nothing else), tries
+-- 'dionysus.learn', each staged person's 'dionysus.objectives:<person>' (7 in 002's order) and
+-- then the tables it writes (memories, episodes, objectives, archetypes, entities, triples:
+-- EXCLUSIVE; ACCESS EXCLUSIVE, with the cache, when the width changes or is not known yet), and
+-- if any is held it says so in the run's note and tries again next pass. While it holds them, plain reads go on; recall (its access log's key check) and
 -- writes wait for its commit.
 
 -- ---------------------------------------------------------------------------------------
@@ -131,19 +131,26 @@ CREATE TABLE reindex_extractions (
     PRIMARY KEY (run_id, message_id)
 );
 
--- Facts of a turn the person forgot: the turn's next reading must not bring them back.
+-- Facts of a turn the person forgot: the turn's next reading, or another turn's, must not
+-- bring them back. Only a hash of the words is kept: forgetting erases the text.
 CREATE TABLE reindex_tombstones (
     source     text NOT NULL,
-    content    text NOT NULL,
+    content_md5 text NOT NULL,
     -- The transaction that deleted it (a swap removes the tombstones of its own deletions).
     txid       bigint NOT NULL DEFAULT txid_current(),
     deleted_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX reindex_tombstones_source ON reindex_tombstones (source);
 
+-- The words of a fact, normalised (case, spacing) and hashed.
+CREATE FUNCTION dionysus_internal.fact_md5(content text) RETURNS text
+    LANGUAGE sql IMMUTABLE AS $$
+    SELECT md5(lower(regexp_replace(btrim(content), '\s+', ' ', 'g')))
+$$;
+
 CREATE FUNCTION dionysus_internal.reindex_tombstone() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO dionysus.reindex_tombstones (source, content) VALUES (OLD.source, OLD.content);
+    INSERT INTO dionysus.reindex_tombstones (source, content_md5) VALUES (OLD.source, dionysus_internal.fact_md5(OLD.content));
     RETURN OLD;
 END $$;
 CREATE TRIGGER memories_reindex_tombstone AFTER DELETE ON memories FOR EACH ROW
@@ -396,7 +403,8 @@ BEGIN
     BEGIN
         embedded := dionysus_internal.reindex_embed_missing(run.id, greatest(coalesce(batch, 256), 1));
     EXCEPTION WHEN OTHERS THEN
-        UPDATE dionysus.reindex_runs r SET note = left('embedding failed (tried again next pass): ' || SQLERRM, 1000) WHERE r.id = run.id;
+        UPDATE dionysus.reindex_runs r SET note = left('embedding failed (tried again next pass): ' || SQLERRM, 1000)
+         WHERE r.id = run.id AND r.status = 'building';
         RETURN jsonb_build_object('run_id', run.id, 'failed', SQLERRM);
     END;
     IF embedded > 0 THEN
@@ -405,7 +413,8 @@ BEGIN
     BEGIN
         RETURN dionysus_internal.reindex_swap(run.id);
     EXCEPTION WHEN OTHERS THEN
-        UPDATE dionysus.reindex_runs r SET note = left('swap failed (tried again next pass): ' || SQLERRM, 1000) WHERE r.id = run.id;
+        UPDATE dionysus.reindex_runs r SET note = left('swap failed (tried again next pass): ' || SQLERRM, 1000)
+         WHERE r.id = run.id AND r.status = 'building';
         RETURN jsonb_build_object('run_id', run.id, 'failed', SQLERRM);
     END;
 END $$;
@@ -431,6 +440,10 @@ DECLARE
     skipped jsonb := '[]'::jsonb;
     kept integer := 0;
     e vector;
+    new_id uuid;
+    -- What this swap wrote: a later turn's old reading may have been confirmed by an earlier
+    -- turn's new one, and must not take it away.
+    made_ids uuid[] := '{}';
     stragglers integer;
     requeued bigint;
     applied_turns integer := 0;
@@ -448,10 +461,16 @@ BEGIN
     SELECT * INTO store FROM dionysus.embedding_store s WHERE s.id = 1;
     -- Try every lock; wait for none (lock order above). A width not known yet may change.
     widen := run.dimensions IS NULL OR run.dimensions <> store.dimensions;
-    IF NOT pg_try_advisory_xact_lock(hashtextextended('dionysus.reindex_vectors', 0)) THEN
+    -- The first lock, so waiting for it holds nothing up: queued, it stops new transactions from
+    -- embedding with the old model until those already doing so end (5 s at most; then next pass).
+    -- Every later wait in the swap is bounded as well.
+    SET LOCAL lock_timeout = '5s';
+    BEGIN
+        PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.reindex_vectors', 0));
+    EXCEPTION WHEN lock_not_available THEN
         UPDATE dionysus.reindex_runs r SET note = 'swap waits: a transaction is still embedding with the old model' WHERE r.id = run.id;
         RETURN jsonb_build_object('run_id', run.id, 'busy', 'embedding');
-    END IF;
+    END;
     IF NOT pg_try_advisory_xact_lock(hashtextextended('dionysus.learn', 0)) THEN
         UPDATE dionysus.reindex_runs r SET note = 'swap waits: someone is learning' WHERE r.id = run.id;
         RETURN jsonb_build_object('run_id', run.id, 'busy', 'learn');
@@ -467,8 +486,10 @@ BEGIN
         IF widen THEN
             LOCK TABLE dionysus.memories, dionysus.episodes, dionysus.objectives, dionysus.embedding_cache, dionysus.context_archetypes
                 IN ACCESS EXCLUSIVE MODE NOWAIT;
+            LOCK TABLE dionysus.entities, dionysus.triples IN EXCLUSIVE MODE NOWAIT;
         ELSE
-            LOCK TABLE dionysus.memories, dionysus.episodes, dionysus.objectives IN EXCLUSIVE MODE NOWAIT;
+            LOCK TABLE dionysus.memories, dionysus.episodes, dionysus.objectives, dionysus.context_archetypes, dionysus.entities,
+                       dionysus.triples IN EXCLUSIVE MODE NOWAIT;
         END IF;
     EXCEPTION WHEN lock_not_available THEN
         UPDATE dionysus.reindex_runs r SET note = 'swap waits: the memories are being written' WHERE r.id = run.id;
@@ -528,19 +549,32 @@ BEGIN
         BEGIN
             privacy := ARRAY[st.person];
             WITH f AS (DELETE FROM dionysus.memories m
-                        WHERE m.source = st.source AND m.id IN (SELECT ff.memory_id FROM dionysus.facts ff) RETURNING 1),
-                 t AS (DELETE FROM dionysus.triples t WHERE t.source = st.source RETURNING 1),
-                 o AS (DELETE FROM dionysus.objectives o WHERE o.status = 'pending' AND o.origin_message_id = st.message_id RETURNING 1)
+                        WHERE m.source = st.source AND m.id IN (SELECT ff.memory_id FROM dionysus.facts ff) AND m.id <> ALL (made_ids)
+                        RETURNING 1),
+                 t AS (DELETE FROM dionysus.triples t WHERE t.source = st.source AND t.id <> ALL (made_ids) RETURNING 1),
+                 o AS (DELETE FROM dionysus.objectives o
+                        WHERE o.status = 'pending' AND o.origin_message_id = st.message_id AND o.id <> ALL (made_ids) RETURNING 1)
             SELECT jsonb_build_object('facts', (SELECT count(*) FROM f), 'triples', (SELECT count(*) FROM t), 'objectives', (SELECT count(*) FROM o))
               INTO gone;
             FOR item IN SELECT * FROM jsonb_array_elements(coalesce(st.result -> 'facts', '[]')) LOOP
-                PERFORM dionysus.learn(item ->> 'content', item ->> 'subject', item ->> 'category',
-                                       coalesce((item ->> 'confidence')::float8, 0.8), st.source, private_to => privacy);
+                -- Not what the person forgot, corrected or archived, whichever turn said it first.
+                IF coalesce(btrim(item ->> 'content'), '') <> '' THEN
+                    CONTINUE WHEN EXISTS (SELECT 1 FROM dionysus.reindex_tombstones t
+                                           WHERE t.content_md5 = dionysus_internal.fact_md5(item ->> 'content') AND t.txid <> txid_current());
+                    e := dionysus.embed(btrim(item ->> 'content'));
+                    CONTINUE WHEN EXISTS (SELECT 1 FROM dionysus.memories f JOIN dionysus.facts ff ON ff.memory_id = f.id
+                                           WHERE (f.status <> 'active' OR ff.state NOT IN ('learned', 'confirmed') OR f.superseded_by IS NOT NULL)
+                                             AND f.private_to IS NOT DISTINCT FROM privacy AND 1 - (f.embedding <=> e) >= 0.95);
+                END IF;
+                new_id := dionysus.learn(item ->> 'content', item ->> 'subject', item ->> 'category',
+                                         coalesce((item ->> 'confidence')::float8, 0.8), st.source, private_to => privacy);
+                made_ids := made_ids || new_id;
                 made := jsonb_set(made, '{facts}', to_jsonb((made ->> 'facts')::int + 1));
             END LOOP;
             FOR item IN SELECT * FROM jsonb_array_elements(coalesce(st.result -> 'triples', '[]')) LOOP
-                PERFORM dionysus.add_triple(item ->> 'subject', item ->> 'predicate', item ->> 'object',
-                                            coalesce((item ->> 'confidence')::float8, 0.8), st.source, st.memory_id, private_to => privacy);
+                new_id := dionysus.add_triple(item ->> 'subject', item ->> 'predicate', item ->> 'object',
+                                              coalesce((item ->> 'confidence')::float8, 0.8), st.source, st.memory_id, private_to => privacy);
+                made_ids := made_ids || new_id;
                 made := jsonb_set(made, '{triples}', to_jsonb((made ->> 'triples')::int + 1));
             END LOOP;
             -- As complete_work: an imported turn older than 30 days is the person's past. An
@@ -553,8 +587,10 @@ BEGIN
                                                WHERE o.person = st.person AND o.status IN ('completed', 'archived')
                                                  AND 1 - (o.embedding <=> e) >= 0.85);
                     END IF;
-                    IF dionysus_internal.note_objective(st.person, item ->> 'description', (item ->> 'saliency')::float8,
-                                                        item ->> 'status', st.message_id) IS NOT NULL THEN
+                    new_id := dionysus_internal.note_objective(st.person, item ->> 'description', (item ->> 'saliency')::float8,
+                                                              item ->> 'status', st.message_id);
+                    IF new_id IS NOT NULL THEN
+                        made_ids := made_ids || new_id;
                         made := jsonb_set(made, '{objectives}', to_jsonb((made ->> 'objectives')::int + 1));
                     END IF;
                 END LOOP;
@@ -829,7 +865,8 @@ COMMENT ON TABLE reindex_runs IS
     'Re-index runs (dionysus reindex): the model and extraction template each rebuilds with (taken from the settings, never the caller), its progress note and what its swap replaced.';
 COMMENT ON TABLE reindex_vectors IS 'A building run''s new vectors (any width) for memories, episode summaries and objectives.';
 COMMENT ON TABLE reindex_extractions IS 'A building run''s new extractions of the person''s turns, applied by the swap.';
-COMMENT ON TABLE reindex_tombstones IS 'Facts of a turn that were deleted (forgotten): a re-index keeps that turn as it is rather than read the facts back.';
+COMMENT ON TABLE reindex_tombstones IS 'Facts of a turn that were deleted (forgotten), as a hash of their words: a re-index keeps that turn as it is and learns none of them back from any turn.';
+COMMENT ON FUNCTION dionysus_internal.fact_md5(text) IS 'The words of a fact, normalised (case, spacing) and hashed: what a tombstone keeps.';
 COMMENT ON FUNCTION dionysus_internal.reindex_tombstone() IS 'Trigger: a deleted fact of a conversation or imported turn leaves a tombstone (reindex_tombstones).';
 COMMENT ON FUNCTION dionysus_internal.turn_source(uuid, uuid) IS 'The provenance a turn''s extraction gives its facts and triples: conversation:<id>, or imported:<id> for an imported turn.';
 COMMENT ON FUNCTION embedding_store_adopt(boolean) IS
@@ -860,7 +897,7 @@ SELECT 1, s - 'model_key', s ->> 'model_key', 384 FROM embedding_settings() s
 ON CONFLICT (id) DO NOTHING;
 
 GRANT SELECT, INSERT, UPDATE ON embedding_store, reindex_runs, reindex_vectors, reindex_extractions, reindex_tombstones TO dionysus_driver;
-GRANT EXECUTE ON FUNCTION dionysus_internal.reindex_runs_guard(), reindex_start(text), reindex_status(), reindex_cancel(), dionysus_internal.reindex_stage(dionysus.work_queue, jsonb), dionysus_internal.reindex_sources(text), dionysus_internal.reindex_embed_missing(uuid, integer), dionysus_internal.reindex_vector(uuid, text, uuid), dionysus_internal.reindex_step(integer), dionysus_internal.reindex_swap(uuid), embedding_settings(), reindex_embed_real(uuid, text[]), dionysus_internal.reindex_tombstone(), dionysus_internal.turn_source(uuid, uuid), embedding_store_adopt(boolean) TO dionysus_driver;
+GRANT EXECUTE ON FUNCTION dionysus_internal.reindex_runs_guard(), reindex_start(text), reindex_status(), reindex_cancel(), dionysus_internal.reindex_stage(dionysus.work_queue, jsonb), dionysus_internal.reindex_sources(text), dionysus_internal.reindex_embed_missing(uuid, integer), dionysus_internal.reindex_vector(uuid, text, uuid), dionysus_internal.reindex_step(integer), dionysus_internal.reindex_swap(uuid), embedding_settings(), reindex_embed_real(uuid, text[]), dionysus_internal.reindex_tombstone(), dionysus_internal.fact_md5(text), dionysus_internal.turn_source(uuid, uuid), embedding_store_adopt(boolean) TO dionysus_driver;
 -- A re-index: the driver starts, watches and cancels runs and stages extractions; the model a
 -- run embeds with, the store's model and the new vectors are written only by the owner (the
 -- run's trigger, the maintenance pass).

@@ -295,6 +295,8 @@ async fn what_the_person_decided_stays_and_the_driver_cannot_forge_a_run() {
         ("nurse", "I work as a nurse", "Ada is a nurse"),
         ("cello", "I play the cello", "Ada plays the cello"),
         ("run", "I run marathons", "Ada runs marathons"),
+        // Its reading confirmed the cello fact (no fact of its own).
+        ("cello2", "I still play the cello", "Ada plays the cello"),
     ] {
         let turn: Value = one(c, &format!("SELECT dionysus.log_message('test', '{id}', 'c', 'ada', '{text}')")).await;
         let objectives = if id == "porto" { json!([{"description": "find a flat in Porto", "saliency": 0.8}]) } else { json!([]) };
@@ -309,6 +311,9 @@ async fn what_the_person_decided_stays_and_the_driver_cannot_forge_a_run() {
     )
     .await
     .unwrap();
+    // Forgetting erases the words: the tombstone keeps a hash.
+    assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.reindex_tombstones").await, 1);
+    assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.reindex_tombstones t WHERE t::text ILIKE '%cello%'").await, 0);
     let driver = connect_as_driver(&db).await;
 
     // The run's model is the settings', whatever the driver's role writes.
@@ -320,7 +325,7 @@ async fn what_the_person_decided_stays_and_the_driver_cannot_forge_a_run() {
     assert_eq!(code, "42501");
     let started: Value = one(&driver, "SELECT dionysus.reindex_start('driver')").await;
     assert_eq!(started["model"], json!("local:all-MiniLM-L6-v2"), "{started}");
-    assert_eq!(started["queued"], json!(4), "{started}");
+    assert_eq!(started["queued"], json!(5), "{started}");
     let run = started["run_id"].as_str().unwrap().to_string();
     for sql in [
         "SELECT dionysus_internal.reindex_step()".to_string(),
@@ -355,6 +360,8 @@ async fn what_the_person_decided_stays_and_the_driver_cannot_forge_a_run() {
     .expect("stage the re-reading");
     complete(c, &item("cello").await, json!({"facts": [{"content": "Ada plays the cello in an orchestra"}]})).await;
     complete(c, &item("run").await, json!({"facts": [{"content": "Ada runs marathons every spring"}]})).await;
+    // Another turn says the forgotten fact again: it does not come back through that turn.
+    complete(c, &item("cello2").await, json!({"facts": [{"content": "Ada plays the cello"}]})).await;
     let nurse = item("nurse").await;
     let row = c.query_one("SELECT id, lease_token FROM dionysus.claim_work_item($1::text::uuid, 'test')", &[&nurse]).await.unwrap();
     let (id, lease): (uuid::Uuid, uuid::Uuid) = (row.get(0), row.get(1));
@@ -370,7 +377,7 @@ async fn what_the_person_decided_stays_and_the_driver_cannot_forge_a_run() {
     assert_eq!(
         facts,
         vec!["Ada is a nurse".to_string(), "Ada moved to Porto in the spring".to_string(), "Ada used to run marathons".to_string()],
-        "the new reading where the person had not spoken; the forgotten fact stays forgotten, the correction stays, the failed turn keeps its fact"
+        "the new reading where the person had not spoken; the forgotten fact stays forgotten (through another turn too), the correction stays, the failed turn keeps its fact"
     );
     let objectives: Vec<(String, String)> =
         c.query("SELECT description, status FROM dionysus.objectives", &[]).await.unwrap().iter().map(|r| (r.get(0), r.get(1))).collect();

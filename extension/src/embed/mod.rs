@@ -125,23 +125,26 @@ fn live() -> (Spec, usize) {
     if !store_exists() {
         return (settings, DIMENSIONS);
     }
-    let row = crate::spi_util::select_prepared(
-        "SELECT s.dimensions, s.model_key, s.spec, EXISTS (SELECT 1 FROM dionysus.reindex_runs r WHERE r.status = 'building') \
-           FROM dionysus.embedding_store s WHERE s.id = 1",
-        &[],
-        |row| Some((row.get::<i32>(1).ok()??, row.get::<String>(2).ok()??, row.get::<pgrx::JsonB>(3).ok()??, row.get::<bool>(4).ok()??)),
-    )
-    .into_iter()
-    .next();
-    let Some((dims, key, pgrx::JsonB(spec), building)) = row else {
+    let mut store = read_store(false);
+    if let Some((_, _, _, true)) = store {
+        let free = crate::spi_util::first_or_none::<bool>(
+            "SELECT pg_try_advisory_xact_lock_shared(hashtextextended('dionysus.reindex_vectors', 0))",
+            &[],
+        )
+        .unwrap_or(false);
+        if !free {
+            // A swap holds it: once it is done, the store may hold another model (read again,
+            // in a snapshot taken after the wait).
+            crate::spi_util::first_or_none::<String>(
+                "SELECT pg_advisory_xact_lock_shared(hashtextextended('dionysus.reindex_vectors', 0))::text",
+                &[],
+            );
+            store = read_store(true);
+        }
+    }
+    let Some((dims, key, pgrx::JsonB(spec), _)) = store else {
         return (settings, DIMENSIONS);
     };
-    if building {
-        crate::spi_util::first_or_none::<String>(
-            "SELECT pg_advisory_xact_lock_shared(hashtextextended('dionysus.reindex_vectors', 0))::text",
-            &[],
-        );
-    }
     if settings.key() == key {
         return (settings, dims as usize);
     }
@@ -149,6 +152,18 @@ fn live() -> (Spec, usize) {
         Ok(s) => (s, dims as usize),
         Err(e) => errors::embedding_failed(format!("embedding_store.spec is not a model spec: {e}")),
     }
+}
+
+/// The store's row and whether a run builds: (width, model key, spec, building). `fresh` reads
+/// in a new snapshot (a read-only SPI query keeps the statement's).
+fn read_store(fresh: bool) -> Option<(i32, String, pgrx::JsonB, bool)> {
+    let query = "SELECT s.dimensions, s.model_key, s.spec, EXISTS (SELECT 1 FROM dionysus.reindex_runs r WHERE r.status = 'building') \
+                   FROM dionysus.embedding_store s WHERE s.id = 1";
+    let row = |row: pgrx::spi::SpiHeapTupleData| {
+        Some((row.get::<i32>(1).ok()??, row.get::<String>(2).ok()??, row.get::<pgrx::JsonB>(3).ok()??, row.get::<bool>(4).ok()??))
+    };
+    let rows = if fresh { crate::spi_util::write_prepared(query, &[], row) } else { crate::spi_util::select_prepared(query, &[], row) };
+    rows.into_iter().next()
 }
 
 /// In the postmaster, while `shared_preload_libraries` loads: loads the local model once so
