@@ -387,6 +387,10 @@ DECLARE
     run dionysus.reindex_runs;
     embedded integer;
 BEGIN
+    -- What cancelled runs staged, a batch per step, whether or not a run builds now.
+    DELETE FROM dionysus.reindex_vectors v
+     WHERE (v.run_id, v.kind, v.target_id) IN (SELECT x.run_id, x.kind, x.target_id FROM dionysus.reindex_vectors x
+                                                JOIN dionysus.reindex_runs r ON r.id = x.run_id AND r.status <> 'building' LIMIT 10000);
     SELECT * INTO run FROM dionysus.reindex_runs r WHERE r.status = 'building';
     IF NOT FOUND THEN
         RETURN NULL;
@@ -394,10 +398,6 @@ BEGIN
     IF NOT pg_try_advisory_xact_lock(hashtextextended('dionysus.reindex', 0)) THEN
         RETURN jsonb_build_object('run_id', run.id, 'skipped', 'another step holds the run');
     END IF;
-    -- What cancelled runs staged.
-    DELETE FROM dionysus.reindex_vectors v
-     WHERE (v.run_id, v.kind, v.target_id) IN (SELECT x.run_id, x.kind, x.target_id FROM dionysus.reindex_vectors x
-                                                JOIN dionysus.reindex_runs r ON r.id = x.run_id AND r.status <> 'building' LIMIT 10000);
     -- A failure is the run's news: written in its note (reindex_status shows it), tried again
     -- next pass.
     BEGIN
