@@ -629,7 +629,6 @@ BEGIN
      WHERE r.id = run.id;
     DELETE FROM dionysus.reindex_vectors v WHERE v.run_id = run.id;
     DELETE FROM dionysus.reindex_extractions x WHERE x.run_id = run.id;
-    PERFORM pg_notify('dionysus_reindex', run.id::text);
     RETURN jsonb_build_object('run_id', run.id, 'swapped', true) || (SELECT r.result FROM dionysus.reindex_runs r WHERE r.id = run.id);
 END $$;
 

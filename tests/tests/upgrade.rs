@@ -76,6 +76,19 @@ async fn catalog(c: &tokio_postgres::Client) -> BTreeSet<String> {
     c.query(CATALOG, &[]).await.expect("catalog").iter().map(|r| r.get::<_, String>(0)).collect()
 }
 
+/// A database of its own with `version` installed (the release's frozen script): its name and
+/// a connection.
+async fn install_release(admin: &tokio_postgres::Client, version: &str) -> (String, tokio_postgres::Client) {
+    let name = format!("t_upgrade_{}_{}", version.replace('.', ""), std::process::id());
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+    let old = connect(&name).await;
+    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{version}'"))
+        .await
+        .unwrap_or_else(|e| panic!("install release {version}: {e}"));
+    (name, old)
+}
+
 async fn count(c: &tokio_postgres::Client, sql: &str) -> i64 {
     c.query_one(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}")).get(0)
 }
@@ -83,11 +96,7 @@ async fn count(c: &tokio_postgres::Client, sql: &str) -> i64 {
 #[tokio::test]
 async fn an_update_from_the_first_release_keeps_everything_and_matches_a_fresh_install() {
     let admin = connect("postgres").await;
-    let name = format!("t_upgrade_{}_{}", OLDEST.replace('.', ""), std::process::id());
-    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
-    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
-    let old = connect(&name).await;
-    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{OLDEST}'")).await.expect("install the first release");
+    let (name, old) = install_release(&admin, OLDEST).await;
     let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
     assert_eq!(v, OLDEST);
 
@@ -163,11 +172,7 @@ async fn an_update_from_the_first_release_keeps_everything_and_matches_a_fresh_i
 #[tokio::test]
 async fn an_update_from_the_first_proactive_release_keeps_the_proactive_minds_state() {
     let admin = connect("postgres").await;
-    let name = format!("t_upgrade_{}_{}", PROACTIVE.replace('.', ""), std::process::id());
-    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
-    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
-    let old = connect(&name).await;
-    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{PROACTIVE}'")).await.expect("install 0.2.0");
+    let (name, old) = install_release(&admin, PROACTIVE).await;
     old.batch_execute(
         "SELECT dionysus.set_clock('2026-03-02 12:00+00'); \
          SELECT dionysus.log_message('discord', 'u1', '42', '1001', 'I am busy right now, talk later'); \
@@ -248,11 +253,7 @@ async fn same_as_a_fresh_install(old: &tokio_postgres::Client, label: &str) {
 #[tokio::test]
 async fn an_update_from_the_rules_release_keeps_rules_learning_and_private_memories() {
     let admin = connect("postgres").await;
-    let name = format!("t_upgrade_{}_{}", MIND_RULES.replace('.', ""), std::process::id());
-    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
-    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
-    let old = connect(&name).await;
-    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{MIND_RULES}'")).await.expect("install 0.3.0");
+    let (name, old) = install_release(&admin, MIND_RULES).await;
     old.batch_execute(
         "SELECT dionysus.set_clock('2026-03-02 09:00+00'); \
          SELECT dionysus.log_message('discord', 'u1', '42', '1001', 'Remind me to water the plants on Sundays at 10'); \
@@ -295,11 +296,7 @@ async fn an_update_from_the_rules_release_keeps_rules_learning_and_private_memor
 #[tokio::test]
 async fn an_update_from_the_alignment_release_keeps_north_stars_feedback_and_the_queue() {
     let admin = connect("postgres").await;
-    let name = format!("t_upgrade_{}_{}", ALIGNMENT.replace('.', ""), std::process::id());
-    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
-    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
-    let old = connect(&name).await;
-    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{ALIGNMENT}'")).await.expect("install the 0.4.0 release");
+    let (name, old) = install_release(&admin, ALIGNMENT).await;
     old.batch_execute(
         "SELECT dionysus.log_message('discord', 'u1', '42', '1001', 'North star: finish my thesis by June'); \
          SELECT dionysus.set_north_star('discord:1001', 'North star: finish my thesis by June'); \
@@ -347,11 +344,7 @@ async fn an_update_from_the_alignment_release_keeps_north_stars_feedback_and_the
 #[tokio::test]
 async fn an_update_from_the_imports_release_keeps_imports_and_posts_waiting_proposals() {
     let admin = connect("postgres").await;
-    let name = format!("t_upgrade_{}_{}", IMPORTS.replace('.', ""), std::process::id());
-    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
-    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
-    let old = connect(&name).await;
-    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{IMPORTS}'")).await.expect("install the previous release");
+    let (name, old) = install_release(&admin, IMPORTS).await;
     let id: String = old
         .query_one(&format!("SELECT dionysus.begin_import('discord:1001', 'chat', 'old.json', '{}', 1) ->> 'import_id'", "c".repeat(64)), &[])
         .await
@@ -397,11 +390,7 @@ async fn an_update_from_the_imports_release_keeps_imports_and_posts_waiting_prop
 #[tokio::test]
 async fn an_update_from_the_previous_release_keeps_everything_and_can_reindex() {
     let admin = connect("postgres").await;
-    let name = format!("t_upgrade_{}_{}", PREVIOUS.replace('.', ""), std::process::id());
-    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
-    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
-    let old = connect(&name).await;
-    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{PREVIOUS}'")).await.expect("install the previous release");
+    let (name, old) = install_release(&admin, PREVIOUS).await;
     let work: String = old
         .query_one("SELECT dionysus.log_message('test', 'u1', 'c', 'ada', 'I keep bees on the roof') ->> 'work_id'", &[])
         .await
