@@ -6,7 +6,8 @@
 #   scripts/bench.sh fortnight [DAYS]   the proactive mind over a simulated fortnight (14)
 #   scripts/bench.sh agents [N] [Q]     chat_context with/without its archetype; recall over MCP vs SQL (10000)
 #   scripts/bench.sh reindex [N]        a re-index: vectors/s, the swap, recall during the build (10000)
-#   scripts/bench.sh all                LoCoMo, recall at 10k and 100k, the driver, the fortnight, agents
+#   scripts/bench.sh decay [N]          a decay pass: nothing due, moving memories, mentions (100000)
+#   scripts/bench.sh all                LoCoMo, recall at 10k and 100k, the driver, the fortnight, agents, re-index, decay
 # One core per backend, as on a 1 vCPU VPS (candle's pool is pinned to one thread).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +26,7 @@ case "${1:-all}" in
   locomo)   # a PATH, --json, both or neither (the dev split)
     if [[ "${2:-}" == "" || "${2:-}" == --* ]]; then $bench locomo "$dev_split" "${@:2}"; else $bench locomo "${@:2}"; fi ;;
   reindex) $bench reindex "${2:-10000}" ;;
+  decay) $bench decay "${2:-100000}" ;;
   recall) $bench recall "${2:-10000}" "${3:-200}" ;;
   driver) $bench driver "${2:-100000}" "${3:-200}" ;;
   fortnight) $bench fortnight "${2:-14}" ;;
@@ -36,6 +38,7 @@ case "${1:-all}" in
     $bench driver 100000 200
     $bench fortnight 14
     $bench agents 10000 200
-    $bench reindex 10000 ;;
-  *) echo "usage: scripts/bench.sh locomo [PATH] [--json] | recall [N] [Q] | driver [N] [M] | fortnight [DAYS] | agents [N] [Q] | reindex [N] | all" >&2; exit 2 ;;
+    $bench reindex 10000
+    $bench decay 100000 ;;
+  *) echo "usage: scripts/bench.sh locomo [PATH] [--json] | recall [N] [Q] | driver [N] [M] | fortnight [DAYS] | agents [N] [Q] | reindex [N] | decay [N] | all" >&2; exit 2 ;;
 esac

@@ -27,7 +27,8 @@
 --   8. any other rows, by primary key: goals, memories, facts, triples, events
 -- Maintenance passes (the worker, run_maintenance()) only try their locks and skip what another
 -- pass holds, never waiting: 'dionysus.neighborhood:<memory>' per recomputed memory and
--- 'dionysus.fold_access_log'; 'dionysus.lexicon' (refresh_lexicon) is waited for, with nothing else held.
+-- 'dionysus.fold_access_log', 'dionysus.decay' (a decay pass, 021, then each memory it moves
+-- FOR UPDATE SKIP LOCKED); 'dionysus.lexicon' (refresh_lexicon) is waited for, with nothing else held.
 -- A function that may need a lock later (a refund needs the state row) takes it at its start.
 
 -- ---------------------------------------------------------------------------------------

@@ -157,7 +157,8 @@ END $$;
 -- (text: the reach-out to deliver), summary (text: what was done, for the narrative), basis
 -- (ids of the memories the model was shown), person (whom a reach-out is for), objectives
 -- [{description, saliency, status}] (the person's, from their turn's extraction), dream
--- ({proposals, note}, for a dream item: recorded as pending proposals).
+-- ({proposals, note}, for a dream item: recorded as pending proposals), levels ({summary,
+-- micro}, for a condense_memory item: a fading memory's shorter forms, sql/021_decay.sql).
 -- Facts and triples from a conversation turn (params.memory_id) keep it as provenance. A
 -- re-index's 'reindex_message' item applies nothing: its facts, triples and objectives wait
 -- for the swap (sql/020_reindex.sql).
@@ -199,7 +200,8 @@ BEGIN
     END IF;
     FOR key IN SELECT jsonb_object_keys(result) LOOP
         IF key NOT IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts',
-                       'episode_summary', 'message', 'summary', 'basis', 'person', 'maintenance', 'objectives', 'dream') THEN
+                       'episode_summary', 'message', 'summary', 'basis', 'person', 'maintenance', 'objectives', 'dream',
+                       'levels') THEN
             RAISE EXCEPTION 'dionysus: argument "result": unknown key "%"', key USING ERRCODE = 'invalid_text_representation';
         END IF;
         IF key IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts', 'basis', 'objectives')
@@ -277,6 +279,10 @@ BEGIN
                summary_embedding = dionysus.embed(result ->> 'episode_summary')
          WHERE id = (w.params ->> 'episode_id')::uuid;
         made := made || jsonb_build_object('episode_id', w.params ->> 'episode_id');
+    END IF;
+    -- A fading memory's summary and micro line (021_decay.sql).
+    IF result ? 'levels' THEN
+        made := made || jsonb_build_object('levels', dionysus_internal.store_levels(w, result -> 'levels'));
     END IF;
     IF history_at IS NOT NULL AND jsonb_array_length(coalesce(result -> 'goals', '[]')) > 0 THEN
         refused := refused || jsonb_build_object('goals', jsonb_array_length(result -> 'goals'), 'reason', 'asked in an imported history');

@@ -31,7 +31,7 @@ BEGIN
                              'dionysus_internal.archetype_centroid(text[])',
                              'dionysus_internal.note_objective(text, text, double precision, text, uuid)',
                              'dionysus_internal.reindex_embed_missing(uuid, integer)', 'dionysus_internal.reindex_vector(uuid, text, uuid)',
-                             'dionysus_internal.reindex_swap(uuid)'] LOOP
+                             'dionysus_internal.reindex_swap(uuid)', 'dionysus_internal.decay_reinforce(dionysus.decay_config)'] LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, dionysus, %I', f, vschema);
     END LOOP;
 END $$;
@@ -135,7 +135,7 @@ COMMENT ON FUNCTION recall IS
     'through neighborhoods, graph edges and episode-adjacent turns, weighted by importance and recency '
     '(weights in dionysus.recall_config). Filters: types, since/until, min_importance, episode_id, and person '
     '(only what that person may see: nothing private to someone else). Returns each score component and found_by, '
-    'the channel that found the memory.';
+    'the channel that found the memory, and stage: fresh, fading (its summary) or distant (its residue), sql/021_decay.sql.';
 COMMENT ON FUNCTION recall_recent IS 'The k most recent active memories, optionally of some types or one source.';
 COMMENT ON FUNCTION recall_by_id IS 'One memory with every field (access counts include the unfolded log).';
 COMMENT ON FUNCTION recompute_neighborhoods IS
@@ -524,6 +524,28 @@ COMMENT ON FUNCTION dionysus_internal.reindex_swap(uuid) IS
 COMMENT ON FUNCTION embedding_settings() IS 'The embedding model the settings name ({provider, url, model, model_path, model_key}), never the API key.';
 COMMENT ON FUNCTION dionysus.reindex_embed_real(uuid, text[]) IS 'Embeddings by a building re-index run''s model, without the cache, in input order (internal to the re-index).';
 
+-- Memory that fades (021).
+COMMENT ON TABLE decay_config IS
+    'How memories fade (seed 003 §8): the stage thresholds in effective days, what slows fading (recall, importance, feeling), the mention similarity that resets a memory''s clock, the types that decay, the pass interval and batch, and the off switch (enabled). UPDATE to tune.';
+COMMENT ON TABLE decay_mentions IS 'New memories not yet compared with older ones: a near repeat resets their decay clock (the next decay pass).';
+COMMENT ON TABLE decay_log IS 'Every automatic decay step (mentioned, waiting for a level, fading, distant, forgotten) with its inputs; ids and numbers only, never words.';
+COMMENT ON VIEW memory_decay IS 'The decay rule for every memory: its stage, effective days and slowdown, why it is exempt, and the stage its age calls for (due).';
+COMMENT ON FUNCTION decay_pass() IS
+    'Owner only: one decay pass now (the maintenance worker runs one every decay_config.pass_interval): mentions reset clocks, then each memory due a later stage moves one stage, compressing (summary, then micro line, asked of the model when missing) before it is deleted. Returns what it did.';
+COMMENT ON FUNCTION dionysus_internal.decay_run() IS 'A decay pass (decay_pass, decay_step); skips when another pass runs.';
+COMMENT ON FUNCTION dionysus_internal.decay_step() IS 'The maintenance worker''s decay step: a pass when the last one is decay_config.pass_interval old on the clock, else NULL.';
+COMMENT ON FUNCTION dionysus_internal.decay_reinforce(dionysus.decay_config) IS
+    'Resets the decay clock of older memories a newly made one repeats (at least mention_similarity near, as private or shared), logged as mentioned.';
+COMMENT ON FUNCTION dionysus_internal.queue_decay_mentions() IS 'Trigger: a new active memory is queued to be compared with older ones (decay_mentions).';
+COMMENT ON FUNCTION dionysus_internal.stage_rank(text) IS 'The order of the stages: fresh 1, fading 2, distant 3, forgotten 4.';
+COMMENT ON FUNCTION memory_stage(uuid) IS
+    'Where a memory is in its life and why: stage, exemption, effective days and slowdown, the next stage and when it falls due, the level it waits for, and its decay history. A forgotten memory answers from its history.';
+COMMENT ON FUNCTION pin(uuid, boolean) IS 'Pins a memory so it never decays (pinned false: unpins it); returns the new state.';
+COMMENT ON FUNCTION pin_own(text, uuid, boolean) IS 'pin for one of the person''s own memories (an agent acting for them); anyone else''s is refused (42501).';
+COMMENT ON FUNCTION dionysus_internal.store_levels(dionysus.work_queue, jsonb) IS
+    'complete_work of a condense_memory item: its memory''s summary and micro line, where it has none yet.';
+COMMENT ON FUNCTION dionysus_internal.condense_source(uuid) IS 'What a condense_memory item shows the model: the memory''s words, levels and stage.';
+
 -- The store's vectors were made by the model the settings name at install (or upgrade) time.
 INSERT INTO embedding_store (id, spec, model_key, dimensions)
 SELECT 1, s - 'model_key', s ->> 'model_key', 384 FROM embedding_settings() s
@@ -597,3 +619,8 @@ GRANT DELETE ON reindex_extractions TO dionysus_driver;
 REVOKE EXECUTE ON FUNCTION dionysus_internal.reindex_step(integer), dionysus_internal.reindex_swap(uuid),
     dionysus_internal.reindex_embed_missing(uuid, integer), dionysus.reindex_embed_real(uuid, text[]), embedding_store_adopt(boolean)
     FROM PUBLIC, dionysus_driver;
+-- Decay: the person tunes it and the owner's worker runs it; the driver may pin and ask why.
+REVOKE INSERT, UPDATE ON decay_config FROM dionysus_driver;
+REVOKE INSERT, UPDATE ON decay_log FROM dionysus_driver;
+REVOKE EXECUTE ON FUNCTION decay_pass(), dionysus_internal.decay_run(), dionysus_internal.decay_step(),
+    dionysus_internal.decay_reinforce(dionysus.decay_config) FROM PUBLIC, dionysus_driver;

@@ -1,6 +1,6 @@
 //! What each queued action does: the heartbeat's actions that need language or the network
 //! (reflect, maintain, brainstorm_goals, inquire, synthesize, reach_out_user) and the worker's
-//! language jobs (extract_message, reindex_message, summarize_episode, extract_concepts). Each builds its prompt
+//! language jobs (extract_message, reindex_message, summarize_episode, condense_memory, extract_concepts). Each builds its prompt
 //! from what the extension gives it and returns an [`Outcome`]; the queue ([`crate::work`])
 //! claims and settles. No memory logic here: results go back through complete_work.
 use crate::db::Db;
@@ -21,6 +21,7 @@ pub async fn execute(mind: &Mind, item: &WorkItem) -> Outcome {
         // A turn read again by `dionysus reindex`: the same reading, with today's template.
         "reindex_message" => extract_message(mind, p, false).await,
         "summarize_episode" => summarize_episode(mind, p).await,
+        "condense_memory" => condense_memory(mind, p).await,
         "extract_concepts" => return extract_concepts(mind, std::slice::from_ref(item)).await.pop().unwrap(),
         "reflect" => reflect(mind, p).await,
         "maintain" => maintain(mind, p, item.id).await,
@@ -210,6 +211,24 @@ async fn summarize_episode(mind: &Mind, p: &Value) -> Step<Outcome> {
     let system = render(&t.text, &[("transcript", clip(&lines, 12_000))]);
     let v = ask(&mind.fast, &t, system, None, |v| text(&v, "summary").map(|s| json!(s)).ok_or_else(|| "\"summary\" must be a non-empty string".into())).await?;
     Ok(Outcome::Done(json!({"episode_summary": v, "summary": "episode summarised"})))
+}
+
+/// A fading memory's shorter forms (sql/021_decay.sql): its summary and micro line, from its
+/// own words only. The model's answer is clipped to the levels' limits, never trusted to keep them.
+async fn condense_memory(mind: &Mind, p: &Value) -> Step<Outcome> {
+    let memory = uuid_param(p, "memory_id")?;
+    let source = json_of(&mind.work_db, "SELECT dionysus_internal.condense_source($1)", &[&memory]).await?;
+    let Some(content) = text(&source, "content") else {
+        return Ok(Outcome::Done(json!({"summary": "memory no longer exists"})));
+    };
+    let t = template(&mind.work_db, "condense_memory").await?;
+    let system = render(&t.text, &[("memory", clip(&content, 8_000))]);
+    let v = ask(&mind.fast, &t, system, None, |v| match (text(&v, "summary"), text(&v, "micro")) {
+        (Some(s), Some(m)) => Ok(json!({"summary": clip(&s, 2_000), "micro": clip(&m, 400)})),
+        _ => Err("\"summary\" and \"micro\" must be non-empty strings".into()),
+    })
+    .await?;
+    Ok(Outcome::Done(json!({"levels": v, "summary": "memory condensed"})))
 }
 
 pub(crate) async fn extract_concepts(mind: &Mind, batch: &[WorkItem]) -> Vec<Outcome> {

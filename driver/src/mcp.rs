@@ -248,7 +248,7 @@ impl MemoryServer {
         let v = self
             .value("SELECT jsonb_build_object('results', coalesce(jsonb_agg(jsonb_build_object(
                         'memory_id', r.memory_id, 'content', r.content, 'type', r.type, 'created_at', r.created_at,
-                        'score', r.score, 'found_by', r.found_by,
+                        'score', r.score, 'found_by', r.found_by, 'stage', r.stage,
                         'components', jsonb_build_object('vector', r.vector_score, 'lexical', r.lexical_score,
                             'association', r.association_score, 'temporal', r.temporal_score,
                             'importance', r.importance_score, 'recency', r.recency_score)) ORDER BY r.score DESC), '[]'))

@@ -15,6 +15,7 @@ use pgrx::prelude::*;
 
 ::pgrx::pg_module_magic!(name, version);
 
+pub mod decay;
 pub mod embed;
 pub mod errors;
 pub mod heartbeat;
@@ -57,6 +58,8 @@ pgrx::extension_sql_file!("../../sql/018_import.sql", name = "import", requires 
 pgrx::extension_sql_file!("../../sql/019_dream_channel.sql", name = "dream_channel", requires = ["import"]);
 // Re-indexing from the message log (seed 004 §7): the store's model, runs, staging, the swap.
 pgrx::extension_sql_file!("../../sql/020_reindex.sql", name = "reindex", requires = ["dream_channel"]);
+// Memory that fades (seed 003 §8): stages by effective age, reinforcement, compress before delete.
+pgrx::extension_sql_file!("../../sql/021_decay.sql", name = "decay", requires = ["reindex"]);
 // Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 

@@ -161,3 +161,17 @@ pub fn cluster_sh(args: &[&str]) -> bool {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     std::process::Command::new(format!("{root}/scripts/cluster.sh")).args(args).status().expect("scripts/cluster.sh").success()
 }
+
+/// The first column of the one row `sql` returns.
+pub async fn one<T: for<'a> tokio_postgres::types::FromSql<'a>>(c: &Client, sql: &str) -> T {
+    c.query_one(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}")).get(0)
+}
+
+/// Waits until `sql` (a boolean; NULL is false) holds, 60 s at most.
+pub async fn until(c: &Client, sql: &str, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !one::<bool>(c, &format!("SELECT coalesce(({sql}), false)")).await {
+        assert!(std::time::Instant::now() < deadline, "{what}: not within 60 s ({sql})");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

@@ -5,7 +5,7 @@
 use dionysus_tests::fake_embeddings::{bag_of_words, FakeEmbeddings};
 use dionysus_tests::fake_llm::{Answer, FakeLlm};
 use dionysus_tests::running::Running;
-use dionysus_tests::{driver_conninfo, expect_error, scripted_driver_config, TestDb};
+use dionysus_tests::{driver_conninfo, expect_error, one, scripted_driver_config, until, TestDb};
 use serde_json::{json, Value};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -28,19 +28,6 @@ fn reindex_command(db: &TestDb, args: &[&str]) -> Command {
 fn stdout(o: &Output) -> String {
     assert!(o.status.success(), "dionysus reindex failed: {}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-async fn one<T: for<'a> tokio_postgres::types::FromSql<'a>>(c: &Client, sql: &str) -> T {
-    c.query_one(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}")).get(0)
-}
-
-/// Waits until `sql` (a boolean; NULL is false) holds.
-async fn until(c: &Client, sql: &str, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !one::<bool>(c, &format!("SELECT coalesce(({sql}), false)")).await {
-        assert!(Instant::now() < deadline, "{what}: not within 60 s ({sql})");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// The facts recall finds for a person, best first.

@@ -15,7 +15,10 @@ const MIND_RULES: &str = "0.3.0";
 const ALIGNMENT: &str = "0.4.0";
 /// The last release before the dream channel.
 const IMPORTS: &str = "0.5.0";
-const PREVIOUS: &str = "0.6.0";
+/// The last release before re-indexing (embedding_store).
+const BEFORE_REINDEX: &str = "0.6.0";
+/// The last release before decay.
+const PREVIOUS: &str = "0.7.0";
 
 /// Everything about the extension's objects that a person or the driver could notice, one
 /// line per fact, with no OIDs and no column order (ALTER TABLE ADD COLUMN appends).
@@ -388,9 +391,9 @@ async fn an_update_from_the_imports_release_keeps_imports_and_posts_waiting_prop
 /// 0.6.0's memories, extractions and dream channel survive the update; the store knows the
 /// model its vectors were made with, and a re-index rebuilds the old extraction.
 #[tokio::test]
-async fn an_update_from_the_previous_release_keeps_everything_and_can_reindex() {
+async fn an_update_from_0_6_keeps_everything_and_can_reindex() {
     let admin = connect("postgres").await;
-    let (name, old) = install_release(&admin, PREVIOUS).await;
+    let (name, old) = install_release(&admin, BEFORE_REINDEX).await;
     let work: String = old
         .query_one("SELECT dionysus.log_message('test', 'u1', 'c', 'ada', 'I keep bees on the roof') ->> 'work_id'", &[])
         .await
@@ -443,6 +446,48 @@ async fn an_update_from_the_previous_release_keeps_everything_and_can_reindex() 
         .collect();
     assert_eq!(facts, vec!["Ada keeps two hives of bees on her roof".to_string()]);
     assert_eq!(count(&old, "SELECT count(*) FROM dionysus.triples").await, 0, "the old reading's triple went with it");
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// 0.7.0's memories come through whole and fresh, their decay clocks starting at the update
+/// (however old their dates); recall keeps answering with the new library before the update
+/// and marks stages after it; decay then runs on the updated schema.
+#[tokio::test]
+async fn an_update_from_the_previous_release_starts_every_decay_clock_at_the_update() {
+    let admin = connect("postgres").await;
+    let (name, old) = install_release(&admin, PREVIOUS).await;
+    old.batch_execute(
+        "SELECT dionysus.remember('A summer in Lisbon long ago.', importance => 0, created_at => '2019-07-01'); \
+         SELECT dionysus.remember('Ada keeps bees on the roof.', importance => 0); \
+         SELECT dionysus.learn('Ada keeps bees', 'Ada');",
+    )
+    .await
+    .expect("fill the previous release");
+    let state = "SELECT (SELECT count(*) FROM dionysus.memories), \
+                        (SELECT md5(string_agg(id::text || content || embedding::text, ',' ORDER BY id)) FROM dionysus.memories)";
+    let read = |r: tokio_postgres::Row| (r.get::<_, i64>(0), r.get::<_, String>(1));
+    let before = read(old.query_one(state, &[]).await.unwrap());
+    assert_eq!(before.0, 3, "the fill did not take");
+    // The new library serves the old schema until the update.
+    let hits = old.query("SELECT memory_id FROM dionysus.recall('bees on the roof', 3)", &[]).await.expect("recall before the update");
+    assert!(!hits.is_empty());
+    old.batch_execute("SELECT dionysus.set_clock('2026-05-01 12:00+00'); ALTER EXTENSION dionysus UPDATE")
+        .await
+        .expect("ALTER EXTENSION dionysus UPDATE");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, env!("CARGO_PKG_VERSION"));
+    assert_eq!(read(old.query_one(state, &[]).await.unwrap()), before, "state lost in the update");
+    same_as_a_fresh_install(&old, "upgrade_fresh_07").await;
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.memories WHERE stage = 'fresh' AND reinforced_at = '2026-05-01 12:00+00'").await, 3);
+    let stages: Vec<String> =
+        old.query("SELECT stage FROM dionysus.recall('bees on the roof', 3)", &[]).await.expect("recall after").iter().map(|r| r.get(0)).collect();
+    assert!(!stages.is_empty() && stages.iter().all(|s| s == "fresh"), "{stages:?}");
+    // Nothing fades on the day of the update, however old; eight days later the short ones do.
+    old.batch_execute("SELECT dionysus.decay_pass()").await.expect("a decay pass");
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.memories WHERE stage = 'fresh'").await, 3);
+    old.batch_execute("SELECT dionysus.advance_clock('8 days'); SELECT dionysus.decay_pass()").await.unwrap();
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.memories WHERE stage = 'fading'").await, 2, "the two unimportant memories; the fact (importance 0.5) fades later");
     drop(old);
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
 }

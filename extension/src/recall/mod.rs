@@ -130,6 +130,8 @@ pub struct Hit {
     pub recency: f64,
     pub score: f64,
     pub found_by: String,
+    /// Where the memory is in its life (sql/021_decay.sql): fresh, fading or distant.
+    pub stage: String,
 }
 
 #[derive(Default, Clone)]
@@ -211,12 +213,14 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     let ids: Vec<Uuid> = cands.keys().copied().collect();
     let mut args = base_args();
     args.push(ids.into());
-    let rows: Vec<(Uuid, String, String, TimestampWithTimeZone, f64, f64, f64)> = select_prepared(
+    // A database still on an older version's SQL has no stages: everything is fresh there.
+    let stage = if crate::decay::installed() { "m.stage::text" } else { "'fresh'::text" };
+    let rows: Vec<(Uuid, String, String, TimestampWithTimeZone, f64, f64, f64, String)> = select_prepared(
         &format!(
             "SELECT m.id, m.content, m.type::text, m.created_at, 1 - (m.embedding {op} $1::real[]::{vt}), \
                     m.importance::float8, \
                     CASE WHEN isfinite(m.created_at) THEN extract(epoch FROM now() - m.created_at)::float8 / 86400 \
-                         ELSE 0 END \
+                         ELSE 0 END, {stage} \
              FROM dionysus.memories m WHERE m.id = ANY($8) AND {FILTER_SQL}",
             op = cosine_op(),
             vt = vector_type()
@@ -231,12 +235,13 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
                 t.get::<f64>(5).ok()??,
                 t.get::<f64>(6).ok()??,
                 t.get::<f64>(7).ok()??,
+                t.get::<String>(8).ok()??,
             ))
         },
     );
     let mut hits: Vec<Hit> = rows
         .into_iter()
-        .map(|(id, content, kind, created_at, vector, importance, age_days)| {
+        .map(|(id, content, kind, created_at, vector, importance, age_days, stage)| {
             let c = &cands[&id];
             let recency = 0.5f64.powf(age_days.max(0.0) / cfg.recency_half_life_days);
             let score = cfg.weight_vector * vector
@@ -265,6 +270,7 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
                 recency,
                 score,
                 found_by: found_by.to_string(),
+                stage,
             }
         })
         .collect();
@@ -363,6 +369,7 @@ fn recall(
         name!(importance_score, f64),
         name!(recency_score, f64),
         name!(found_by, String),
+        name!(stage, String),
     ),
 > {
     let query = check_text("query", query);
@@ -396,6 +403,7 @@ fn recall(
             h.importance,
             h.recency,
             h.found_by,
+            h.stage,
         )
     }))
 }

@@ -224,8 +224,13 @@ pub extern "C-unwind" fn dionysus_maintenance_main(_arg: pg_sys::Datum) {
             }
         }
     }
-    let steps: [(&str, fn()); 3] =
-        [("access log", fold_access_log), ("lexicon", refresh_lexicon_if_stale), ("retention", prune_history)];
+    // Decay after the access log is folded: being recalled slows fading.
+    let steps: [(&str, fn()); 4] = [
+        ("access log", fold_access_log),
+        ("lexicon", refresh_lexicon_if_stale),
+        ("retention", prune_history),
+        ("decay", crate::decay::step),
+    ];
     for (name, step) in steps {
         if stopping() {
             break;

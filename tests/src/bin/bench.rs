@@ -16,6 +16,8 @@ use std::time::Instant;
 use tokio_postgres::Client;
 use uuid::Uuid;
 
+#[path = "bench/decay.rs"]
+mod decay;
 #[path = "bench/fortnight.rs"]
 mod fortnight;
 
@@ -37,6 +39,7 @@ async fn main() {
             let q: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(200);
             recall_latency(n, q).await
         }
+        Some("decay") => decay::decay(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100_000)).await,
         Some("reindex") => reindex(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000)).await,
         Some("fortnight") => fortnight::fortnight(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(14)).await,
         Some("agents") => {
@@ -44,7 +47,7 @@ async fn main() {
             let q: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(200);
             context_and_mcp(n, q).await
         }
-        _ => eprintln!("usage: dionysus-bench locomo PATH [--json] | recall N [QUERIES] | driver N [MESSAGES] | fortnight [DAYS] | agents N [QUERIES] | reindex N"),
+        _ => eprintln!("usage: dionysus-bench locomo PATH [--json] | recall N [QUERIES] | driver N [MESSAGES] | fortnight [DAYS] | agents N [QUERIES] | reindex N | decay N"),
     }
 }
 

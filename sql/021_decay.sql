@@ -1,0 +1,442 @@
+-- Memory that fades like a person's (seed 003 §8 with 002's detail levels; issue #13 §5).
+--
+-- A memory lives through stages by its *effective age*: the time since it was last met (made,
+-- or mentioned again), on the one clock (clock_now), divided by how much it resists fading:
+--
+--   slowdown       = (1 + recall_slowdown × ln(1 + times recalled))
+--                  × (1 + importance_slowdown × importance) × (1 + emotion_slowdown × |valence|)
+--   effective days = days since reinforced_at / slowdown
+--
+--   fresh     (below fading_after_days, 7)    full detail
+--   fading    (below distant_after_days, 30)  its summary only: the specifics are gone
+--   distant   (below forget_after_days, 90)   its residue: the micro line, its emotional imprint
+--                                             (importance, valence), its graph edges and triples
+--   forgotten (from forget_after_days)        deleted, edges and triples it alone gave with it
+--
+-- Compress before deleting: a memory moves one stage per pass and never skips one, so nothing
+-- is deleted that was not first a summary and then a residue. A level it lacks (its summary,
+-- its micro line) is asked of the language model through the work queue ('condense_memory');
+-- until it arrives the memory waits where it is, so a dead model loses nothing. A level is
+-- used when it is shorter than the text; text already as short as the level (280 / 120
+-- characters) without one is its own level. A changed text is embedded
+-- again, so a faded memory is found by what it still says, not by the details it lost.
+--
+-- Reinforcement: a new memory at least mention_similarity near an older one (as private, or
+-- the older one shared) resets the older one's clock; being recalled (access_count) and being
+-- important or emotional slow it. A mention never brings lost detail back: stages only move
+-- forward, and the new memory carries the detail.
+--
+-- Never decayed: the immutable message log (it is not a memory: re-indexing stays possible),
+-- north stars, facts the person confirmed (said again: state 'confirmed'), pinned memories,
+-- memories of an open goal, and types not in decay_config.types (procedures and strategies
+-- are skills and plans, not recollections). Archived and superseded memories are left as the
+-- person left them.
+--
+-- Every automatic step is written to decay_log with its inputs (no words: a forgotten memory
+-- leaves only its id and numbers); memory_stage(id) explains where a memory is and why.
+-- The pass runs in the maintenance worker (decay_step) at most every interval on the clock;
+-- decay_pass() runs it now. One pass at a time ('dionysus.decay', tried, never waited for);
+-- a memory another transaction holds is skipped until the next pass (SKIP LOCKED). While a
+-- re-index run builds (020), a pass only renews clocks: no text changes under the run.
+
+CREATE TYPE decay_stage AS ENUM ('fresh', 'fading', 'distant');
+
+-- Evaluated once for the rows already there (a stable default): an upgraded store's memories
+-- start their clock at the upgrade, and an import's history at its import, not at its date.
+ALTER TABLE memories
+    ADD COLUMN stage         decay_stage NOT NULL DEFAULT 'fresh',
+    ADD COLUMN reinforced_at timestamptz NOT NULL DEFAULT dionysus.clock_now(),
+    ADD COLUMN pinned        boolean NOT NULL DEFAULT false;
+
+-- ---------------------------------------------------------------------------------------
+-- Configuration: one row, every knob typed and checked.
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE decay_config (
+    id                  integer PRIMARY KEY DEFAULT 1 CHECK (id = 1),
+    enabled             boolean NOT NULL DEFAULT true,
+    fading_after_days   double precision NOT NULL DEFAULT 7 CHECK (fading_after_days > 0),
+    distant_after_days  double precision NOT NULL DEFAULT 30,
+    forget_after_days   double precision NOT NULL DEFAULT 90,
+    recall_slowdown     double precision NOT NULL DEFAULT 0.5 CHECK (recall_slowdown >= 0 AND recall_slowdown <= 100),
+    importance_slowdown double precision NOT NULL DEFAULT 1.0 CHECK (importance_slowdown >= 0 AND importance_slowdown <= 100),
+    emotion_slowdown    double precision NOT NULL DEFAULT 1.0 CHECK (emotion_slowdown >= 0 AND emotion_slowdown <= 100),
+    mention_similarity  double precision NOT NULL DEFAULT 0.85 CHECK (mention_similarity > 0 AND mention_similarity <= 1),
+    types               memory_type[] NOT NULL DEFAULT ARRAY['episodic', 'semantic']::memory_type[],
+    pass_interval       interval NOT NULL DEFAULT '1 hour' CHECK (pass_interval >= interval '0'),
+    batch               integer NOT NULL DEFAULT 200 CHECK (batch BETWEEN 1 AND 100000),
+    -- The levels' lengths: text this short needs no model to be its own summary or micro line.
+    summary_chars       integer NOT NULL DEFAULT 280 CHECK (summary_chars BETWEEN 20 AND 4000),
+    micro_chars         integer NOT NULL DEFAULT 120 CHECK (micro_chars BETWEEN 10 AND 1000),
+    log_days            integer NOT NULL DEFAULT 365 CHECK (log_days >= 1),
+    last_pass_at        timestamptz,
+    CHECK (distant_after_days > fading_after_days AND forget_after_days > distant_after_days),
+    CHECK (micro_chars < summary_chars)
+);
+INSERT INTO decay_config DEFAULT VALUES;
+
+-- New memories not yet compared with older ones (a mention resets their clocks).
+CREATE TABLE decay_mentions (
+    memory_id uuid PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE
+);
+
+CREATE FUNCTION dionysus_internal.queue_decay_mentions() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO dionysus.decay_mentions (memory_id) SELECT n.id FROM new_memories n WHERE n.status = 'active'
+    ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER memories_queue_decay_mentions AFTER INSERT ON memories
+    REFERENCING NEW TABLE AS new_memories FOR EACH STATEMENT EXECUTE FUNCTION dionysus_internal.queue_decay_mentions();
+
+-- What decay did, with its inputs. No content: what was forgotten is not kept here.
+CREATE TABLE decay_log (
+    id        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at        timestamptz NOT NULL DEFAULT dionysus.clock_now(),
+    memory_id uuid NOT NULL,
+    event     text NOT NULL CHECK (event IN ('mentioned', 'waiting', 'fading', 'distant', 'forgotten')),
+    inputs    jsonb NOT NULL DEFAULT '{}'::jsonb
+);
+CREATE INDEX decay_log_memory ON decay_log (memory_id, id);
+CREATE INDEX decay_log_at ON decay_log (at);
+
+-- ---------------------------------------------------------------------------------------
+-- The rule, in one place: every memory's effective age, why it is exempt, the stage its age
+-- calls for. The pass and memory_stage() both read it, so the explanation is the rule.
+-- ---------------------------------------------------------------------------------------
+CREATE VIEW memory_decay AS
+SELECT m.id AS memory_id,
+       m.stage,
+       m.reinforced_at,
+       d.slowdown,
+       d.effective_days,
+       x.exempt,
+       CASE WHEN x.exempt IS NOT NULL OR NOT c.enabled THEN m.stage::text
+            WHEN d.effective_days >= c.forget_after_days THEN 'forgotten'
+            WHEN d.effective_days >= c.distant_after_days THEN 'distant'
+            WHEN d.effective_days >= c.fading_after_days THEN 'fading'
+            ELSE 'fresh' END AS due,
+       c.enabled
+  FROM dionysus.memories m
+ CROSS JOIN dionysus.decay_config c
+ CROSS JOIN LATERAL (
+       SELECT (1 + c.recall_slowdown * ln(1 + m.access_count))
+            * (1 + c.importance_slowdown * m.importance)
+            * (1 + c.emotion_slowdown * abs(m.valence)) AS slowdown) s
+ CROSS JOIN LATERAL (
+       SELECT s.slowdown,
+              greatest(extract(epoch FROM dionysus.clock_now() - m.reinforced_at) / 86400, 0) / s.slowdown AS effective_days) d
+ CROSS JOIN LATERAL (
+       SELECT CASE
+           WHEN m.status <> 'active' THEN 'not active (' || m.status || ')'
+           WHEN m.pinned THEN 'pinned'
+           WHEN m.metadata ? 'north_star' THEN 'a north star'
+           WHEN NOT (m.type = ANY (c.types)) THEN m.type || ' memories do not decay (decay_config.types)'
+           WHEN EXISTS (SELECT 1 FROM dionysus.facts f WHERE f.memory_id = m.id AND f.state = 'confirmed')
+               THEN 'a fact the person confirmed'
+           WHEN EXISTS (SELECT 1 FROM dionysus.goal_memory_links l JOIN dionysus.goals g ON g.id = l.goal_id
+                         WHERE l.memory_id = m.id AND g.priority IN ('active', 'queued', 'backburner'))
+               THEN 'part of an open goal'
+       END AS exempt) x
+;
+
+CREATE FUNCTION dionysus_internal.stage_rank(stage text) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT array_position(ARRAY['fresh', 'fading', 'distant', 'forgotten'], stage)
+$$;
+
+-- Reinforcement: each queued new memory resets the clock of the older memories it repeats.
+CREATE FUNCTION dionysus_internal.decay_reinforce(cfg dionysus.decay_config) RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    n integer := 0;
+    k integer;
+    fresh record;
+BEGIN
+    FOR fresh IN
+        DELETE FROM dionysus.decay_mentions q
+         WHERE q.memory_id IN (SELECT memory_id FROM dionysus.decay_mentions ORDER BY memory_id LIMIT greatest(cfg.batch * 5, 100))
+        RETURNING q.memory_id
+    LOOP
+        WITH said AS (
+            SELECT m.id, m.embedding, m.private_to, m.reinforced_at FROM dionysus.memories m WHERE m.id = fresh.memory_id
+        ), near AS (
+            SELECT o.id, 1 - (o.embedding <=> said.embedding) AS similarity
+              FROM said CROSS JOIN LATERAL (
+                   SELECT x.id, x.embedding, x.private_to FROM dionysus.memories x
+                    WHERE x.id <> said.id AND x.status = 'active'
+                    ORDER BY x.embedding <=> said.embedding LIMIT 8) o
+             WHERE 1 - (o.embedding <=> said.embedding) >= cfg.mention_similarity
+               -- a person's words renew only what is theirs or shared: never another's
+               AND (o.private_to IS NULL OR coalesce(o.private_to, '{}') = coalesce(said.private_to, '{}'))
+        ), renewed AS (
+            UPDATE dionysus.memories m SET reinforced_at = (SELECT greatest(said.reinforced_at, dionysus.clock_now()) FROM said)
+              FROM near
+             WHERE m.id = near.id AND m.reinforced_at < dionysus.clock_now()
+               AND m.id IN (SELECT y.id FROM dionysus.memories y WHERE y.id = near.id FOR UPDATE SKIP LOCKED)
+            RETURNING m.id, near.similarity
+        )
+        INSERT INTO dionysus.decay_log (memory_id, event, inputs)
+        SELECT r.id, 'mentioned', jsonb_build_object('by_memory', fresh.memory_id, 'similarity', round(r.similarity::numeric, 3),
+                                                     'mention_similarity', cfg.mention_similarity)
+          FROM renewed r;
+        GET DIAGNOSTICS k = ROW_COUNT;
+        n := n + k;
+    END LOOP;
+    RETURN n;
+END $$;
+
+-- One decay pass: mentions first (a memory just repeated must not fade this pass), then each
+-- memory whose age calls for a later stage moves one stage, oldest first, at most batch.
+CREATE FUNCTION dionysus_internal.decay_run() RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    cfg dionysus.decay_config;
+    m record;
+    target text;
+    new_text text;
+    reinforced integer := 0;
+    moved jsonb := jsonb_build_object('fading', 0, 'distant', 0, 'forgotten', 0, 'waiting', 0);
+    asked integer := 0;
+    inputs jsonb;
+BEGIN
+    IF NOT pg_try_advisory_xact_lock(hashtextextended('dionysus.decay', 0)) THEN
+        RETURN jsonb_build_object('skipped', 'another decay pass is running');
+    END IF;
+    SELECT * INTO cfg FROM dionysus.decay_config WHERE id = 1;
+    UPDATE dionysus.decay_config SET last_pass_at = dionysus.clock_now() WHERE id = 1;
+    IF NOT cfg.enabled THEN
+        RETURN jsonb_build_object('enabled', false);
+    END IF;
+    reinforced := dionysus_internal.decay_reinforce(cfg);
+    -- A re-index run stages vectors from today's words: no text changes under it until its swap.
+    IF EXISTS (SELECT 1 FROM dionysus.reindex_runs r WHERE r.status = 'building') THEN
+        RETURN jsonb_build_object('enabled', true, 'mentions', reinforced, 'waiting', 'a re-index run is building');
+    END IF;
+
+    FOR m IN
+        SELECT d.memory_id, d.stage::text AS stage, d.due, d.effective_days, d.slowdown, d.reinforced_at,
+               x.content, x.summary, x.micro, x.access_count, x.importance, x.valence
+          FROM dionysus.memory_decay d JOIN dionysus.memories x ON x.id = d.memory_id
+         WHERE d.exempt IS NULL AND dionysus_internal.stage_rank(d.due) > dionysus_internal.stage_rank(d.stage::text)
+         ORDER BY d.effective_days DESC
+         LIMIT cfg.batch
+    LOOP
+        -- Skipped when another transaction holds it (this pass waits on no one).
+        PERFORM 1 FROM dionysus.memories y WHERE y.id = m.memory_id FOR UPDATE SKIP LOCKED;
+        CONTINUE WHEN NOT FOUND;
+        target := CASE m.stage WHEN 'fresh' THEN 'fading' WHEN 'fading' THEN 'distant' ELSE 'forgotten' END;
+        inputs := jsonb_build_object('from', m.stage, 'due', m.due, 'effective_days', round(m.effective_days::numeric, 2),
+                                     'slowdown', round(m.slowdown::numeric, 3), 'reinforced_at', m.reinforced_at,
+                                     'clock', dionysus.clock_now(), 'recalled', m.access_count,
+                                     'importance', m.importance, 'valence', m.valence);
+        IF target = 'forgotten' THEN
+            -- the residue's triples go with it (a triple another memory gave keeps that one)
+            DELETE FROM dionysus.triples t WHERE t.memory_id = m.memory_id;
+            PERFORM dionysus.forget(m.memory_id);
+            INSERT INTO dionysus.decay_log (memory_id, event, inputs) VALUES (m.memory_id, 'forgotten', inputs);
+            moved := jsonb_set(moved, '{forgotten}', to_jsonb((moved ->> 'forgotten')::int + 1));
+            CONTINUE;
+        END IF;
+        -- The level when it is there and shorter; else the text itself when it is already as short.
+        new_text := CASE
+            WHEN target = 'fading' AND length(btrim(m.summary)) BETWEEN 1 AND length(m.content) - 1 THEN btrim(m.summary)
+            WHEN target = 'distant' AND length(btrim(m.micro)) BETWEEN 1 AND length(m.content) - 1 THEN btrim(m.micro)
+            WHEN length(m.content) <= CASE target WHEN 'fading' THEN cfg.summary_chars ELSE cfg.micro_chars END THEN m.content
+        END;
+        IF new_text IS NULL THEN
+            -- The level is missing: ask the model for it; the memory waits here. An ask that
+            -- ended a day ago without the level (failed, or answered without it) is asked again.
+            DELETE FROM dionysus.work_queue q
+             WHERE q.idempotency_key = 'condense_memory:' || m.memory_id || ':' || target
+               AND q.status IN ('done', 'failed') AND coalesce(q.completed_at, q.created_at) < now() - interval '1 day';
+            INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, priority)
+            VALUES ('condense_memory:' || m.memory_id || ':' || target, 'condense_memory',
+                    jsonb_build_object('memory_id', m.memory_id, 'level', CASE target WHEN 'fading' THEN 'summary' ELSE 'micro' END),
+                    dionysus_internal.heartbeat_setting('work_max_attempts')::int, -1)
+            ON CONFLICT (idempotency_key) DO NOTHING;
+            IF FOUND THEN
+                asked := asked + 1;
+                INSERT INTO dionysus.decay_log (memory_id, event, inputs)
+                VALUES (m.memory_id, 'waiting', inputs || jsonb_build_object('for', CASE target WHEN 'fading' THEN 'summary' ELSE 'micro' END));
+            END IF;
+            moved := jsonb_set(moved, '{waiting}', to_jsonb((moved ->> 'waiting')::int + 1));
+            CONTINUE;
+        END IF;
+        UPDATE dionysus.memories x
+           SET stage = target::dionysus.decay_stage,
+               content = new_text,
+               -- the text is now the richest level left: the summary (fading) or the micro line
+               summary = NULL,
+               embedding = CASE WHEN new_text = x.content THEN x.embedding ELSE dionysus.embed(new_text) END,
+               updated_at = now()
+         WHERE x.id = m.memory_id;
+        IF new_text <> m.content THEN
+            INSERT INTO dionysus.neighborhood_queue (memory_id) VALUES (m.memory_id);
+        END IF;
+        INSERT INTO dionysus.decay_log (memory_id, event, inputs)
+        VALUES (m.memory_id, target, inputs || jsonb_build_object('chars_before', length(m.content), 'chars_after', length(new_text)));
+        moved := jsonb_set(moved, ARRAY[target], to_jsonb((moved ->> target)::int + 1));
+    END LOOP;
+    DELETE FROM dionysus.decay_log WHERE at < dionysus.clock_now() - make_interval(days => cfg.log_days);
+    IF asked > 0 THEN
+        PERFORM pg_notify('dionysus_work', jsonb_build_object('queued', asked)::text);
+    END IF;
+    RETURN jsonb_build_object('enabled', true, 'mentions', reinforced, 'condense_asked', asked) || moved;
+END $$;
+
+-- The maintenance worker's step: a pass when the last one is pass_interval old on the clock.
+CREATE FUNCTION dionysus_internal.decay_step() RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM dionysus.decay_config c
+                WHERE c.last_pass_at IS NOT NULL AND c.last_pass_at <= dionysus.clock_now()
+                  AND c.last_pass_at + c.pass_interval > dionysus.clock_now()) THEN
+        RETURN NULL;
+    END IF;
+    RETURN dionysus_internal.decay_run();
+END $$;
+
+-- A decay pass now (tests, servers without the worker), whatever the interval says.
+CREATE FUNCTION decay_pass() RETURNS jsonb
+    LANGUAGE sql AS $$ SELECT dionysus_internal.decay_run() $$;
+
+-- Where a memory is in its life, and why.
+CREATE FUNCTION memory_stage(memory_id uuid) RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    d record;
+    cfg dionysus.decay_config;
+    next_stage text;
+    next_days double precision;
+    history jsonb;
+BEGIN
+    IF memory_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "memory_id": must not be NULL' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT * INTO cfg FROM dionysus.decay_config WHERE id = 1;
+    SELECT coalesce(jsonb_agg(jsonb_build_object('at', l.at, 'event', l.event, 'inputs', l.inputs) ORDER BY l.id), '[]')
+      INTO history FROM dionysus.decay_log l WHERE l.memory_id = memory_stage.memory_id;
+    SELECT * INTO d FROM dionysus.memory_decay v WHERE v.memory_id = memory_stage.memory_id;
+    IF NOT FOUND THEN
+        IF history @> '[{"event": "forgotten"}]' THEN
+            RETURN jsonb_build_object('memory_id', memory_id, 'stage', 'forgotten', 'history', history,
+                                      'why', 'decayed past forget_after_days and deleted');
+        END IF;
+        RAISE EXCEPTION 'dionysus: invalid argument "memory_id": no memory %', memory_id USING ERRCODE = 'no_data_found';
+    END IF;
+    next_stage := CASE d.stage WHEN 'fresh' THEN 'fading' WHEN 'fading' THEN 'distant' ELSE 'forgotten' END;
+    next_days := CASE next_stage WHEN 'fading' THEN cfg.fading_after_days WHEN 'distant' THEN cfg.distant_after_days
+                                 ELSE cfg.forget_after_days END;
+    RETURN jsonb_build_object(
+        'memory_id', memory_id,
+        'stage', d.stage,
+        'enabled', d.enabled,
+        'exempt', d.exempt,
+        'due', d.due,
+        'effective_days', round(d.effective_days::numeric, 2),
+        'slowdown', round(d.slowdown::numeric, 3),
+        'reinforced_at', d.reinforced_at,
+        'clock', dionysus.clock_now(),
+        'next', CASE WHEN d.exempt IS NULL AND d.enabled THEN jsonb_build_object(
+                    'stage', next_stage,
+                    'after_effective_days', next_days,
+                    'at', d.reinforced_at + make_interval(secs => next_days * d.slowdown * 86400)) END,
+        'waiting_for', (SELECT q.params ->> 'level' FROM dionysus.work_queue q
+                         WHERE q.action = 'condense_memory' AND q.params ->> 'memory_id' = memory_id::text
+                           AND q.status IN ('pending', 'claimed') LIMIT 1),
+        'why', CASE
+            WHEN d.exempt IS NOT NULL THEN 'never decays: ' || d.exempt
+            WHEN NOT d.enabled THEN 'decay is off (decay_config.enabled)'
+            ELSE format('%s effective days (%s days since it was last met, slowed %s× by recall, importance and feeling)',
+                        round(d.effective_days::numeric, 1),
+                        round((d.effective_days * d.slowdown)::numeric, 1), round(d.slowdown::numeric, 2)) END,
+        'history', history);
+END $$;
+
+-- Pins a memory (it never decays) or unpins it; returns whether it is pinned now.
+CREATE FUNCTION pin(memory_id uuid, pinned boolean DEFAULT true) RETURNS boolean
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF memory_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "memory_id": must not be NULL' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pinned IS NULL THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "pinned": must not be NULL' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.memories m SET pinned = pin.pinned WHERE m.id = pin.memory_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "memory_id": no memory %', memory_id USING ERRCODE = 'no_data_found';
+    END IF;
+    RETURN pinned;
+END $$;
+
+-- The same for a person's own memory (an agent acting for them, 016): anyone else's is refused.
+CREATE FUNCTION pin_own(person text, memory_id uuid, pinned boolean DEFAULT true) RETURNS boolean
+    LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM 1 FROM dionysus.memories m WHERE m.id = pin_own.memory_id FOR UPDATE;
+    PERFORM dionysus_internal.require_own_memory(person, memory_id);
+    RETURN dionysus.pin(memory_id, pinned);
+END $$;
+
+-- Stores the levels a condense_memory item brought (complete_work): a level already there is
+-- kept (the caller's own summary wins), and only the item's own memory is written.
+CREATE FUNCTION dionysus_internal.store_levels(w dionysus.work_queue, levels jsonb) RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    s text;
+    mi text;
+    n integer;
+BEGIN
+    IF w.action <> 'condense_memory' OR (w.params ->> 'memory_id') IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "result.levels": only a condense_memory item carries levels'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jsonb_typeof(levels) <> 'object' THEN
+        RAISE EXCEPTION 'dionysus: argument "result.levels": must be an object {summary, micro}' USING ERRCODE = 'invalid_text_representation';
+    END IF;
+    IF EXISTS (SELECT 1 FROM jsonb_object_keys(levels) k WHERE k NOT IN ('summary', 'micro')) THEN
+        RAISE EXCEPTION 'dionysus: argument "result.levels": only the keys summary and micro' USING ERRCODE = 'invalid_text_representation';
+    END IF;
+    IF (levels ? 'summary' AND jsonb_typeof(levels -> 'summary') <> 'string')
+       OR (levels ? 'micro' AND jsonb_typeof(levels -> 'micro') <> 'string') THEN
+        RAISE EXCEPTION 'dionysus: argument "result.levels": summary and micro must be strings' USING ERRCODE = 'invalid_text_representation';
+    END IF;
+    s := nullif(btrim(levels ->> 'summary'), '');
+    mi := nullif(btrim(levels ->> 'micro'), '');
+    IF length(s) > 2000 THEN
+        RAISE EXCEPTION 'dionysus: argument "result.levels.summary": % characters, at most 2000', length(s)
+            USING ERRCODE = 'string_data_right_truncation';
+    END IF;
+    IF length(mi) > 400 THEN
+        RAISE EXCEPTION 'dionysus: argument "result.levels.micro": % characters, at most 400', length(mi)
+            USING ERRCODE = 'string_data_right_truncation';
+    END IF;
+    UPDATE dionysus.memories m
+       SET summary = CASE WHEN m.stage = 'fresh' THEN coalesce(m.summary, s) ELSE m.summary END,
+           micro = coalesce(m.micro, mi), updated_at = now()
+     WHERE m.id = (w.params ->> 'memory_id')::uuid AND m.stage <> 'distant'
+       AND NOT (m.metadata ? 'north_star');
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END $$;
+
+-- What the model sees to condense a memory: its words and the levels it has.
+CREATE FUNCTION dionysus_internal.condense_source(memory_id uuid) RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object('content', m.content, 'summary', m.summary, 'micro', m.micro, 'stage', m.stage)
+      FROM dionysus.memories m WHERE m.id = condense_source.memory_id
+$$;
+
+INSERT INTO prompt_templates (key, version, temperature, note, template) VALUES
+('condense_memory', 1, 0.2, 'decay (021): a memory''s summary and micro line, before it fades', $t$TASK: condense_memory
+A memory is fading. Write the shorter forms it will live on in, keeping meaning and feeling and
+losing specifics.
+- summary: 1–3 sentences (50–100 tokens): what happened and what it meant.
+- micro: one line (about 20 tokens): its gist and how it felt.
+Use only what the memory says. Write in the memory's own voice and person.
+
+The memory:
+{{memory}}
+
+Answer with JSON only: {"summary": "...", "micro": "..."}$t$);
