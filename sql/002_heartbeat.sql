@@ -24,7 +24,7 @@
 --                                   activate_prompt_template, approve_proposal after its proposal row),
 --                                   a person's objectives lock 'dionysus.objectives:<person>' (complete_work's
 --                                   objectives, after its facts; nothing takes another lock after it)
---   8. any other rows, by primary key: goals, memories, facts, triples, events
+--   8. any other rows, by primary key: goals, memories, facts, triples, events, censors (censor_gate)
 -- Maintenance passes (the worker, run_maintenance()) only try their locks and skip what another
 -- pass holds, never waiting: 'dionysus.neighborhood:<memory>' per recomputed memory and
 -- 'dionysus.fold_access_log', 'dionysus.decay' (a decay pass, 021, then each memory it moves

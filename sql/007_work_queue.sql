@@ -181,6 +181,7 @@ DECLARE
     target jsonb;
     refused jsonb := '[]'::jsonb;
     history_at timestamptz;
+    censored jsonb;
 BEGIN
     -- Lock order: goals before the rows and the learn/episode locks remember and learn take.
     IF result ? 'goals' OR result ? 'goal_progress' THEN
@@ -354,13 +355,23 @@ BEGIN
                     USING ERRCODE = 'insufficient_privilege';
             END IF;
         END IF;
-        INSERT INTO dionysus.outbox (work_id, audience, content, requires_approval, person, platform)
-        VALUES (w.id, CASE w.action WHEN 'reach_out_user' THEN 'user' ELSE 'public' END, result ->> 'message',
-                w.action = 'reach_out_public', target ->> 'person', target ->> 'platform')
-        RETURNING id INTO msg_id;
-        made := made || jsonb_build_object('outbox_id', msg_id);
-        IF w.action = 'reach_out_user' THEN
-            PERFORM pg_notify('dionysus_outbox', msg_id::text);
+        -- Censors (022) read the words before the outbox does: a blocked message is not sent,
+        -- and the item is done (its activation stays counted; a retry would only repeat it).
+        censored := dionysus.censor_gate('reach_out', result ->> 'message', target ->> 'person', jsonb_build_object('work_id', w.id));
+        IF censored ->> 'verdict' = 'block' THEN
+            refused := refused || jsonb_build_object('message', 'censored', 'reasons', censored -> 'reasons', 'censors', censored -> 'censors');
+        ELSE
+            IF censored ->> 'verdict' = 'warn' THEN
+                made := made || jsonb_build_object('censor_warnings', censored -> 'censors');
+            END IF;
+            INSERT INTO dionysus.outbox (work_id, audience, content, requires_approval, person, platform)
+            VALUES (w.id, CASE w.action WHEN 'reach_out_user' THEN 'user' ELSE 'public' END, result ->> 'message',
+                    w.action = 'reach_out_public', target ->> 'person', target ->> 'platform')
+            RETURNING id INTO msg_id;
+            made := made || jsonb_build_object('outbox_id', msg_id);
+            IF w.action = 'reach_out_user' THEN
+                PERFORM pg_notify('dionysus_outbox', msg_id::text);
+            END IF;
         END IF;
     END IF;
     made := made || jsonb_build_object('private_to', to_jsonb(privacy));

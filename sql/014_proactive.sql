@@ -1028,6 +1028,7 @@ DECLARE
     msg_id uuid;
     cost double precision;
     backoff double precision;
+    censored jsonb;
 BEGIN
     IF decision IS NULL OR decision NOT IN ('message', 'wait') THEN
         RAISE EXCEPTION 'dionysus: invalid argument "decision": % (message or wait)', decision USING ERRCODE = 'invalid_parameter_value';
@@ -1098,6 +1099,21 @@ BEGIN
         RAISE EXCEPTION 'dionysus: contact refused: it rests on web content alone' USING ERRCODE = 'insufficient_privilege';
     END IF;
     target := dionysus.reach_out_target(e.person);
+    -- Censors (022) read the words last: a blocked contact waits, its activation counted.
+    censored := dionysus.censor_gate('reach_out', message, e.person, jsonb_build_object('evaluation_id', e.id));
+    IF censored ->> 'verdict' = 'block' THEN
+        -- As a wait: the check-in cadence backs off, so the same words are not tried every tick.
+        backoff := least(dionysus_internal.proactive_setting('check_backoff_max_minutes'),
+                         coalesce(p.check_interval_minutes, dionysus_internal.proactive_setting('check_interval_minutes'))
+                         * (1.5 + dionysus_internal.trait('patience')));
+        UPDATE dionysus.people x SET check_interval_minutes = backoff, next_check_at = t + make_interval(secs => backoff * 60)
+         WHERE x.person = e.person;
+        UPDATE dionysus.contact_evaluations c SET decision = 'wait', decided_by = decide_contact.decided_by, decided_at = t,
+               reason = left('censored: ' || (SELECT string_agg(r, '; ') FROM jsonb_array_elements_text(censored -> 'reasons') r), 1000)
+         WHERE c.id = e.id;
+        RETURN jsonb_build_object('decision', 'wait', 'censored', censored -> 'censors', 'duplicate', false,
+                                  'next_check_at', t + make_interval(secs => backoff * 60));
+    END IF;
     PERFORM dionysus.update_energy(-cost, NULL, 'reach_out_user',
                                    CASE WHEN e.solicited THEN 'contact they asked for: ' ELSE 'contact born of pressure: ' END || left(e.explanation, 200));
     INSERT INTO dionysus.outbox (audience, content, person, platform, contact_id)

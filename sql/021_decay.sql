@@ -16,7 +16,8 @@
 -- Compress before deleting: a memory moves one stage per pass and never skips one, so nothing
 -- is deleted that was not first a summary and then a residue. A level it lacks (its summary,
 -- its micro line) is asked of the language model through the work queue ('condense_memory');
--- until it arrives the memory waits where it is, so a dead model loses nothing. A level is
+-- until the ask ends the memory waits where it is; if the model gives nothing shorter (or
+-- cannot answer), the text is clipped to the level's length at a word, so fading never stalls. A level is
 -- used when it is shorter than the text; text already as short as the level (280 / 120
 -- characters) without one is its own level. A changed text is embedded
 -- again, so a faded memory is found by what it still says, not by the details it lost.
@@ -45,8 +46,11 @@ CREATE TYPE decay_stage AS ENUM ('fresh', 'fading', 'distant');
 -- start their clock at the upgrade, and an import's history at its import, not at its date.
 ALTER TABLE memories
     ADD COLUMN stage         decay_stage NOT NULL DEFAULT 'fresh',
-    ADD COLUMN reinforced_at timestamptz NOT NULL DEFAULT dionysus.clock_now(),
+    ADD COLUMN reinforced_at timestamptz NOT NULL DEFAULT dionysus.clock_now() CHECK (isfinite(reinforced_at)),
     ADD COLUMN pinned        boolean NOT NULL DEFAULT false;
+
+-- The pass looks at memories old enough for their stage's next step, by stage and clock.
+CREATE INDEX memories_decay_due ON memories (stage, reinforced_at) WHERE status = 'active' AND NOT pinned;
 
 -- ---------------------------------------------------------------------------------------
 -- Configuration: one row, every knob typed and checked.
@@ -173,11 +177,13 @@ BEGIN
               FROM near
              WHERE m.id = near.id AND m.reinforced_at < dionysus.clock_now()
                AND m.id IN (SELECT y.id FROM dionysus.memories y WHERE y.id = near.id FOR UPDATE SKIP LOCKED)
-            RETURNING m.id, near.similarity
+            RETURNING m.id, near.similarity, m.private_to IS NULL AS shared
         )
         INSERT INTO dionysus.decay_log (memory_id, event, inputs)
-        SELECT r.id, 'mentioned', jsonb_build_object('by_memory', fresh.memory_id, 'similarity', round(r.similarity::numeric, 3),
-                                                     'mention_similarity', cfg.mention_similarity)
+        SELECT r.id, 'mentioned', jsonb_build_object(
+                   -- a shared memory renewed by someone's private words does not name them
+                   'by_memory', CASE WHEN r.shared AND (SELECT said.private_to FROM said) IS NOT NULL THEN NULL ELSE fresh.memory_id END,
+                   'similarity', round(r.similarity::numeric, 3), 'mention_similarity', cfg.mention_similarity)
           FROM renewed r;
         GET DIAGNOSTICS k = ROW_COUNT;
         n := n + k;
@@ -185,14 +191,24 @@ BEGIN
     RETURN n;
 END $$;
 
+-- Text clipped to at most n characters at a word boundary, marked as cut.
+CREATE FUNCTION dionysus_internal.clip_words(words text, n integer) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN length(words) <= n THEN words
+                ELSE coalesce(nullif(substring(left(words, n - 1) FROM '^(.*\S)\s'), ''), left(words, n - 1)) || '…' END
+$$;
+
 -- One decay pass: mentions first (a memory just repeated must not fade this pass), then each
 -- memory whose age calls for a later stage moves one stage, oldest first, at most batch.
 CREATE FUNCTION dionysus_internal.decay_run() RETURNS jsonb
     LANGUAGE plpgsql AS $$
 DECLARE
     cfg dionysus.decay_config;
+    cand record;
     m record;
     target text;
+    level_chars integer;
+    how text;
     new_text text;
     reinforced integer := 0;
     moved jsonb := jsonb_build_object('fading', 0, 'distant', 0, 'forgotten', 0, 'waiting', 0);
@@ -213,16 +229,35 @@ BEGIN
         RETURN jsonb_build_object('enabled', true, 'mentions', reinforced, 'waiting', 'a re-index run is building');
     END IF;
 
-    FOR m IN
-        SELECT d.memory_id, d.stage::text AS stage, d.due, d.effective_days, d.slowdown, d.reinforced_at,
-               x.content, x.summary, x.micro, x.access_count, x.importance, x.valence
-          FROM dionysus.memory_decay d JOIN dionysus.memories x ON x.id = d.memory_id
-         WHERE d.exempt IS NULL AND dionysus_internal.stage_rank(d.due) > dionysus_internal.stage_rank(d.stage::text)
+    FOR cand IN
+        SELECT d.memory_id, d.stage::text AS stage
+          FROM dionysus.memories x
+          JOIN dionysus.memory_decay d ON d.memory_id = x.id
+          -- Only what is old enough on the clock alone can be due (the slowdown is at least 1):
+          -- an index range per stage, not the whole store, is judged.
+         WHERE x.status = 'active' AND NOT x.pinned
+           AND ((x.stage = 'fresh' AND x.reinforced_at <= dionysus.clock_now() - make_interval(secs => cfg.fading_after_days * 86400))
+             OR (x.stage = 'fading' AND x.reinforced_at <= dionysus.clock_now() - make_interval(secs => cfg.distant_after_days * 86400))
+             OR (x.stage = 'distant' AND x.reinforced_at <= dionysus.clock_now() - make_interval(secs => cfg.forget_after_days * 86400)))
+           AND d.exempt IS NULL AND dionysus_internal.stage_rank(d.due) > dionysus_internal.stage_rank(d.stage::text)
+           -- a memory waiting on the model does not hold the batch's places
+           AND NOT EXISTS (SELECT 1 FROM dionysus.work_queue q
+                            WHERE q.idempotency_key IN ('condense_memory:' || d.memory_id || ':fading', 'condense_memory:' || d.memory_id || ':distant')
+                              AND q.status IN ('pending', 'claimed'))
          ORDER BY d.effective_days DESC
          LIMIT cfg.batch
     LOOP
-        -- Skipped when another transaction holds it (this pass waits on no one).
-        PERFORM 1 FROM dionysus.memories y WHERE y.id = m.memory_id FOR UPDATE SKIP LOCKED;
+        -- Skipped when another transaction holds it (this pass waits on no one); once locked it
+        -- is read again, so a memory pinned, archived, confirmed or changed meanwhile is judged
+        -- as it is now.
+        PERFORM 1 FROM dionysus.memories y WHERE y.id = cand.memory_id FOR UPDATE SKIP LOCKED;
+        CONTINUE WHEN NOT FOUND;
+        SELECT d.memory_id, d.stage::text AS stage, d.due, d.effective_days, d.slowdown, d.reinforced_at,
+               x.content, x.summary, x.micro, x.access_count, x.importance, x.valence, x.source, x.type
+          INTO m
+          FROM dionysus.memory_decay d JOIN dionysus.memories x ON x.id = d.memory_id
+         WHERE d.memory_id = cand.memory_id AND d.exempt IS NULL AND d.stage::text = cand.stage
+           AND dionysus_internal.stage_rank(d.due) > dionysus_internal.stage_rank(d.stage::text);
         CONTINUE WHEN NOT FOUND;
         target := CASE m.stage WHEN 'fresh' THEN 'fading' WHEN 'fading' THEN 'distant' ELSE 'forgotten' END;
         inputs := jsonb_build_object('from', m.stage, 'due', m.due, 'effective_days', round(m.effective_days::numeric, 2),
@@ -233,22 +268,32 @@ BEGIN
             -- the residue's triples go with it (a triple another memory gave keeps that one)
             DELETE FROM dionysus.triples t WHERE t.memory_id = m.memory_id;
             PERFORM dionysus.forget(m.memory_id);
+            -- Fading is not the person forgetting (020's tombstones): a re-index may read the
+            -- turn again and learn its facts anew.
+            DELETE FROM dionysus.reindex_tombstones t
+             WHERE t.txid = txid_current() AND t.source = m.source AND t.content_md5 = dionysus_internal.fact_md5(m.content);
             INSERT INTO dionysus.decay_log (memory_id, event, inputs) VALUES (m.memory_id, 'forgotten', inputs);
             moved := jsonb_set(moved, '{forgotten}', to_jsonb((moved ->> 'forgotten')::int + 1));
             CONTINUE;
         END IF;
+        level_chars := CASE target WHEN 'fading' THEN cfg.summary_chars ELSE cfg.micro_chars END;
         -- The level when it is there and shorter; else the text itself when it is already as short.
         new_text := CASE
             WHEN target = 'fading' AND length(btrim(m.summary)) BETWEEN 1 AND length(m.content) - 1 THEN btrim(m.summary)
             WHEN target = 'distant' AND length(btrim(m.micro)) BETWEEN 1 AND length(m.content) - 1 THEN btrim(m.micro)
-            WHEN length(m.content) <= CASE target WHEN 'fading' THEN cfg.summary_chars ELSE cfg.micro_chars END THEN m.content
+            WHEN length(m.content) <= level_chars THEN m.content
         END;
+        how := 'level';
+        IF new_text IS NULL AND EXISTS (SELECT 1 FROM dionysus.work_queue q
+                                         WHERE q.idempotency_key = 'condense_memory:' || m.memory_id || ':' || target
+                                           AND q.status IN ('done', 'failed')) THEN
+            -- The model was asked and gave nothing shorter (or could not answer): the text is
+            -- clipped to the level's length at a word, so fading never stalls.
+            new_text := dionysus_internal.clip_words(m.content, level_chars);
+            how := 'clipped';
+        END IF;
         IF new_text IS NULL THEN
-            -- The level is missing: ask the model for it; the memory waits here. An ask that
-            -- ended a day ago without the level (failed, or answered without it) is asked again.
-            DELETE FROM dionysus.work_queue q
-             WHERE q.idempotency_key = 'condense_memory:' || m.memory_id || ':' || target
-               AND q.status IN ('done', 'failed') AND coalesce(q.completed_at, q.created_at) < now() - interval '1 day';
+            -- The level is missing: ask the model for it; the memory waits here.
             INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, priority)
             VALUES ('condense_memory:' || m.memory_id || ':' || target, 'condense_memory',
                     jsonb_build_object('memory_id', m.memory_id, 'level', CASE target WHEN 'fading' THEN 'summary' ELSE 'micro' END),
@@ -274,7 +319,7 @@ BEGIN
             INSERT INTO dionysus.neighborhood_queue (memory_id) VALUES (m.memory_id);
         END IF;
         INSERT INTO dionysus.decay_log (memory_id, event, inputs)
-        VALUES (m.memory_id, target, inputs || jsonb_build_object('chars_before', length(m.content), 'chars_after', length(new_text)));
+        VALUES (m.memory_id, target, inputs || jsonb_build_object('chars_before', length(m.content), 'chars_after', length(new_text), 'by', how));
         moved := jsonb_set(moved, ARRAY[target], to_jsonb((moved ->> target)::int + 1));
     END LOOP;
     DELETE FROM dionysus.decay_log WHERE at < dionysus.clock_now() - make_interval(days => cfg.log_days);
@@ -380,7 +425,8 @@ BEGIN
 END $$;
 
 -- Stores the levels a condense_memory item brought (complete_work): a level already there is
--- kept (the caller's own summary wins), and only the item's own memory is written.
+-- kept (the caller's own summary wins) unless it is no shorter than the text, and only the
+-- item's own memory is written.
 CREATE FUNCTION dionysus_internal.store_levels(w dionysus.work_queue, levels jsonb) RETURNS integer
     LANGUAGE plpgsql AS $$
 DECLARE
@@ -412,9 +458,12 @@ BEGIN
         RAISE EXCEPTION 'dionysus: argument "result.levels.micro": % characters, at most 400', length(mi)
             USING ERRCODE = 'string_data_right_truncation';
     END IF;
+    -- A level already there stays, unless it is no shorter than the text (then it is no level).
     UPDATE dionysus.memories m
-       SET summary = CASE WHEN m.stage = 'fresh' THEN coalesce(m.summary, s) ELSE m.summary END,
-           micro = coalesce(m.micro, mi), updated_at = now()
+       SET summary = CASE WHEN m.stage = 'fresh' AND (m.summary IS NULL OR length(m.summary) >= length(m.content)) THEN coalesce(s, m.summary)
+                          ELSE m.summary END,
+           micro = CASE WHEN m.micro IS NULL OR length(m.micro) >= length(m.content) THEN coalesce(mi, m.micro) ELSE m.micro END,
+           updated_at = now()
      WHERE m.id = (w.params ->> 'memory_id')::uuid AND m.stage <> 'distant'
        AND NOT (m.metadata ? 'north_star');
     GET DIAGNOSTICS n = ROW_COUNT;

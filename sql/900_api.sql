@@ -31,7 +31,8 @@ BEGIN
                              'dionysus_internal.archetype_centroid(text[])',
                              'dionysus_internal.note_objective(text, text, double precision, text, uuid)',
                              'dionysus_internal.reindex_embed_missing(uuid, integer)', 'dionysus_internal.reindex_vector(uuid, text, uuid)',
-                             'dionysus_internal.reindex_swap(uuid)', 'dionysus_internal.decay_reinforce(dionysus.decay_config)'] LOOP
+                             'dionysus_internal.reindex_swap(uuid)', 'dionysus_internal.decay_reinforce(dionysus.decay_config)',
+                             'dionysus.check_censors(text, text, text, timestamp with time zone)'] LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, dionysus, %I', f, vschema);
     END LOOP;
 END $$;
@@ -537,6 +538,7 @@ COMMENT ON FUNCTION dionysus_internal.decay_step() IS 'The maintenance worker''s
 COMMENT ON FUNCTION dionysus_internal.decay_reinforce(dionysus.decay_config) IS
     'Resets the decay clock of older memories a newly made one repeats (at least mention_similarity near, as private or shared), logged as mentioned.';
 COMMENT ON FUNCTION dionysus_internal.queue_decay_mentions() IS 'Trigger: a new active memory is queued to be compared with older ones (decay_mentions).';
+COMMENT ON FUNCTION dionysus_internal.clip_words(text, integer) IS 'Text clipped to at most n characters at a word boundary, marked with an ellipsis (decay''s fallback when the model gives no shorter level).';
 COMMENT ON FUNCTION dionysus_internal.stage_rank(text) IS 'The order of the stages: fresh 1, fading 2, distant 3, forgotten 4.';
 COMMENT ON FUNCTION memory_stage(uuid) IS
     'Where a memory is in its life and why: stage, exemption, effective days and slowdown, the next stage and when it falls due, the level it waits for, and its decay history. A forgotten memory answers from its history.';
@@ -545,6 +547,31 @@ COMMENT ON FUNCTION pin_own(text, uuid, boolean) IS 'pin for one of the person''
 COMMENT ON FUNCTION dionysus_internal.store_levels(dionysus.work_queue, jsonb) IS
     'complete_work of a condense_memory item: its memory''s summary and micro line, where it has none yet.';
 COMMENT ON FUNCTION dionysus_internal.condense_source(uuid) IS 'What a condense_memory item shows the model: the memory''s words, levels and stage.';
+
+-- Censors (022).
+COMMENT ON TABLE censor_config IS 'How near words must be to a censor''s trigger to match it (similarity), and how many active censors a person may have. UPDATE to tune.';
+COMMENT ON TABLE censors IS
+    'Things not to do (seed 002): a trigger (embedded, with the model that made it) and optional pattern, a scope (person, kinds, local hours from_hour to to_hour, any_content), a reason, a severity (warn, block, absolute), where it was learned, its activations and false positives, and its escalation threshold.';
+COMMENT ON TABLE censor_events IS 'Every censor''s life: added, activated (with what was being done), escalated, de_escalated, false_positive, retired.';
+COMMENT ON FUNCTION censor_cue(text) IS 'Whether words may ask for a censor ("never message me before 9"): cue_phrases of kind censor_maybe; the fast model then decides.';
+COMMENT ON FUNCTION dionysus_internal.store_model_key() IS 'The model the store''s vectors are made with now (embedding_store.model_key).';
+COMMENT ON FUNCTION dionysus_internal.censor_checked(text, text, text, text, text[], integer, integer, boolean) IS 'Validates a censor''s words and scope (22023 naming the argument); returns its severity.';
+COMMENT ON FUNCTION add_censor(text, text, text, text, text, text[], integer, integer, boolean, text, uuid) IS
+    'Owner only: adds a censor for a person, or for everyone (person NULL); the same words for the same person return the censor there is. kinds: reply, reach_out or heartbeat action names; from_hour/to_hour: the local hours it holds in, [from, to), wrapping past midnight when from > to; any_content: it holds whatever is said.';
+COMMENT ON FUNCTION add_own_censor(text, text, text, text, text, text[], integer, integer, boolean, uuid) IS
+    'A person''s own censor in their words (the driver, after the fast model read them), learned from their message (which must be theirs, 42501).';
+COMMENT ON FUNCTION check_censors(text, text, text, timestamp with time zone) IS
+    'The censors that hold for these words (the person''s and everyone''s; kind and local hour narrowing them): severity, action (warn or block), reason, matched_by (similarity, pattern or scope), similarity (to the words or their nearest sentence) and personal (a person''s own). Reads only.';
+COMMENT ON FUNCTION dionysus_internal.censor_hits(text, text, text) IS 'check_censors as the JSON list censor_record takes.';
+COMMENT ON FUNCTION censor_record(text, text, jsonb, jsonb) IS
+    'Counts one operation''s censor hits (censor_hits): each activation written with what was being done, a warn raised to a block at its threshold, a trigger of an earlier model embedded again; returns {verdict: pass, warn or block, censors, reasons}.';
+COMMENT ON FUNCTION censor_gate(text, text, text, jsonb) IS
+    'The hooks'' gate (reach-outs, contacts, replies): censor_hits then censor_record; returns {verdict: pass, warn or block, censors, reasons}.';
+COMMENT ON FUNCTION dionysus_internal.censor_of(uuid, text) IS 'The censor a person may change (their own; everyone''s only in a superuser''s session); the same 42501 whether or not it exists.';
+COMMENT ON FUNCTION mark_censor_false_positive(uuid, text, text) IS
+    'The person says a censor stopped something fine: counted, block steps down to warn, a warn retires; an absolute stays. Returns its state.';
+COMMENT ON FUNCTION retire_censor(uuid, text) IS 'The person''s word lifts one of their censors (an absolute one too); everyone''s censors by the owner (person NULL).';
+COMMENT ON FUNCTION person_censors(text) IS 'The active censors that hold for a person (theirs and everyone''s) with their scope and counts; never another person''s.';
 
 -- The store's vectors were made by the model the settings name at install (or upgrade) time.
 INSERT INTO embedding_store (id, spec, model_key, dimensions)
@@ -581,13 +608,15 @@ REVOKE UPDATE ON messages, energy_ledger, rule_firings, learning_log FROM dionys
 GRANT UPDATE (value) ON personality TO dionysus_driver;
 GRANT DELETE ON memory_access_log, neighborhood_queue, lexicon, embedding_cache TO dionysus_driver;
 -- Who a memory is private to is fixed when it is written (forget_own relies on it): the
--- driver's role may update a memory's other columns, never private_to.
+-- driver's role may update a memory's other columns, never private_to; nor its decay stage or
+-- clock (021), or it could have the owner's decay pass forget any memory.
 REVOKE UPDATE ON memories FROM dionysus_driver;
 DO $$
 BEGIN
     EXECUTE (SELECT format('GRANT UPDATE (%s) ON dionysus.memories TO dionysus_driver', string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum))
                FROM pg_attribute a
-              WHERE a.attrelid = 'dionysus.memories'::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attname NOT IN ('id', 'private_to'));
+              WHERE a.attrelid = 'dionysus.memories'::regclass AND a.attnum > 0 AND NOT a.attisdropped
+                AND a.attname NOT IN ('id', 'private_to', 'stage', 'reinforced_at'));
 END $$;
 -- Invisible feedback can be taken back (undo_feedback); cue phrases are the person's to tune.
 GRANT DELETE ON feedback TO dionysus_driver;
@@ -624,3 +653,7 @@ REVOKE INSERT, UPDATE ON decay_config FROM dionysus_driver;
 REVOKE INSERT, UPDATE ON decay_log FROM dionysus_driver;
 REVOKE EXECUTE ON FUNCTION decay_pass(), dionysus_internal.decay_run(), dionysus_internal.decay_step(),
     dionysus_internal.decay_reinforce(dionysus.decay_config) FROM PUBLIC, dionysus_driver;
+-- Censors: the driver reads them and goes through the gate and the functions that check whose
+-- a censor is; it writes none directly, and everyone's are the owner's.
+REVOKE INSERT, UPDATE ON censors, censor_events, censor_config FROM dionysus_driver;
+REVOKE EXECUTE ON FUNCTION add_censor(text, text, text, text, text, text[], integer, integer, boolean, text, uuid) FROM PUBLIC, dionysus_driver;

@@ -160,6 +160,8 @@ async fn compose(mind: &Mind, ctx: &Value, person: &str, intent: &str, turns: &s
 async fn record(mind: &Mind, id: Uuid, decision: &str, message: Option<&str>, reason: &str, by: &str) -> Result<String, String> {
     let sql = "SELECT dionysus.decide_contact($1, $2, $3, $4, $5)";
     match mind.work_db.json(sql, &[&id, &decision, &message, &reason, &by]).await {
+        // A censor may hold the message back: the evaluation then says wait, and so do we.
+        Ok(v) if v.get("censored").is_some() => Ok(format!("wait (censored: {})", v["censored"])),
         Ok(_) => Ok(decision.to_string()),
         // The extension checks the gates again and may refuse the message (a contact meanwhile,
         // energy spent, a web-only basis): that is a decision too, or the crossing would be

@@ -112,6 +112,11 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
     // "Remind me to call mom on Sundays": a rule in their words, confirmed instead of a chat reply.
     let person = logged["person"].as_str().unwrap_or_default().to_string();
     let rule = if crate::rules::may_ask_for_a_rule(&m.content) { crate::rules::from_words(mind, &person, &m.content).await } else { None };
+    // "Never message me before 9": a censor in their words, acknowledged instead of a reply.
+    let rule = match rule {
+        Some(confirmation) => Some(confirmation),
+        None => crate::censors::from_words(mind, &person, message_id, &m.content).await,
+    };
     // "North star: …": stored as what matters most to them, and acknowledged instead of a reply.
     let said = match rule {
         Some(confirmation) => Some(confirmation),
@@ -119,7 +124,7 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
     };
     let (reply, fallback, note) = match said {
         Some(acknowledgement) => (acknowledgement, false, Note::acknowledgement()),
-        None => compose(mind, message_id, &m.content, m.private).await,
+        None => compose(mind, message_id, &person, &m.content, m.private).await,
     };
     typing.abort();
 
@@ -194,7 +199,7 @@ fn context_used(ctx: &Value) -> Value {
 /// The reply, whether it is the fallback (the model could not be used), and what the dream
 /// channel is told. `private`: the channel is the person's alone (a DM), so the fallback may
 /// quote what was recalled.
-async fn compose(mind: &Mind, message_id: Uuid, content: &str, private: bool) -> (String, bool, Note) {
+async fn compose(mind: &Mind, message_id: Uuid, person: &str, content: &str, private: bool) -> (String, bool, Note) {
     let started = std::time::Instant::now();
     let mut prompt_shown = None;
     let mut usage = None;
@@ -253,10 +258,13 @@ async fn compose(mind: &Mind, message_id: Uuid, content: &str, private: bool) ->
             if crate::mirror::enabled(mind) {
                 prompt_shown = Some(crate::mirror::prompt_text(&msgs));
             }
-            mind.chat.chat_with_usage(&msgs, t.temperature).await.map_err(|e| e.to_string()).map(|(r, u)| {
-                usage = u;
-                r
-            })
+            match mind.chat.chat_with_usage(&msgs, t.temperature).await.map_err(|e| e.to_string()) {
+                Ok((draft, u)) => {
+                    usage = u;
+                    Ok(judged(mind, person, message_id, &mut msgs, draft, t.temperature).await)
+                }
+                Err(e) => Err(e),
+            }
         }
         Err(e) => Err(e.to_string()),
     };
@@ -271,8 +279,23 @@ async fn compose(mind: &Mind, message_id: Uuid, content: &str, private: bool) ->
         Err(e) => {
             tracing::warn!(error = %e, "replying with the fallback");
             metrics["fallback"] = json!(e.chars().take(300).collect::<String>());
-            (fallback::reply(mind, &ctx, content, private).await, true, Note { prompt: prompt_shown, metrics, context })
+            let reply = crate::censors::allowed_or_censored(mind, person, message_id, fallback::reply(mind, &ctx, content, private).await).await;
+            (reply, true, Note { prompt: prompt_shown, metrics, context })
         }
+    }
+}
+
+/// The reply the censors allow: the draft, else one rewrite told why, else the censored line.
+async fn judged(mind: &Mind, person: &str, message_id: Uuid, msgs: &mut Vec<Msg>, draft: String, temperature: f64) -> String {
+    let Some(reasons) = crate::censors::blocks_reply(mind, person, message_id, &draft).await else {
+        return draft;
+    };
+    tracing::info!(%message_id, ?reasons, "the draft reply was censored; writing it again");
+    msgs.push(Msg::assistant(draft));
+    msgs.push(Msg::system(crate::censors::rewrite_instruction(&reasons)));
+    match mind.chat.chat(msgs, temperature).await {
+        Ok(again) if crate::censors::blocks_reply(mind, person, message_id, &again).await.is_none() => again,
+        _ => crate::censors::censored_reply(mind).await,
     }
 }
 

@@ -16,6 +16,7 @@
 //! - [`llm`], [`db`]: the two outside services, each resilient to failure
 pub mod actions;
 pub mod alignment;
+pub mod censors;
 pub mod channel;
 pub mod contact;
 pub mod config;

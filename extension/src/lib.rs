@@ -15,6 +15,7 @@ use pgrx::prelude::*;
 
 ::pgrx::pg_module_magic!(name, version);
 
+pub mod censors;
 pub mod decay;
 pub mod embed;
 pub mod errors;
@@ -60,6 +61,8 @@ pgrx::extension_sql_file!("../../sql/019_dream_channel.sql", name = "dream_chann
 pgrx::extension_sql_file!("../../sql/020_reindex.sql", name = "reindex", requires = ["dream_channel"]);
 // Memory that fades (seed 003 §8): stages by effective age, reinforcement, compress before delete.
 pgrx::extension_sql_file!("../../sql/021_decay.sql", name = "decay", requires = ["reindex"]);
+// Censors (seed 002): things not to do, checked before actions, reach-outs and replies.
+pgrx::extension_sql_file!("../../sql/022_censors.sql", name = "censors", requires = ["decay"]);
 // Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 

@@ -8,6 +8,15 @@ use dionysus_tests::{driver_conninfo, expect_error, one, scripted_driver_config,
 use serde_json::{json, Value};
 use tokio_postgres::Client;
 
+/// The clock stands at a known time, and the test drives every pass itself: the maintenance
+/// worker's passes wait a century.
+async fn driven(c: &Client) {
+    c.batch_execute("SELECT dionysus.set_clock('2026-03-02 10:00+00'); SELECT dionysus.decay_pass(); \
+                     UPDATE dionysus.decay_config SET pass_interval = '100 years';")
+        .await
+        .unwrap();
+}
+
 async fn stage_of(c: &Client, memory: &str) -> Value {
     one(c, &format!("SELECT dionysus.memory_stage('{memory}'::uuid)")).await
 }
@@ -137,10 +146,7 @@ async fn a_memory_fades_to_its_summary_then_its_residue_then_goes_unless_it_is_m
 async fn exemptions_the_switch_privacy_and_rights() {
     let db = TestDb::new("decay_rules").await;
     let c = &db.client;
-    c.batch_execute("SELECT dionysus.set_clock('2026-03-02 10:00+00'); SELECT dionysus.decay_pass(); \
-                     UPDATE dionysus.decay_config SET pass_interval = '100 years';")
-        .await
-        .unwrap();
+    driven(c).await;
     let mem = |sql: &str| sql.to_string();
     let plain: String = one(c, &mem("SELECT dionysus.remember('Bought bread at the corner bakery.', importance => 0)::text")).await;
     let pinned: String = one(c, &mem("SELECT dionysus.remember('Grandmother''s recipe for apple cake.', importance => 0)::text")).await;
@@ -152,6 +158,7 @@ async fn exemptions_the_switch_privacy_and_rights() {
     c.execute("SELECT dionysus.create_goal('Train for the marathon with Ada', origin_memory_id => $1::text::uuid)", &[&goal_memory]).await.unwrap();
     let old: String = one(c, "SELECT dionysus.remember('A summer in Lisbon long ago.', importance => 0, created_at => '2019-07-01')::text").await;
     let theirs: String = one(c, "SELECT dionysus.remember('Bo feeds the neighbour''s cat on Sundays.', importance => 0, private_to => ARRAY['test:bo'])::text").await;
+    let turn_fact: String = one(c, "SELECT dionysus.learn('Ada likes figs', 'Ada', source => 'conversation:00000000-0000-0000-0000-000000000001', importance => 0)::text").await;
 
     // The switch: off, nothing moves however old.
     c.batch_execute("UPDATE dionysus.decay_config SET enabled = false; SELECT dionysus.advance_clock('400 days');").await.unwrap();
@@ -170,6 +177,9 @@ async fn exemptions_the_switch_privacy_and_rights() {
     assert!(one::<bool>(c, &gone(&plain)).await, "400 days unmet: forgotten after three passes");
     assert!(one::<bool>(c, &gone(&theirs)).await, "another person's repeat renewed nothing");
     assert!(one::<bool>(c, &gone(&old)).await, "an old date ages from when it was learned, and this one was learned 400 days ago");
+    assert!(one::<bool>(c, &gone(&turn_fact)).await);
+    let tombstones: i64 = one(c, "SELECT count(*) FROM dionysus.reindex_tombstones").await;
+    assert_eq!(tombstones, 0, "fading is not the person forgetting: a re-index may learn it again");
     for (id, why) in [(&pinned, "pinned"), (&skill, "procedural memories do not decay (decay_config.types)"),
                       (&confirmed, "a fact the person confirmed"), (&goal_memory, "part of an open goal")] {
         let s = stage_of(c, id).await;
@@ -201,7 +211,9 @@ async fn exemptions_the_switch_privacy_and_rights() {
     assert!(one::<bool>(&d, &format!("SELECT dionysus.pin_own('test:ada', '{ada}')")).await);
     let (code, _) = expect_error(&d, &format!("SELECT dionysus.pin_own('test:bo', '{ada}')")).await;
     assert_eq!(code, "42501", "Bo may not pin Ada's memory");
+    // Its stage and clock too: or the owner's pass would forget any memory the driver aged.
     for sql in ["SELECT dionysus.decay_pass()", "SELECT dionysus_internal.decay_run()",
+                "UPDATE dionysus.memories SET stage = 'distant'", "UPDATE dionysus.memories SET reinforced_at = '2000-01-01'",
                 "UPDATE dionysus.decay_config SET enabled = false",
                 "INSERT INTO dionysus.decay_log (memory_id, event) VALUES (gen_random_uuid(), 'forgotten')"] {
         let (code, msg) = expect_error(&d, sql).await;
@@ -216,10 +228,7 @@ async fn exemptions_the_switch_privacy_and_rights() {
 async fn condensed_levels_are_checked_and_go_only_to_their_memory() {
     let db = TestDb::new("decay_levels").await;
     let c = &db.client;
-    c.batch_execute("SELECT dionysus.set_clock('2026-03-02 10:00+00'); SELECT dionysus.decay_pass(); \
-                     UPDATE dionysus.decay_config SET pass_interval = '100 years';")
-        .await
-        .unwrap();
+    driven(c).await;
     let long = "We spent the afternoon repainting the kitchen a pale green, Tom dropped the roller twice, the cat walked \
                 through the tray and left green paw prints all over the hall, and we laughed so much we had to stop for tea \
                 and cake before we could finish the second coat by the light of the evening sun.";
@@ -260,6 +269,26 @@ async fn condensed_levels_are_checked_and_go_only_to_their_memory() {
         (r.get(0), r.get(1))
     };
     assert_eq!(untouched, (None, None));
+
+    // A model that gives nothing shorter: once its answer is in, the text is clipped at a word.
+    let wordy: String = one(c, &format!("SELECT dionysus.remember('{long}', importance => 0)::text")).await;
+    c.batch_execute("SELECT dionysus.advance_clock('8 days')").await.unwrap();
+    one::<Value>(c, "SELECT dionysus.decay_pass()").await;
+    let item = c
+        .query_one(&format!("SELECT id, lease_token FROM dionysus.claim_work_item((SELECT id FROM dionysus.work_queue WHERE params ->> 'memory_id' = '{wordy}'), 'test')"), &[])
+        .await
+        .unwrap();
+    let (wid, lease): (uuid::Uuid, uuid::Uuid) = (item.get(0), item.get(1));
+    c.query_one("SELECT dionysus.complete_work($1, $2, $3)", &[&wid, &json!({"levels": {"summary": format!("{long} Indeed."), "micro": "Paint."}}), &lease])
+        .await
+        .unwrap();
+    one::<Value>(c, "SELECT dionysus.decay_pass()").await;
+    let r = c.query_one(&format!("SELECT stage::text, content FROM dionysus.memories WHERE id = '{wordy}'"), &[]).await.unwrap();
+    let (stage, content): (String, String) = (r.get(0), r.get(1));
+    assert_eq!(stage, "fading");
+    assert!(content.ends_with('…') && content.chars().count() <= 280 && long.starts_with(content.trim_end_matches('…')), "clipped: {content}");
+    let s: Value = one(c, &format!("SELECT dionysus.memory_stage('{wordy}')")).await;
+    assert_eq!(s["history"].as_array().unwrap().last().unwrap()["inputs"]["by"], json!("clipped"), "{s}");
 
     // Levels on any other item are refused.
     c.batch_execute("INSERT INTO dionysus.work_queue (idempotency_key, action, params) VALUES ('x:1', 'reflect', '{}')").await.unwrap();

@@ -185,6 +185,8 @@ async fn a_model_of_another_width_replaces_every_vector_in_one_swap() {
     assert_eq!(code, "22000", "a model of another width is not adopted: {msg}");
     assert!(msg.contains("16 dimensions") && msg.contains("vector(384)") && msg.contains("dionysus reindex"), "{msg}");
 
+    // A censor made with the old model (its trigger embedded at 384).
+    c.batch_execute("SELECT dionysus.add_censor('violin recital', 'a test censor', 'warn')").await.unwrap();
     let started: Value = one(c, "SELECT dionysus.reindex_start()").await;
     assert_eq!(started["model"], json!("http:bag-16"), "{started}");
     // While the run builds, live writes embed with the store's model (384), settings or not.
@@ -257,6 +259,12 @@ async fn a_model_of_another_width_replaces_every_vector_in_one_swap() {
     let archetype: Value = one(c, "SELECT dionysus.match_archetype(dionysus.embed('hi, how are you today?'))").await;
     assert!(archetype.is_object(), "{archetype}");
     assert_eq!(one::<Value>(c, "SELECT dionysus.embedding_info()").await["reindex_needed"], json!(false));
+    // The censor still matches by meaning under the new model (embedded again, never compared
+    // across models or widths), and the gate stores its new vector for good.
+    let gate: Value = one(c, "SELECT dionysus.censor_gate('reply', 'the violin recital', NULL)").await;
+    assert_eq!(gate["verdict"], json!("warn"), "{gate}");
+    let dims: i32 = one(c, "SELECT vector_dims(embedding) FROM dionysus.censors").await;
+    assert_eq!(dims, 16, "re-embedded with the store's model");
     // A session whose settings still name the old model writes and recalls with the store's.
     let stale = db.connect().await;
     let after: uuid::Uuid = one(&stale, "SELECT dionysus.remember('From a session that never heard of the new model')").await;

@@ -511,12 +511,14 @@ async fn the_api_schema_lists_exactly_the_documented_api() {
         .map(|r| r.get(0))
         .collect();
     assert!(undocumented.is_empty(), "functions without a COMMENT: {undocumented:?}");
-    // Trigger functions and the checks and locks the API is made of are not something to call.
+    // Trigger functions and the checks and locks the API is made of are not something to call
+    // (check_censors is seed 002's own name for an API: what would a censor say of these words).
     let misplaced: Vec<String> = db
         .client
         .query(
             "SELECT p.proname::text FROM pg_proc p WHERE p.pronamespace = 'dionysus'::regnamespace \
-                AND (p.prorettype = 'trigger'::regtype OR p.proname ~ '^(require_|check_|claim_rows$|refund_|enforce_|expire_)') ORDER BY 1",
+                AND (p.prorettype = 'trigger'::regtype OR p.proname ~ '^(require_|check_|claim_rows$|refund_|enforce_|expire_)') \
+                AND p.proname <> 'check_censors' ORDER BY 1",
             &[],
         )
         .await

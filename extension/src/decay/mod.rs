@@ -11,12 +11,7 @@ thread_local! {
 /// Whether this database's dionysus has decay (0.8.0 on). Cached once seen: a session never
 /// goes back to an older version's SQL.
 pub fn installed() -> bool {
-    if INSTALLED.get() {
-        return true;
-    }
-    let seen = crate::spi_util::first_or_none::<bool>("SELECT to_regclass('dionysus.decay_config') IS NOT NULL", &[]).unwrap_or(false);
-    INSTALLED.set(seen);
-    seen
+    crate::spi_util::has_relation(&INSTALLED, "dionysus.decay_config")
 }
 
 /// The maintenance worker's step: a pass when one is due on the clock (decay_config.pass_interval).

@@ -225,6 +225,9 @@ fn heartbeat_commit(
     let mut cooldown = cooldown_blocks;
     let mut remembered = false;
     let mut out_of_energy: Option<String> = None;
+    // Which rejections a censor made, and which censors (joined to them after the walk).
+    let mut censored: Vec<(usize, Value)> = Vec::new();
+    let mut judgements: Vec<crate::censors::Judged> = Vec::new();
     for (index, item) in actions.iter().enumerate() {
         let mut reject = |action: Value, reason: String| rejected.push(json!({"index": index, "action": action, "reason": reason}));
         // §5.1: the walk stops at the first action that does not fit; the rest are not done.
@@ -279,6 +282,32 @@ fn heartbeat_commit(
             reject(json!(name), "no public channel with an approval path exists".into());
             continue;
         }
+        // Censors (sql/022_censors.sql) judge the action by its name and words: a block rejects
+        // it with the reasons, a warn lets it through noted.
+        let addressee = if name == "reach_out_user" {
+            params.get("person").and_then(|v| v.as_str()).map(str::to_string).or_else(|| {
+                // The last to write (reach_out_target's default), read without its errors:
+                // complete_work asks again with the real addressee before the outbox.
+                crate::spi_util::first_or_none::<String>(
+                    "SELECT m.person FROM dionysus.messages m WHERE NOT m.is_bot AND m.person IS NOT NULL ORDER BY m.created_at DESC LIMIT 1",
+                    &[],
+                )
+            })
+        } else {
+            None
+        };
+        let judged = crate::censors::judge_action(index, &name, &params, addressee);
+        let verdict = judged.as_ref().map_or(crate::censors::Verdict::Pass, |j| crate::censors::verdict(&j.hits));
+        judgements.extend(judged);
+        let warned = match verdict {
+            crate::censors::Verdict::Block(why, censors) => {
+                reject(json!(name), why);
+                censored.push((index, censors));
+                continue;
+            }
+            crate::censors::Verdict::Warn(censors) => Some(censors),
+            crate::censors::Verdict::Pass => None,
+        };
         if name == "remember" {
             // §3.1: the heartbeat is remembered through its narrative; one explicit memory at most.
             if remembered {
@@ -314,9 +343,18 @@ fn heartbeat_commit(
             work_ids.push(id.to_string());
         }
         let result = if name == "rest" { json!({"banked": energy}) } else { result };
-        taken.push(json!({"index": index, "action": name, "params": params, "cost": cost, "result": result}));
+        let mut entry = json!({"index": index, "action": name, "params": params, "cost": cost, "result": result});
+        if let Some(censors) = warned {
+            entry["censor_warnings"] = censors;
+        }
+        taken.push(entry);
     }
 
+    for (index, censors) in censored {
+        if let Some(r) = rejected.iter_mut().find(|r| r["index"] == json!(index)) {
+            r["censors"] = censors;
+        }
+    }
     let goals_modified: Vec<Value> = changes
         .iter()
         .map(|item| {
@@ -328,6 +366,9 @@ fn heartbeat_commit(
             }
         })
         .collect();
+
+    // The censors' activations, counted last: their rows come last in the lock order.
+    crate::censors::record(hb, &judgements);
 
     let summary = json!({
         "heartbeat_id": hb.to_string(),

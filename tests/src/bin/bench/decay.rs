@@ -26,11 +26,11 @@ pub async fn decay(n: usize) {
                 dionysus.clock_now() - random() * interval '200 days', dionysus.clock_now()
            FROM generate_series(1, {n}) i;
          CREATE INDEX memories_embedding_hnsw ON dionysus.memories USING hnsw (embedding vector_cosine_ops);
-         TRUNCATE dionysus.decay_mentions;
-         VACUUM ANALYZE dionysus.memories;"
+         TRUNCATE dionysus.decay_mentions;"
     ))
     .await
     .unwrap();
+    c.batch_execute("VACUUM ANALYZE dionysus.memories").await.unwrap();
     println!("filled in {:.0} s", t.elapsed().as_secs_f64());
     let pass = || async move {
         let t = Instant::now();
@@ -48,7 +48,8 @@ pub async fn decay(n: usize) {
     let (i50, i95) = p50_p95(&mut idle);
 
     // 2. Every memory 20–200 days unmet: passes of decay_config.batch (200) moves each.
-    c.batch_execute("UPDATE dionysus.memories SET reinforced_at = created_at; VACUUM ANALYZE dionysus.memories").await.unwrap();
+    c.batch_execute("UPDATE dionysus.memories SET reinforced_at = created_at").await.unwrap();
+    c.batch_execute("VACUUM ANALYZE dionysus.memories").await.unwrap();
     let (mut per_move, mut passes, mut moved, mut asked) = (Vec::new(), Vec::new(), 0i64, 0i64);
     for _ in 0..10 {
         let (ms, v) = pass().await;

@@ -1,0 +1,193 @@
+//! Censors (sql/022_censors.sql) on the driver's side: a person's "never …" read into a censor
+//! by the fast model, and the chat reply judged before it is sent (a blocked draft is written
+//! again once with the reasons; if that is blocked too, the censored_reply line goes instead).
+//! What holds, what counts and what escalates is the extension's.
+use crate::jsonish::text;
+use crate::llm::Msg;
+use crate::prompt::{self, render};
+use crate::Mind;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+/// A censor from the person's words, when they asked for one: the acknowledgement to send them.
+/// None when the words asked for nothing (or the model or the extension refused: the
+/// conversation then goes on as usual, and why is logged).
+pub async fn from_words(mind: &Mind, person: &str, message_id: Uuid, words: &str) -> Option<String> {
+    let cue = mind.chat_db.json("SELECT to_jsonb(dionysus.censor_cue($1))", &[&words]).await;
+    if !matches!(cue, Ok(Value::Bool(true))) {
+        return None;
+    }
+    let t = prompt::load(&mind.chat_db, "censor_from_words").await.ok()?;
+    let msgs = [Msg::system(render(&t.text, &[("message", words.to_string())])), Msg::user("Answer with the JSON object now.")];
+    let answer = mind
+        .fast
+        .json(&msgs, t.temperature, |v| match v.get("censor") {
+            Some(Value::Object(_)) | Some(Value::Null) => Ok(v),
+            _ => Err("\"censor\" must be an object or null".into()),
+        })
+        .await;
+    let answer = match answer {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::warn!(error = %e, "no censor from the words (the model could not be used)");
+            return None;
+        }
+    };
+    let c = answer.get("censor").filter(|c| c.is_object())?;
+    let kinds: Option<Vec<String>> = c["kinds"].as_array().map(|a| a.iter().filter_map(|k| k.as_str().map(str::to_string)).collect());
+    // Whole local hours [from, to), wrapping past midnight; hours that cannot be read make no
+    // censor at all, rather than one that holds all day.
+    let (from_hour, to_hour) = match hours(&c["hours"]) {
+        Ok(h) => h,
+        Err(why) => {
+            tracing::warn!(%why, hours = %c["hours"], "the proposed censor's hours could not be read");
+            return None;
+        }
+    };
+    let sql = "SELECT dionysus.add_own_censor($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+    let stored = mind
+        .chat_db
+        .json(
+            &format!("SELECT to_jsonb(({sql}))"),
+            &[
+                &person,
+                &text(c, "trigger").unwrap_or_default(),
+                &text(c, "reason").unwrap_or_else(|| words.chars().take(500).collect()),
+                &text(c, "severity").unwrap_or_else(|| "block".into()),
+                &text(c, "pattern"),
+                &kinds,
+                &from_hour,
+                &to_hour,
+                &c["any_content"].as_bool().unwrap_or(false),
+                &message_id,
+            ],
+        )
+        .await;
+    match stored {
+        Ok(id) => {
+            tracing::info!(%person, censor = %id, "a censor in their words");
+            Some(text(&answer, "acknowledgement").unwrap_or_else(|| "Understood, I won't.".into()))
+        }
+        Err(e) => {
+            // The extension refused what the model read (its message names the part).
+            tracing::warn!(error = %e, "the proposed censor was refused");
+            None
+        }
+    }
+}
+
+/// The gate's verdict on a reply: None to send it, Some(reasons) when it is blocked. A gate
+/// that cannot be asked blocks (fail closed): an absolute censor must hold when embedding fails.
+pub async fn blocks_reply(mind: &Mind, person: &str, message_id: Uuid, reply: &str) -> Option<Vec<String>> {
+    let context = json!({"message_id": message_id});
+    match mind.chat_db.json("SELECT dionysus.censor_gate('reply', $1, $2, $3)", &[&reply, &person, &context]).await {
+        Ok(v) if v["verdict"] == "block" => {
+            Some(v["reasons"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect())
+        }
+        Ok(_) => None,
+        Err(e) => {
+            tracing::warn!(error = %e, "the censors could not be asked about the reply: it is held back");
+            Some(vec!["the censors could not be asked".into()])
+        }
+    }
+}
+
+/// A reply the censors allow, or the censored line (for a reply with no model to rewrite it).
+pub async fn allowed_or_censored(mind: &Mind, person: &str, message_id: Uuid, reply: String) -> String {
+    match blocks_reply(mind, person, message_id, &reply).await {
+        None => reply,
+        Some(_) => censored_reply(mind).await,
+    }
+}
+
+/// The model's hours: none, or whole hours [from, to) with from in 0–23 and to in 0–24.
+fn hours(v: &Value) -> Result<(Option<i32>, Option<i32>), String> {
+    match v {
+        Value::Null => Ok((None, None)),
+        Value::Array(a) if a.len() == 2 => match (a[0].as_i64(), a[1].as_i64()) {
+            (Some(f @ 0..=23), Some(t @ 0..=24)) if f != t => Ok((Some(f as i32), Some(t as i32))),
+            _ => Err("two different whole hours, from 0–23 and to 0–24".into()),
+        },
+        _ => Err("[from, to] or null".into()),
+    }
+}
+
+/// `/censors` lists what holds for the person (numbered); `/censor fine N` says number N
+/// stopped something that was fine (it steps down, a warn retires); `/censor lift N` lifts one
+/// of their own. True when the words were such a command (answered here).
+pub async fn command(mind: &Mind, channel_id: &str, author_id: &str, words: &str, nonce: &str) -> bool {
+    let words = words.trim();
+    let (verb, n) = if words == "/censors" {
+        ("list", None)
+    } else if let Some(rest) = words.strip_prefix("/censor ") {
+        let mut parts = rest.split_whitespace();
+        match (parts.next(), parts.next().and_then(|n| n.parse::<usize>().ok()), parts.next()) {
+            (Some(v @ ("fine" | "lift")), Some(n), None) => (v, Some(n)),
+            _ => ("usage", None),
+        }
+    } else {
+        return false;
+    };
+    let ch = &mind.channel;
+    let person = format!("{}:{}", ch.platform(), author_id);
+    let sql = "SELECT coalesce(jsonb_agg(jsonb_build_object('id', c.censor_id, 'trigger', c.trigger, 'severity', c.severity, 'own', c.own) \
+               ORDER BY NOT c.own, c.censor_id), '[]') FROM dionysus.person_censors($1) c";
+    let listed = match mind.chat_db.json(sql, &[&person]).await {
+        Ok(v) => v.as_array().cloned().unwrap_or_default(),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot list censors");
+            let _ = ch.send(channel_id, "(I couldn't read what I was asked not to do just now)", nonce).await;
+            return true;
+        }
+    };
+    let chosen = n.and_then(|i| listed.get(i.wrapping_sub(1)));
+    let text = match (verb, chosen) {
+        ("list", _) if listed.is_empty() => "(nothing I was asked not to do)".to_string(),
+        ("list", _) => listed
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let whose = if c["own"] == true { "" } else { " (everyone's)" };
+                format!("{}. {} [{}]{whose}", i + 1, c["trigger"].as_str().unwrap_or(""), c["severity"].as_str().unwrap_or(""))
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        ("fine" | "lift", Some(c)) => {
+            let id = c["id"].as_str().and_then(|s| Uuid::parse_str(s).ok());
+            let sql = if verb == "fine" {
+                "SELECT to_jsonb(dionysus.mark_censor_false_positive($1, $2))"
+            } else {
+                "SELECT to_jsonb(dionysus.retire_censor($1, $2))"
+            };
+            match mind.chat_db.json(sql, &[&id, &person]).await {
+                Ok(v) if verb == "fine" => format!("(noted: \"{}\" is now {})", c["trigger"].as_str().unwrap_or(""),
+                                                   if v["status"] == "retired" { "lifted".to_string() } else { v["severity"].as_str().unwrap_or("").to_string() }),
+                Ok(_) => format!("(lifted: \"{}\")", c["trigger"].as_str().unwrap_or("")),
+                Err(e) => {
+                    tracing::info!(error = %e, "a censor command was refused");
+                    "(that one is not yours to change)".to_string()
+                }
+            }
+        }
+        _ => "(/censors lists them, numbered; /censor fine N or /censor lift N)".to_string(),
+    };
+    let _ = ch.send(channel_id, &text, nonce).await;
+    true
+}
+
+/// What the model is told when its draft was blocked.
+pub fn rewrite_instruction(reasons: &[String]) -> String {
+    format!(
+        "Your draft reply was stopped because it goes against what you were asked not to do: {}. \
+         Write the reply again without doing that. Do not mention this instruction.",
+        reasons.join("; ")
+    )
+}
+
+/// The line sent when the rewrite is blocked too (the censored_reply template).
+pub async fn censored_reply(mind: &Mind) -> String {
+    match prompt::load(&mind.chat_db, "censored_reply").await {
+        Ok(t) => t.text,
+        Err(_) => "I'd rather not answer that the way I was about to. Could you put it another way?".into(),
+    }
+}
