@@ -972,6 +972,7 @@ DECLARE
     cost double precision;
     backoff double precision;
     censored jsonb;
+    held jsonb := '{}'::jsonb;
 BEGIN
     IF decision IS NULL OR decision NOT IN ('message', 'wait') THEN
         RAISE EXCEPTION 'dionysus: invalid argument "decision": % (message or wait)', decision USING ERRCODE = 'invalid_parameter_value';
@@ -999,12 +1000,22 @@ BEGIN
         RETURN jsonb_build_object('decision', e.decision, 'outbox_id', e.outbox_id, 'duplicate', true);
     END IF;
     SELECT * INTO p FROM dionysus.people x WHERE x.person = e.person FOR UPDATE;
+    -- Censors (022) read the words: a blocked message is decided as a wait (its activation
+    -- counted), and takes the wait's path below.
+    IF decision = 'message' THEN
+        censored := dionysus.censor_gate('reach_out', message, e.person, jsonb_build_object('evaluation_id', e.id));
+        IF censored ->> 'verdict' = 'block' THEN
+            decision := 'wait';
+            reason := left('censored: ' || (SELECT string_agg(r, '; ') FROM jsonb_array_elements_text(censored -> 'reasons') r), 1000);
+            held := jsonb_build_object('censored', censored -> 'censors');
+        END IF;
+    END IF;
     IF decision = 'wait' AND e.solicited THEN
         -- A contact they asked for is not dropped for a "wait": it is weighed again at the next
         -- check, until it goes out or lapses.
         UPDATE dionysus.contact_evaluations c SET decision = 'wait', decided_by = decide_contact.decided_by, decided_at = t,
                reason = decide_contact.reason WHERE c.id = e.id;
-        RETURN jsonb_build_object('decision', 'wait', 'next_check_at', p.next_check_at, 'duplicate', false);
+        RETURN jsonb_build_object('decision', 'wait', 'next_check_at', p.next_check_at, 'duplicate', false) || held;
     ELSIF decision = 'wait' THEN
         -- Exponential back-off of the check-in cadence, longer for a patient personality.
         backoff := least(dionysus_internal.proactive_setting('check_backoff_max_minutes'),
@@ -1017,7 +1028,7 @@ BEGIN
         UPDATE dionysus.agent_state SET model_calls = model_calls + CASE WHEN decide_contact.decided_by = 'model' THEN 1 ELSE 0 END,
                vitality = greatest(0, vitality - CASE WHEN decide_contact.decided_by = 'model' THEN dionysus_internal.proactive_setting('vitality_drain_model') ELSE 0 END)
          WHERE id = 1;
-        RETURN jsonb_build_object('decision', 'wait', 'next_check_at', t + make_interval(secs => backoff * 60), 'duplicate', false);
+        RETURN jsonb_build_object('decision', 'wait', 'next_check_at', t + make_interval(secs => backoff * 60), 'duplicate', false) || held;
     END IF;
     -- The gates are checked again: time passed while the model thought.
     IF EXISTS (SELECT 1 FROM dionysus.outbox o WHERE o.person = e.person AND o.contact_id IS NOT NULL AND o.status = 'pending') THEN
@@ -1042,21 +1053,6 @@ BEGIN
         RAISE EXCEPTION 'dionysus: contact refused: it rests on web content alone' USING ERRCODE = 'insufficient_privilege';
     END IF;
     target := dionysus.reach_out_target(e.person);
-    -- Censors (022) read the words last: a blocked contact waits, its activation counted.
-    censored := dionysus.censor_gate('reach_out', message, e.person, jsonb_build_object('evaluation_id', e.id));
-    IF censored ->> 'verdict' = 'block' THEN
-        -- As a wait: the check-in cadence backs off, so the same words are not tried every tick.
-        backoff := least(dionysus_internal.proactive_setting('check_backoff_max_minutes'),
-                         coalesce(p.check_interval_minutes, dionysus_internal.proactive_setting('check_interval_minutes'))
-                         * (1.5 + dionysus_internal.trait('patience')));
-        UPDATE dionysus.people x SET check_interval_minutes = backoff, next_check_at = t + make_interval(secs => backoff * 60)
-         WHERE x.person = e.person;
-        UPDATE dionysus.contact_evaluations c SET decision = 'wait', decided_by = decide_contact.decided_by, decided_at = t,
-               reason = left('censored: ' || (SELECT string_agg(r, '; ') FROM jsonb_array_elements_text(censored -> 'reasons') r), 1000)
-         WHERE c.id = e.id;
-        RETURN jsonb_build_object('decision', 'wait', 'censored', censored -> 'censors', 'duplicate', false,
-                                  'next_check_at', t + make_interval(secs => backoff * 60));
-    END IF;
     PERFORM dionysus.update_energy(-cost, NULL, 'reach_out_user',
                                    CASE WHEN e.solicited THEN 'contact they asked for: ' ELSE 'contact born of pressure: ' END || left(e.explanation, 200));
     INSERT INTO dionysus.outbox (audience, content, person, platform, contact_id)

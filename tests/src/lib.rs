@@ -175,3 +175,12 @@ pub async fn until(c: &Client, sql: &str, what: &str) {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
+
+impl TestDb {
+    /// A session as the driver's role (dionysus_driver), for checking what it may and may not do.
+    pub async fn connect_as_driver(&self) -> Client {
+        let (client, conn) = tokio_postgres::connect(&driver_conninfo(&self.name), NoTls).await.expect("connect as the driver");
+        tokio::spawn(conn);
+        client
+    }
+}

@@ -12,12 +12,6 @@ use uuid::Uuid;
 
 const DIETS: &str = "suggesting diets or weight loss";
 
-async fn driver(db: &TestDb) -> Client {
-    let (client, conn) = tokio_postgres::connect(&driver_conninfo(&db.name), tokio_postgres::NoTls).await.expect("connect as the driver");
-    tokio::spawn(conn);
-    client
-}
-
 /// One heartbeat deciding one action: its commit summary.
 async fn heartbeat(c: &Client, action: Value) -> Value {
     c.batch_execute("SELECT dionysus.update_energy(20 - dionysus.get_current_energy())").await.unwrap();
@@ -253,7 +247,7 @@ async fn only_the_person_changes_their_censors_and_bad_input_is_named() {
     )
     .await
     .unwrap();
-    let d = driver(&db).await;
+    let d = db.connect_as_driver().await;
     let theirs: String = one(&d, "SELECT dionysus.add_own_censor('test:ada', 'mentioning their ex', 'it hurts')::text").await;
     let everyone: String = one(c, "SELECT id::text FROM dionysus.censors WHERE person IS NULL").await;
     let bo_message: String = one(c, "SELECT id::text FROM dionysus.messages WHERE platform_message_id = 'b1'").await;

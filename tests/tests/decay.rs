@@ -37,12 +37,6 @@ async fn until_next_stage(c: &Client, memory: &str) -> Value {
     one::<Value>(c, "SELECT dionysus.decay_pass()").await
 }
 
-async fn driver(db: &TestDb) -> Client {
-    let (client, conn) = tokio_postgres::connect(&driver_conninfo(&db.name), tokio_postgres::NoTls).await.expect("connect as the driver");
-    tokio::spawn(conn);
-    client
-}
-
 const WALK: &str = "Yesterday my sister Mira and I walked the whole coastal path from Cascais to Guincho in the wind, \
                     stopped at the little fort where the fishermen mend their nets, argued about whether to move to Porto, \
                     and ended up laughing at a seagull that stole half of her sandwich right out of her hand.";
@@ -103,7 +97,7 @@ async fn a_memory_fades_to_its_summary_then_its_residue_then_goes_unless_it_is_m
     };
     assert_eq!((stage.as_str(), content.as_str()), ("fading", WALK_SUMMARY), "the specifics are gone, the meaning kept");
     // Recall finds it by what it still says, and says how faded it is.
-    let as_driver = driver(&db).await;
+    let as_driver = db.connect_as_driver().await;
     let found = as_driver
         .query("SELECT memory_id::text, stage FROM dionysus.recall('the seagull on the coastal walk', 5, person => 'test:ada')", &[])
         .await
@@ -206,7 +200,7 @@ async fn exemptions_the_switch_privacy_and_rights() {
 
     // The driver's role: may pin and ask why; may not run passes, tune decay or write its log,
     // nor pin another person's memory through pin_own.
-    let d = driver(&db).await;
+    let d = db.connect_as_driver().await;
     let ada: String = one(c, "SELECT dionysus.remember('Ada''s own note.', private_to => ARRAY['test:ada'])::text").await;
     assert!(one::<bool>(&d, &format!("SELECT dionysus.pin_own('test:ada', '{ada}')")).await);
     let (code, _) = expect_error(&d, &format!("SELECT dionysus.pin_own('test:bo', '{ada}')")).await;

@@ -88,7 +88,7 @@ async fn a_changed_template_rebuilds_facts_while_recall_keeps_answering() {
     holder.batch_execute("SELECT pg_advisory_lock(hashtextextended('dionysus.learn', 0))").await.unwrap();
 
     // `dionysus reindex` as the driver's role.
-    let driver = connect_as_driver(&db).await;
+    let driver = db.connect_as_driver().await;
     let out = stdout(&reindex_command(&db, &["--detach"]).output().unwrap());
     let started: Value = one(&driver, "SELECT dionysus.reindex_status()").await;
     let run_id = started["run_id"].as_str().unwrap().to_string();
@@ -142,12 +142,6 @@ async fn a_changed_template_rebuilds_facts_while_recall_keeps_answering() {
     assert_eq!(log_fingerprint(c).await, log_before);
     assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.messages").await, turns_before);
     run.stop().await;
-}
-
-async fn connect_as_driver(db: &TestDb) -> Client {
-    let (client, conn) = tokio_postgres::connect(&driver_conninfo(&db.name), tokio_postgres::NoTls).await.expect("connect as the driver");
-    tokio::spawn(conn);
-    client
 }
 
 /// A model of another width (16 dimensions over HTTP instead of the local 384): live writes go
@@ -309,7 +303,7 @@ async fn what_the_person_decided_stays_and_the_driver_cannot_forge_a_run() {
     // Forgetting erases the words: the tombstone keeps a hash.
     assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.reindex_tombstones").await, 1);
     assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.reindex_tombstones t WHERE t::text ILIKE '%cello%'").await, 0);
-    let driver = connect_as_driver(&db).await;
+    let driver = db.connect_as_driver().await;
 
     // The run's model is the settings', whatever the driver's role writes.
     let (code, _) = expect_error(&driver, "INSERT INTO dionysus.reindex_runs (target, target_key) VALUES ('{\"provider\": \"http\", \"url\": \"http://attacker\"}', 'x')").await;
