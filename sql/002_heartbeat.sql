@@ -27,8 +27,8 @@
 --   8. any other rows, by primary key: goals, memories, facts, triples, events, censors (censor_gate)
 -- Maintenance passes (the worker, run_maintenance()) only try their locks and skip what another
 -- pass holds, never waiting: 'dionysus.neighborhood:<memory>' per recomputed memory and
--- 'dionysus.fold_access_log', 'dionysus.decay' (a decay pass, 021, then each memory it moves
--- FOR UPDATE SKIP LOCKED); 'dionysus.lexicon' (refresh_lexicon) is waited for, with nothing else held.
+-- 'dionysus.fold_access_log', 'dionysus.decay' (a decay pass, 021, then the decay_config row,
+-- then each memory it moves FOR UPDATE SKIP LOCKED; decay_pass() waits for the first two); 'dionysus.lexicon' (refresh_lexicon) is waited for, with nothing else held.
 -- A function that may need a lock later (a refund needs the state row) takes it at its start.
 
 -- ---------------------------------------------------------------------------------------

@@ -36,7 +36,8 @@
 -- Every automatic step is written to decay_log with its inputs (no words: a forgotten memory
 -- leaves only its id and numbers); memory_stage(id) explains where a memory is and why.
 -- The pass runs in the maintenance worker (decay_step) at most every interval on the clock;
--- decay_pass() runs it now. One pass at a time ('dionysus.decay', tried, never waited for);
+-- decay_pass() runs it now. One pass at a time ('dionysus.decay': the worker tries it and
+-- skips, decay_pass waits for it, so a pass asked for is never silently a no-op);
 -- a memory another transaction holds is skipped until the next pass (SKIP LOCKED). While a
 -- re-index run builds (020), a pass only renews clocks: no text changes under the run.
 
@@ -218,7 +219,11 @@ BEGIN
     IF NOT pg_try_advisory_xact_lock(hashtextextended('dionysus.decay', 0)) THEN
         RETURN jsonb_build_object('skipped', 'another decay pass is running');
     END IF;
-    SELECT * INTO cfg FROM dionysus.decay_config WHERE id = 1;
+    -- The worker never waits for a person tuning decay_config (decay_pass already holds it).
+    SELECT * INTO cfg FROM dionysus.decay_config WHERE id = 1 FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        RETURN jsonb_build_object('skipped', 'decay_config is being changed');
+    END IF;
     UPDATE dionysus.decay_config SET last_pass_at = dionysus.clock_now() WHERE id = 1;
     IF NOT cfg.enabled THEN
         RETURN jsonb_build_object('enabled', false);
@@ -341,9 +346,14 @@ BEGIN
     RETURN dionysus_internal.decay_run();
 END $$;
 
--- A decay pass now (tests, servers without the worker), whatever the interval says.
+-- A decay pass now (tests, servers without the worker), whatever the interval says. It waits
+-- for a worker's pass to end (the lock is the session's, so decay_run's own try then holds).
 CREATE FUNCTION decay_pass() RETURNS jsonb
-    LANGUAGE sql AS $$ SELECT dionysus_internal.decay_run() $$;
+    LANGUAGE sql AS $$
+    SELECT pg_advisory_xact_lock(hashtextextended('dionysus.decay', 0));
+    SELECT 1 FROM dionysus.decay_config WHERE id = 1 FOR UPDATE;
+    SELECT dionysus_internal.decay_run();
+$$;
 
 -- Where a memory is in its life, and why.
 CREATE FUNCTION memory_stage(memory_id uuid) RETURNS jsonb

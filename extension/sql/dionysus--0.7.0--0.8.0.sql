@@ -45,7 +45,8 @@
 -- Every automatic step is written to decay_log with its inputs (no words: a forgotten memory
 -- leaves only its id and numbers); memory_stage(id) explains where a memory is and why.
 -- The pass runs in the maintenance worker (decay_step) at most every interval on the clock;
--- decay_pass() runs it now. One pass at a time ('dionysus.decay', tried, never waited for);
+-- decay_pass() runs it now. One pass at a time ('dionysus.decay': the worker tries it and
+-- skips, decay_pass waits for it, so a pass asked for is never silently a no-op);
 -- a memory another transaction holds is skipped until the next pass (SKIP LOCKED). While a
 -- re-index run builds (020), a pass only renews clocks: no text changes under the run.
 
@@ -227,7 +228,11 @@ BEGIN
     IF NOT pg_try_advisory_xact_lock(hashtextextended('dionysus.decay', 0)) THEN
         RETURN jsonb_build_object('skipped', 'another decay pass is running');
     END IF;
-    SELECT * INTO cfg FROM dionysus.decay_config WHERE id = 1;
+    -- The worker never waits for a person tuning decay_config (decay_pass already holds it).
+    SELECT * INTO cfg FROM dionysus.decay_config WHERE id = 1 FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        RETURN jsonb_build_object('skipped', 'decay_config is being changed');
+    END IF;
     UPDATE dionysus.decay_config SET last_pass_at = dionysus.clock_now() WHERE id = 1;
     IF NOT cfg.enabled THEN
         RETURN jsonb_build_object('enabled', false);
@@ -350,9 +355,14 @@ BEGIN
     RETURN dionysus_internal.decay_run();
 END $$;
 
--- A decay pass now (tests, servers without the worker), whatever the interval says.
+-- A decay pass now (tests, servers without the worker), whatever the interval says. It waits
+-- for a worker's pass to end (the lock is the session's, so decay_run's own try then holds).
 CREATE FUNCTION decay_pass() RETURNS jsonb
-    LANGUAGE sql AS $$ SELECT dionysus_internal.decay_run() $$;
+    LANGUAGE sql AS $$
+    SELECT pg_advisory_xact_lock(hashtextextended('dionysus.decay', 0));
+    SELECT 1 FROM dionysus.decay_config WHERE id = 1 FOR UPDATE;
+    SELECT dionysus_internal.decay_run();
+$$;
 
 -- Where a memory is in its life, and why.
 CREATE FUNCTION memory_stage(memory_id uuid) RETURNS jsonb
@@ -1358,8 +1368,8 @@ COMMENT ON TABLE decay_mentions IS 'New memories not yet compared with older one
 COMMENT ON TABLE decay_log IS 'Every automatic decay step (mentioned, waiting for a level, fading, distant, forgotten) with its inputs; ids and numbers only, never words.';
 COMMENT ON VIEW memory_decay IS 'The decay rule for every memory: its stage, effective days and slowdown, why it is exempt, and the stage its age calls for (due).';
 COMMENT ON FUNCTION decay_pass() IS
-    'Owner only: one decay pass now (the maintenance worker runs one every decay_config.pass_interval): mentions reset clocks, then each memory due a later stage moves one stage, compressing (summary, then micro line, asked of the model when missing) before it is deleted. Returns what it did.';
-COMMENT ON FUNCTION dionysus_internal.decay_run() IS 'A decay pass (decay_pass, decay_step); skips when another pass runs.';
+    'Owner only: one decay pass now, after any running one ends (the maintenance worker runs one every decay_config.pass_interval): mentions reset clocks, then each memory due a later stage moves one stage, compressing (summary, then micro line, asked of the model when missing) before it is deleted. Returns what it did.';
+COMMENT ON FUNCTION dionysus_internal.decay_run() IS 'A decay pass (decay_pass, decay_step); skips when another pass holds the decay lock (decay_pass takes it first, waiting).';
 COMMENT ON FUNCTION dionysus_internal.decay_step() IS 'The maintenance worker''s decay step: a pass when the last one is decay_config.pass_interval old on the clock, else NULL.';
 COMMENT ON FUNCTION dionysus_internal.decay_reinforce(dionysus.decay_config) IS
     'Resets the decay clock of older memories a newly made one repeats (at least mention_similarity near, as private or shared), logged as mentioned.';

@@ -291,3 +291,44 @@ async fn condensed_levels_are_checked_and_go_only_to_their_memory() {
     let e = c.query_one("SELECT dionysus.complete_work($1, $2, $3)", &[&wid, &json!({"levels": {"summary": "x"}}), &lease]).await.unwrap_err();
     assert_eq!(e.code().map(|s| s.code()), Some("22023"), "{e}");
 }
+
+/// A pass asked for (decay_pass) waits for a running one instead of returning without doing
+/// anything (the maintenance worker's pass raced a test into a no-op on CI); the worker's own
+/// pass never waits for a person tuning decay_config, so the two cannot deadlock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_asked_for_waits_for_the_running_one_and_the_worker_never_waits() {
+    let db = TestDb::new("decay_wait").await;
+    let c = &db.client;
+    driven(c).await;
+    let plain: String = one(c, "SELECT dionysus.remember('Bought bread at the corner bakery.', importance => 0)::text").await;
+    c.batch_execute("SELECT dionysus.advance_clock('200 days')").await.unwrap();
+
+    // Another session's pass is running: it holds the decay lock until it commits.
+    let mut other = db.connect().await;
+    let running = other.transaction().await.unwrap();
+    running.batch_execute("SELECT pg_advisory_xact_lock(hashtextextended('dionysus.decay', 0))").await.unwrap();
+    let asked = {
+        let c2 = db.connect().await;
+        tokio::spawn(async move { c2.query_one("SELECT dionysus.decay_pass()", &[]).await.map(|r| r.get::<_, Value>(0)) })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(!asked.is_finished(), "decay_pass waits for the running pass");
+    running.commit().await.unwrap();
+    let done = asked.await.unwrap().unwrap();
+    assert!(done.get("skipped").is_none(), "{done}");
+    assert_eq!(done["fading"], json!(1), "{done}");
+    assert_eq!(stage_of(c, &plain).await["stage"], json!("fading"));
+
+    // A person tuning decay_config in an open transaction: the worker's pass skips at once,
+    // and the person's own pass in that transaction runs.
+    let tuning = other.transaction().await.unwrap();
+    tuning.batch_execute("UPDATE dionysus.decay_config SET batch = 50").await.unwrap();
+    let worker = tokio::time::timeout(std::time::Duration::from_secs(10), one::<Value>(c, "SELECT dionysus_internal.decay_run()"))
+        .await
+        .expect("the worker's pass does not wait for the tuner");
+    assert_eq!(worker["skipped"], json!("decay_config is being changed"), "{worker}");
+    let own: Value = tuning.query_one("SELECT dionysus.decay_pass()", &[]).await.unwrap().get(0);
+    assert_eq!(own["distant"], json!(1), "{own}");
+    tuning.commit().await.unwrap();
+    assert_eq!(stage_of(c, &plain).await["stage"], json!("distant"));
+}
