@@ -7,7 +7,8 @@
 #   scripts/bench.sh agents [N] [Q]     chat_context with/without its archetype; recall over MCP vs SQL (10000)
 #   scripts/bench.sh reindex [N]        a re-index: vectors/s, the swap, recall during the build (10000)
 #   scripts/bench.sh decay [N]          a decay pass: nothing due, moving memories, mentions (100000)
-#   scripts/bench.sh all                LoCoMo, recall at 10k and 100k, the driver, the fortnight, agents, re-index, decay
+#   scripts/bench.sh people [P]         people in a chat context and a turn's people stored, a life of P people (1000)
+#   scripts/bench.sh all                LoCoMo, recall at 10k and 100k, the driver, the fortnight, agents, re-index, decay, people
 # One core per backend, as on a 1 vCPU VPS (candle's pool is pinned to one thread).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +28,7 @@ case "${1:-all}" in
     if [[ "${2:-}" == "" || "${2:-}" == --* ]]; then $bench locomo "$dev_split" "${@:2}"; else $bench locomo "${@:2}"; fi ;;
   reindex) $bench reindex "${2:-10000}" ;;
   decay) $bench decay "${2:-100000}" ;;
+  people) $bench people "${2:-1000}" ;;
   recall) $bench recall "${2:-10000}" "${3:-200}" ;;
   driver) $bench driver "${2:-100000}" "${3:-200}" ;;
   fortnight) $bench fortnight "${2:-14}" ;;
@@ -39,6 +41,7 @@ case "${1:-all}" in
     $bench fortnight 14
     $bench agents 10000 200
     $bench reindex 10000
-    $bench decay 100000 ;;
-  *) echo "usage: scripts/bench.sh locomo [PATH] [--json] | recall [N] [Q] | driver [N] [M] | fortnight [DAYS] | agents [N] [Q] | reindex [N] | decay [N] | all" >&2; exit 2 ;;
+    $bench decay 100000
+    $bench people 1000 ;;
+  *) echo "usage: scripts/bench.sh locomo [PATH] [--json] | recall [N] [Q] | driver [N] [M] | fortnight [DAYS] | agents [N] [Q] | reindex [N] | decay [N] | people [P] | all" >&2; exit 2 ;;
 esac

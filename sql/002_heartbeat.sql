@@ -22,6 +22,8 @@
 --   7. the learn and episode advisory locks  'dionysus.learn', 'dionysus.episode:<source>'  (learn, remember),
 --                                   a template's lock 'dionysus.prompt:<key>' (set_prompt_template,
 --                                   activate_prompt_template, approve_proposal after its proposal row),
+--                                   a person's people lock 'dionysus.people:<person>' (complete_work's people and
+--                                   relations after its facts and triples, forget_known_person; then their rows),
 --                                   a person's objectives lock 'dionysus.objectives:<person>' (complete_work's
 --                                   objectives, after its facts; nothing takes another lock after it)
 --   8. any other rows, by primary key: goals, memories, facts, triples, events, censors (censor_gate)

@@ -158,7 +158,10 @@ END $$;
 -- (ids of the memories the model was shown), person (whom a reach-out is for), objectives
 -- [{description, saliency, status}] (the person's, from their turn's extraction), dream
 -- ({proposals, note}, for a dream item: recorded as pending proposals), levels ({summary,
--- micro}, for a condense_memory item: a fading memory's shorter forms, sql/021_decay.sql).
+-- micro}, for a condense_memory item: a fading memory's shorter forms, sql/021_decay.sql),
+-- people [{name, aliases, same_as, relation, feeling, traits, topics, confidence}] and
+-- relations [{a, b, kind, sentiment, confidence, source}] (the people in the person's life
+-- their turn speaks of, from its extraction: sql/023_people.sql).
 -- Facts and triples from a conversation turn (params.memory_id) keep it as provenance. A
 -- re-index's 'reindex_message' item applies nothing: its facts, triples and objectives wait
 -- for the swap (sql/020_reindex.sql).
@@ -202,10 +205,11 @@ BEGIN
     FOR key IN SELECT jsonb_object_keys(result) LOOP
         IF key NOT IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts',
                        'episode_summary', 'message', 'summary', 'basis', 'person', 'maintenance', 'objectives', 'dream',
-                       'levels') THEN
+                       'levels', 'people', 'relations') THEN
             RAISE EXCEPTION 'dionysus: argument "result": unknown key "%"', key USING ERRCODE = 'invalid_text_representation';
         END IF;
-        IF key IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts', 'basis', 'objectives')
+        IF key IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts', 'basis', 'objectives',
+                   'people', 'relations')
            AND jsonb_typeof(result -> key) <> 'array' THEN
             RAISE EXCEPTION 'dionysus: argument "result.%": must be an array', key USING ERRCODE = 'invalid_text_representation';
         END IF;
@@ -263,6 +267,15 @@ BEGIN
                                       (w.params ->> 'memory_id')::uuid, private_to => privacy);
         made := made || jsonb_build_object('triples', coalesce(made -> 'triples', '[]'::jsonb) || to_jsonb(new_id));
     END LOOP;
+    -- The people in the person's life their turn speaks of (023_people.sql): theirs alone.
+    IF jsonb_array_length(coalesce(result -> 'people', '[]')) + jsonb_array_length(coalesce(result -> 'relations', '[]')) > 0 THEN
+        IF w.action <> 'extract_message' OR w.params ->> 'person' IS NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "result.people": only the extraction of a person''s turn carries people or relations'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        made := made || dionysus_internal.store_people(w.params ->> 'person', coalesce(result -> 'people', '[]'),
+                                                       coalesce(result -> 'relations', '[]'), (w.params ->> 'message_id')::uuid);
+    END IF;
     FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'concepts', '[]')) LOOP
         PERFORM dionysus.link_concept(coalesce((item ->> 'memory_id')::uuid, (w.params ->> 'memory_id')::uuid),
                                       item ->> 'name', coalesce((item ->> 'strength')::float8, 1.0));

@@ -363,6 +363,8 @@ BEGIN
         'recent_turns', turns,
         'memories', mems,
         'triples', trips,
+        -- The people in their life the message names, with how they relate (023_people.sql).
+        'people', CASE WHEN m.person IS NULL THEN '[]'::jsonb ELSE dionysus_internal.people_in_context(m.person, grams) END,
         'goals', coalesce((SELECT jsonb_agg(jsonb_build_object('id', g.id, 'title', g.title) ORDER BY g.last_touched DESC)
                              FROM dionysus.goals g WHERE g.priority = 'active' AND dionysus_internal.visible_to(g.private_to, viewer)),
                           '[]'::jsonb),

@@ -209,7 +209,7 @@ COMMENT ON FUNCTION dionysus_internal.expire_work_leases() IS
 COMMENT ON FUNCTION complete_work(uuid, jsonb, uuid) IS
     'Applies a claimed work item''s result (memories, facts, triples, goals, goal_progress, identity, worldview, concepts, '
     'episode_summary, message, summary; basis: the memory ids the model was shown; person: whom a reach-out is for; objectives: the person''s, '
-    'from their turn''s extraction; dream: a dream''s proposals, stored pending) and marks it done, '
+    'from their turn''s extraction; people and relations: the people in their life the turn speaks of; dream: a dream''s proposals, stored pending) and marks it done, '
     'in one transaction. What it writes is as private as the item''s person, its heartbeat''s context and the basis; what an inquiry '
     'brought is stored as web content; a reach-out that drew on someone else''s private words, or only on the web, is refused (42501). '
     'Completing again returns the first summary and repeats nothing. With lease (the claim''s lease_token), only its holder may: '
@@ -303,7 +303,7 @@ COMMENT ON FUNCTION log_message(text, text, text, text, text, boolean, boolean, 
     'a person''s turn also starts the session and queues its extraction. Returns {message_id, duplicate, prev_message_id, memory_id, work_id, person}.';
 COMMENT ON FUNCTION chat_context(uuid, integer, integer, boolean) IS
     'Everything a reply needs: the last turns of the channel, recalled memories (turns in view left out; facts marked), '
-    'triples about the entities named and the person, the active goals, the person''s north stars and objectives; only what the message''s person may see. '
+    'triples about the entities named and the person, the people in their life it names with how they relate (people), the active goals, the person''s north stars and objectives; only what the message''s person may see. '
     'With use_archetype, the nearest context archetype sets the turns, memories, similarity threshold and triple depth (reported as archetype), '
     'within max_memories and max_turns (which alone apply when no archetype is near enough).';
 COMMENT ON FUNCTION queue_reply(uuid, text, text) IS
@@ -573,6 +573,31 @@ COMMENT ON FUNCTION mark_censor_false_positive(uuid, text, text) IS
 COMMENT ON FUNCTION retire_censor(uuid, text) IS 'The person''s word lifts one of their censors (an absolute one too); everyone''s censors by the owner (person NULL).';
 COMMENT ON FUNCTION person_censors(text) IS 'The active censors that hold for a person (theirs and everyone''s) with their scope and counts; never another person''s.';
 
+-- The people in a person's life (023).
+COMMENT ON TABLE relation_words IS 'Words that name a relation rather than a person ("mom" is whoever is their mother): word → relation. The owner''s to extend.';
+COMMENT ON TABLE known_persons IS
+    'The people in each person''s life (of_person: whose life; nobody else ever sees the row): name, relation to the person, how they feel about them (-1…1), traits, topics, mentions and confidence.';
+COMMENT ON TABLE person_aliases IS 'Every name a person used for someone (keys lower-cased, a leading "my" dropped); one someone per key in a person''s life.';
+COMMENT ON TABLE person_relations IS 'How two people in a person''s life relate: kind, sentiment −1…1, confidence, source (said or inferred: an inference never overwrites what was said), the turn it came from, last update.';
+COMMENT ON TABLE person_sources IS 'Where each thing known about someone came from: what (named, alias, relation, feeling, trait, topic, merged, related), its value and the turn.';
+COMMENT ON FUNCTION dionysus_internal.person_key(text) IS 'A name''s key: lower case, single spaces, no surrounding punctuation, no possessive ''s, a leading "my"/"our" dropped.';
+COMMENT ON FUNCTION dionysus_internal.is_self(text) IS 'Whether a name key is the person themselves or Dionysus (user, me, you…): never someone in their life.';
+COMMENT ON FUNCTION dionysus_internal.resolve_person(text, text) IS 'The one known person a name means in a person''s life (an alias, else a relation word naming exactly one person in that relation), or NULL.';
+COMMENT ON FUNCTION dionysus_internal.person_strings(jsonb, text, integer) IS 'An extraction item''s list of short strings (22023 naming it otherwise).';
+COMMENT ON FUNCTION dionysus_internal.person_number(jsonb, text, double precision, double precision) IS 'An extraction item''s number within bounds, or NULL (22023 naming it otherwise).';
+COMMENT ON FUNCTION dionysus_internal.person_alias(uuid, text, text, uuid) IS 'Gives a known person a name they were called: never a relation word or the person themselves; a key already someone else''s stays theirs.';
+COMMENT ON FUNCTION dionysus_internal.merge_persons(uuid, uuid, uuid) IS 'Folds one known person into another when the conversation says they are one: aliases, sources, relations, mentions, traits and topics move; a proper name wins over a relation word; 42501 across two people''s lives.';
+COMMENT ON FUNCTION dionysus_internal.person_list_add(text[], text[]) IS 'A short list with new words added: no repeats by case, the 20 most recent.';
+COMMENT ON FUNCTION dionysus_internal.note_person(text, jsonb, uuid) IS 'One person from an extraction item {name, aliases, same_as, relation, feeling, traits, topics, confidence}: resolved (name and same_as meaning two known people merge them; a proper name in a singular relation is the one known only by its word) or new; aliases added where free; times the turn''s; each change sourced to the turn.';
+COMMENT ON FUNCTION dionysus_internal.note_relation(text, jsonb, uuid) IS 'How two people relate, from an extraction item {a, b, kind, sentiment, confidence, source}; either end may be new; an item that cannot be placed (the person themselves, an ambiguous relation word, one person twice, no letters) is skipped, never the turn.';
+COMMENT ON FUNCTION dionysus_internal.store_people(text, jsonb, jsonb, uuid) IS 'complete_work''s people and relations of a person''s turn (which must be theirs, 42501), under their people lock (at most 20 of each); returns the people, the relations and how many relations were skipped.';
+COMMENT ON FUNCTION dionysus_internal.person_json(dionysus.known_persons, boolean) IS 'A known person as JSON with their aliases and relations both ways; with sources, where each thing came from.';
+COMMENT ON FUNCTION person(text, text) IS
+    'What is known about someone: every known person the name means (in of_person''s life; in everyone''s when NULL, a superuser''s view only), with aliases, relation, feeling, traits, topics, relations and the turns each came from (the last 30). P0002 when nobody by that name is known.';
+COMMENT ON FUNCTION people_of(text) IS 'The people in one person''s life (never anyone else''s), the most mentioned first, each with aliases and relations.';
+COMMENT ON FUNCTION forget_known_person(text, uuid) IS 'The person''s word: forgets someone in their life with every alias, relation and source; false when that someone is not theirs (or nobody).';
+COMMENT ON FUNCTION dionysus_internal.people_in_context(text, text[]) IS 'The people a message names (its word groups as keys, resolved in the viewer''s life only) with their relations; at most eight.';
+
 -- The store's vectors were made by the model the settings name at install (or upgrade) time.
 INSERT INTO embedding_store (id, spec, model_key, dimensions)
 SELECT 1, s - 'model_key', s ->> 'model_key', 384 FROM embedding_settings() s
@@ -657,3 +682,12 @@ REVOKE EXECUTE ON FUNCTION decay_pass(), dionysus_internal.decay_run(), dionysus
 -- a censor is; it writes none directly, and everyone's are the owner's.
 REVOKE INSERT, UPDATE ON censors, censor_events, censor_config FROM dionysus_driver;
 REVOKE EXECUTE ON FUNCTION add_censor(text, text, text, text, text, text[], integer, integer, boolean, text, uuid) FROM PUBLIC, dionysus_driver;
+-- People: the driver's extraction writes them (complete_work, resolution merges and deletes);
+-- the words for relations are the owner's.
+-- Whose life a row is in is fixed when it is written.
+GRANT DELETE ON known_persons, person_relations TO dionysus_driver;
+REVOKE INSERT, UPDATE ON relation_words FROM dionysus_driver;
+REVOKE UPDATE ON known_persons, person_aliases, person_relations FROM dionysus_driver;
+GRANT UPDATE (name, relation, feeling, traits, topics, mentions, confidence, first_mentioned_at, last_mentioned_at) ON known_persons TO dionysus_driver;
+GRANT UPDATE (known_person_id) ON person_aliases TO dionysus_driver;
+GRANT UPDATE (from_id, to_id, sentiment, confidence, source, message_id, updated_at) ON person_relations TO dionysus_driver;

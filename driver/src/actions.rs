@@ -166,7 +166,45 @@ pub fn extraction_shape(v: Value) -> Result<Value, String> {
         })
         .take(3)
         .collect();
-    Ok(json!({"facts": facts, "triples": triples, "goals": goals, "objectives": objectives}))
+    let (people, relations) = people_shape(&v);
+    Ok(json!({"facts": facts, "triples": triples, "goals": goals, "objectives": objectives, "people": people, "relations": relations}))
+}
+
+/// The people a turn speaks of and how they relate (sql/023_people.sql): optional, so an older
+/// template still works; an item the model got wrong is dropped, never the whole extraction.
+fn people_shape(v: &Value) -> (Vec<Value>, Vec<Value>) {
+    let strings = |x: &Value, key: &str, len: usize, n: usize| -> Vec<String> {
+        x[key].as_array().into_iter().flatten().filter_map(|s| s.as_str()).map(str::trim).filter(|s| !s.is_empty()).map(|s| clip(s, len)).take(n).collect()
+    };
+    let myself = |s: &str| matches!(s.trim().to_lowercase().as_str(), "user" | "me" | "i" | "myself" | "you" | "yourself" | "the user");
+    let wordy = |s: &str| s.chars().any(char::is_alphanumeric);
+    let people = v["people"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            let name = text(p, "name").filter(|n| !myself(n) && wordy(n))?;
+            Some(json!({"name": clip(&name, 200), "aliases": strings(p, "aliases", 200, 5), "same_as": text(p, "same_as").map(|s| clip(&s, 200)),
+                        "relation": text(p, "relation").map(|s| clip(&s, 60)), "feeling": number(p, "feeling", -1.0, 1.0),
+                        "traits": strings(p, "traits", 80, 8), "topics": strings(p, "topics", 80, 8),
+                        "confidence": number(p, "confidence", 0.0, 1.0).unwrap_or(0.7)}))
+        })
+        .take(10)
+        .collect();
+    let relations = v["relations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| {
+            let source = text(r, "source").filter(|s| s == "said" || s == "inferred").unwrap_or_else(|| "inferred".into());
+            let end = |key: &str| text(r, key).filter(|n| !myself(n) && wordy(n)).map(|n| clip(&n, 200));
+            Some(json!({"a": end("a")?, "b": end("b")?, "kind": clip(&text(r, "kind").filter(|k| wordy(k))?, 60),
+                        "sentiment": number(r, "sentiment", -1.0, 1.0).unwrap_or(0.0), "source": source,
+                        "confidence": number(r, "confidence", 0.0, 1.0)}))
+        })
+        .take(10)
+        .collect();
+    (people, relations)
 }
 
 async fn extract_message(mind: &Mind, p: &Value, mirrored: bool) -> Step<Outcome> {
@@ -186,11 +224,12 @@ async fn extract_message(mind: &Mind, p: &Value, mirrored: bool) -> Step<Outcome
                              "platform": mind.channel.platform(), "owner": owner});
     }
     let counts = format!(
-        "{} facts, {} triples, {} goals, {} objectives",
+        "{} facts, {} triples, {} goals, {} objectives, {} people",
         v["facts"].as_array().map_or(0, Vec::len),
         v["triples"].as_array().map_or(0, Vec::len),
         v["goals"].as_array().map_or(0, Vec::len),
-        v["objectives"].as_array().map_or(0, Vec::len)
+        v["objectives"].as_array().map_or(0, Vec::len),
+        v["people"].as_array().map_or(0, Vec::len)
     );
     v["summary"] = json!(format!("extracted {counts}"));
     Ok(Outcome::Done(v))

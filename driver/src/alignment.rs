@@ -108,7 +108,9 @@ pub async fn feedback(mind: &Mind, m: &Incoming) -> Feedback {
                 Feedback::Failed
             }
         };
-    } else if crate::censors::command(mind, &m.channel_id, &m.author_id, words, &nonce(m)).await {
+    } else if crate::censors::command(mind, &m.channel_id, &m.author_id, words, &nonce(m)).await
+        || crate::people::command(mind, &m.channel_id, &m.author_id, words, &nonce(m)).await
+    {
         return Feedback::Command;
     } else if command(words, "/northstars").is_some_and(str::is_empty) || command(words, "/retire").is_some() {
         north_star_command(mind, m, words).await;

@@ -191,6 +191,7 @@ fn context_used(ctx: &Value) -> Value {
         "memories": ctx["memories"].as_array().map_or(0, Vec::len),
         "recall_scores": if scores.is_empty() { Value::Null } else { json!(scores.join(", ")) },
         "triples": ctx["triples"].as_array().map_or(0, Vec::len),
+        "people": ctx["people"].as_array().map_or(0, Vec::len),
         "north_stars": ctx["north_stars"].as_array().map_or(0, Vec::len),
         "objectives": ctx["objectives"].as_array().map_or(0, Vec::len),
     })
@@ -231,6 +232,7 @@ async fn compose(mind: &Mind, message_id: Uuid, person: &str, content: &str, pri
         .flatten()
         .map(|t| format!("{} {} {}", t["subject"].as_str().unwrap_or(""), t["predicate"].as_str().unwrap_or("").replace('_', " "), t["object"].as_str().unwrap_or("")))
         .collect();
+    let people = prompt::people(&ctx["people"]);
     let goals: Vec<String> = ctx["goals"].as_array().into_iter().flatten().filter_map(|g| g["title"].as_str().map(str::to_string)).collect();
     let north_stars = prompt::north_stars(&ctx["north_stars"]);
     let objectives: Vec<String> = ctx["objectives"].as_array().into_iter().flatten().filter_map(|o| o["description"].as_str().map(str::to_string)).collect();
@@ -243,7 +245,8 @@ async fn compose(mind: &Mind, message_id: Uuid, person: &str, content: &str, pri
                 &[
                     ("now", ctx["now"].as_str().unwrap_or("").to_string()),
                     ("memories", bullets(memories, "(nothing relevant)")),
-                    ("triples", bullets(triples, "(nothing)")),
+                    ("triples", prompt::with_people(&t.text, bullets(triples, "(nothing)"), &people)),
+                    ("people", if people.is_empty() { "(nobody named)".to_string() } else { people.clone() }),
                     ("goals", prompt::with_north_stars(&t.text, bullets(goals, "(none)"), &north_stars, &objectives)),
                     ("north_stars", north_stars.clone()),
                     ("objectives", objectives.clone()),

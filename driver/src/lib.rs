@@ -31,6 +31,7 @@ pub mod llm;
 pub mod mcp;
 pub mod mirror;
 pub mod outbox;
+pub mod people;
 pub mod prompt;
 pub mod reindex;
 pub mod rules;

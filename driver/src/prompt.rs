@@ -57,6 +57,61 @@ pub fn north_stars(list: &Value) -> String {
     }
 }
 
+/// The people in their life a message names (chat_context's people), a line each: who they
+/// are to the person, how the person feels about them, and how they relate to the others.
+pub fn people(list: &Value) -> String {
+    let listed: Vec<&str> = list.as_array().into_iter().flatten().filter_map(|p| p["name"].as_str()).collect();
+    let lines: Vec<String> = list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            let name = p["name"].as_str()?;
+            let mut line = name.to_string();
+            if let Some(r) = p["relation"].as_str() {
+                line.push_str(&format!(" (their {r})"));
+            }
+            if let Some(f) = p["feeling"].as_f64() {
+                let how = if f >= 0.3 { "fond of" } else if f <= -0.3 { "uneasy about" } else { "mixed about" };
+                line.push_str(&format!("; they are {how} them ({f:+.1})"));
+            }
+            let words = |key: &str| p[key].as_array().into_iter().flatten().filter_map(Value::as_str).collect::<Vec<_>>().join(", ");
+            let (traits, topics) = (words("traits"), words("topics"));
+            if !traits.is_empty() {
+                line.push_str(&format!("; {traits}"));
+            }
+            if !topics.is_empty() {
+                line.push_str(&format!("; comes up with: {topics}"));
+            }
+            // Each relation once: from its first end, or from here when that end is not listed.
+            for r in p["relations"].as_array().into_iter().flatten() {
+                let with = r["with"].as_str().unwrap_or("");
+                let kind = r["kind"].as_str().unwrap_or("").replace('_', " ");
+                let how = format!("({}, sentiment {:+.1})", r["source"].as_str().unwrap_or(""), r["sentiment"].as_f64().unwrap_or(0.0));
+                if r["direction"] == "to" {
+                    line.push_str(&format!("; {kind} {with} {how}"));
+                } else if !listed.contains(&with) {
+                    line.push_str(&format!("; {with} {kind} them {how}"));
+                }
+            }
+            Some(line)
+        })
+        .collect();
+    if lines.is_empty() {
+        String::new()
+    } else {
+        bullets(lines, "")
+    }
+}
+
+/// A template written before people existed has no place for them: they follow its triples.
+pub fn with_people(template: &str, triples: String, people: &str) -> String {
+    if people.is_empty() || template.contains("{{people}}") {
+        return triples;
+    }
+    format!("{triples}\n\nPeople in their life this message names:\n{people}")
+}
+
 /// A template written before north stars and objectives existed has no place for them: they
 /// follow its goals, so every context still carries what matters most to the person.
 pub fn with_north_stars(template: &str, goals: String, north_stars: &str, objectives: &str) -> String {
@@ -123,6 +178,18 @@ mod tests {
         assert_eq!(render(t, &[("name", "Ada".into()), ("now", "noon".into())]), "Hi Ada, it is noon. {{unclosed");
         // A value containing braces is not expanded again.
         assert_eq!(render("{{a}}", &[("a", "{{a}}".into())]), "{{a}}");
+    }
+
+    #[test]
+    fn people_are_a_line_each_and_follow_the_triples_of_an_older_template() {
+        let list = serde_json::json!([{"name": "Ana", "relation": "mother", "feeling": 0.6, "traits": ["patient"], "topics": [],
+                                       "relations": [{"with": "Lea", "kind": "worries_about", "direction": "to", "source": "said", "sentiment": -0.2},
+                                                     {"with": "Tom", "kind": "likes", "direction": "from", "source": "said", "sentiment": 0.5}]}]);
+        let p = people(&list);
+        assert_eq!(p, "- Ana (their mother); they are fond of them (+0.6); patient; worries about Lea (said, sentiment -0.2); Tom likes them (said, sentiment +0.5)");
+        assert_eq!(with_people("{{triples}}", "- a b c".into(), &p), format!("- a b c\n\nPeople in their life this message names:\n{p}"));
+        assert_eq!(with_people("{{triples}} {{people}}", "- a b c".into(), &p), "- a b c");
+        assert_eq!(people(&serde_json::json!([])), "");
     }
 
     #[test]

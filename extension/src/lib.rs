@@ -23,6 +23,7 @@ pub mod heartbeat;
 pub mod json_arg;
 pub mod memory;
 pub mod neighborhoods;
+pub mod people;
 pub mod recall;
 pub mod settings;
 pub mod spi_util;
@@ -63,6 +64,8 @@ pgrx::extension_sql_file!("../../sql/020_reindex.sql", name = "reindex", require
 pgrx::extension_sql_file!("../../sql/021_decay.sql", name = "decay", requires = ["reindex"]);
 // Censors (seed 002): things not to do, checked before actions, reach-outs and replies.
 pgrx::extension_sql_file!("../../sql/022_censors.sql", name = "censors", requires = ["decay"]);
+// The people in a person's life (seed 003 §9): known persons, aliases, relations, sources.
+pgrx::extension_sql_file!("../../sql/023_people.sql", name = "people", requires = ["censors"]);
 // Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 

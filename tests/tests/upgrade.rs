@@ -18,7 +18,9 @@ const IMPORTS: &str = "0.5.0";
 /// The last release before re-indexing (embedding_store).
 const BEFORE_REINDEX: &str = "0.6.0";
 /// The last release before decay.
-const PREVIOUS: &str = "0.7.0";
+const BEFORE_DECAY: &str = "0.7.0";
+/// The last release before the people in a person's life.
+const PREVIOUS: &str = "0.8.0";
 
 /// Everything about the extension's objects that a person or the driver could notice, one
 /// line per fact, with no OIDs and no column order (ALTER TABLE ADD COLUMN appends).
@@ -456,7 +458,7 @@ async fn an_update_from_0_6_keeps_everything_and_can_reindex() {
 #[tokio::test]
 async fn an_update_from_the_previous_release_starts_every_decay_clock_at_the_update() {
     let admin = connect("postgres").await;
-    let (name, old) = install_release(&admin, PREVIOUS).await;
+    let (name, old) = install_release(&admin, BEFORE_DECAY).await;
     old.batch_execute(
         "SELECT dionysus.remember('A summer in Lisbon long ago.', importance => 0, created_at => '2019-07-01'); \
          SELECT dionysus.remember('Ada keeps bees on the roof.', importance => 0); \
@@ -488,6 +490,42 @@ async fn an_update_from_the_previous_release_starts_every_decay_clock_at_the_upd
     assert_eq!(count(&old, "SELECT count(*) FROM dionysus.memories WHERE stage = 'fresh'").await, 3);
     old.batch_execute("SELECT dionysus.advance_clock('8 days'); SELECT dionysus.decay_pass()").await.unwrap();
     assert_eq!(count(&old, "SELECT count(*) FROM dionysus.memories WHERE stage = 'fading'").await, 2, "the two unimportant memories; the fact (importance 0.5) fades later");
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// An update from the release before people keeps memories, censors and decay stages; an
+/// extraction template the person wrote stays active (the new one waits beside it); the people
+/// organ works on the updated schema.
+#[tokio::test]
+async fn an_update_from_the_previous_release_keeps_the_persons_own_extraction_and_adds_people() {
+    let admin = connect("postgres").await;
+    let (name, old) = install_release(&admin, PREVIOUS).await;
+    old.batch_execute(
+        "SELECT dionysus.set_clock('2026-05-01 12:00+00'); \
+         SELECT dionysus.remember('Ada keeps bees on the roof.', importance => 0); \
+         SELECT dionysus.add_censor('never mention her ex', 'she asked', 'block', 'test:ada'); \
+         SELECT dionysus.advance_clock('8 days'); SELECT dionysus.decay_pass(); \
+         SELECT dionysus.set_prompt_template('extract_message', 'TASK: extract (mine) {{turns}} {{message}}', 0.1, 'my own extraction');",
+    )
+    .await
+    .expect("fill the previous release");
+    let state = "SELECT (SELECT string_agg(id::text || content || stage::text, ',' ORDER BY id) FROM dionysus.memories), \
+                        (SELECT string_agg(id::text || trigger || severity::text, ',') FROM dionysus.censors)";
+    let read = |r: tokio_postgres::Row| (r.get::<_, String>(0), r.get::<_, String>(1));
+    let before = read(old.query_one(state, &[]).await.unwrap());
+    assert!(before.0.contains("fading"), "the fill did not take: {before:?}");
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, env!("CARGO_PKG_VERSION"));
+    assert_eq!(read(old.query_one(state, &[]).await.unwrap()), before, "state lost in the update");
+    // (The schema against a fresh install: the update from 0.7.0 runs this script too; here the
+    // person's own template version makes the shipped data differ, as it should.)
+    let active: String = old.query_one("SELECT note FROM dionysus.prompt_templates WHERE key = 'extract_message' AND active", &[]).await.unwrap().get(0);
+    assert_eq!(active, "my own extraction", "the update replaced the person's own template");
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.prompt_templates WHERE key = 'extract_message' AND template LIKE '%same_as%'").await, 1);
+    old.batch_execute("SELECT dionysus_internal.note_person('test:ada', '{\"name\": \"Mom\"}', NULL)").await.expect("people after the update");
+    assert_eq!(count(&old, "SELECT jsonb_array_length(dionysus.person('my mother', 'test:ada'))::bigint").await, 1);
     drop(old);
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
 }
