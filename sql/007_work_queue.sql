@@ -161,7 +161,8 @@ END $$;
 -- micro}, for a condense_memory item: a fading memory's shorter forms, sql/021_decay.sql),
 -- people [{name, aliases, same_as, relation, feeling, traits, topics, confidence}] and
 -- relations [{a, b, kind, sentiment, confidence, source}] (the people in the person's life
--- their turn speaks of, from its extraction: sql/023_people.sql).
+-- their turn speaks of, from its extraction: sql/023_people.sql), episode ({outcome,
+-- surprise, lessons, censor_candidates}, for a summarize_episode item: sql/024_episodes.sql).
 -- Facts and triples from a conversation turn (params.memory_id) keep it as provenance. A
 -- re-index's 'reindex_message' item applies nothing: its facts, triples and objectives wait
 -- for the swap (sql/020_reindex.sql).
@@ -205,7 +206,7 @@ BEGIN
     FOR key IN SELECT jsonb_object_keys(result) LOOP
         IF key NOT IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts',
                        'episode_summary', 'message', 'summary', 'basis', 'person', 'maintenance', 'objectives', 'dream',
-                       'levels', 'people', 'relations') THEN
+                       'levels', 'people', 'relations', 'episode') THEN
             RAISE EXCEPTION 'dionysus: argument "result": unknown key "%"', key USING ERRCODE = 'invalid_text_representation';
         END IF;
         IF key IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts', 'basis', 'objectives',
@@ -290,9 +291,14 @@ BEGIN
             RAISE EXCEPTION 'dionysus: argument "result.episode_summary": must not be empty' USING ERRCODE = 'invalid_parameter_value';
         END IF;
         UPDATE dionysus.episodes SET summary = result ->> 'episode_summary',
-               summary_embedding = dionysus.embed(result ->> 'episode_summary')
+               summary_embedding = dionysus.embed(result ->> 'episode_summary'),
+               participants = dionysus_internal.episode_participants(id)
          WHERE id = (w.params ->> 'episode_id')::uuid;
         made := made || jsonb_build_object('episode_id', w.params ->> 'episode_id');
+    END IF;
+    -- How it went, what it taught, and the censors a failure proposes (024_episodes.sql).
+    IF result ? 'episode' THEN
+        made := made || jsonb_build_object('episode', dionysus_internal.store_episode_outcome(w, result -> 'episode'));
     END IF;
     -- A fading memory's summary and micro line (021_decay.sql).
     IF result ? 'levels' THEN

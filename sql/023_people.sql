@@ -341,7 +341,7 @@ BEGIN
     ELSE
         -- The one known first keeps its id; the others fold into it.
         SELECT p2.id INTO keep FROM dionysus.known_persons p2 WHERE p2.id = ANY(ids) ORDER BY p2.seq LIMIT 1;
-        FOR other IN SELECT x FROM unnest(ids) x WHERE x <> keep ORDER BY x LOOP
+        FOR other IN SELECT p2.id FROM dionysus.known_persons p2 WHERE p2.id = ANY(ids) AND p2.id <> keep ORDER BY p2.seq LOOP
             PERFORM dionysus_internal.merge_persons(keep, other, message_id);
         END LOOP;
     END IF;
@@ -350,9 +350,11 @@ BEGIN
     END LOOP;
 
     SELECT * INTO p FROM dionysus.known_persons x WHERE x.id = keep FOR UPDATE;
-    -- A proper name replaces a relation word as their name ("Mom" → "Ana").
-    IF EXISTS (SELECT 1 FROM dionysus.relation_words w WHERE w.word = dionysus_internal.person_key(p.name))
-       AND NOT EXISTS (SELECT 1 FROM dionysus.relation_words w WHERE w.word = dionysus_internal.person_key(name)) THEN
+    -- A proper name replaces a relation word as their name ("Mom" → "Ana"); after a merge, the
+    -- item's name is the one they go by now ("Ana", said the same as "Annie").
+    IF NOT EXISTS (SELECT 1 FROM dionysus.relation_words w WHERE w.word = dionysus_internal.person_key(name))
+       AND (cardinality(ids) > 1
+            OR EXISTS (SELECT 1 FROM dionysus.relation_words w WHERE w.word = dionysus_internal.person_key(p.name))) THEN
         p.name := name;
     END IF;
     IF rel IS NOT NULL AND rel IS DISTINCT FROM p.relation THEN

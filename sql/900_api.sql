@@ -74,7 +74,7 @@ COMMENT ON TABLE memories IS
     'Every memory: episodic, semantic (facts), procedural, strategic. Embedded by the store''s model (embedding_store: '
     'all-MiniLM-L6-v2, vector(384), unless a re-index moved it; HNSW cosine) and indexed for full text (search, GIN).';
 COMMENT ON TABLE episodes IS
-    'Runs of episodic memories from one source; a gap over dionysus.episode_gap_minutes starts a new one.';
+    'Runs of episodic memories from one source; a gap over dionysus.episode_gap_minutes starts a new one. Once summarised: its participants (the people whose turns it holds), outcome, surprise and lessons (024).';
 COMMENT ON TABLE episode_memories IS 'Which episode each episodic memory belongs to, in order.';
 COMMENT ON TABLE facts IS 'Lifecycle of semantic memories learned as facts: learned, confirmed, superseded, deactivated.';
 COMMENT ON TABLE entities IS 'Things triples talk about; identity is case- and space-insensitive.';
@@ -598,6 +598,15 @@ COMMENT ON FUNCTION people_of(text) IS 'The people in one person''s life (never 
 COMMENT ON FUNCTION forget_known_person(text, uuid) IS 'The person''s word: forgets someone in their life with every alias, relation and source; false when that someone is not theirs (or nobody).';
 COMMENT ON FUNCTION dionysus_internal.people_in_context(text, text[]) IS 'The people a message names (its word groups as keys, resolved in the viewer''s life only) with their relations; at most eight.';
 
+-- Episodes that end with what they meant (024).
+COMMENT ON FUNCTION dionysus_internal.episode_participants(uuid) IS 'The people whose turns an episode holds.';
+COMMENT ON FUNCTION dionysus_internal.propose_censors(uuid, jsonb) IS
+    'A failed episode''s censor candidates ({trigger, reason}, at most 3), proposed to its one participant (status proposed, warn, learned from the episode); none for a success or an episode of several people; nothing twice.';
+COMMENT ON FUNCTION dionysus_internal.store_episode_outcome(dionysus.work_queue, jsonb) IS
+    'complete_work''s result.episode of a summarize_episode item: participants (the episode''s people), outcome, surprise, lessons; a failure proposes its censors.';
+COMMENT ON FUNCTION accept_censor(uuid, text) IS 'The person keeps a censor proposed to them: it holds from now on as a warn. Only their own (42501); false when it was not waiting.';
+COMMENT ON FUNCTION proposed_censors(text) IS 'The censors proposed to a person and waiting for their word, with the episode each was learned from.';
+
 -- The store's vectors were made by the model the settings name at install (or upgrade) time.
 INSERT INTO embedding_store (id, spec, model_key, dimensions)
 SELECT 1, s - 'model_key', s ->> 'model_key', 384 FROM embedding_settings() s
@@ -691,3 +700,6 @@ REVOKE UPDATE ON known_persons, person_aliases, person_relations FROM dionysus_d
 GRANT UPDATE (name, relation, feeling, traits, topics, mentions, confidence, first_mentioned_at, last_mentioned_at) ON known_persons TO dionysus_driver;
 GRANT UPDATE (known_person_id) ON person_aliases TO dionysus_driver;
 GRANT UPDATE (from_id, to_id, sentiment, confidence, source, message_id, updated_at) ON person_relations TO dionysus_driver;
+-- Episodes: a censor a failure proposes is written only through propose_censors (the driver
+-- writes no censors); keeping one is the person's word (accept_censor).
+REVOKE EXECUTE ON FUNCTION dionysus_internal.propose_censors(uuid, jsonb) FROM PUBLIC;

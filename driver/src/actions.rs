@@ -248,8 +248,38 @@ async fn summarize_episode(mind: &Mind, p: &Value) -> Step<Outcome> {
     let t = template(&mind.work_db, "summarize_episode").await?;
     let lines = prompt::transcript(&transcript);
     let system = render(&t.text, &[("transcript", clip(&lines, 12_000))]);
-    let v = ask(&mind.fast, &t, system, None, |v| text(&v, "summary").map(|s| json!(s)).ok_or_else(|| "\"summary\" must be a non-empty string".into())).await?;
-    Ok(Outcome::Done(json!({"episode_summary": v, "summary": "episode summarised"})))
+    let v = ask(&mind.fast, &t, system, None, episode_shape).await?;
+    let mut done = json!({"episode_summary": v["summary"], "summary": "episode summarised"});
+    if !v["episode"].is_null() {
+        done["episode"] = v["episode"].clone();
+        done["summary"] = json!(format!("episode summarised: {}", v["episode"]["outcome"].as_str().unwrap_or("")));
+    }
+    Ok(Outcome::Done(done))
+}
+
+/// An episode's summary and, when the template asks (sql/024_episodes.sql), how it went: an
+/// outcome the model got wrong drops the judgement, never the summary.
+pub fn episode_shape(v: Value) -> Result<Value, String> {
+    let summary = text(&v, "summary").ok_or("\"summary\" must be a non-empty string")?;
+    let outcome = text(&v, "outcome").map(|o| o.to_lowercase()).filter(|o| matches!(o.as_str(), "success" | "failure" | "mixed" | "neutral"));
+    let strings = |key: &str, len: usize, n: usize| -> Vec<String> {
+        v[key].as_array().into_iter().flatten().filter_map(|s| s.as_str()).map(str::trim).filter(|s| !s.is_empty()).map(|s| clip(s, len)).take(n).collect()
+    };
+    let episode = outcome.map(|o| {
+        let candidates: Vec<Value> = if o == "failure" {
+            v["censor_candidates"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| Some(json!({"trigger": clip(&text(c, "trigger")?, 500), "reason": clip(&text(c, "reason")?, 500)})))
+                .take(3)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        json!({"outcome": o, "surprise": number(&v, "surprise", 0.0, 1.0), "lessons": strings("lessons", 300, 3), "censor_candidates": candidates})
+    });
+    Ok(json!({"summary": summary, "episode": episode}))
 }
 
 /// A fading memory's shorter forms (sql/021_decay.sql): its summary and micro line, from its
@@ -644,5 +674,18 @@ mod tests {
         assert_eq!(out["goals"][0]["source"], json!("user_request"));
         assert!(extraction_shape(json!({"facts": "nope"})).is_err());
         assert_eq!(extraction_shape(json!({})).unwrap()["facts"], json!([]));
+    }
+
+    #[test]
+    fn an_episode_judgement_the_model_got_wrong_keeps_the_summary() {
+        let v = episode_shape(json!({"summary": "We argued.", "outcome": "Failure", "surprise": 3, "lessons": ["Ask first", "", 5],
+                                     "censor_candidates": [{"trigger": "joking about her job", "reason": "it hurt"}, {"trigger": "x"}]})).unwrap();
+        assert_eq!(v["episode"], json!({"outcome": "failure", "surprise": 1.0, "lessons": ["Ask first"],
+                                        "censor_candidates": [{"trigger": "joking about her job", "reason": "it hurt"}]}));
+        let v = episode_shape(json!({"summary": "A nice chat.", "outcome": "great", "censor_candidates": [{"trigger": "a", "reason": "b"}]})).unwrap();
+        assert_eq!((v["summary"].as_str(), v["episode"].is_null()), (Some("A nice chat."), true));
+        let v = episode_shape(json!({"summary": "Fine.", "outcome": "success", "censor_candidates": [{"trigger": "a", "reason": "b"}]})).unwrap();
+        assert_eq!(v["episode"]["censor_candidates"], json!([]), "only a failure proposes censors");
+        assert!(episode_shape(json!({"outcome": "success"})).is_err());
     }
 }

@@ -112,9 +112,11 @@ fn hours(v: &Value) -> Result<(Option<i32>, Option<i32>), String> {
     }
 }
 
-/// `/censors` lists what holds for the person (numbered); `/censor fine N` says number N
-/// stopped something that was fine (it steps down, a warn retires); `/censor lift N` lifts one
-/// of their own. True when the words were such a command (answered here).
+/// `/censors` lists what holds for the person (numbered), then what a failed episode proposed
+/// (numbered apart: not in force until they keep it); `/censor fine N` says number N stopped
+/// something that was fine (it steps down, a warn retires); `/censor lift N` lifts one of their
+/// own; `/censor keep N` and `/censor drop N` decide a proposal. True when the words were such
+/// a command (answered here).
 pub async fn command(mind: &Mind, channel_id: &str, author_id: &str, words: &str, nonce: &str) -> bool {
     let words = words.trim();
     let (verb, n) = if words == "/censors" {
@@ -122,7 +124,7 @@ pub async fn command(mind: &Mind, channel_id: &str, author_id: &str, words: &str
     } else if let Some(rest) = words.strip_prefix("/censor ") {
         let mut parts = rest.split_whitespace();
         match (parts.next(), parts.next().and_then(|n| n.parse::<usize>().ok()), parts.next()) {
-            (Some(v @ ("fine" | "lift")), Some(n), None) => (v, Some(n)),
+            (Some(v @ ("fine" | "lift" | "keep" | "drop")), Some(n), None) => (v, Some(n)),
             _ => ("usage", None),
         }
     } else {
@@ -140,18 +142,58 @@ pub async fn command(mind: &Mind, channel_id: &str, author_id: &str, words: &str
             return true;
         }
     };
-    let chosen = n.and_then(|i| listed.get(i.wrapping_sub(1)));
+    // What a failed episode proposed (sql/024_episodes.sql); none when it cannot be read.
+    let sql = "SELECT coalesce(jsonb_agg(jsonb_build_object('id', p.censor_id, 'trigger', p.trigger, 'reason', p.reason) \
+               ORDER BY p.proposed_at, p.censor_id), '[]') FROM dionysus.proposed_censors($1) p";
+    let proposed = match mind.chat_db.json(sql, &[&person]).await {
+        Ok(v) => v.as_array().cloned().unwrap_or_default(),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot list proposed censors");
+            Vec::new()
+        }
+    };
+    let chosen = n.and_then(|i| if matches!(verb, "keep" | "drop") { proposed.get(i.wrapping_sub(1)) } else { listed.get(i.wrapping_sub(1)) });
     let text = match (verb, chosen) {
-        ("list", _) if listed.is_empty() => "(nothing I was asked not to do)".to_string(),
-        ("list", _) => listed
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let whose = if c["own"] == true { "" } else { " (everyone's)" };
-                format!("{}. {} [{}]{whose}", i + 1, c["trigger"].as_str().unwrap_or(""), c["severity"].as_str().unwrap_or(""))
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
+        ("list", _) => {
+            let mut text = if listed.is_empty() {
+                "(nothing I was asked not to do)".to_string()
+            } else {
+                listed
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        let whose = if c["own"] == true { "" } else { " (everyone's)" };
+                        format!("{}. {} [{}]{whose}", i + 1, c["trigger"].as_str().unwrap_or(""), c["severity"].as_str().unwrap_or(""))
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            };
+            if !proposed.is_empty() {
+                text.push_str("\n\nProposed after something went wrong (not in force until you keep one):\n");
+                let lines: Vec<String> = proposed
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| format!("{}. {} — {}", i + 1, c["trigger"].as_str().unwrap_or(""), c["reason"].as_str().unwrap_or("")))
+                    .collect();
+                text.push_str(&lines.join("\n"));
+                text.push_str("\n(/censor keep N or /censor drop N)");
+            }
+            text
+        }
+        ("keep" | "drop", Some(c)) => {
+            let id = c["id"].as_str().and_then(|s| Uuid::parse_str(s).ok());
+            let sql = if verb == "keep" { "SELECT to_jsonb(dionysus.accept_censor($1, $2))" } else { "SELECT to_jsonb(dionysus.retire_censor($1, $2))" };
+            let trigger = c["trigger"].as_str().unwrap_or("");
+            match mind.chat_db.json(sql, &[&id, &person]).await {
+                Ok(Value::Bool(true)) if verb == "keep" => format!("(kept: \"{trigger}\" — it holds as a warning from now on)"),
+                Ok(_) if verb == "keep" => format!("(\"{trigger}\" already holds)"),
+                Ok(_) => format!("(dropped: \"{trigger}\")"),
+                Err(e) => {
+                    tracing::info!(error = %e, "a censor proposal command was refused");
+                    "(that one is not yours to decide)".to_string()
+                }
+            }
+        }
         ("fine" | "lift", Some(c)) => {
             let id = c["id"].as_str().and_then(|s| Uuid::parse_str(s).ok());
             let sql = if verb == "fine" {
@@ -169,7 +211,7 @@ pub async fn command(mind: &Mind, channel_id: &str, author_id: &str, words: &str
                 }
             }
         }
-        _ => "(/censors lists them, numbered; /censor fine N or /censor lift N)".to_string(),
+        _ => "(/censors lists them, numbered; /censor fine N or /censor lift N; a proposal: /censor keep N or /censor drop N)".to_string(),
     };
     let _ = ch.send(channel_id, &text, nonce).await;
     true

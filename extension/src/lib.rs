@@ -66,6 +66,8 @@ pgrx::extension_sql_file!("../../sql/021_decay.sql", name = "decay", requires = 
 pgrx::extension_sql_file!("../../sql/022_censors.sql", name = "censors", requires = ["decay"]);
 // The people in a person's life (seed 003 §9): known persons, aliases, relations, sources.
 pgrx::extension_sql_file!("../../sql/023_people.sql", name = "people", requires = ["censors"]);
+// Episodes that end with what they meant (seed 002): participants, outcome, surprise, lessons, censor candidates.
+pgrx::extension_sql_file!("../../sql/024_episodes.sql", name = "episodes", requires = ["people"]);
 // Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 

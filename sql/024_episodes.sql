@@ -1,0 +1,204 @@
+-- Episodes that end with what they meant (seed 002's episodic memory and auto-extraction;
+-- issue #13 §7): who took part, how it went (outcome), how unexpected it was (surprise) and
+-- what it taught (lessons); and, after one that went wrong, the censors it suggests.
+--
+-- When an episode closes (the gap rule or close_episode), the language pass queues its
+-- summarize_episode item (012); the driver asks the fast model once for the summary and these,
+-- and complete_work stores them (result.episode). Participants are not the model's word: they
+-- are the people whose turns the episode holds.
+--
+-- Censor candidates are the system proposing something about itself, so they take effect only
+-- with the person's word: a failed episode with one participant proposes up to three censors
+-- for that person (status 'proposed', severity warn, learned from the episode); proposed
+-- censors match nothing until the person keeps one (accept_censor, /censor keep N in chat) or
+-- drops it (retire_censor, /censor drop N). An episode of several people proposes none: one
+-- person's failure is not another's rule, and its words are theirs together. Facts reach
+-- memory through learn after every turn (extract_message, with learn's 0.95 confirm rule);
+-- the episode does not learn them again, which would count the same words as a second
+-- confirmation.
+--
+-- Lock order: the episode's row, then censors' rows (8).
+
+ALTER TABLE episodes
+    ADD COLUMN participants text[] NOT NULL DEFAULT '{}',
+    ADD COLUMN outcome text CHECK (outcome IN ('success', 'failure', 'mixed', 'neutral')),
+    ADD COLUMN surprise real CHECK (surprise BETWEEN 0 AND 1),
+    ADD COLUMN lessons text[] NOT NULL DEFAULT '{}' CHECK (cardinality(lessons) <= 5);
+
+-- Censors may wait for the person's word, and may be learned from an episode.
+ALTER TABLE censors DROP CONSTRAINT censors_status_check,
+    ADD CONSTRAINT censors_status_check CHECK (status IN ('active', 'retired', 'proposed'));
+ALTER TABLE censors DROP CONSTRAINT censors_origin_check,
+    ADD CONSTRAINT censors_origin_check CHECK (origin IN ('person', 'owner', 'episode'));
+ALTER TABLE censor_events DROP CONSTRAINT censor_events_event_check,
+    ADD CONSTRAINT censor_events_event_check
+        CHECK (event IN ('added', 'activated', 'escalated', 'de_escalated', 'false_positive', 'retired', 'proposed', 'accepted'));
+
+-- The people whose turns an episode holds (its participants).
+CREATE FUNCTION dionysus_internal.episode_participants(episode_id uuid) RETURNS text[]
+    LANGUAGE sql STABLE AS $$
+    SELECT coalesce(array_agg(DISTINCT m.person ORDER BY m.person), '{}')
+      FROM dionysus.episode_memories em
+      JOIN dionysus.messages m ON m.memory_id = em.memory_id
+     WHERE em.episode_id = episode_participants.episode_id AND NOT m.is_bot AND m.person IS NOT NULL
+$$;
+
+-- Proposes a failed episode's censors to its one participant (SECURITY DEFINER: the driver's
+-- role writes no censors; this writes only proposals, only for the episode's own person, only
+-- after a failure). Returns the proposed censors' ids.
+CREATE FUNCTION dionysus_internal.propose_censors(episode_id uuid, candidates jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    e dionysus.episodes;
+    who text[];
+    item jsonb;
+    sev dionysus.censor_severity;
+    id uuid;
+    made jsonb := '[]';
+BEGIN
+    SELECT * INTO e FROM dionysus.episodes x WHERE x.id = propose_censors.episode_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "episode_id": no episode with id %', episode_id USING ERRCODE = 'no_data_found';
+    END IF;
+    who := dionysus_internal.episode_participants(e.id);
+    IF e.outcome IS DISTINCT FROM 'failure' OR cardinality(who) <> 1 THEN
+        RETURN made;
+    END IF;
+    FOR item IN SELECT * FROM jsonb_array_elements(candidates) LIMIT 3 LOOP
+        IF jsonb_typeof(item) <> 'object' OR jsonb_typeof(item -> 'trigger') IS DISTINCT FROM 'string'
+           OR jsonb_typeof(item -> 'reason') IS DISTINCT FROM 'string' THEN
+            RAISE EXCEPTION 'dionysus: argument "result.episode.censor_candidates": each must be {trigger, reason} strings'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        sev := dionysus_internal.censor_checked(item ->> 'trigger', item ->> 'reason', 'warn', NULL, NULL, NULL, NULL, false);
+        -- Nothing twice: not what already holds for them, nor what was already proposed.
+        CONTINUE WHEN EXISTS (SELECT 1 FROM dionysus.censors c
+                               WHERE c.person = who[1] AND lower(btrim(c.trigger)) = lower(btrim(item ->> 'trigger'))
+                                 AND c.status IN ('active', 'proposed'));
+        INSERT INTO dionysus.censors (person, trigger, embedding, model_key, reason, severity, origin, learned_from_kind, learned_from_id, status)
+        VALUES (who[1], btrim(item ->> 'trigger'), dionysus.embed(btrim(item ->> 'trigger')), dionysus_internal.store_model_key(),
+                btrim(item ->> 'reason'), sev, 'episode', 'episode', e.id, 'proposed')
+        RETURNING censors.id INTO id;
+        INSERT INTO dionysus.censor_events (censor_id, event, severity, context)
+        VALUES (id, 'proposed', sev, jsonb_build_object('learned_from', 'episode', 'learned_from_id', e.id, 'outcome', e.outcome));
+        made := made || to_jsonb(id);
+    END LOOP;
+    RETURN made;
+END $$;
+
+-- complete_work's result.episode for a summarize_episode item: {outcome, surprise, lessons,
+-- censor_candidates}. Writes the episode's participants (its people, not the model's word),
+-- outcome, surprise and lessons; a failure proposes its censors.
+CREATE FUNCTION dionysus_internal.store_episode_outcome(w dionysus.work_queue, v jsonb) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    eid uuid := (w.params ->> 'episode_id')::uuid;
+    new_lessons text[];
+    new_surprise double precision;
+    proposed jsonb := '[]';
+BEGIN
+    IF w.action <> 'summarize_episode' OR eid IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "result.episode": only a summarize_episode item carries one' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jsonb_typeof(v) <> 'object' THEN
+        RAISE EXCEPTION 'dionysus: argument "result.episode": must be an object' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF (v ->> 'outcome') IS NULL OR (v ->> 'outcome') NOT IN ('success', 'failure', 'mixed', 'neutral') THEN
+        RAISE EXCEPTION 'dionysus: argument "result.episode.outcome": success, failure, mixed or neutral' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    new_surprise := dionysus_internal.person_number(v -> 'surprise', 'result.episode.surprise', 0, 1);
+    new_lessons := dionysus_internal.person_strings(v -> 'lessons', 'result.episode.lessons', 300);
+    IF cardinality(new_lessons) > 5 THEN
+        RAISE EXCEPTION 'dionysus: argument "result.episode.lessons": at most 5' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF v ? 'censor_candidates' AND jsonb_typeof(v -> 'censor_candidates') <> 'array' THEN
+        RAISE EXCEPTION 'dionysus: argument "result.episode.censor_candidates": must be an array' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.episodes x
+       SET participants = dionysus_internal.episode_participants(x.id), outcome = v ->> 'outcome',
+           surprise = new_surprise, lessons = new_lessons
+     WHERE x.id = eid;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "work_id": its episode % no longer exists', eid USING ERRCODE = 'no_data_found';
+    END IF;
+    IF v ->> 'outcome' = 'failure' THEN
+        proposed := dionysus_internal.propose_censors(eid, coalesce(v -> 'censor_candidates', '[]'));
+    END IF;
+    RETURN jsonb_build_object('episode_id', eid, 'outcome', v ->> 'outcome', 'censors_proposed', proposed);
+END $$;
+
+-- The person keeps a censor proposed to them: it holds from now on, as a warn (a false
+-- positive lowers and retires it as any other). Only their own (the same 42501 otherwise).
+CREATE FUNCTION accept_censor(censor_id uuid, person text)
+    RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    c dionysus.censors;
+BEGIN
+    IF person IS NULL OR length(btrim(person)) = 0 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "person": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    c := dionysus_internal.censor_of(censor_id, person);
+    IF c.status <> 'proposed' THEN
+        RETURN false;
+    END IF;
+    -- The same words already hold for them: the proposal is done with.
+    IF EXISTS (SELECT 1 FROM dionysus.censors x WHERE x.person = c.person AND x.status = 'active'
+                AND lower(btrim(x.trigger)) = lower(btrim(c.trigger))) THEN
+        UPDATE dionysus.censors x SET status = 'retired', updated_at = dionysus.clock_now() WHERE x.id = c.id;
+        RETURN false;
+    END IF;
+    IF (SELECT count(*) FROM dionysus.censors x WHERE x.person = c.person AND x.status = 'active')
+       >= (SELECT max_per_person FROM dionysus.censor_config WHERE censor_config.id = 1) THEN
+        RAISE EXCEPTION 'dionysus: % has % active censors, the most censor_config.max_per_person allows', person,
+            (SELECT max_per_person FROM dionysus.censor_config WHERE censor_config.id = 1) USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+    UPDATE dionysus.censors x SET status = 'active', updated_at = dionysus.clock_now() WHERE x.id = c.id;
+    INSERT INTO dionysus.censor_events (censor_id, event, severity, context)
+    VALUES (c.id, 'accepted', c.severity, jsonb_build_object('by', person));
+    RETURN true;
+END $$;
+REVOKE EXECUTE ON FUNCTION accept_censor(uuid, text) FROM PUBLIC;
+
+-- The censors proposed to a person and waiting for their word (/censors shows them after the
+-- ones in force), with the episode each was learned from.
+CREATE FUNCTION proposed_censors(person text)
+    RETURNS TABLE (censor_id uuid, trigger text, reason text, episode_id uuid, episode_summary text, proposed_at timestamptz)
+    LANGUAGE sql STABLE AS $$
+    SELECT c.id, c.trigger, c.reason, c.learned_from_id, e.summary, c.created_at
+      FROM dionysus.censors c
+      LEFT JOIN dionysus.episodes e ON c.learned_from_kind = 'episode' AND e.id = c.learned_from_id
+     WHERE c.status = 'proposed' AND c.person = proposed_censors.person
+     ORDER BY c.created_at, c.id
+$$;
+
+-- The episode summary now asks for how it went and what it taught. A new version, active only
+-- where the shipped one still is (a template the person changed stays theirs).
+DO $$
+DECLARE
+    shipped boolean;
+    next_version integer;
+BEGIN
+    SELECT bool_and(NOT t.active OR (t.version = 1 AND t.created_by = 'human' AND t.note = 'worker job §6.4: episode summary')),
+           max(t.version) + 1
+      INTO shipped, next_version FROM dionysus.prompt_templates t WHERE t.key = 'summarize_episode';
+    IF shipped THEN
+        UPDATE dionysus.prompt_templates t SET active = false WHERE t.key = 'summarize_episode';
+    END IF;
+    INSERT INTO dionysus.prompt_templates (key, version, temperature, note, active, template)
+    VALUES ('summarize_episode', next_version, 0.3, 'worker job §6.4: episode summary, outcome, surprise, lessons and censor candidates (seed 002)',
+            shipped, $t$TASK: summarize_episode
+Summarize this episode in two or three sentences: who was involved, what happened, what matters
+for the future. Then judge how it went for the person, from your side of the conversation.
+
+Episode:
+{{transcript}}
+
+Answer with JSON only:
+{"summary": "...",
+ "outcome": "success|failure|mixed|neutral (failure: you let them down, upset them, got something wrong or did what they did not want)",
+ "surprise": 0.0,
+ "lessons": ["what you would do differently or keep doing, one short sentence each (at most 3)"],
+ "censor_candidates": [{"trigger": "a thing not to do again, as an action in a few words", "reason": "why, from this episode"}]}
+surprise is 0 for a conversation that went as expected, 1 for one that went nothing like it.
+Give censor_candidates only for a failure (at most 3), else an empty list.$t$);
+END $$;
