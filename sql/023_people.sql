@@ -624,23 +624,34 @@ BEGIN
       FROM chosen c);
 END $$;
 
--- The prompt that turns a person's turn into memory now asks for the people in it too. A new
--- version, active only where the shipped one still is: a template the person changed stays
--- theirs (they can activate this one).
-DO $$
+-- Ships a new version of a prompt template: active where the shipped version it follows (its
+-- note) is still the active one; where the person's own is active, theirs stays and the new
+-- one waits beside it (a NOTICE names it; activate_prompt_template switches). Returns it.
+CREATE FUNCTION dionysus_internal.ship_template(key text, follows_note text, note text, temperature double precision,
+                                               template text) RETURNS integer
+    LANGUAGE plpgsql AS $$
 DECLARE
     shipped boolean;
     next_version integer;
 BEGIN
-    SELECT bool_and(NOT t.active OR (t.created_by = 'human' AND t.note = 'fast model: facts, triples, requested goals and the person''s objectives (seed 004)')),
-           max(t.version) + 1
-      INTO shipped, next_version FROM dionysus.prompt_templates t WHERE t.key = 'extract_message';
+    SELECT coalesce(bool_and(NOT t.active OR (t.created_by = 'human' AND t.note = ship_template.follows_note)), true),
+           coalesce(max(t.version), 0) + 1
+      INTO shipped, next_version FROM dionysus.prompt_templates t WHERE t.key = ship_template.key;
     IF shipped THEN
-        UPDATE dionysus.prompt_templates t SET active = false WHERE t.key = 'extract_message';
+        UPDATE dionysus.prompt_templates t SET active = false WHERE t.key = ship_template.key;
+    ELSE
+        RAISE NOTICE 'dionysus: your % template stays active; version % is new (activate_prompt_template to use it)', key, next_version;
     END IF;
     INSERT INTO dionysus.prompt_templates (key, version, temperature, note, active, template)
-    VALUES ('extract_message', next_version, 0.1, 'fast model: facts, triples, requested goals, the person''s objectives and the people in their life (seed 003 §9)',
-            shipped, $t$TASK: extract
+    VALUES (key, next_version, temperature, note, shipped, template);
+    RETURN next_version;
+END $$;
+
+-- The prompt that turns a person's turn into memory now asks for the people in it too.
+SELECT dionysus_internal.ship_template('extract_message',
+    'fast model: facts, triples, requested goals and the person''s objectives (seed 004)',
+    'fast model: facts, triples, requested goals, the person''s objectives and the people in their life (seed 003 §9)', 0.1,
+    $t$TASK: extract
 Read the latest message from the person (the "user") in its conversation, and extract what is worth
 remembering long-term. First restate the message so it stands on its own: resolve every pronoun
 and reference ("it", "she", "that thing") against the conversation so far. Refer to the person as "user".
@@ -663,4 +674,3 @@ tasks for you; mark one "completed" when the message says it is done. People are
 user's life this message speaks of (not the user, not you); feeling is how the user feels about
 them (-1 to 1); relations are between two of those people, "said" when the user said it. Use empty
 lists when there is nothing. Small talk yields nothing.$t$);
-END $$;

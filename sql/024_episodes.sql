@@ -11,8 +11,11 @@
 -- with the person's word: a failed episode with one participant proposes up to three censors
 -- for that person (status 'proposed', severity warn, learned from the episode); proposed
 -- censors match nothing until the person keeps one (accept_censor, /censor keep N in chat) or
--- drops it (retire_censor, /censor drop N). An episode of several people proposes none: one
--- person's failure is not another's rule, and its words are theirs together. Facts reach
+-- drops it (retire_censor, /censor drop N). A kept one is a warning like any other (three
+-- activations in a row raise it to a block). An episode of several people proposes none: one
+-- person's failure is not another's rule, and its words are theirs together; nor does an
+-- imported history (its failures were another assistant's). Nothing is proposed twice (not
+-- what holds, was proposed, or was dropped or lifted), and at most ten wait at once. Facts reach
 -- memory through learn after every turn (extract_message, with learn's 0.95 confirm rule);
 -- the episode does not learn them again, which would count the same words as a second
 -- confirmation.
@@ -42,6 +45,8 @@ CREATE FUNCTION dionysus_internal.episode_participants(episode_id uuid) RETURNS 
       JOIN dionysus.messages m ON m.memory_id = em.memory_id
      WHERE em.episode_id = episode_participants.episode_id AND NOT m.is_bot AND m.person IS NOT NULL
 $$;
+-- Episodes summarised before this release carry their participants too.
+UPDATE episodes x SET participants = dionysus_internal.episode_participants(x.id) WHERE x.summary IS NOT NULL;
 
 -- Proposes a failed episode's censors to its one participant (SECURITY DEFINER: the driver's
 -- role writes no censors; this writes only proposals, only for the episode's own person, only
@@ -56,12 +61,22 @@ DECLARE
     id uuid;
     made jsonb := '[]';
 BEGIN
+    IF episode_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "episode_id" must not be null' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jsonb_typeof(candidates) IS DISTINCT FROM 'array' THEN
+        RAISE EXCEPTION 'dionysus: argument "result.episode.censor_candidates": must be an array' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     SELECT * INTO e FROM dionysus.episodes x WHERE x.id = propose_censors.episode_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'dionysus: argument "episode_id": no episode with id %', episode_id USING ERRCODE = 'no_data_found';
     END IF;
     who := dionysus_internal.episode_participants(e.id);
-    IF e.outcome IS DISTINCT FROM 'failure' OR cardinality(who) <> 1 THEN
+    -- Only a failure here, of one person: an imported history's failures were someone else's
+    -- (and its group chats are all the importer's turns).
+    IF e.outcome IS DISTINCT FROM 'failure' OR cardinality(who) <> 1 OR e.source LIKE 'imported:%'
+       OR EXISTS (SELECT 1 FROM dionysus.episode_memories em JOIN dionysus.messages m ON m.memory_id = em.memory_id
+                   WHERE em.episode_id = e.id AND m.import_id IS NOT NULL) THEN
         RETURN made;
     END IF;
     FOR item IN SELECT * FROM jsonb_array_elements(candidates) LIMIT 3 LOOP
@@ -71,10 +86,11 @@ BEGIN
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
         sev := dionysus_internal.censor_checked(item ->> 'trigger', item ->> 'reason', 'warn', NULL, NULL, NULL, NULL, false);
-        -- Nothing twice: not what already holds for them, nor what was already proposed.
+        -- Nothing twice: not what holds for them, was proposed, or they dropped or lifted; and
+        -- at most ten waiting for their word.
         CONTINUE WHEN EXISTS (SELECT 1 FROM dionysus.censors c
-                               WHERE c.person = who[1] AND lower(btrim(c.trigger)) = lower(btrim(item ->> 'trigger'))
-                                 AND c.status IN ('active', 'proposed'));
+                               WHERE c.person = who[1] AND lower(btrim(c.trigger)) = lower(btrim(item ->> 'trigger')))
+                   OR (SELECT count(*) FROM dionysus.censors c WHERE c.person = who[1] AND c.status = 'proposed') >= 10;
         INSERT INTO dionysus.censors (person, trigger, embedding, model_key, reason, severity, origin, learned_from_kind, learned_from_id, status)
         VALUES (who[1], btrim(item ->> 'trigger'), dionysus.embed(btrim(item ->> 'trigger')), dionysus_internal.store_model_key(),
                 btrim(item ->> 'reason'), sev, 'episode', 'episode', e.id, 'proposed')
@@ -145,6 +161,8 @@ BEGIN
     IF EXISTS (SELECT 1 FROM dionysus.censors x WHERE x.person = c.person AND x.status = 'active'
                 AND lower(btrim(x.trigger)) = lower(btrim(c.trigger))) THEN
         UPDATE dionysus.censors x SET status = 'retired', updated_at = dionysus.clock_now() WHERE x.id = c.id;
+        INSERT INTO dionysus.censor_events (censor_id, event, severity, context)
+        VALUES (c.id, 'retired', c.severity, jsonb_build_object('by', person, 'why', 'the same words already hold'));
         RETURN false;
     END IF;
     IF (SELECT count(*) FROM dionysus.censors x WHERE x.person = c.person AND x.status = 'active')
@@ -171,22 +189,11 @@ CREATE FUNCTION proposed_censors(person text)
      ORDER BY c.created_at, c.id
 $$;
 
--- The episode summary now asks for how it went and what it taught. A new version, active only
--- where the shipped one still is (a template the person changed stays theirs).
-DO $$
-DECLARE
-    shipped boolean;
-    next_version integer;
-BEGIN
-    SELECT bool_and(NOT t.active OR (t.version = 1 AND t.created_by = 'human' AND t.note = 'worker job §6.4: episode summary')),
-           max(t.version) + 1
-      INTO shipped, next_version FROM dionysus.prompt_templates t WHERE t.key = 'summarize_episode';
-    IF shipped THEN
-        UPDATE dionysus.prompt_templates t SET active = false WHERE t.key = 'summarize_episode';
-    END IF;
-    INSERT INTO dionysus.prompt_templates (key, version, temperature, note, active, template)
-    VALUES ('summarize_episode', next_version, 0.3, 'worker job §6.4: episode summary, outcome, surprise, lessons and censor candidates (seed 002)',
-            shipped, $t$TASK: summarize_episode
+-- The episode summary now asks for how it went and what it taught (023's ship_template: the
+-- person's own version stays theirs).
+SELECT dionysus_internal.ship_template('summarize_episode', 'worker job §6.4: episode summary',
+    'worker job §6.4: episode summary, outcome, surprise, lessons and censor candidates (seed 002)', 0.3,
+    $t$TASK: summarize_episode
 Summarize this episode in two or three sentences: who was involved, what happened, what matters
 for the future. Then judge how it went for the person, from your side of the conversation.
 
@@ -201,4 +208,3 @@ Answer with JSON only:
  "censor_candidates": [{"trigger": "a thing not to do again, as an action in a few words", "reason": "why, from this episode"}]}
 surprise is 0 for a conversation that went as expected, 1 for one that went nothing like it.
 Give censor_candidates only for a failure (at most 3), else an empty list.$t$);
-END $$;

@@ -596,6 +596,8 @@ COMMENT ON FUNCTION person(text, text) IS
     'What is known about someone: every known person the name means (in of_person''s life; in everyone''s when NULL, a superuser''s view only), with aliases, relation, feeling, traits, topics, relations and the turns each came from (the last 30). P0002 when nobody by that name is known.';
 COMMENT ON FUNCTION people_of(text) IS 'The people in one person''s life (never anyone else''s), the most mentioned first, each with aliases and relations.';
 COMMENT ON FUNCTION forget_known_person(text, uuid) IS 'The person''s word: forgets someone in their life with every alias, relation and source; false when that someone is not theirs (or nobody).';
+COMMENT ON FUNCTION dionysus_internal.ship_template(text, text, text, double precision, text) IS
+    'Ships a new version of a prompt template: active where the shipped version it follows (by note) is active; beside the person''s own otherwise (a NOTICE names it). Returns the version.';
 COMMENT ON FUNCTION dionysus_internal.people_in_context(text, text[]) IS 'The people a message names (its word groups as keys, resolved in the viewer''s life only) with their relations; at most eight.';
 
 -- Episodes that end with what they meant (024).

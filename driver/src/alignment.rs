@@ -108,8 +108,8 @@ pub async fn feedback(mind: &Mind, m: &Incoming) -> Feedback {
                 Feedback::Failed
             }
         };
-    } else if crate::censors::command(mind, &m.channel_id, &m.author_id, words, &nonce(m)).await
-        || crate::people::command(mind, &m.channel_id, &m.author_id, words, &nonce(m)).await
+    } else if crate::censors::command(mind, &m.channel_id, &m.author_id, words, &nonce(m), m.private).await
+        || crate::people::command(mind, &m.channel_id, &m.author_id, words, &nonce(m), m.private).await
     {
         return Feedback::Command;
     } else if command(words, "/northstars").is_some_and(str::is_empty) || command(words, "/retire").is_some() {

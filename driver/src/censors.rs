@@ -115,9 +115,10 @@ fn hours(v: &Value) -> Result<(Option<i32>, Option<i32>), String> {
 /// `/censors` lists what holds for the person (numbered), then what a failed episode proposed
 /// (numbered apart: not in force until they keep it); `/censor fine N` says number N stopped
 /// something that was fine (it steps down, a warn retires); `/censor lift N` lifts one of their
-/// own; `/censor keep N` and `/censor drop N` decide a proposal. True when the words were such
-/// a command (answered here).
-pub async fn command(mind: &Mind, channel_id: &str, author_id: &str, words: &str, nonce: &str) -> bool {
+/// own; `/censor keep N` and `/censor drop N` decide a proposal. Only in a direct message: what
+/// a person asked not to be done, and why, is theirs. True when the words were such a command
+/// (answered here).
+pub async fn command(mind: &Mind, channel_id: &str, author_id: &str, words: &str, nonce: &str, private: bool) -> bool {
     let words = words.trim();
     let (verb, n) = if words == "/censors" {
         ("list", None)
@@ -131,9 +132,15 @@ pub async fn command(mind: &Mind, channel_id: &str, author_id: &str, words: &str
         return false;
     };
     let ch = &mind.channel;
+    if !private {
+        let _ = ch.send(channel_id, "(ask me that in a direct message: what you asked me not to do is yours)", nonce).await;
+        return true;
+    }
     let person = format!("{}:{}", ch.platform(), author_id);
+    // In person_censors' own order (theirs first, oldest first), so numbers stay put.
     let sql = "SELECT coalesce(jsonb_agg(jsonb_build_object('id', c.censor_id, 'trigger', c.trigger, 'severity', c.severity, 'own', c.own) \
-               ORDER BY NOT c.own, c.censor_id), '[]') FROM dionysus.person_censors($1) c";
+               ORDER BY c.n), '[]') \
+               FROM dionysus.person_censors($1) WITH ORDINALITY c(censor_id, trigger, reason, severity, scope, own, activations, false_positives, last_activated, n)";
     let listed = match mind.chat_db.json(sql, &[&person]).await {
         Ok(v) => v.as_array().cloned().unwrap_or_default(),
         Err(e) => {
@@ -185,9 +192,13 @@ pub async fn command(mind: &Mind, channel_id: &str, author_id: &str, words: &str
             let sql = if verb == "keep" { "SELECT to_jsonb(dionysus.accept_censor($1, $2))" } else { "SELECT to_jsonb(dionysus.retire_censor($1, $2))" };
             let trigger = c["trigger"].as_str().unwrap_or("");
             match mind.chat_db.json(sql, &[&id, &person]).await {
-                Ok(Value::Bool(true)) if verb == "keep" => format!("(kept: \"{trigger}\" — it holds as a warning from now on)"),
+                Ok(Value::Bool(true)) if verb == "keep" => {
+                    format!("(kept: \"{trigger}\" — a warning from now on; three times in a row and it becomes a block, as any warning)")
+                }
                 Ok(_) if verb == "keep" => format!("(\"{trigger}\" already holds)"),
                 Ok(_) => format!("(dropped: \"{trigger}\")"),
+                Err(e) if e.code() == Some("54000") => "(you have as many censors as I keep; lift one first: /censors)".to_string(),
+                Err(e) if e.code() == Some("23505") => format!("(\"{trigger}\" already holds)"),
                 Err(e) => {
                     tracing::info!(error = %e, "a censor proposal command was refused");
                     "(that one is not yours to decide)".to_string()

@@ -1,15 +1,21 @@
 //! The person's own view of the people in their life (sql/023_people.sql): `/people` lists
 //! them, numbered; `/who NAME` says what is known about someone and where it came from;
-//! `/people forget N` forgets number N. Only ever their own people.
+//! `/people forget N` forgets number N. Only ever their own people, and only in a direct
+//! message: who is in their life, and what they said of them, is theirs.
 use crate::Mind;
 use serde_json::Value;
 use uuid::Uuid;
 
 /// True when the words were such a command (answered here, never a turn).
-pub async fn command(mind: &Mind, channel_id: &str, author_id: &str, words: &str, nonce: &str) -> bool {
+pub async fn command(mind: &Mind, channel_id: &str, author_id: &str, words: &str, nonce: &str, private: bool) -> bool {
     let words = words.trim();
     let ch = &mind.channel;
     let person = format!("{}:{}", ch.platform(), author_id);
+    let ours = words == "/people" || words.starts_with("/people ") || words.starts_with("/who ");
+    if ours && !private {
+        let _ = ch.send(channel_id, "(ask me that in a direct message: who is in your life is yours)", nonce).await;
+        return true;
+    }
     let text = if words == "/people" || words.starts_with("/people ") {
         let rest = words["/people".len()..].trim();
         let listed = match mind.chat_db.json("SELECT dionysus.people_of($1)", &[&person]).await {

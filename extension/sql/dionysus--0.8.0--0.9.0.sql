@@ -634,23 +634,34 @@ BEGIN
       FROM chosen c);
 END $$;
 
--- The prompt that turns a person's turn into memory now asks for the people in it too. A new
--- version, active only where the shipped one still is: a template the person changed stays
--- theirs (they can activate this one).
-DO $$
+-- Ships a new version of a prompt template: active where the shipped version it follows (its
+-- note) is still the active one; where the person's own is active, theirs stays and the new
+-- one waits beside it (a NOTICE names it; activate_prompt_template switches). Returns it.
+CREATE FUNCTION dionysus_internal.ship_template(key text, follows_note text, note text, temperature double precision,
+                                               template text) RETURNS integer
+    LANGUAGE plpgsql AS $$
 DECLARE
     shipped boolean;
     next_version integer;
 BEGIN
-    SELECT bool_and(NOT t.active OR (t.created_by = 'human' AND t.note = 'fast model: facts, triples, requested goals and the person''s objectives (seed 004)')),
-           max(t.version) + 1
-      INTO shipped, next_version FROM dionysus.prompt_templates t WHERE t.key = 'extract_message';
+    SELECT coalesce(bool_and(NOT t.active OR (t.created_by = 'human' AND t.note = ship_template.follows_note)), true),
+           coalesce(max(t.version), 0) + 1
+      INTO shipped, next_version FROM dionysus.prompt_templates t WHERE t.key = ship_template.key;
     IF shipped THEN
-        UPDATE dionysus.prompt_templates t SET active = false WHERE t.key = 'extract_message';
+        UPDATE dionysus.prompt_templates t SET active = false WHERE t.key = ship_template.key;
+    ELSE
+        RAISE NOTICE 'dionysus: your % template stays active; version % is new (activate_prompt_template to use it)', key, next_version;
     END IF;
     INSERT INTO dionysus.prompt_templates (key, version, temperature, note, active, template)
-    VALUES ('extract_message', next_version, 0.1, 'fast model: facts, triples, requested goals, the person''s objectives and the people in their life (seed 003 §9)',
-            shipped, $t$TASK: extract
+    VALUES (key, next_version, temperature, note, shipped, template);
+    RETURN next_version;
+END $$;
+
+-- The prompt that turns a person's turn into memory now asks for the people in it too.
+SELECT dionysus_internal.ship_template('extract_message',
+    'fast model: facts, triples, requested goals and the person''s objectives (seed 004)',
+    'fast model: facts, triples, requested goals, the person''s objectives and the people in their life (seed 003 §9)', 0.1,
+    $t$TASK: extract
 Read the latest message from the person (the "user") in its conversation, and extract what is worth
 remembering long-term. First restate the message so it stands on its own: resolve every pronoun
 and reference ("it", "she", "that thing") against the conversation so far. Refer to the person as "user".
@@ -673,7 +684,6 @@ tasks for you; mark one "completed" when the message says it is done. People are
 user's life this message speaks of (not the user, not you); feeling is how the user feels about
 them (-1 to 1); relations are between two of those people, "said" when the user said it. Use empty
 lists when there is nothing. Small talk yields nothing.$t$);
-END $$;
 
 -- ---------------------------------------------------------------------------------------
 -- Episodes that end with what they meant, created as sql/024_episodes.sql has it
@@ -691,8 +701,11 @@ END $$;
 -- with the person's word: a failed episode with one participant proposes up to three censors
 -- for that person (status 'proposed', severity warn, learned from the episode); proposed
 -- censors match nothing until the person keeps one (accept_censor, /censor keep N in chat) or
--- drops it (retire_censor, /censor drop N). An episode of several people proposes none: one
--- person's failure is not another's rule, and its words are theirs together. Facts reach
+-- drops it (retire_censor, /censor drop N). A kept one is a warning like any other (three
+-- activations in a row raise it to a block). An episode of several people proposes none: one
+-- person's failure is not another's rule, and its words are theirs together; nor does an
+-- imported history (its failures were another assistant's). Nothing is proposed twice (not
+-- what holds, was proposed, or was dropped or lifted), and at most ten wait at once. Facts reach
 -- memory through learn after every turn (extract_message, with learn's 0.95 confirm rule);
 -- the episode does not learn them again, which would count the same words as a second
 -- confirmation.
@@ -722,6 +735,8 @@ CREATE FUNCTION dionysus_internal.episode_participants(episode_id uuid) RETURNS 
       JOIN dionysus.messages m ON m.memory_id = em.memory_id
      WHERE em.episode_id = episode_participants.episode_id AND NOT m.is_bot AND m.person IS NOT NULL
 $$;
+-- Episodes summarised before this release carry their participants too.
+UPDATE episodes x SET participants = dionysus_internal.episode_participants(x.id) WHERE x.summary IS NOT NULL;
 
 -- Proposes a failed episode's censors to its one participant (SECURITY DEFINER: the driver's
 -- role writes no censors; this writes only proposals, only for the episode's own person, only
@@ -736,12 +751,22 @@ DECLARE
     id uuid;
     made jsonb := '[]';
 BEGIN
+    IF episode_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "episode_id" must not be null' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jsonb_typeof(candidates) IS DISTINCT FROM 'array' THEN
+        RAISE EXCEPTION 'dionysus: argument "result.episode.censor_candidates": must be an array' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     SELECT * INTO e FROM dionysus.episodes x WHERE x.id = propose_censors.episode_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'dionysus: argument "episode_id": no episode with id %', episode_id USING ERRCODE = 'no_data_found';
     END IF;
     who := dionysus_internal.episode_participants(e.id);
-    IF e.outcome IS DISTINCT FROM 'failure' OR cardinality(who) <> 1 THEN
+    -- Only a failure here, of one person: an imported history's failures were someone else's
+    -- (and its group chats are all the importer's turns).
+    IF e.outcome IS DISTINCT FROM 'failure' OR cardinality(who) <> 1 OR e.source LIKE 'imported:%'
+       OR EXISTS (SELECT 1 FROM dionysus.episode_memories em JOIN dionysus.messages m ON m.memory_id = em.memory_id
+                   WHERE em.episode_id = e.id AND m.import_id IS NOT NULL) THEN
         RETURN made;
     END IF;
     FOR item IN SELECT * FROM jsonb_array_elements(candidates) LIMIT 3 LOOP
@@ -751,10 +776,11 @@ BEGIN
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
         sev := dionysus_internal.censor_checked(item ->> 'trigger', item ->> 'reason', 'warn', NULL, NULL, NULL, NULL, false);
-        -- Nothing twice: not what already holds for them, nor what was already proposed.
+        -- Nothing twice: not what holds for them, was proposed, or they dropped or lifted; and
+        -- at most ten waiting for their word.
         CONTINUE WHEN EXISTS (SELECT 1 FROM dionysus.censors c
-                               WHERE c.person = who[1] AND lower(btrim(c.trigger)) = lower(btrim(item ->> 'trigger'))
-                                 AND c.status IN ('active', 'proposed'));
+                               WHERE c.person = who[1] AND lower(btrim(c.trigger)) = lower(btrim(item ->> 'trigger')))
+                   OR (SELECT count(*) FROM dionysus.censors c WHERE c.person = who[1] AND c.status = 'proposed') >= 10;
         INSERT INTO dionysus.censors (person, trigger, embedding, model_key, reason, severity, origin, learned_from_kind, learned_from_id, status)
         VALUES (who[1], btrim(item ->> 'trigger'), dionysus.embed(btrim(item ->> 'trigger')), dionysus_internal.store_model_key(),
                 btrim(item ->> 'reason'), sev, 'episode', 'episode', e.id, 'proposed')
@@ -825,6 +851,8 @@ BEGIN
     IF EXISTS (SELECT 1 FROM dionysus.censors x WHERE x.person = c.person AND x.status = 'active'
                 AND lower(btrim(x.trigger)) = lower(btrim(c.trigger))) THEN
         UPDATE dionysus.censors x SET status = 'retired', updated_at = dionysus.clock_now() WHERE x.id = c.id;
+        INSERT INTO dionysus.censor_events (censor_id, event, severity, context)
+        VALUES (c.id, 'retired', c.severity, jsonb_build_object('by', person, 'why', 'the same words already hold'));
         RETURN false;
     END IF;
     IF (SELECT count(*) FROM dionysus.censors x WHERE x.person = c.person AND x.status = 'active')
@@ -851,22 +879,11 @@ CREATE FUNCTION proposed_censors(person text)
      ORDER BY c.created_at, c.id
 $$;
 
--- The episode summary now asks for how it went and what it taught. A new version, active only
--- where the shipped one still is (a template the person changed stays theirs).
-DO $$
-DECLARE
-    shipped boolean;
-    next_version integer;
-BEGIN
-    SELECT bool_and(NOT t.active OR (t.version = 1 AND t.created_by = 'human' AND t.note = 'worker job §6.4: episode summary')),
-           max(t.version) + 1
-      INTO shipped, next_version FROM dionysus.prompt_templates t WHERE t.key = 'summarize_episode';
-    IF shipped THEN
-        UPDATE dionysus.prompt_templates t SET active = false WHERE t.key = 'summarize_episode';
-    END IF;
-    INSERT INTO dionysus.prompt_templates (key, version, temperature, note, active, template)
-    VALUES ('summarize_episode', next_version, 0.3, 'worker job §6.4: episode summary, outcome, surprise, lessons and censor candidates (seed 002)',
-            shipped, $t$TASK: summarize_episode
+-- The episode summary now asks for how it went and what it taught (023's ship_template: the
+-- person's own version stays theirs).
+SELECT dionysus_internal.ship_template('summarize_episode', 'worker job §6.4: episode summary',
+    'worker job §6.4: episode summary, outcome, surprise, lessons and censor candidates (seed 002)', 0.3,
+    $t$TASK: summarize_episode
 Summarize this episode in two or three sentences: who was involved, what happened, what matters
 for the future. Then judge how it went for the person, from your side of the conversation.
 
@@ -881,7 +898,6 @@ Answer with JSON only:
  "censor_candidates": [{"trigger": "a thing not to do again, as an action in a few words", "reason": "why, from this episode"}]}
 surprise is 0 for a conversation that went as expected, 1 for one that went nothing like it.
 Give censor_candidates only for a failure (at most 3), else an empty list.$t$);
-END $$;
 
 -- ---------------------------------------------------------------------------------------
 -- complete_work stores a turn's people and relations (sql/007_work_queue.sql)
@@ -1299,6 +1315,8 @@ COMMENT ON FUNCTION person(text, text) IS
     'What is known about someone: every known person the name means (in of_person''s life; in everyone''s when NULL, a superuser''s view only), with aliases, relation, feeling, traits, topics, relations and the turns each came from (the last 30). P0002 when nobody by that name is known.';
 COMMENT ON FUNCTION people_of(text) IS 'The people in one person''s life (never anyone else''s), the most mentioned first, each with aliases and relations.';
 COMMENT ON FUNCTION forget_known_person(text, uuid) IS 'The person''s word: forgets someone in their life with every alias, relation and source; false when that someone is not theirs (or nobody).';
+COMMENT ON FUNCTION dionysus_internal.ship_template(text, text, text, double precision, text) IS
+    'Ships a new version of a prompt template: active where the shipped version it follows (by note) is active; beside the person''s own otherwise (a NOTICE names it). Returns the version.';
 COMMENT ON FUNCTION dionysus_internal.people_in_context(text, text[]) IS 'The people a message names (its word groups as keys, resolved in the viewer''s life only) with their relations; at most eight.';
 
 -- Episodes that end with what they meant (024).
@@ -1312,7 +1330,7 @@ COMMENT ON FUNCTION proposed_censors(text) IS 'The censors proposed to a person 
 
 GRANT SELECT, INSERT, UPDATE ON relation_words, known_persons, person_aliases, person_relations, person_sources TO dionysus_driver;
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA dionysus TO dionysus_driver;
-GRANT EXECUTE ON FUNCTION dionysus_internal.person_key(text), dionysus_internal.is_self(text), dionysus_internal.resolve_person(text, text), dionysus_internal.person_strings(jsonb, text, integer), dionysus_internal.person_number(jsonb, text, double precision, double precision), dionysus_internal.person_alias(uuid, text, text, uuid), dionysus_internal.merge_persons(uuid, uuid, uuid), dionysus_internal.person_list_add(text[], text[]), dionysus_internal.note_person(text, jsonb, uuid), dionysus_internal.note_relation(text, jsonb, uuid), dionysus_internal.store_people(text, jsonb, jsonb, uuid), dionysus_internal.person_json(dionysus.known_persons, boolean), person(text, text), dionysus_internal.people_in_context(text, text[]), people_of(text), forget_known_person(text, uuid), dionysus_internal.episode_participants(uuid), dionysus_internal.propose_censors(uuid, jsonb), dionysus_internal.store_episode_outcome(dionysus.work_queue, jsonb), accept_censor(uuid, text), proposed_censors(text) TO dionysus_driver;
+GRANT EXECUTE ON FUNCTION dionysus_internal.person_key(text), dionysus_internal.is_self(text), dionysus_internal.resolve_person(text, text), dionysus_internal.person_strings(jsonb, text, integer), dionysus_internal.person_number(jsonb, text, double precision, double precision), dionysus_internal.person_alias(uuid, text, text, uuid), dionysus_internal.merge_persons(uuid, uuid, uuid), dionysus_internal.person_list_add(text[], text[]), dionysus_internal.note_person(text, jsonb, uuid), dionysus_internal.note_relation(text, jsonb, uuid), dionysus_internal.store_people(text, jsonb, jsonb, uuid), dionysus_internal.person_json(dionysus.known_persons, boolean), person(text, text), dionysus_internal.people_in_context(text, text[]), dionysus_internal.ship_template(text, text, text, double precision, text), people_of(text), forget_known_person(text, uuid), dionysus_internal.episode_participants(uuid), dionysus_internal.propose_censors(uuid, jsonb), dionysus_internal.store_episode_outcome(dionysus.work_queue, jsonb), accept_censor(uuid, text), proposed_censors(text) TO dionysus_driver;
 -- People: the driver's extraction writes them (complete_work, resolution merges and deletes);
 -- the words for relations are the owner's.
 -- Whose life a row is in is fixed when it is written.

@@ -82,6 +82,12 @@ async fn a_failed_episode_proposes_censors_that_hold_only_once_kept() {
     let id = proposed[0]["censor_id"].as_str().unwrap().to_string();
     let (code, _) = expect_error(c, &format!("SELECT dionysus.accept_censor('{id}', 'test:bob')")).await;
     assert_eq!(code, "42501");
+    // Not in a shared channel: the reasons are hers.
+    let shared = Incoming { message_id: "c1g".into(), channel_id: "home".into(), author_id: "ada".into(), content: "/censors".into(),
+                            private: false, reply_to: None };
+    assert_eq!(conversation::handle(&mind, shared, &mut JoinSet::new()).await, Handled::Feedback(Feedback::Command));
+    let said = channel.sent().last().unwrap().1.clone();
+    assert!(said.starts_with("(ask me that in a direct message") && !said.contains("hurt"), "{said}");
     assert!(command(&mind, &channel, "c2", "/censor keep 1").await.starts_with("(kept: \"joking about her job\""));
     assert_eq!(one::<i64>(c, holds).await, 1);
     let kept: Value = one(c, &format!("SELECT to_jsonb(x) FROM dionysus.censors x WHERE id = '{id}'")).await;
@@ -139,4 +145,15 @@ async fn episode_outcomes_are_checked_and_only_a_failure_proposes() {
     let id: String = one(c, "SELECT id::text FROM dionysus.censors").await;
     assert!(one::<bool>(c, &format!("SELECT dionysus.retire_censor('{id}', 'test:ada')")).await, "dropping a proposal");
     assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.proposed_censors('test:ada')").await, 0);
+    // What she dropped is not proposed again by the next failure.
+    d.batch_execute(&complete("summarize_episode", r#"{"episode": {"outcome": "failure", "censor_candidates": [{"trigger": "Giving train times from memory", "reason": "again"}]}}"#))
+        .await
+        .unwrap();
+    assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.proposed_censors('test:ada')").await, 0, "a dropped proposal came back");
+    // An imported history's failures were another assistant's: they propose nothing.
+    c.batch_execute("UPDATE dionysus.episodes SET source = 'imported:x'").await.unwrap();
+    d.batch_execute(&complete("summarize_episode", r#"{"episode": {"outcome": "failure", "censor_candidates": [{"trigger": "quoting prices", "reason": "wrong"}]}}"#))
+        .await
+        .unwrap();
+    assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.proposed_censors('test:ada')").await, 0, "an imported failure proposed a censor");
 }

@@ -114,6 +114,11 @@ async fn people_are_extracted_merged_brought_into_context_and_kept_to_their_pers
     say(&mind, &mut ex, "ada", "c2", "/who my mom").await;
     let who = last(&channel);
     assert!(who.starts_with("Ana (mother)") && who.contains("also: Ana\n") && who.contains("from \"Oh, Ana is my mother"), "{who}");
+    // Never in a shared channel: Bob would read who is in her life.
+    let shared = Incoming { message_id: "c2g".into(), channel_id: "home".into(), author_id: "ada".into(), content: "/who my mom".into(),
+                            private: false, reply_to: None };
+    assert_eq!(conversation::handle(&mind, shared, &mut ex).await, Handled::Feedback(Feedback::Command));
+    assert!(last(&channel).starts_with("(ask me that in a direct message"), "{}", last(&channel));
     say(&mind, &mut ex, "bob", "c3", "/who Ana").await;
     assert_eq!(last(&channel), "(I don't know anyone you call Ana)");
     let marco: String = one(c, "SELECT id::text FROM dionysus.known_persons WHERE name = 'Marco'").await;
