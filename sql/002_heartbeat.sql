@@ -25,8 +25,17 @@
 --                                   a person's people lock 'dionysus.people:<person>' (complete_work's people and
 --                                   relations after its facts and triples, forget_known_person; then their rows),
 --                                   a person's objectives lock 'dionysus.objectives:<person>' (complete_work's
---                                   objectives, after its facts; nothing takes another lock after it)
---   8. any other rows, by primary key: goals, memories, facts, triples, events, censors (censor_gate)
+--                                   objectives, after its facts; only an episode's row and a working-memory
+--                                   lock (8, 9) come after it, in complete_work's focus and threads)
+--   8. any other rows, by primary key: goals, memories, facts, triples, events, censors (censor_gate);
+--      an episode's row FOR SHARE before its working memory (chat_context, complete_work's focus and threads,
+--      activate_procedure)
+--   9. a person's working-memory lock 'dionysus.working_memory:<person>' (025: chat_context, complete_work's
+--                                   focus and threads at its very end, an episode's close after its row,
+--                                   close_open_thread, activate_procedure; then only working-memory,
+--                                   open-thread and procedure-activation rows, and procedure rows by id (026))
+--      The gap rule closes several episodes in one statement (enqueue_language_work, the maintenance pass,
+--      one at a time per database): their working-memory locks are taken episode by episode.
 -- Maintenance passes (the worker, run_maintenance()) only try their locks and skip what another
 -- pass holds, never waiting: 'dionysus.neighborhood:<memory>' per recomputed memory and
 -- 'dionysus.fold_access_log', 'dionysus.decay' (a decay pass, 021, then the decay_config row,
@@ -50,8 +59,17 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "heartbeat_config.%": % must be a finite number >= 0', NEW.key, NEW.value
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF NEW.key IN ('carry_over') AND NEW.value > 1 THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "heartbeat_config.carry_over": % must be within [0, 1]', NEW.value
+    IF NEW.key IN ('carry_over', 'working_memory_turn_decay', 'working_memory_min_relevance', 'procedure_match_similarity') AND NEW.value > 1 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "heartbeat_config.%": % must be within [0, 1]', NEW.key, NEW.value
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF (NEW.key = 'working_memory_capacity' AND (NEW.value < 1 OR NEW.value > 200 OR NEW.value <> trunc(NEW.value)))
+       OR (NEW.key = 'procedure_match_max' AND (NEW.value > 10 OR NEW.value <> trunc(NEW.value)))
+       OR (NEW.key = 'open_thread_days' AND NEW.value > 3650) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "heartbeat_config.%": % must be %within [%, %]', NEW.key, NEW.value,
+            CASE WHEN NEW.key = 'open_thread_days' THEN '' ELSE 'a whole number ' END,
+            CASE NEW.key WHEN 'working_memory_capacity' THEN 1 ELSE 0 END,
+            CASE NEW.key WHEN 'procedure_match_max' THEN 10 WHEN 'open_thread_days' THEN 3650 ELSE 200 END
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     RETURN NEW;

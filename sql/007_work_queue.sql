@@ -206,7 +206,7 @@ BEGIN
     FOR key IN SELECT jsonb_object_keys(result) LOOP
         IF key NOT IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts',
                        'episode_summary', 'message', 'summary', 'basis', 'person', 'maintenance', 'objectives', 'dream',
-                       'levels', 'people', 'relations', 'episode') THEN
+                       'levels', 'people', 'relations', 'episode', 'focus', 'threads') THEN
             RAISE EXCEPTION 'dionysus: argument "result": unknown key "%"', key USING ERRCODE = 'invalid_text_representation';
         END IF;
         IF key IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts', 'basis', 'objectives',
@@ -392,6 +392,17 @@ BEGIN
                 PERFORM pg_notify('dionysus_outbox', msg_id::text);
             END IF;
         END IF;
+    END IF;
+    -- The session's focus and the threads the turn opened or closed (025), last: the person's
+    -- working-memory lock comes after every other lock (002's order).
+    IF result ? 'focus' OR result ? 'threads' THEN
+        IF w.action <> 'extract_message' OR w.params ->> 'person' IS NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "result.threads": only the extraction of a person''s turn carries a focus or threads'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        made := made || jsonb_build_object('working_memory',
+                    dionysus_internal.store_working_focus(w.params ->> 'person', (w.params ->> 'message_id')::uuid,
+                                                          result -> 'focus', result -> 'threads'));
     END IF;
     made := made || jsonb_build_object('private_to', to_jsonb(privacy));
     IF jsonb_array_length(refused) > 0 THEN

@@ -263,6 +263,10 @@ DECLARE
     threshold double precision;
     depth integer := 1;
     hop integer;
+    wmem jsonb;
+    -- A context with memories is a turn of the conversation (the extraction's asks for none),
+    -- whatever an archetype narrows them to.
+    steps boolean := coalesce(max_memories, 0) > 0;
 BEGIN
     IF message_id IS NULL THEN
         RAISE EXCEPTION 'dionysus: argument "message_id" must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -328,6 +332,9 @@ BEGIN
     ELSE
         mems := '[]'::jsonb;
     END IF;
+    -- The session's working memory (025): a context with memories is a turn of the conversation
+    -- and steps it; the extraction's (no memories) only reads it.
+    wmem := dionysus_internal.working_memory_turn(m, mems, in_view, steps);
 
     -- Entities named in the message: its words, word pairs and triples, matched against the
     -- entities' normalised names; plus the subjects of recalled facts, and the person.
@@ -372,7 +379,10 @@ BEGIN
         'north_stars', coalesce((SELECT jsonb_agg(n.content ORDER BY n.created_at) FROM dionysus.person_north_stars(viewer) n), '[]'::jsonb),
         'objectives', coalesce((SELECT jsonb_agg(jsonb_build_object('description', o.description, 'saliency', round(o.saliency::numeric, 2)))
                                   FROM (SELECT * FROM dionysus.person_objectives(viewer) LIMIT 5) o), '[]'::jsonb),
-        'archetype', shape);
+        'archetype', shape,
+        -- What this session holds in mind: its focus, open threads, and what earlier turns
+        -- brought up that this one did not (NULL outside a person's open session).
+        'working_memory', wmem);
 END $$;
 
 -- ---------------------------------------------------------------------------------------

@@ -140,7 +140,9 @@ BEGIN
     IF v ->> 'outcome' = 'failure' THEN
         proposed := dionysus_internal.propose_censors(eid, coalesce(v -> 'censor_candidates', '[]'));
     END IF;
-    RETURN jsonb_build_object('episode_id', eid, 'outcome', v ->> 'outcome', 'censors_proposed', proposed);
+    -- The procedures it activated count its outcome (026).
+    RETURN jsonb_build_object('episode_id', eid, 'outcome', v ->> 'outcome', 'censors_proposed', proposed,
+                              'procedures_scored', dionysus_internal.score_procedures(eid, v ->> 'outcome'));
 END $$;
 
 -- The person keeps a censor proposed to them: it holds from now on, as a warn (a false

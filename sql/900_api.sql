@@ -32,7 +32,11 @@ BEGIN
                              'dionysus_internal.note_objective(text, text, double precision, text, uuid)',
                              'dionysus_internal.reindex_embed_missing(uuid, integer)', 'dionysus_internal.reindex_vector(uuid, text, uuid)',
                              'dionysus_internal.reindex_swap(uuid)', 'dionysus_internal.decay_reinforce(dionysus.decay_config)',
-                             'dionysus.check_censors(text, text, text, timestamp with time zone)'] LOOP
+                             'dionysus.check_censors(text, text, text, timestamp with time zone)',
+                             'dionysus_internal.store_working_focus(text, uuid, jsonb, jsonb)',
+                             'dionysus_internal.match_procedures(dionysus.messages, dionysus.working_memories)',
+                             'dionysus.recall_all(text, integer, text)',
+                             'dionysus.store_procedure(text, text[], text[], text, text[], text[], text[], text)'] LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, dionysus, %I', f, vschema);
     END LOOP;
 END $$;
@@ -209,7 +213,7 @@ COMMENT ON FUNCTION dionysus_internal.expire_work_leases() IS
 COMMENT ON FUNCTION complete_work(uuid, jsonb, uuid) IS
     'Applies a claimed work item''s result (memories, facts, triples, goals, goal_progress, identity, worldview, concepts, '
     'episode_summary, message, summary; basis: the memory ids the model was shown; person: whom a reach-out is for; objectives: the person''s, '
-    'from their turn''s extraction; people and relations: the people in their life the turn speaks of; dream: a dream''s proposals, stored pending) and marks it done, '
+    'from their turn''s extraction; people and relations: the people in their life the turn speaks of; focus and threads: their session''s focus and the threads the turn opened or closed; dream: a dream''s proposals, stored pending) and marks it done, '
     'in one transaction. What it writes is as private as the item''s person, its heartbeat''s context and the basis; what an inquiry '
     'brought is stored as web content; a reach-out that drew on someone else''s private words, or only on the web, is refused (42501). '
     'Completing again returns the first summary and repeats nothing. With lease (the claim''s lease_token), only its holder may: '
@@ -275,7 +279,7 @@ COMMENT ON FUNCTION dionysus_internal.enforce_goal_limits(uuid) IS
 COMMENT ON FUNCTION dionysus_internal.goal_brief(dionysus.goals) IS 'Internal: a goal as the heartbeat context shows it (with its last progress and open blockers).';
 COMMENT ON FUNCTION dionysus_internal.goal_level(dionysus.goal_priority) IS 'Internal: the rank of a priority (active 3, queued 2, backburner 1, closed 0).';
 COMMENT ON FUNCTION dionysus_internal.goal_open_blockers(dionysus.goals) IS 'Internal: a goal''s unresolved blockers: free texts, and ids of goals not completed.';
-COMMENT ON FUNCTION dionysus_internal.heartbeat_config_check() IS 'Trigger: heartbeat_config values must be finite numbers >= 0 (carry_over within [0, 1]).';
+COMMENT ON FUNCTION dionysus_internal.heartbeat_config_check() IS 'Trigger: heartbeat_config values must be finite numbers >= 0 (carry_over, the working-memory decay and floor and procedure_match_similarity within [0, 1]; working_memory_capacity a whole number within [1, 200], procedure_match_max within [0, 10]).';
 COMMENT ON FUNCTION dionysus_internal.heartbeat_interval_minutes() IS 'The time between heartbeats in minutes (the dionysus.heartbeat_interval setting, default 60).';
 COMMENT ON FUNCTION heartbeat_observe() IS 'The environment a heartbeat observes (§5.1): time, the person''s presence and silence, pending work, system status.';
 COMMENT ON FUNCTION dionysus_internal.heartbeat_setting(text) IS 'One value of heartbeat_config; an unknown key is an error naming it.';
@@ -305,7 +309,8 @@ COMMENT ON FUNCTION chat_context(uuid, integer, integer, boolean) IS
     'Everything a reply needs: the last turns of the channel, recalled memories (turns in view left out; facts marked), '
     'triples about the entities named and the person, the people in their life it names with how they relate (people), the active goals, the person''s north stars and objectives; only what the message''s person may see. '
     'With use_archetype, the nearest context archetype sets the turns, memories, similarity threshold and triple depth (reported as archetype), '
-    'within max_memories and max_turns (which alone apply when no archetype is near enough).';
+    'within max_memories and max_turns (which alone apply when no archetype is near enough). '
+    'working_memory: the session''s focus, open threads and what earlier turns brought up (a context with memories steps it once per turn; NULL outside a person''s open session).';
 COMMENT ON FUNCTION queue_reply(uuid, text, text) IS
     'The reply to a person''s message, in the outbox and reserved for the worker that sends it (reserve → send → confirm). One reply '
     'per message: asked again it returns the reply already queued (re-reserved for the caller when nobody else holds it); with '
@@ -609,6 +614,45 @@ COMMENT ON FUNCTION dionysus_internal.store_episode_outcome(dionysus.work_queue,
 COMMENT ON FUNCTION accept_censor(uuid, text) IS 'The person keeps a censor proposed to them: it holds from now on as a warn. Only their own (42501); false when it was not waiting.';
 COMMENT ON FUNCTION proposed_censors(text) IS 'The censors proposed to a person and waiting for their word, with the episode each was learned from.';
 
+-- Working memory (025).
+COMMENT ON TABLE open_threads IS 'What a person''s conversations left unresolved (the extraction''s threads.opened), theirs until a turn or the person closes it; carried into their next session while younger than open_thread_days.';
+COMMENT ON TABLE working_memories IS 'One per person per open conversation episode: focus, turns stepped, the last turn, evictions. Cleared when the episode closes (its record goes to working_memory_sessions).';
+COMMENT ON TABLE working_memory_items IS 'What a working memory holds: memories and facts recall brought up, and open threads, each with a relevance that fades every turn that does not bring it up again; capacity-limited, the least relevant leaves first.';
+COMMENT ON TABLE working_memory_sessions IS 'The record of each cleared working memory: focus, turns, the items it held at the end (kind, id, relevance, uses), the threads left open, evictions.';
+COMMENT ON FUNCTION dionysus_internal.thread_key(text) IS 'A thread''s words lower-cased with punctuation and spacing folded: the same words are the same thread.';
+COMMENT ON FUNCTION dionysus_internal.turn_episode(uuid, boolean) IS 'The open episode a turn belongs to, or NULL; with lock, its row FOR SHARE (a close waits for the turn''s working memory, and clears it).';
+COMMENT ON FUNCTION dionysus_internal.working_memory_of(text, uuid) IS 'A person''s working memory of an episode, begun when missing with the threads their last sessions left open (at most five); the caller holds their working-memory lock.';
+COMMENT ON FUNCTION dionysus_internal.working_memory_evict(uuid) IS 'Drops what fell below working_memory_min_relevance, then the least relevant past working_memory_capacity; counts them; returns how many left.';
+COMMENT ON FUNCTION dionysus_internal.working_memory_json(dionysus.working_memories, uuid[]) IS 'A working memory as a context shows it: focus, turn, evictions, open threads, and the items not in view (active, still the person''s to see), most relevant first.';
+COMMENT ON FUNCTION dionysus_internal.working_memory_turn(dionysus.messages, jsonb, uuid[], boolean) IS
+    'chat_context''s step: a person''s lived turn in an open episode moves their working memory once (what recall found enters or is refreshed, the rest fades, the least relevant leave) and returns it; moves = false or a standby only reads; NULL without a session.';
+COMMENT ON FUNCTION dionysus_internal.store_working_focus(text, uuid, jsonb, jsonb) IS
+    'complete_work''s result.focus and result.threads ({opened, closed}: at most five strings each) of a person''s turn (which must be theirs, 42501): threads closed by their words or the nearest open one (0.8), opened (the same thread touched at 0.85), the session''s focus set; an imported turn has none.';
+COMMENT ON FUNCTION dionysus_internal.end_working_memories() IS 'Trigger: an episode that closes clears its working memories, each recorded in working_memory_sessions first (open threads stay open).';
+COMMENT ON FUNCTION working_memory(text) IS 'A person''s working memories now (one per open conversation): focus, turn, open threads and items, most relevant first. Theirs only.';
+COMMENT ON FUNCTION person_open_threads(text) IS 'The threads still open with a person, the most recently touched first.';
+COMMENT ON FUNCTION close_open_thread(text, uuid) IS 'The person''s word closes one of their open threads (it leaves their working memories); false when it is not theirs or not open.';
+
+-- Procedures (026).
+COMMENT ON TABLE procedures IS 'How-to knowledge (seed 002''s K-lines): name, domain, goals (upper fringe), core patterns, tools and concepts, implementation notes (lower fringe), for everyone or one person; activation, success and failure counts and effectiveness ((successes + 1) / (successes + failures + 2)).';
+COMMENT ON TABLE procedure_activations IS 'Every activation of a procedure: for whom, in which episode and turn, how (matched by meaning or asked for), its similarity, and the episode''s outcome once known. Once per procedure, episode and person.';
+COMMENT ON FUNCTION dionysus_internal.procedure_list(text[], text) IS 'A procedure''s list argument: at most 10 non-empty strings of at most 300 characters, trimmed (22023 naming it otherwise).';
+COMMENT ON FUNCTION dionysus_internal.procedure_text(text, text, text[], text[], text[]) IS 'What a procedure''s embedding is of: name, domain, goals, core patterns and concepts.';
+COMMENT ON FUNCTION store_procedure(text, text[], text[], text, text[], text[], text[], text) IS
+    'Owner only: stores a procedure for everyone (person NULL) or one person; the same name for the same person rewrites its definition and keeps its counts. Needs goals or core patterns. Returns its id.';
+COMMENT ON FUNCTION retire_procedure(uuid) IS 'Owner only: a procedure is activated no more and leaves every working memory; its record stays. False when it was not active.';
+COMMENT ON FUNCTION dionysus_internal.procedure_activate(uuid, text, dionysus.working_memories, uuid, text, double precision, double precision) IS
+    'Activates a procedure for a person: counted and recorded once per episode, loaded into the working memory given; the caller holds the person''s working-memory lock. True when counted now.';
+COMMENT ON FUNCTION dionysus_internal.match_procedures(dionysus.messages, dionysus.working_memories) IS
+    'The procedures a person''s turn calls for by meaning (theirs and everyone''s, at least procedure_match_similarity, the nearest procedure_match_max), activated into their working memory; returns how many.';
+COMMENT ON FUNCTION activate_procedure(text, text, uuid) IS
+    'Seed 002''s activate_procedure: the person''s own procedure by that name, else everyone''s, activated for the turn''s episode (the turn must be theirs, 42501) or their latest session, at full relevance in its working memory. P0002 when there is none. Returns it with its counts.';
+COMMENT ON FUNCTION dionysus_internal.procedure_json(dionysus.procedures) IS 'A procedure as contexts and readers show it: its bands, counts and effectiveness.';
+COMMENT ON FUNCTION person_procedures(text) IS 'The procedures a person may be served (theirs and everyone''s, active), the most effective first.';
+COMMENT ON FUNCTION dionysus_internal.score_procedures(uuid, text) IS 'An episode''s outcome scores the procedures it activated, each once (success or failure; mixed and neutral count neither); returns how many.';
+COMMENT ON FUNCTION recall_all(text, integer, text) IS
+    'Seed 002''s unified recall: memories and facts (as recall scores them), procedures, censors and the person''s own episode summaries (weight_vector · similarity: found by meaning alone), one list ranked by score with kind and detail; only what the person may see.';
+
 -- The store's vectors were made by the model the settings name at install (or upgrade) time.
 INSERT INTO embedding_store (id, spec, model_key, dimensions)
 SELECT 1, s - 'model_key', s ->> 'model_key', 384 FROM embedding_settings() s
@@ -705,3 +749,17 @@ GRANT UPDATE (from_id, to_id, sentiment, confidence, source, message_id, updated
 -- Episodes: a censor a failure proposes is written only through propose_censors (the driver
 -- writes no censors); keeping one is the person's word (accept_censor).
 REVOKE EXECUTE ON FUNCTION dionysus_internal.propose_censors(uuid, jsonb) FROM PUBLIC;
+-- Working memory: written through chat_context and complete_work; whose a row is, and what a
+-- session record says, are fixed when written.
+GRANT DELETE ON working_memories, working_memory_items TO dionysus_driver;
+REVOKE UPDATE ON working_memories, working_memory_items, open_threads, working_memory_sessions FROM dionysus_driver;
+GRANT UPDATE (focus, focus_at, turns, last_message_id, last_turn_at, evicted) ON working_memories TO dionysus_driver;
+GRANT UPDATE (relevance, uses, last_turn) ON working_memory_items TO dionysus_driver;
+GRANT UPDATE (status, touched_at, closed_at, closed_by) ON open_threads TO dionysus_driver;
+-- Procedures: the owner writes and retires them; the driver's calls activate and score them.
+REVOKE INSERT, UPDATE ON procedures FROM dionysus_driver;
+GRANT UPDATE (activation_count, success_count, failure_count, last_activated, updated_at) ON procedures TO dionysus_driver;
+REVOKE UPDATE ON procedure_activations FROM dionysus_driver;
+GRANT UPDATE (outcome, scored_at) ON procedure_activations TO dionysus_driver;
+REVOKE EXECUTE ON FUNCTION store_procedure(text, text[], text[], text, text[], text[], text[], text), retire_procedure(uuid)
+    FROM PUBLIC, dionysus_driver;

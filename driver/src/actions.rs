@@ -167,7 +167,20 @@ pub fn extraction_shape(v: Value) -> Result<Value, String> {
         .take(3)
         .collect();
     let (people, relations) = people_shape(&v);
-    Ok(json!({"facts": facts, "triples": triples, "goals": goals, "objectives": objectives, "people": people, "relations": relations}))
+    let mut out = json!({"facts": facts, "triples": triples, "goals": goals, "objectives": objectives, "people": people, "relations": relations});
+    // The session's focus and threads (working memory): optional, only what is well formed.
+    let wordy = |s: &str| s.chars().any(char::is_alphanumeric);
+    if let Some(focus) = text(&v, "focus").filter(|f| wordy(f)) {
+        out["focus"] = json!(clip(&focus, 200));
+    }
+    let threads = |key: &str| -> Vec<Value> {
+        v["threads"][key].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::trim).filter(|t| wordy(t)).map(|t| json!(clip(t, 300))).take(5).collect()
+    };
+    let (opened, closed) = (threads("opened"), threads("closed"));
+    if !opened.is_empty() || !closed.is_empty() {
+        out["threads"] = json!({"opened": opened, "closed": closed});
+    }
+    Ok(out)
 }
 
 /// The people a turn speaks of and how they relate (sql/023_people.sql): optional, so an older
@@ -213,7 +226,11 @@ async fn extract_message(mind: &Mind, p: &Value, mirrored: bool) -> Step<Outcome
     let t = template(&mind.work_db, "extract_message").await?;
     let system = render(
         &t.text,
-        &[("turns", prompt::transcript(&ctx["recent_turns"])), ("message", ctx["message"]["content"].as_str().unwrap_or("").to_string())],
+        &[
+            ("turns", prompt::transcript(&ctx["recent_turns"])),
+            ("threads", prompt::threads(&ctx["working_memory"], "(none)")),
+            ("message", ctx["message"]["content"].as_str().unwrap_or("").to_string()),
+        ],
     );
     let shown = mind.channel.dream_channel().filter(|_| mirrored).map(|d| (format!("[system]\n{system}"), d.owner));
     let started = std::time::Instant::now();
@@ -687,5 +704,21 @@ mod tests {
         let v = episode_shape(json!({"summary": "Fine.", "outcome": "success", "censor_candidates": [{"trigger": "a", "reason": "b"}]})).unwrap();
         assert_eq!(v["episode"]["censor_candidates"], json!([]), "only a failure proposes censors");
         assert!(episode_shape(json!({"outcome": "success"})).is_err());
+    }
+
+    /// The session's focus and threads pass through clipped; a malformed one is left out,
+    /// never the extraction.
+    #[test]
+    fn an_extraction_keeps_a_well_formed_focus_and_threads_only() {
+        let v = extraction_shape(json!({"focus": " the interview ", "threads": {"opened": ["Friday's interview", "", 7, "...", "a"],
+                                                                              "closed": ["the move"]}})).unwrap();
+        assert_eq!(v["focus"], "the interview");
+        assert_eq!(v["threads"], json!({"opened": ["Friday's interview", "a"], "closed": ["the move"]}));
+        let v = extraction_shape(json!({"focus": 3, "threads": ["not", "an object"]})).unwrap();
+        assert!(v.get("focus").is_none() && v.get("threads").is_none(), "{v}");
+        let long = "x".repeat(500);
+        let v = extraction_shape(json!({"focus": long, "threads": {"opened": [long]}})).unwrap();
+        assert_eq!(v["focus"].as_str().unwrap().len(), 200);
+        assert_eq!(v["threads"]["opened"][0].as_str().unwrap().len(), 300);
     }
 }

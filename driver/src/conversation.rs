@@ -192,6 +192,13 @@ fn context_used(ctx: &Value) -> Value {
         "recall_scores": if scores.is_empty() { Value::Null } else { json!(scores.join(", ")) },
         "triples": ctx["triples"].as_array().map_or(0, Vec::len),
         "people": ctx["people"].as_array().map_or(0, Vec::len),
+        "working_memory": if ctx["working_memory"].is_object() {
+            json!({"turn": ctx["working_memory"]["turn"], "focus": ctx["working_memory"]["focus"].is_string(),
+                   "threads": ctx["working_memory"]["threads"].as_array().map_or(0, Vec::len),
+                   "carried": ctx["working_memory"]["items"].as_array().map_or(0, Vec::len)})
+        } else {
+            Value::Null
+        },
         "north_stars": ctx["north_stars"].as_array().map_or(0, Vec::len),
         "objectives": ctx["objectives"].as_array().map_or(0, Vec::len),
     })
@@ -233,6 +240,7 @@ async fn compose(mind: &Mind, message_id: Uuid, person: &str, content: &str, pri
         .map(|t| format!("{} {} {}", t["subject"].as_str().unwrap_or(""), t["predicate"].as_str().unwrap_or("").replace('_', " "), t["object"].as_str().unwrap_or("")))
         .collect();
     let people = prompt::people(&ctx["people"]);
+    let working = prompt::working_memory(&ctx["working_memory"]);
     let goals: Vec<String> = ctx["goals"].as_array().into_iter().flatten().filter_map(|g| g["title"].as_str().map(str::to_string)).collect();
     let north_stars = prompt::north_stars(&ctx["north_stars"]);
     let objectives: Vec<String> = ctx["objectives"].as_array().into_iter().flatten().filter_map(|o| o["description"].as_str().map(str::to_string)).collect();
@@ -244,7 +252,8 @@ async fn compose(mind: &Mind, message_id: Uuid, person: &str, content: &str, pri
                 &t.text,
                 &[
                     ("now", ctx["now"].as_str().unwrap_or("").to_string()),
-                    ("memories", bullets(memories, "(nothing relevant)")),
+                    ("memories", prompt::with_working_memory(&t.text, bullets(memories, "(nothing relevant)"), &working)),
+                    ("working_memory", if working.is_empty() { "(nothing yet)".to_string() } else { working.clone() }),
                     ("triples", prompt::with_people(&t.text, bullets(triples, "(nothing)"), &people)),
                     ("people", if people.is_empty() { "(nobody named)".to_string() } else { people.clone() }),
                     ("goals", prompt::with_north_stars(&t.text, bullets(goals, "(none)"), &north_stars, &objectives)),

@@ -104,6 +104,68 @@ pub fn people(list: &Value) -> String {
     }
 }
 
+/// The open threads of a session's working memory (chat_context's working_memory), a line
+/// each, or `empty`.
+pub fn threads(wm: &Value, empty: &str) -> String {
+    bullets(wm["threads"].as_array().into_iter().flatten().filter_map(|t| t["content"].as_str().map(str::to_string)), empty)
+}
+
+/// What the session holds in mind beyond this turn's recall (chat_context's working_memory):
+/// its focus, the threads still open, and what earlier turns brought up. "" when it holds nothing.
+pub fn working_memory(wm: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(focus) = wm["focus"].as_str().filter(|f| !f.trim().is_empty()) {
+        parts.push(format!("The conversation is on: {}", focus.trim()));
+    }
+    let open = threads(wm, "");
+    if !open.is_empty() {
+        parts.push(format!("Still open with them (pick up when it fits):\n{open}"));
+    }
+    let earlier = bullets(
+        wm["items"].as_array().into_iter().flatten().filter_map(|i| {
+            let when = i["created_at"].as_str().and_then(|t| t.get(..10)).unwrap_or("");
+            i["content"].as_str().map(|c| format!("[{when}, {}] {c}", i["kind"].as_str().unwrap_or("memory")))
+        }),
+        "",
+    );
+    if !earlier.is_empty() {
+        parts.push(format!("Brought up earlier in this conversation:\n{earlier}"));
+    }
+    let procedures = bullets(wm["procedures"].as_array().into_iter().flatten().filter_map(procedure), "");
+    if !procedures.is_empty() {
+        parts.push(format!("How you handle this kind of moment (what you have learned works; effectiveness so far):\n{procedures}"));
+    }
+    parts.join("\n\n")
+}
+
+/// One procedure in working memory, a line: name, domain, effectiveness, then its bands from
+/// the goals to the implementation notes.
+fn procedure(p: &Value) -> Option<String> {
+    let list = |key: &str| p[key].as_array().into_iter().flatten().filter_map(Value::as_str).collect::<Vec<_>>().join("; ");
+    let mut line = p["name"].as_str()?.to_string();
+    if let Some(d) = p["domain"].as_str() {
+        line.push_str(&format!(" ({d})"));
+    }
+    let tried = p["successes"].as_i64().unwrap_or(0) + p["failures"].as_i64().unwrap_or(0);
+    line.push_str(&format!(", effectiveness {:.2} over {tried} outcomes", p["effectiveness"].as_f64().unwrap_or(0.5)));
+    for (label, key) in [("for", "goals"), ("how", "core_patterns"), ("with", "core_tools"), ("ideas", "core_concepts"), ("notes", "implementation_notes")] {
+        let words = list(key);
+        if !words.is_empty() {
+            line.push_str(&format!("; {label}: {words}"));
+        }
+    }
+    Some(line)
+}
+
+/// A template written before working memory existed has no place for it: it follows the
+/// memories, so a conversation keeps what it is on when the words that found it are gone.
+pub fn with_working_memory(template: &str, memories: String, wm: &str) -> String {
+    if wm.is_empty() || template.contains("{{working_memory}}") {
+        return memories;
+    }
+    format!("{memories}\n\nThis conversation so far:\n{wm}")
+}
+
 /// A template written before people existed has no place for them: they follow its triples.
 pub fn with_people(template: &str, triples: String, people: &str) -> String {
     if people.is_empty() || template.contains("{{people}}") {
@@ -171,6 +233,27 @@ pub fn transcript(turns: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A session's working memory reads as its focus, its open threads and what earlier turns
+    /// brought up; an old template gets it after the memories, a new one where it asks.
+    #[test]
+    fn working_memory_reads_as_focus_threads_and_what_came_up_earlier() {
+        let wm = json!({"focus": "the interview", "threads": [{"content": "ask how Friday went"}],
+                        "items": [{"kind": "fact", "content": "Works as a nurse", "created_at": "2026-11-20T10:00:00Z"}]});
+        let text = working_memory(&wm);
+        assert_eq!(text, "The conversation is on: the interview\n\nStill open with them (pick up when it fits):\n- ask how Friday went\n\n\
+                          Brought up earlier in this conversation:\n- [2026-11-20, fact] Works as a nurse");
+        assert_eq!(working_memory(&Value::Null), "");
+        assert_eq!(with_working_memory("{{memories}}", "- m".into(), &text), format!("- m\n\nThis conversation so far:\n{text}"));
+        assert_eq!(with_working_memory("{{memories}} {{working_memory}}", "- m".into(), &text), "- m");
+        assert_eq!(with_working_memory("{{memories}}", "- m".into(), ""), "- m");
+        assert_eq!(threads(&json!({"threads": []}), "(none)"), "(none)");
+        let wm = json!({"procedures": [{"name": "Exam nerves", "domain": "study", "successes": 2, "failures": 1, "effectiveness": 0.6,
+                                        "goals": ["steady her"], "core_patterns": ["name the fear", "one small step"], "core_tools": [],
+                                        "implementation_notes": ["no pep talk"]}]});
+        assert_eq!(working_memory(&wm), "How you handle this kind of moment (what you have learned works; effectiveness so far):\n\
+                                         - Exam nerves (study), effectiveness 0.60 over 3 outcomes; for: steady her; how: name the fear; one small step; notes: no pep talk");
+    }
 
     #[test]
     fn placeholders_are_filled_and_unknown_ones_dropped() {

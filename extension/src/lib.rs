@@ -7,6 +7,7 @@
 //! - [`neighborhoods`]: precomputed associations, recomputed from a lock-free stale queue
 //! - [`heartbeat`]: energy, actions, goals and the heartbeat (commit in Rust, the rest in SQL)
 //! - [`workers`]: the background launchers and their per-database passes (maintenance, scheduler)
+//! - [`decay`], [`censors`], [`people`], [`working_memory`]: SQL organs (021, 022, 023, 025), their unit tests here
 //!
 //! The schema itself is hand-written SQL under `../sql`, one file per organ, loaded by
 //! `extension_sql_file!`. The API lives in the `dionysus` schema; helpers nobody calls directly
@@ -28,6 +29,7 @@ pub mod recall;
 pub mod settings;
 pub mod spi_util;
 pub mod workers;
+pub mod working_memory;
 
 // Tables, types, indexes: before every generated function.
 pgrx::extension_sql_file!("../../sql/001_schema.sql", name = "schema", bootstrap);
@@ -68,6 +70,10 @@ pgrx::extension_sql_file!("../../sql/022_censors.sql", name = "censors", require
 pgrx::extension_sql_file!("../../sql/023_people.sql", name = "people", requires = ["censors"]);
 // Episodes that end with what they meant (seed 002): participants, outcome, surprise, lessons, censor candidates.
 pgrx::extension_sql_file!("../../sql/024_episodes.sql", name = "episodes", requires = ["people"]);
+// Working memory (seed 002): a session's focus, open threads and the items it holds, by relevance.
+pgrx::extension_sql_file!("../../sql/025_working_memory.sql", name = "working_memory", requires = ["episodes"]);
+// Procedures (seed 002's K-lines): how-to knowledge, activated into working memory, scored by episodes.
+pgrx::extension_sql_file!("../../sql/026_procedures.sql", name = "procedures", requires = ["working_memory"]);
 // Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 

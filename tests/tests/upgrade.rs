@@ -20,7 +20,9 @@ const BEFORE_REINDEX: &str = "0.6.0";
 /// The last release before decay.
 const BEFORE_DECAY: &str = "0.7.0";
 /// The last release before the people in a person's life.
-const PREVIOUS: &str = "0.8.0";
+const BEFORE_PEOPLE: &str = "0.8.0";
+/// The last release before working memory.
+const PREVIOUS: &str = "0.9.0";
 
 /// Everything about the extension's objects that a person or the driver could notice, one
 /// line per fact, with no OIDs and no column order (ALTER TABLE ADD COLUMN appends).
@@ -498,9 +500,9 @@ async fn an_update_from_the_previous_release_starts_every_decay_clock_at_the_upd
 /// extraction template the person wrote stays active (the new one waits beside it); the people
 /// organ works on the updated schema.
 #[tokio::test]
-async fn an_update_from_the_previous_release_keeps_the_persons_own_extraction_and_adds_people() {
+async fn an_update_from_the_release_before_people_keeps_the_persons_own_extraction_and_adds_people() {
     let admin = connect("postgres").await;
-    let (name, old) = install_release(&admin, PREVIOUS).await;
+    let (name, old) = install_release(&admin, BEFORE_PEOPLE).await;
     old.batch_execute(
         "SELECT dionysus.set_clock('2026-05-01 12:00+00'); \
          SELECT dionysus.remember('Ada keeps bees on the roof.', importance => 0); \
@@ -523,9 +525,58 @@ async fn an_update_from_the_previous_release_keeps_the_persons_own_extraction_an
     // person's own template version makes the shipped data differ, as it should.)
     let active: String = old.query_one("SELECT note FROM dionysus.prompt_templates WHERE key = 'extract_message' AND active", &[]).await.unwrap().get(0);
     assert_eq!(active, "my own extraction", "the update replaced the person's own template");
-    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.prompt_templates WHERE key = 'extract_message' AND template LIKE '%same_as%'").await, 1);
+    // The versions shipped since (people in 0.9.0, threads in 0.10.0) wait beside it.
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.prompt_templates WHERE key = 'extract_message' AND template LIKE '%same_as%' AND NOT active").await, 2);
     old.batch_execute("SELECT dionysus_internal.note_person('test:ada', '{\"name\": \"Mom\"}', NULL)").await.expect("people after the update");
     assert_eq!(count(&old, "SELECT jsonb_array_length(dionysus.person('my mother', 'test:ada'))::bigint").await, 1);
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// An update from the release before working memory keeps the conversation, its people and
+/// its open episode; the shipped extraction template gains the focus and threads; a turn of
+/// the episode open across the update begins a working memory, and its close clears it.
+#[tokio::test]
+async fn an_update_from_the_previous_release_keeps_the_conversation_and_adds_working_memory() {
+    let admin = connect("postgres").await;
+    let (name, old) = install_release(&admin, PREVIOUS).await;
+    old.batch_execute(
+        "SELECT dionysus.log_message('test', 'a1', 'dm:ada', 'ada', 'My sister Lea moves to Porto next month.'); \
+         SELECT dionysus_internal.note_person('test:ada', '{\"name\": \"Lea\", \"relation\": \"sister\"}', NULL); \
+         SELECT dionysus.remember('The user''s sister is called Lea', 'semantic', 0.6, 0, '{}', 'seed', private_to => ARRAY['test:ada']);",
+    )
+    .await
+    .expect("fill the previous release");
+    let state = "SELECT (SELECT string_agg(id::text || content, ',' ORDER BY id) FROM dionysus.memories) \
+                        || (SELECT string_agg(id::text || content, ',' ORDER BY id) FROM dionysus.messages) \
+                        || (SELECT string_agg(id::text || name || relation, ',') FROM dionysus.known_persons) \
+                        || (SELECT string_agg(id::text || coalesce(ended_at::text, 'open'), ',' ORDER BY id) FROM dionysus.episodes)";
+    let before: String = old.query_one(state, &[]).await.unwrap().get(0);
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, env!("CARGO_PKG_VERSION"));
+    let after: String = old.query_one(state, &[]).await.unwrap().get(0);
+    assert_eq!(after, before, "state lost in the update");
+    let active: String =
+        old.query_one("SELECT template FROM dionysus.prompt_templates WHERE key = 'extract_message' AND active", &[]).await.unwrap().get(0);
+    assert!(active.contains("{{threads}}") && active.contains("same_as"), "the shipped extraction did not move on: {active}");
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.heartbeat_config WHERE key LIKE 'working_memory%'").await, 3);
+    // The turn of the open episode steps a working memory as the driver's role would.
+    old.batch_execute("SET ROLE dionysus_driver").await.unwrap();
+    let wm: serde_json::Value = old
+        .query_one("SELECT dionysus.chat_context(id) -> 'working_memory' FROM dionysus.messages WHERE platform_message_id = 'a1'", &[])
+        .await
+        .expect("chat_context after the update")
+        .get(0);
+    assert_eq!(wm["turn"], serde_json::json!(1), "{wm}");
+    old.batch_execute("RESET ROLE; UPDATE dionysus.episodes SET ended_at = now() WHERE ended_at IS NULL").await.unwrap();
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.working_memories").await, 0, "the close did not clear it");
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.working_memory_sessions WHERE turns = 1").await, 1);
+    // Procedures and the unified recall on the updated schema.
+    old.batch_execute("SELECT dionysus.store_procedure('Helping with a move', ARRAY['make a move feel manageable'], ARRAY['list the first three boxes'])")
+        .await
+        .expect("a procedure after the update");
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.recall_all('moving to Porto', 10, 'test:ada') WHERE kind IN ('procedure', 'memory')").await >= 2, true);
     drop(old);
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
 }

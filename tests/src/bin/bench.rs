@@ -22,6 +22,8 @@ mod decay;
 mod fortnight;
 #[path = "bench/people.rs"]
 mod people;
+#[path = "bench/working_memory.rs"]
+mod working_memory;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
@@ -43,6 +45,7 @@ async fn main() {
         }
         Some("decay") => decay::decay(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100_000)).await,
         Some("people") => people::people(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1_000)).await,
+        Some("working_memory") => working_memory::working_memory(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000)).await,
         Some("reindex") => reindex(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000)).await,
         Some("fortnight") => fortnight::fortnight(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(14)).await,
         Some("agents") => {
@@ -50,7 +53,7 @@ async fn main() {
             let q: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(200);
             context_and_mcp(n, q).await
         }
-        _ => eprintln!("usage: dionysus-bench locomo PATH [--json] | recall N [QUERIES] | driver N [MESSAGES] | fortnight [DAYS] | agents N [QUERIES] | reindex N | decay N | people [P]"),
+        _ => eprintln!("usage: dionysus-bench locomo PATH [--json] | recall N [QUERIES] | driver N [MESSAGES] | fortnight [DAYS] | agents N [QUERIES] | reindex N | decay N | people [P] | working_memory [N]"),
     }
 }
 
