@@ -379,6 +379,9 @@ BEGIN
         censored := dionysus.censor_gate('reach_out', result ->> 'message', target ->> 'person', jsonb_build_object('work_id', w.id));
         IF censored ->> 'verdict' = 'block' THEN
             refused := refused || jsonb_build_object('message', 'censored', 'reasons', censored -> 'reasons', 'censors', censored -> 'censors');
+            -- What the heartbeat's narrative is told of this work (its summary): nothing was sent.
+            -- Not why: a person's own reasons are theirs, and a narrative may be read by others.
+            result := result || jsonb_build_object('summary', 'not sent: a censor held it back');
         ELSE
             IF censored ->> 'verdict' = 'warn' THEN
                 made := made || jsonb_build_object('censor_warnings', censored -> 'censors');

@@ -60,8 +60,29 @@ END $$;
 CREATE FUNCTION dionysus_internal.outbox_lease() RETURNS interval
     LANGUAGE sql STABLE AS $$ SELECT make_interval(secs => dionysus_internal.heartbeat_setting('outbox_lease_seconds')) $$;
 
+-- A message Dionysus starts (not a reply) that a censor with hours blocks now, in the person's
+-- own time: it waits for the hour to pass (022's hours are judged when the message is sent, not
+-- only when it was written). Cheap unless the person has a censor with hours.
+CREATE FUNCTION dionysus_internal.held_at_this_hour(content text, person text) RETURNS boolean
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF person IS NULL OR NOT EXISTS (SELECT 1 FROM dionysus.censors c
+                                      WHERE c.status = 'active' AND c.from_hour IS NOT NULL
+                                        AND (c.person IS NULL OR c.person = held_at_this_hour.person)
+                                        AND (c.kinds IS NULL OR 'reach_out' = ANY (c.kinds))) THEN
+        RETURN false;
+    END IF;
+    RETURN EXISTS (SELECT 1 FROM dionysus.check_censors(content, 'reach_out', person) h
+                     JOIN dionysus.censors c ON c.id = h.censor_id
+                    WHERE h.action = 'block' AND c.from_hour IS NOT NULL);
+END $$;
+
 CREATE FUNCTION reserve_outbox(worker text, platform text, max_items integer DEFAULT 1) RETURNS SETOF outbox
     LANGUAGE plpgsql AS $$
+DECLARE
+    x dionysus.outbox;
+    n integer := 0;
+    waiting constant text := 'waiting: a censor holds at this hour';
 BEGIN
     IF worker IS NULL OR btrim(worker) = '' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "worker": must name the sender' USING ERRCODE = 'invalid_parameter_value';
@@ -72,16 +93,30 @@ BEGIN
     IF max_items IS NULL OR max_items < 1 OR max_items > 100 THEN
         RAISE EXCEPTION 'dionysus: invalid argument "max_items": % is outside [1, 100]', max_items USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    RETURN QUERY
-    -- A message for nobody in particular (the home channel) takes the platform that sends it.
-    UPDATE dionysus.outbox o SET reserved_by = reserve_outbox.worker, reserved_until = now() + dionysus_internal.outbox_lease(),
-           platform = coalesce(o.platform, reserve_outbox.platform)
-     WHERE o.id IN (SELECT x.id FROM dionysus.outbox x
-                     WHERE x.status = 'pending' AND x.audience = 'user' AND (NOT x.requires_approval OR x.approved_at IS NOT NULL)
-                       AND (x.platform IS NULL OR x.platform = reserve_outbox.platform)
-                       AND (x.reserved_until IS NULL OR x.reserved_until < now())
-                     ORDER BY x.created_at, x.id LIMIT max_items FOR UPDATE SKIP LOCKED)
-    RETURNING o.*;
+    -- Oldest first; rows are locked as they are read, so a message held by its hour does not
+    -- keep the ones behind it waiting.
+    FOR x IN SELECT * FROM dionysus.outbox o
+              WHERE o.status = 'pending' AND o.audience = 'user' AND (NOT o.requires_approval OR o.approved_at IS NOT NULL)
+                AND (o.platform IS NULL OR o.platform = reserve_outbox.platform)
+                AND (o.reserved_until IS NULL OR o.reserved_until < now())
+              ORDER BY o.created_at, o.id FOR UPDATE SKIP LOCKED LOOP
+        IF x.reply_to IS NULL AND dionysus_internal.held_at_this_hour(x.content, x.person) THEN
+            -- Written down once, with what held it; sent when the hour has passed.
+            IF x.last_error IS DISTINCT FROM waiting THEN
+                UPDATE dionysus.outbox o SET last_error = waiting WHERE o.id = x.id;
+            END IF;
+            CONTINUE;
+        END IF;
+        -- A message for nobody in particular (the home channel) takes the platform that sends it.
+        RETURN QUERY
+        UPDATE dionysus.outbox o SET reserved_by = reserve_outbox.worker, reserved_until = now() + dionysus_internal.outbox_lease(),
+               platform = coalesce(o.platform, reserve_outbox.platform),
+               last_error = CASE WHEN o.last_error = waiting THEN NULL ELSE o.last_error END
+         WHERE o.id = x.id
+        RETURNING o.*;
+        n := n + 1;
+        EXIT WHEN n >= max_items;
+    END LOOP;
 END $$;
 
 -- The outbox row, locked, still reserved by this worker and unsent (or an error naming why not).

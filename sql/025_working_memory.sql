@@ -184,6 +184,8 @@ CREATE FUNCTION dionysus_internal.working_memory_evict(wm_id uuid) RETURNS integ
     LANGUAGE plpgsql AS $$
 DECLARE
     gone integer;
+    floor_ double precision := dionysus_internal.heartbeat_setting('working_memory_min_relevance');
+    capacity integer := dionysus_internal.heartbeat_setting('working_memory_capacity')::int;
 BEGIN
     WITH ranked AS (
         SELECT i.ref_id, i.relevance,
@@ -191,8 +193,7 @@ BEGIN
           FROM dionysus.working_memory_items i WHERE i.working_memory_id = wm_id)
     DELETE FROM dionysus.working_memory_items i USING ranked r
      WHERE i.working_memory_id = wm_id AND i.ref_id = r.ref_id
-       AND (r.relevance < dionysus_internal.heartbeat_setting('working_memory_min_relevance')
-            OR r.rank > dionysus_internal.heartbeat_setting('working_memory_capacity'));
+       AND (r.relevance < floor_ OR r.rank > capacity);
     GET DIAGNOSTICS gone = ROW_COUNT;
     IF gone > 0 THEN
         UPDATE dionysus.working_memories SET evicted = evicted + gone WHERE id = wm_id;
@@ -244,6 +245,7 @@ DECLARE
     wm dionysus.working_memories;
     new_turn boolean;
     shown uuid[];
+    fade double precision;
 BEGIN
     IF m.person IS NULL OR m.is_bot OR m.import_id IS NOT NULL THEN
         RETURN NULL;
@@ -270,9 +272,8 @@ BEGIN
     END IF;
     UPDATE dionysus.working_memories w SET turns = w.turns + 1, last_message_id = m.id, last_turn_at = m.created_at
      WHERE w.id = wm.id RETURNING * INTO wm;
-    UPDATE dionysus.working_memory_items i
-       SET relevance = i.relevance * dionysus_internal.heartbeat_setting('working_memory_turn_decay')
-     WHERE i.working_memory_id = wm.id;
+    fade := dionysus_internal.heartbeat_setting('working_memory_turn_decay');
+    UPDATE dionysus.working_memory_items i SET relevance = i.relevance * fade WHERE i.working_memory_id = wm.id;
     INSERT INTO dionysus.working_memory_items AS i (working_memory_id, kind, memory_id, relevance, loaded_turn, last_turn)
     SELECT wm.id, CASE WHEN (e ->> 'fact')::boolean THEN 'fact' ELSE 'memory' END, (e ->> 'id')::uuid,
            1 - exp(-greatest(coalesce((e ->> 'score')::float8, 0), 0)), wm.turns, wm.turns

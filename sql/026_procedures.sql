@@ -197,6 +197,8 @@ DECLARE
     said vector;
     hit record;
     n integer := 0;
+    near double precision := dionysus_internal.heartbeat_setting('procedure_match_similarity');
+    most integer := dionysus_internal.heartbeat_setting('procedure_match_max')::int;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM dionysus.procedures p WHERE p.status = 'active' AND (p.person IS NULL OR p.person = m.person)) THEN
         RETURN 0; -- nothing to match: no vector read
@@ -215,9 +217,9 @@ BEGIN
                                              ELSE dionysus.embed(dionysus_internal.procedure_text(p.name, p.domain, p.goals, p.core_patterns, p.core_concepts))
                                         END AS v) e
              WHERE p.status = 'active' AND (p.person IS NULL OR p.person = m.person)
-               AND 1 - (e.v <=> said) >= dionysus_internal.heartbeat_setting('procedure_match_similarity')
+               AND 1 - (e.v <=> said) >= near
              ORDER BY 2 DESC, p.id
-             LIMIT dionysus_internal.heartbeat_setting('procedure_match_max')::int)
+             LIMIT most)
         SELECT * FROM nearest ORDER BY id
     LOOP
         PERFORM dionysus_internal.procedure_activate(hit.id, m.person, wm, m.id, 'matched', hit.sim, hit.sim);

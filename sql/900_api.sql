@@ -229,7 +229,10 @@ COMMENT ON FUNCTION approve_outbox(uuid) IS 'A human''s approval of a public mes
 COMMENT ON FUNCTION dionysus_internal.outbox_lease() IS 'How long a reservation of an outbox message lasts (heartbeat_config.outbox_lease_seconds).';
 COMMENT ON FUNCTION reserve_outbox(text, text, integer) IS
     'Reserves up to max_items deliverable messages of a platform for a worker (a lease, committed at once; nothing stays locked '
-    'while the platform is called). Reservations that lapsed are taken again.';
+    'while the platform is called). Reservations that lapsed are taken again. A message Dionysus starts that a censor with hours '
+    'blocks now waits (last_error says so) and goes once the hours have passed.';
+COMMENT ON FUNCTION dionysus_internal.held_at_this_hour(text, text) IS
+    'Whether a censor with hours (the person''s or everyone''s, watching reach-outs) blocks these words for this person now, in their own time; false at once when they have none.';
 COMMENT ON FUNCTION dionysus_internal.require_reserved_outbox(uuid, text) IS 'The outbox row, locked, unsent and still reserved by this worker; otherwise 55000 saying why.';
 COMMENT ON FUNCTION outbox_part_sent(uuid, text, integer, text) IS
     'Records that part N (from 0, in order) of a message was delivered, with its platform id; a repeat is a no-op. Renews the lease.';

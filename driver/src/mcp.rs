@@ -126,6 +126,12 @@ pub struct AboutArgs {
 }
 
 #[derive(Deserialize, JsonSchema)]
+pub struct PersonArgs {
+    /// A name, an alias or a relation word of someone in this person's life ("Lea", "my sister").
+    pub name: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
 pub struct GoalsArgs {
     /// "list" (the default) or "create".
     pub action: Option<String>,
@@ -313,6 +319,14 @@ impl MemoryServer {
                      'subject', t.subject, 'predicate', t.predicate, 'object', t.object, 'confidence', t.confidence, \
                      'source', t.source)), '[]')) FROM dionysus.triples_about($1, $2) t", &[&a.entity, &person]).await?;
         structured(v)
+    }
+
+    #[tool(description = "What is known about someone in this person's life, by name, alias or relation word (\"my sister\"): \
+        who they are to the person, how the person feels about them, traits, topics, how they relate to the others, and the turns \
+        each thing came from. Only this person's people; an error when nobody by that name is known.")]
+    async fn person(&self, Parameters(a): Parameters<PersonArgs>) -> Result<CallToolResult, ErrorData> {
+        let person = self.person.to_string();
+        structured(json!({ "people": self.value("SELECT dionysus.person($1, of_person => $2)", &[&a.name, &person]).await? }))
     }
 
     #[tool(description = "The companion's open goals this person may see (action \"list\", the default), or a new goal for it \

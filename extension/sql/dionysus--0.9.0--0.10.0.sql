@@ -5,7 +5,8 @@
 -- (026_procedures.sql, seed 002's K-lines): the owner's how-to knowledge, activated into
 -- working memory by a turn's meaning or by name, scored by the outcomes of the episodes that
 -- used them; recall_all, the unified recall. Every row is kept; working memories begin with
--- the next turns (the extraction template changes where the shipped one is active).
+-- the next turns (the extraction template changes where the shipped one is active). A censor's
+-- hours are judged again when a reach-out is sent; a censored reach-out's work says it was not sent.
 
 -- ---------------------------------------------------------------------------------------
 -- The settings' check knows the new keys (sql/002_heartbeat.sql)
@@ -222,6 +223,8 @@ CREATE FUNCTION dionysus_internal.working_memory_evict(wm_id uuid) RETURNS integ
     LANGUAGE plpgsql AS $$
 DECLARE
     gone integer;
+    floor_ double precision := dionysus_internal.heartbeat_setting('working_memory_min_relevance');
+    capacity integer := dionysus_internal.heartbeat_setting('working_memory_capacity')::int;
 BEGIN
     WITH ranked AS (
         SELECT i.ref_id, i.relevance,
@@ -229,8 +232,7 @@ BEGIN
           FROM dionysus.working_memory_items i WHERE i.working_memory_id = wm_id)
     DELETE FROM dionysus.working_memory_items i USING ranked r
      WHERE i.working_memory_id = wm_id AND i.ref_id = r.ref_id
-       AND (r.relevance < dionysus_internal.heartbeat_setting('working_memory_min_relevance')
-            OR r.rank > dionysus_internal.heartbeat_setting('working_memory_capacity'));
+       AND (r.relevance < floor_ OR r.rank > capacity);
     GET DIAGNOSTICS gone = ROW_COUNT;
     IF gone > 0 THEN
         UPDATE dionysus.working_memories SET evicted = evicted + gone WHERE id = wm_id;
@@ -282,6 +284,7 @@ DECLARE
     wm dionysus.working_memories;
     new_turn boolean;
     shown uuid[];
+    fade double precision;
 BEGIN
     IF m.person IS NULL OR m.is_bot OR m.import_id IS NOT NULL THEN
         RETURN NULL;
@@ -308,9 +311,8 @@ BEGIN
     END IF;
     UPDATE dionysus.working_memories w SET turns = w.turns + 1, last_message_id = m.id, last_turn_at = m.created_at
      WHERE w.id = wm.id RETURNING * INTO wm;
-    UPDATE dionysus.working_memory_items i
-       SET relevance = i.relevance * dionysus_internal.heartbeat_setting('working_memory_turn_decay')
-     WHERE i.working_memory_id = wm.id;
+    fade := dionysus_internal.heartbeat_setting('working_memory_turn_decay');
+    UPDATE dionysus.working_memory_items i SET relevance = i.relevance * fade WHERE i.working_memory_id = wm.id;
     INSERT INTO dionysus.working_memory_items AS i (working_memory_id, kind, memory_id, relevance, loaded_turn, last_turn)
     SELECT wm.id, CASE WHEN (e ->> 'fact')::boolean THEN 'fact' ELSE 'memory' END, (e ->> 'id')::uuid,
            1 - exp(-greatest(coalesce((e ->> 'score')::float8, 0), 0)), wm.turns, wm.turns
@@ -766,6 +768,8 @@ DECLARE
     said vector;
     hit record;
     n integer := 0;
+    near double precision := dionysus_internal.heartbeat_setting('procedure_match_similarity');
+    most integer := dionysus_internal.heartbeat_setting('procedure_match_max')::int;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM dionysus.procedures p WHERE p.status = 'active' AND (p.person IS NULL OR p.person = m.person)) THEN
         RETURN 0; -- nothing to match: no vector read
@@ -784,9 +788,9 @@ BEGIN
                                              ELSE dionysus.embed(dionysus_internal.procedure_text(p.name, p.domain, p.goals, p.core_patterns, p.core_concepts))
                                         END AS v) e
              WHERE p.status = 'active' AND (p.person IS NULL OR p.person = m.person)
-               AND 1 - (e.v <=> said) >= dionysus_internal.heartbeat_setting('procedure_match_similarity')
+               AND 1 - (e.v <=> said) >= near
              ORDER BY 2 DESC, p.id
-             LIMIT dionysus_internal.heartbeat_setting('procedure_match_max')::int)
+             LIMIT most)
         SELECT * FROM nearest ORDER BY id
     LOOP
         PERFORM dionysus_internal.procedure_activate(hit.id, m.person, wm, m.id, 'matched', hit.sim, hit.sim);
@@ -993,7 +997,67 @@ BEGIN
 END $$;
 
 -- ---------------------------------------------------------------------------------------
--- complete_work stores a turn's focus and threads (sql/007_work_queue.sql)
+-- A censor's hours are judged when a message is sent too (sql/009_outbox.sql)
+-- ---------------------------------------------------------------------------------------
+CREATE OR REPLACE FUNCTION dionysus_internal.held_at_this_hour(content text, person text) RETURNS boolean
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF person IS NULL OR NOT EXISTS (SELECT 1 FROM dionysus.censors c
+                                      WHERE c.status = 'active' AND c.from_hour IS NOT NULL
+                                        AND (c.person IS NULL OR c.person = held_at_this_hour.person)
+                                        AND (c.kinds IS NULL OR 'reach_out' = ANY (c.kinds))) THEN
+        RETURN false;
+    END IF;
+    RETURN EXISTS (SELECT 1 FROM dionysus.check_censors(content, 'reach_out', person) h
+                     JOIN dionysus.censors c ON c.id = h.censor_id
+                    WHERE h.action = 'block' AND c.from_hour IS NOT NULL);
+END $$;
+
+CREATE OR REPLACE FUNCTION reserve_outbox(worker text, platform text, max_items integer DEFAULT 1) RETURNS SETOF outbox
+    LANGUAGE plpgsql AS $$
+DECLARE
+    x dionysus.outbox;
+    n integer := 0;
+    waiting constant text := 'waiting: a censor holds at this hour';
+BEGIN
+    IF worker IS NULL OR btrim(worker) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "worker": must name the sender' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF platform IS NULL OR btrim(platform) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "platform": must name the platform' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_items IS NULL OR max_items < 1 OR max_items > 100 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "max_items": % is outside [1, 100]', max_items USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- Oldest first; rows are locked as they are read, so a message held by its hour does not
+    -- keep the ones behind it waiting.
+    FOR x IN SELECT * FROM dionysus.outbox o
+              WHERE o.status = 'pending' AND o.audience = 'user' AND (NOT o.requires_approval OR o.approved_at IS NOT NULL)
+                AND (o.platform IS NULL OR o.platform = reserve_outbox.platform)
+                AND (o.reserved_until IS NULL OR o.reserved_until < now())
+              ORDER BY o.created_at, o.id FOR UPDATE SKIP LOCKED LOOP
+        IF x.reply_to IS NULL AND dionysus_internal.held_at_this_hour(x.content, x.person) THEN
+            -- Written down once, with what held it; sent when the hour has passed.
+            IF x.last_error IS DISTINCT FROM waiting THEN
+                UPDATE dionysus.outbox o SET last_error = waiting WHERE o.id = x.id;
+            END IF;
+            CONTINUE;
+        END IF;
+        -- A message for nobody in particular (the home channel) takes the platform that sends it.
+        RETURN QUERY
+        UPDATE dionysus.outbox o SET reserved_by = reserve_outbox.worker, reserved_until = now() + dionysus_internal.outbox_lease(),
+               platform = coalesce(o.platform, reserve_outbox.platform),
+               last_error = CASE WHEN o.last_error = waiting THEN NULL ELSE o.last_error END
+         WHERE o.id = x.id
+        RETURNING o.*;
+        n := n + 1;
+        EXIT WHEN n >= max_items;
+    END LOOP;
+END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- complete_work stores a turn's focus and threads, and tells a censored reach-out's heartbeat
+-- that nothing was sent (sql/007_work_queue.sql)
 -- ---------------------------------------------------------------------------------------
 CREATE OR REPLACE FUNCTION complete_work(work_id uuid, result jsonb DEFAULT '{}', lease uuid DEFAULT NULL) RETURNS jsonb
     LANGUAGE plpgsql AS $$
@@ -1203,6 +1267,9 @@ BEGIN
         censored := dionysus.censor_gate('reach_out', result ->> 'message', target ->> 'person', jsonb_build_object('work_id', w.id));
         IF censored ->> 'verdict' = 'block' THEN
             refused := refused || jsonb_build_object('message', 'censored', 'reasons', censored -> 'reasons', 'censors', censored -> 'censors');
+            -- What the heartbeat's narrative is told of this work (its summary): nothing was sent.
+            -- Not why: a person's own reasons are theirs, and a narrative may be read by others.
+            result := result || jsonb_build_object('summary', 'not sent: a censor held it back');
         ELSE
             IF censored ->> 'verdict' = 'warn' THEN
                 made := made || jsonb_build_object('censor_warnings', censored -> 'censors');
@@ -1398,6 +1465,12 @@ BEGIN
     END LOOP;
 END $$;
 
+COMMENT ON FUNCTION reserve_outbox(text, text, integer) IS
+    'Reserves up to max_items deliverable messages of a platform for a worker (a lease, committed at once; nothing stays locked '
+    'while the platform is called). Reservations that lapsed are taken again. A message Dionysus starts that a censor with hours '
+    'blocks now waits (last_error says so) and goes once the hours have passed.';
+COMMENT ON FUNCTION dionysus_internal.held_at_this_hour(text, text) IS
+    'Whether a censor with hours (the person''s or everyone''s, watching reach-outs) blocks these words for this person now, in their own time; false at once when they have none.';
 COMMENT ON FUNCTION complete_work(uuid, jsonb, uuid) IS
     'Applies a claimed work item''s result (memories, facts, triples, goals, goal_progress, identity, worldview, concepts, '
     'episode_summary, message, summary; basis: the memory ids the model was shown; person: whom a reach-out is for; objectives: the person''s, '
@@ -1456,7 +1529,7 @@ COMMENT ON FUNCTION recall_all(text, integer, text) IS
 
 GRANT SELECT, INSERT, UPDATE ON open_threads, working_memories, working_memory_items, working_memory_sessions,
     procedures, procedure_activations TO dionysus_driver;
-GRANT EXECUTE ON FUNCTION dionysus_internal.thread_key(text), dionysus_internal.turn_episode(uuid, boolean), dionysus_internal.working_memory_of(text, uuid), dionysus_internal.working_memory_evict(uuid), dionysus_internal.working_memory_json(dionysus.working_memories, uuid[]), dionysus_internal.working_memory_turn(dionysus.messages, jsonb, uuid[], boolean), dionysus_internal.store_working_focus(text, uuid, jsonb, jsonb), dionysus_internal.end_working_memories(), working_memory(text), person_open_threads(text), close_open_thread(text, uuid), dionysus_internal.procedure_list(text[], text), dionysus_internal.procedure_text(text, text, text[], text[], text[]), dionysus_internal.procedure_activate(uuid, text, dionysus.working_memories, uuid, text, double precision, double precision), dionysus_internal.match_procedures(dionysus.messages, dionysus.working_memories), activate_procedure(text, text, uuid), dionysus_internal.procedure_json(dionysus.procedures), person_procedures(text), dionysus_internal.score_procedures(uuid, text), recall_all(text, integer, text) TO dionysus_driver;
+GRANT EXECUTE ON FUNCTION dionysus_internal.thread_key(text), dionysus_internal.turn_episode(uuid, boolean), dionysus_internal.working_memory_of(text, uuid), dionysus_internal.working_memory_evict(uuid), dionysus_internal.working_memory_json(dionysus.working_memories, uuid[]), dionysus_internal.working_memory_turn(dionysus.messages, jsonb, uuid[], boolean), dionysus_internal.store_working_focus(text, uuid, jsonb, jsonb), dionysus_internal.end_working_memories(), working_memory(text), person_open_threads(text), close_open_thread(text, uuid), dionysus_internal.procedure_list(text[], text), dionysus_internal.procedure_text(text, text, text[], text[], text[]), dionysus_internal.procedure_activate(uuid, text, dionysus.working_memories, uuid, text, double precision, double precision), dionysus_internal.match_procedures(dionysus.messages, dionysus.working_memories), activate_procedure(text, text, uuid), dionysus_internal.procedure_json(dionysus.procedures), person_procedures(text), dionysus_internal.score_procedures(uuid, text), recall_all(text, integer, text), dionysus_internal.held_at_this_hour(text, text) TO dionysus_driver;
 -- Working memory: written through chat_context and complete_work; whose a row is, and what a
 -- session record says, are fixed when written.
 GRANT DELETE ON working_memories, working_memory_items TO dionysus_driver;

@@ -121,12 +121,16 @@ async fn reach_outs_and_contacts_are_held_back_before_the_outbox() {
     let done: Value = c
         .query_one(
             "SELECT dionysus.complete_work($1::text::uuid, $2, $3)",
-            &[&work, &json!({"message": "Hello! Have you thought about a diet to lose some weight?", "person": "test:alice"}), &lease],
+            &[&work, &json!({"message": "Hello! Have you thought about a diet to lose some weight?", "person": "test:alice",
+                             "summary": "wrote to test:alice (say hello)"}), &lease],
         )
         .await
         .unwrap()
         .get(0);
     assert_eq!(done["refused"][0]["message"], json!("censored"), "{done}");
+    // The heartbeat's narrative is told what happened (its work's summary), not that it wrote.
+    let told: String = one(c, &format!("SELECT result ->> 'summary' FROM dionysus.work_queue WHERE id = '{work}'")).await;
+    assert_eq!(told, "not sent: a censor held it back");
     assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.outbox").await, 0, "nothing reached the outbox");
     // Blocked at the heartbeat itself: the record (and the narrative others may read) names
     // none of the person's own reasons.
@@ -159,6 +163,40 @@ async fn reach_outs_and_contacts_are_held_back_before_the_outbox() {
     assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.outbox").await, 0);
     // Someone else's censor does not hold back a message to Bo.
     assert!(c.query("SELECT * FROM dionysus.check_censors('Try a diet to lose weight', 'reach_out', 'test:bo')", &[]).await.unwrap().is_empty());
+}
+
+/// A censor's hours are judged when a message is sent as well as when it is written: a
+/// reach-out written at 21:55 that is still unsent at 22:05 waits through the hours a censor
+/// keeps quiet, and goes at 9.
+#[tokio::test]
+async fn a_reach_out_written_before_a_censors_hours_waits_for_them_to_pass() {
+    let db = TestDb::new("censor_hours_delivery").await;
+    let c = &db.client;
+    c.batch_execute(
+        "SELECT dionysus.pause_heartbeats(true); SELECT dionysus.set_clock('2026-11-23 21:55+00'); \
+         SELECT dionysus.log_message('test', 'a1', 'dm:alice', 'alice', 'Hello there'); \
+         SELECT dionysus.add_censor('messaging them', 'they sleep', 'block', 'test:alice', kinds => ARRAY['reach_out'], \
+                                    from_hour => 22, to_hour => 9, any_content => true); \
+         DELETE FROM dionysus.work_queue;",
+    )
+    .await
+    .unwrap();
+    c.batch_execute(
+        "DO $$ DECLARE w uuid; BEGIN \
+           INSERT INTO dionysus.work_queue (idempotency_key, action, params) VALUES ('r1', 'reach_out_user', '{\"person\": \"test:alice\"}') RETURNING id INTO w; \
+           PERFORM dionysus.claim_work('t', ARRAY['reach_out_user']); \
+           PERFORM dionysus.complete_work(w, '{\"message\": \"Thinking of you, how did the week end?\", \"person\": \"test:alice\"}'); END $$",
+    )
+    .await
+    .unwrap();
+    assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.outbox WHERE status = 'pending'").await, 1, "written outside the hours");
+    c.batch_execute("SELECT dionysus.advance_clock('10 minutes')").await.unwrap();
+    assert_eq!(c.query("SELECT * FROM dionysus.reserve_outbox('w', 'test')", &[]).await.unwrap().len(), 0, "sent at 22:05");
+    assert_eq!(one::<String>(c, "SELECT last_error FROM dionysus.outbox").await, "waiting: a censor holds at this hour");
+    c.batch_execute("SELECT dionysus.set_clock('2026-11-24 09:01+00')").await.unwrap();
+    let sent = c.query("SELECT id FROM dionysus.reserve_outbox('w', 'test')", &[]).await.unwrap();
+    assert_eq!(sent.len(), 1, "still held after the hours");
+    assert!(one::<Option<String>>(c, "SELECT last_error FROM dionysus.outbox").await.is_none());
 }
 
 /// "Never message me before 9" in the person's words becomes their censor (the fast model reads

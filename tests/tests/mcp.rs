@@ -90,6 +90,14 @@ async fn seed(db: &TestDb) -> (uuid::Uuid, uuid::Uuid) {
         .execute("SELECT dionysus.create_goal('Help Bob find a new job quietly', source => 'user_request', private_to => ARRAY[$1])", &[&BOB])
         .await
         .unwrap();
+    // The people in each one's life: Ada's sister Lea, Bob's colleague Lea.
+    db.client
+        .batch_execute(&format!(
+            "SELECT dionysus_internal.note_person('{ADA}', '{{\"name\": \"Lea\", \"relation\": \"sister\"}}', NULL); \
+             SELECT dionysus_internal.note_person('{BOB}', '{{\"name\": \"Lea\", \"relation\": \"colleague\"}}', NULL);"
+        ))
+        .await
+        .unwrap();
     (shared, bobs)
 }
 
@@ -108,7 +116,7 @@ async fn an_agent_remembers_and_recalls_as_one_person_over_stdio() {
     names.sort();
     assert_eq!(
         names,
-        ["add_triple", "forget", "goals", "learn", "recall", "remember", "status", "supersede", "triples_about"]
+        ["add_triple", "forget", "goals", "learn", "person", "recall", "remember", "status", "supersede", "triples_about"]
     );
     for tool in client.list_all_tools().await.unwrap() {
         assert!(tool.description.as_deref().is_some_and(|d| d.len() > 40), "{} needs a description an agent can act on", tool.name);
@@ -144,6 +152,15 @@ async fn an_agent_remembers_and_recalls_as_one_person_over_stdio() {
     assert!(!about_bob["results"].as_array().unwrap().is_empty(), "shared memories stay visible: {about_bob}");
     let triples = call(&client, "triples_about", json!({"entity": "Bob"})).await.unwrap();
     assert_eq!(triples["triples"], json!([]), "{triples}");
+    // The people in her life, with where each came from; never Bob's.
+    let ada_lea = call(&client, "person", json!({"name": "my sister"})).await.unwrap();
+    assert_eq!((ada_lea["people"][0]["name"].as_str(), ada_lea["people"][0]["relation"].as_str()), (Some("Lea"), Some("sister")), "{ada_lea}");
+    assert!(ada_lea["people"][0]["sources"].is_array(), "{ada_lea}");
+    let lea = call(&client, "person", json!({"name": "Lea"})).await.unwrap();
+    assert_eq!(lea["people"].as_array().map(Vec::len), Some(1), "Bob's Lea reached Ada: {lea}");
+    assert!(!lea.to_string().contains("colleague"), "{lea}");
+    let (msg, _) = refused(&client, "person", json!({"name": "my boss"})).await;
+    assert!(msg.contains("\"name\""), "{msg}");
     let goals = call(&client, "goals", json!({})).await.unwrap();
     assert!(!goals.to_string().contains("Bob"), "{goals}");
     let status = call(&client, "status", json!({})).await.unwrap();
@@ -264,7 +281,7 @@ async fn bad_arguments_and_a_dead_database_are_clean_errors() {
     let client = connect(&dead).await;
     let (message, _) = refused(&client, "status", json!({})).await;
     assert!(message.contains("database") && message.contains("unreachable"), "{message}");
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 9, "still serving");
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 10, "still serving");
     client.cancel().await.unwrap();
 }
 

@@ -36,45 +36,55 @@ pub async fn working_memory(n: usize) {
     c.batch_execute("VACUUM ANALYZE").await.unwrap();
     println!("filled in {:.1} s", t.elapsed().as_secs_f64());
 
-    // Each turn: chat_context whole (the baseline, which steps the working memory itself), then
-    // the step and the procedure match alone on the next turn, timed around each call.
+    // Each turn its own transaction, as in the service (a loop in one transaction would walk
+    // every earlier version of the rows it rewrites): chat_context whole on odd turns (the
+    // baseline, which steps the working memory itself), the step and the procedure match alone
+    // on even ones, each timed inside the server around the call.
     c.batch_execute(
-        "CREATE FUNCTION pg_temp.timed() RETURNS TABLE (context_ms float8, step_ms float8, match_ms float8) LANGUAGE plpgsql AS $$
-         DECLARE t timestamptz; m dionysus.messages; wm dionysus.working_memories; found_ jsonb; k integer := 0;
+        "CREATE FUNCTION pg_temp.context_ms(id uuid) RETURNS float8 LANGUAGE plpgsql AS $$
+         DECLARE t timestamptz := clock_timestamp();
          BEGIN
-             FOR m IN SELECT * FROM dionysus.messages ORDER BY created_at, id LOOP
-                 k := k + 1;
-                 IF k % 2 = 1 THEN
-                     t := clock_timestamp();
-                     PERFORM dionysus.chat_context(m.id, 8, 12);
-                     context_ms := extract(epoch FROM clock_timestamp() - t) * 1000;
-                 ELSE
-                     found_ := (SELECT jsonb_agg(jsonb_build_object('id', x.id, 'score', random() * 1.5))
-                                  FROM (SELECT id FROM dionysus.memories WHERE source = 'bench' ORDER BY random() LIMIT 8) x);
-                     t := clock_timestamp();
-                     PERFORM dionysus_internal.working_memory_turn(m, found_, '{}', true);
-                     step_ms := extract(epoch FROM clock_timestamp() - t) * 1000;
-                     SELECT * INTO wm FROM dionysus.working_memories LIMIT 1;
-                     t := clock_timestamp();
-                     PERFORM dionysus_internal.match_procedures(m, wm);
-                     match_ms := extract(epoch FROM clock_timestamp() - t) * 1000;
-                     RETURN NEXT;
-                 END IF;
-             END LOOP;
-         END $$",
+             PERFORM dionysus.chat_context(id, 8, 12);
+             RETURN extract(epoch FROM clock_timestamp() - t) * 1000;
+         END $$;
+         CREATE FUNCTION pg_temp.step_ms(id uuid, OUT step float8, OUT match float8) LANGUAGE plpgsql AS $$
+         DECLARE t timestamptz; m dionysus.messages; wm dionysus.working_memories; found_ jsonb;
+         BEGIN
+             SELECT * INTO m FROM dionysus.messages WHERE messages.id = step_ms.id;
+             found_ := (SELECT jsonb_agg(jsonb_build_object('id', x.id, 'score', random() * 1.5))
+                          FROM (SELECT memories.id FROM dionysus.memories WHERE source = 'bench' ORDER BY random() LIMIT 8) x);
+             t := clock_timestamp();
+             PERFORM dionysus_internal.working_memory_turn(m, found_, '{}', true);
+             step := extract(epoch FROM clock_timestamp() - t) * 1000;
+             SELECT * INTO wm FROM dionysus.working_memories LIMIT 1;
+             t := clock_timestamp();
+             PERFORM dionysus_internal.match_procedures(m, wm);
+             match := extract(epoch FROM clock_timestamp() - t) * 1000;
+         END $$;",
     )
     .await
     .unwrap();
-    let rows = c.query("SELECT * FROM pg_temp.timed()", &[]).await.unwrap();
-    let col = |i: usize| rows.iter().map(|r| r.get::<_, f64>(i)).collect::<Vec<f64>>();
-    let (c50, c95) = p50_p95(&mut col(0));
-    let (s50, s95) = p50_p95(&mut col(1));
-    let (m50, m95) = p50_p95(&mut col(2));
+    let ids: Vec<uuid::Uuid> =
+        c.query("SELECT id FROM dionysus.messages ORDER BY created_at, id", &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
+    let (mut context, mut step, mut matched) = (Vec::new(), Vec::new(), Vec::new());
+    for (k, id) in ids.iter().enumerate() {
+        if k % 2 == 0 {
+            context.push(c.query_one("SELECT pg_temp.context_ms($1)", &[id]).await.unwrap().get::<_, f64>(0));
+        } else {
+            let r = c.query_one("SELECT * FROM pg_temp.step_ms($1)", &[id]).await.unwrap();
+            step.push(r.get::<_, f64>(0));
+            matched.push(r.get::<_, f64>(1));
+        }
+    }
+    let turns = ids.len();
+    let (c50, c95) = p50_p95(&mut context);
+    let (s50, s95) = p50_p95(&mut step);
+    let (m50, m95) = p50_p95(&mut matched);
     let held: i64 = c.query_one("SELECT count(*) FROM dionysus.working_memory_items", &[]).await.unwrap().get(0);
     let evicted: i32 = c.query_one("SELECT evicted FROM dionysus.working_memories LIMIT 1", &[]).await.unwrap().get(0);
     println!("chat_context of a turn (the baseline, with its own step): {c50:.2} / {c95:.2} ms p50/p95");
     println!("  a working-memory step (8 recalled, {held} held at the end, {evicted} evicted over {} turns): {s50:.3} / {s95:.3} ms ({:.1}% of the context at p50)",
-             rows.len() * 2, 100.0 * s50 / c50);
+             turns, 100.0 * s50 / c50);
     println!("  the procedures a turn calls for, among {procedures}: {m50:.3} / {m95:.3} ms ({:.1}% of the context at p50)", 100.0 * m50 / c50);
 
     // Unified recall against recall, the same queries (embeddings cached by the first pass).
