@@ -9,7 +9,8 @@
 #   scripts/bench.sh decay [N]          a decay pass: nothing due, moving memories, mentions (100000)
 #   scripts/bench.sh people [P]         people in a chat context and a turn's people stored, a life of P people (1000)
 #   scripts/bench.sh working_memory [N] a turn's working-memory step and procedure match vs its chat_context; recall_all vs recall (10000)
-#   scripts/bench.sh all                LoCoMo, recall at 10k and 100k, the driver, the fortnight, agents, re-index, decay, people, working memory
+#   scripts/bench.sh context [N]        chat_context under each token budget: tokens, levels, cuts, latency; the fit alone (100000)
+#   scripts/bench.sh all                LoCoMo, recall at 10k and 100k, the driver, the fortnight, agents, re-index, decay, people, working memory, context budgets
 # One core per backend, as on a 1 vCPU VPS (candle's pool is pinned to one thread).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +32,7 @@ case "${1:-all}" in
   decay) $bench decay "${2:-100000}" ;;
   people) $bench people "${2:-1000}" ;;
   working_memory) $bench working_memory "${2:-10000}" ;;
+  context) $bench context "${2:-100000}" ;;
   recall) $bench recall "${2:-10000}" "${3:-200}" ;;
   driver) $bench driver "${2:-100000}" "${3:-200}" ;;
   fortnight) $bench fortnight "${2:-14}" ;;
@@ -45,6 +47,7 @@ case "${1:-all}" in
     $bench reindex 10000
     $bench decay 100000
     $bench people 1000
-    $bench working_memory 10000 ;;
-  *) echo "usage: scripts/bench.sh locomo [PATH] [--json] | recall [N] [Q] | driver [N] [M] | fortnight [DAYS] | agents [N] [Q] | reindex [N] | decay [N] | people [P] | working_memory [N] | all" >&2; exit 2 ;;
+    $bench working_memory 10000
+    $bench context 100000 ;;
+  *) echo "usage: scripts/bench.sh locomo [PATH] [--json] | recall [N] [Q] | driver [N] [M] | fortnight [DAYS] | agents [N] [Q] | reindex [N] | decay [N] | people [P] | working_memory [N] | context [N] | all" >&2; exit 2 ;;
 esac

@@ -119,7 +119,7 @@ $$;
 
 -- Starts a heartbeat, or returns the one in flight: exactly one at a time. Regenerates energy
 -- (min(previous × carry_over + base_regeneration, max)), observes, orients, and returns the
--- whole context the decision needs.
+-- whole context the decision needs, within the heartbeat's token budget (027).
 CREATE FUNCTION heartbeat_begin() RETURNS jsonb
     LANGUAGE plpgsql AS $$
 DECLARE
@@ -156,7 +156,8 @@ BEGIN
         'environment', env,
         'goals', goals,
         'recent_memories', coalesce((SELECT jsonb_agg(jsonb_build_object('id', m.id, 'content', m.content, 'created_at', m.created_at,
-                                                                         'valence', m.valence) ORDER BY m.created_at DESC)
+                                                                         'valence', m.valence, 'summary', m.summary, 'micro', m.micro)
+                                                      ORDER BY m.created_at DESC)
                                       FROM (SELECT * FROM dionysus.memories WHERE type = 'episodic' AND status = 'active'
                                              ORDER BY created_at DESC LIMIT 5) m), '[]'::jsonb),
         'activated_themes', dionysus.activated_themes(),
@@ -174,6 +175,8 @@ BEGIN
                                    FROM dionysus.north_stars n
                                   WHERE n.status = 'active'
                                     AND n.person = (SELECT p.person FROM dionysus.people p ORDER BY p.last_message_at DESC NULLS LAST LIMIT 1)), '[]'::jsonb));
+    -- Within the heartbeat's budget (027), saying what it included and what it cut.
+    ctx := dionysus_internal.fit_task_context(ctx, 'heartbeat');
     -- Whose private words this context holds: its memories (recent ones, and the recalled
     -- ones activated_themes may quote) and its goals. What the heartbeat writes inherits it.
     taint := dionysus_internal.privacy_union(

@@ -244,10 +244,11 @@ END $$;
 -- finds for the message (turns already in view left out), the facts among them, the triples
 -- around the entities the message names (and the person), and the active goals. Memories,
 -- triples and goals are only those the message's person may see: nothing another person
--- said in private (a turn of unknown person sees only what is private to nobody).
+-- said in private (a turn of unknown person sees only what is private to nobody). All of it
+-- within a token budget (027): the archetype's task's, or budget tokens when given.
 -- ---------------------------------------------------------------------------------------
 CREATE FUNCTION chat_context(message_id uuid, max_memories integer DEFAULT 8, max_turns integer DEFAULT 12,
-                             use_archetype boolean DEFAULT true)
+                             use_archetype boolean DEFAULT true, budget integer DEFAULT NULL)
     RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
     m dionysus.messages;
@@ -267,6 +268,8 @@ DECLARE
     -- A context with memories is a turn of the conversation (the extraction's asks for none),
     -- whatever an archetype narrows them to.
     steps boolean := coalesce(max_memories, 0) > 0;
+    -- The budget's task (027): an archetype's, else casual chat.
+    task text := 'chat';
 BEGIN
     IF message_id IS NULL THEN
         RAISE EXCEPTION 'dionysus: argument "message_id" must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -276,6 +279,9 @@ BEGIN
     END IF;
     IF max_turns IS NULL OR max_turns < 0 OR max_turns > 200 THEN
         RAISE EXCEPTION 'dionysus: invalid argument "max_turns": % is outside [0, 200]', max_turns USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF budget IS NOT NULL AND (budget < 100 OR budget > 200000) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "budget": % tokens is outside [100, 200000]', budget USING ERRCODE = 'invalid_parameter_value';
     END IF;
     SELECT * INTO m FROM dionysus.messages x WHERE x.id = chat_context.message_id;
     IF NOT FOUND THEN
@@ -292,22 +298,27 @@ BEGIN
             max_memories := least(max_memories, (shape ->> 'memories')::int);
             threshold := (shape ->> 'similarity_threshold')::float8;
             depth := (shape ->> 'triple_depth')::int;
+            task := coalesce((SELECT a.budget_task FROM dionysus.context_archetypes a WHERE a.name = shape ->> 'name'), task);
         END IF;
     END IF;
 
     -- The turns before it in its channel: a lived turn's are the lived ones and its person's own
     -- imported history; an imported turn's, its person's imported turns only (another person's
     -- import may use the same channel name). Someone else's words in a history are marked so.
+    -- A turn's shorter levels are its memory's (027; a memory that faded already is one).
     SELECT coalesce(jsonb_agg(jsonb_build_object('role', CASE WHEN t.is_bot THEN 'assistant' WHEN t.other THEN 'other' ELSE 'user' END,
-                                                 'content', t.content, 'at', t.created_at, 'proactive', t.is_proactive)
+                                                 'content', t.content, 'at', t.created_at, 'proactive', t.is_proactive,
+                                                 'summary', t.summary, 'micro', t.micro)
                               ORDER BY t.created_at, t.id), '[]'::jsonb),
            array_agg(t.memory_id) FILTER (WHERE t.memory_id IS NOT NULL)
       INTO turns, in_view
       FROM (SELECT x.id, x.is_bot, x.created_at, x.is_proactive, x.memory_id,
                    CASE WHEN x.import_id IS NULL THEN x.content ELSE coalesce(mm.content, x.content) END AS content,
-                   x.import_id IS NOT NULL AND mm.metadata ->> 'role' = 'other' AS other
+                   x.import_id IS NOT NULL AND mm.metadata ->> 'role' = 'other' AS other,
+                   CASE mm.stage WHEN 'fresh' THEN mm.summary WHEN 'fading' THEN mm.content END AS summary,
+                   CASE mm.stage WHEN 'distant' THEN mm.content ELSE mm.micro END AS micro
               FROM dionysus.messages x
-              LEFT JOIN dionysus.memories mm ON x.import_id IS NOT NULL AND mm.id = x.memory_id
+              LEFT JOIN dionysus.memories mm ON mm.id = x.memory_id
              WHERE x.platform = m.platform AND x.channel_id = m.channel_id AND x.id <> m.id
                AND (x.created_at, x.id) < (m.created_at, m.id)
                AND ((x.import_id IS NULL AND m.import_id IS NULL) OR (x.import_id IS NOT NULL AND x.person = m.person))
@@ -319,7 +330,7 @@ BEGIN
                    'id', r.memory_id, 'content', r.content, 'type', r.type, 'created_at', r.created_at,
                    'score', round(r.score::numeric, 4), 'found_by', r.found_by,
                    'fact', f.memory_id IS NOT NULL, 'subject', f.subject,
-                   'role', x.role) ORDER BY r.score DESC), '[]'::jsonb)
+                   'role', x.role, 'stage', mm.stage, 'summary', mm.summary, 'micro', mm.micro) ORDER BY r.score DESC), '[]'::jsonb)
           INTO mems
           FROM (SELECT * FROM dionysus.recall(m.content, max_memories + cardinality(in_view), person => viewer)
                  WHERE NOT (memory_id = ANY(in_view))
@@ -327,6 +338,7 @@ BEGIN
                    AND (threshold IS NULL OR found_by <> 'vector' OR vector_score >= threshold)
                  ORDER BY score DESC LIMIT max_memories) r
           LEFT JOIN dionysus.facts f ON f.memory_id = r.memory_id
+          LEFT JOIN dionysus.memories mm ON mm.id = r.memory_id
           LEFT JOIN LATERAL (SELECT CASE WHEN y.is_bot THEN 'assistant' ELSE 'user' END AS role
                                FROM dionysus.messages y WHERE y.memory_id = r.memory_id LIMIT 1) x ON true;
     ELSE
@@ -363,7 +375,9 @@ BEGIN
              ORDER BY confidence DESC, updated_at DESC LIMIT 20) t
       JOIN dionysus.entities s ON s.id = t.subject_id JOIN dionysus.entities o ON o.id = t.object_id;
 
-    RETURN jsonb_build_object(
+    -- Within the task's budget (027): each item at the richest level that fits, the rest cut,
+    -- and what was included and cut said under context_budget.
+    RETURN dionysus_internal.fit_task_context(jsonb_build_object(
         'message', jsonb_build_object('id', m.id, 'content', m.content, 'at', m.created_at, 'channel_id', m.channel_id,
                                       'platform', m.platform, 'person', m.person),
         'now', now(),
@@ -382,7 +396,7 @@ BEGIN
         'archetype', shape,
         -- What this session holds in mind: its focus, open threads, and what earlier turns
         -- brought up that this one did not (NULL outside a person's open session).
-        'working_memory', wmem);
+        'working_memory', wmem), task, budget);
 END $$;
 
 -- ---------------------------------------------------------------------------------------
@@ -407,7 +421,7 @@ END $$;
 
 -- ---------------------------------------------------------------------------------------
 -- Language jobs of the worker (seed 000 §6.4–6.5), queued for the driver: summaries of
--- episodes closed a while ago, and concepts for young memories. Idempotency keys make a
+-- episodes closed a while ago, concepts for young memories, the shorter levels of long ones. Idempotency keys make a
 -- second enqueue of the same job a no-op. Episodes left open past the gap are closed first.
 -- ---------------------------------------------------------------------------------------
 CREATE FUNCTION enqueue_language_work() RETURNS integer
@@ -446,6 +460,8 @@ BEGIN
     ON CONFLICT (idempotency_key) DO NOTHING;
     GET DIAGNOSTICS k = ROW_COUNT;
     n := n + k;
+    -- The detail levels of long memories (027), ahead of the contexts that need them.
+    n := n + dionysus_internal.enqueue_condense_levels();
     -- The nightly dream (017), once a local date, after dream_hour.
     IF dionysus_internal.schedule_dream() THEN
         n := n + 1;

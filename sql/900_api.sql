@@ -26,7 +26,7 @@ DECLARE
                      WHERE e.extname = 'vector');
     f text;
 BEGIN
-    FOREACH f IN ARRAY ARRAY['dionysus.heartbeat_warnings()', 'dionysus.chat_context(uuid, integer, integer, boolean)',
+    FOREACH f IN ARRAY ARRAY['dionysus.heartbeat_warnings()', 'dionysus.chat_context(uuid, integer, integer, boolean, integer)',
                              'dionysus_internal.web_only_basis(text)', 'dionysus.match_archetype(vector)',
                              'dionysus_internal.archetype_centroid(text[])',
                              'dionysus_internal.note_objective(text, text, double precision, text, uuid)',
@@ -175,7 +175,7 @@ COMMENT ON FUNCTION update_energy(double precision, uuid, text, text) IS
 COMMENT ON FUNCTION heartbeat_begin() IS
     'Starts a heartbeat (or returns the one in flight): regenerates energy, observes, orients, and returns the whole '
     'context as jsonb: energy, environment, goal review, recent memories, activated themes, identity, worldview, '
-    'action costs and warnings.';
+    'action costs and warnings, within the heartbeat''s token budget (027; what it cut is under context_budget).';
 COMMENT ON FUNCTION heartbeat_commit IS
     'Applies a decision {reasoning, actions[{action, params}], goal_changes[{goal_id, change, note}]} to the heartbeat in '
     'flight: each action validated against its schema, walked in order within the energy available, database actions '
@@ -308,12 +308,14 @@ COMMENT ON FUNCTION log_message(text, text, text, text, text, boolean, boolean, 
     'Logs one turn in one transaction: deduplicated by the platform''s message id, chained, remembered as an episodic memory '
     'private to the turn''s person (the author of a person''s turn; for the bot''s, person or the author of reply_to); '
     'a person''s turn also starts the session and queues its extraction. Returns {message_id, duplicate, prev_message_id, memory_id, work_id, person}.';
-COMMENT ON FUNCTION chat_context(uuid, integer, integer, boolean) IS
+COMMENT ON FUNCTION chat_context(uuid, integer, integer, boolean, integer) IS
     'Everything a reply needs: the last turns of the channel, recalled memories (turns in view left out; facts marked), '
     'triples about the entities named and the person, the people in their life it names with how they relate (people), the active goals, the person''s north stars and objectives; only what the message''s person may see. '
     'With use_archetype, the nearest context archetype sets the turns, memories, similarity threshold and triple depth (reported as archetype), '
     'within max_memories and max_turns (which alone apply when no archetype is near enough). '
-    'working_memory: the session''s focus, open threads and what earlier turns brought up (a context with memories steps it once per turn; NULL outside a person''s open session).';
+    'working_memory: the session''s focus, open threads and what earlier turns brought up (a context with memories steps it once per turn; NULL outside a person''s open session). '
+    'All within a token budget (027): the archetype''s task''s (casual chat''s without one), or budget tokens (100 to 200000); each item at the richest level that fits '
+    '(a memory''s or turn''s content is that level''s text, with level and tokens), the rest cut; context_budget reports what was included at which level and what was cut.';
 COMMENT ON FUNCTION queue_reply(uuid, text, text) IS
     'The reply to a person''s message, in the outbox and reserved for the worker that sends it (reserve → send → confirm). One reply '
     'per message: asked again it returns the reply already queued (re-reserved for the caller when nobody else holds it); with '
@@ -325,7 +327,8 @@ COMMENT ON FUNCTION end_idle_session() IS
     'Ends the session when the person has been silent for session_idle_minutes; with significant_session_turns or more of '
     'their turns it requests a heartbeat. Returns whether it ended one.';
 COMMENT ON FUNCTION enqueue_language_work() IS
-    'Queues the worker''s language jobs for the driver (seed 000 §6.4–6.5): summaries of closed episodes, concepts of young memories. '
+    'Queues the worker''s language jobs for the driver (seed 000 §6.4–6.5): summaries of closed episodes, concepts of young memories, '
+    'the summary and micro levels of long fresh memories (027). '
     'Closes episodes left open past the gap first. Returns how many were queued.';
 COMMENT ON FUNCTION episode_transcript(uuid) IS 'An episode''s memories in order, for its summary.';
 
@@ -656,6 +659,16 @@ COMMENT ON FUNCTION dionysus_internal.score_procedures(uuid, text) IS 'An episod
 COMMENT ON FUNCTION recall_all(text, integer, text) IS
     'Seed 002''s unified recall: memories and facts (as recall scores them), procedures, censors and the person''s own episode summaries (weight_vector · similarity: found by meaning alone), one list ranked by score with kind and detail; only what the person may see.';
 
+-- Context budgets and detail levels (027).
+COMMENT ON TABLE context_budgets IS 'Token budgets by task (seed 002: 3K casual chat, 6K a deep conversation, 8K a heartbeat decision, 12K reflection or synthesis), each with the order its sections are served in; a context archetype names its task (budget_task).';
+COMMENT ON COLUMN context_archetypes.budget_task IS 'The context budget (context_budgets.task) of this kind of message.';
+COMMENT ON FUNCTION count_tokens(text) IS 'The tokens of a text by the embedding model''s WordPiece tokenizer, never truncated (four bytes a token without tokenizer.json).';
+COMMENT ON FUNCTION dionysus_internal.fit_context(jsonb, integer, text[], text) IS
+    'Fits a context into a budget: the message, north stars, focus and a heartbeat''s goals and surroundings always; then, sections in the order given (the rest after), every item at its smallest level while it fits, then each in rank order up to the richest that fits (full, summary, micro, clipped); cut items leave; the report goes under context_budget.';
+COMMENT ON FUNCTION dionysus_internal.fit_task_context(jsonb, text, integer) IS 'fit_context with a task''s budget and section order (budget tokens instead, when given).';
+COMMENT ON FUNCTION fit_to_budget(text, jsonb) IS 'A context assembled by the caller (as chat_context''s or heartbeat_begin''s sections), fitted into a task''s budget (context_budgets); reports under context_budget.';
+COMMENT ON FUNCTION dionysus_internal.enqueue_condense_levels() IS 'Queues condense_memory work for long fresh memories (over 100 characters, of the last 30 days) lacking a summary or micro line, ten a pass, newest first; returns how many.';
+
 -- The store's vectors were made by the model the settings name at install (or upgrade) time.
 INSERT INTO embedding_store (id, spec, model_key, dimensions)
 SELECT 1, s - 'model_key', s ->> 'model_key', 384 FROM embedding_settings() s
@@ -766,3 +779,5 @@ REVOKE UPDATE ON procedure_activations FROM dionysus_driver;
 GRANT UPDATE (outcome, scored_at) ON procedure_activations TO dionysus_driver;
 REVOKE EXECUTE ON FUNCTION store_procedure(text, text[], text[], text, text[], text[], text[], text), retire_procedure(uuid)
     FROM PUBLIC, dionysus_driver;
+-- Context budgets: the owner's settings, like heartbeat_config; the driver only reads them.
+REVOKE INSERT, UPDATE ON context_budgets FROM dionysus_driver;

@@ -65,51 +65,71 @@ struct Shown {
 
 impl Shown {
     fn from(v: &Value) -> Shown {
+        Shown::clipped(v, 500)
+    }
+
+    /// Each memory's content up to `max_chars`.
+    fn clipped(v: &Value, max_chars: usize) -> Shown {
         let mut s = Shown::default();
         for m in v.as_array().into_iter().flatten() {
             let (Some(id), Some(c)) = (m["id"].as_str(), m["content"].as_str()) else { continue };
             if s.basis.iter().any(|b| b == id) {
                 continue;
             }
-            let c: String = c.chars().take(500).collect();
+            let c: String = c.chars().take(max_chars).collect();
             s.lines.push(if m["source"] == "web" { format!("[from the web, unverified, quoted] {c}") } else { c });
             s.basis.push(id.to_string());
         }
         s
     }
-
-    fn extend(&mut self, other: Shown) {
-        for (line, id) in other.lines.into_iter().zip(other.basis) {
-            if !self.basis.contains(&id) {
-                self.lines.push(line);
-                self.basis.push(id);
-            }
-        }
-    }
 }
 
 /// Recalled memories for a query; with `person`, only what that person may see.
 async fn recalled(db: &Db, query: &str, k: i32, person: Option<&str>) -> Step<Shown> {
-    let v = json_of(
+    Ok(Shown::from(&recalled_json(db, query, k, person).await?))
+}
+
+/// What recall finds, best first, with each memory's shorter levels (for a budget).
+async fn recalled_json(db: &Db, query: &str, k: i32, person: Option<&str>) -> Step<Value> {
+    json_of(
         db,
-        "SELECT coalesce(jsonb_agg(jsonb_build_object('id', r.memory_id, 'content', r.content, 'source', m.source) \
-                                   ORDER BY r.score DESC), '[]') \
+        "SELECT coalesce(jsonb_agg(jsonb_build_object('id', r.memory_id, 'content', r.content, 'source', m.source, \
+                                                      'summary', m.summary, 'micro', m.micro) ORDER BY r.score DESC), '[]') \
          FROM dionysus.recall($1, $2, person => $3) r JOIN dionysus.memories m ON m.id = r.memory_id",
         &[&query, &k, &person],
     )
-    .await?;
-    Ok(Shown::from(&v))
+    .await
 }
 
 async fn recent(db: &Db, k: i32) -> Step<Shown> {
-    let v = json_of(
+    Ok(Shown::from(&recent_json(db, k).await?))
+}
+
+/// The newest memories, with their shorter levels.
+async fn recent_json(db: &Db, k: i32) -> Step<Value> {
+    json_of(
         db,
-        "SELECT coalesce(jsonb_agg(jsonb_build_object('id', memory_id, 'content', content, 'source', source)), '[]') \
-         FROM dionysus.recall_recent($1)",
+        "SELECT coalesce(jsonb_agg(jsonb_build_object('id', r.memory_id, 'content', r.content, 'source', r.source, \
+                                                      'summary', m.summary, 'micro', m.micro)), '[]') \
+         FROM dionysus.recall_recent($1) r JOIN dionysus.memories m ON m.id = r.memory_id",
         &[&k],
     )
-    .await?;
-    Ok(Shown::from(&v))
+    .await
+}
+
+/// Memories within a task's token budget (027): each at the richest of its levels that fits,
+/// in their order; what does not fit is not shown (nor in the basis).
+async fn within_budget(db: &Db, task: &str, memories: Value) -> Step<Shown> {
+    let fitted = json_of(db, "SELECT dionysus.fit_to_budget($1, jsonb_build_object('memories', $2::jsonb)) -> 'memories'", &[&task, &memories]).await?;
+    Ok(Shown::clipped(&fitted, 8000))
+}
+
+/// Two lists of memories as one, the first's first.
+fn joined(mut a: Value, b: Value) -> Value {
+    if let (Some(x), Value::Array(y)) = (a.as_array_mut(), b) {
+        x.extend(y);
+    }
+    a
 }
 
 fn uuid_param(p: &Value, key: &str) -> Step<Uuid> {
@@ -391,10 +411,13 @@ async fn self_model(db: &Db) -> Step<(String, String)> {
 
 async fn reflect(mind: &Mind, p: &Value) -> Step<Outcome> {
     let focus = text(p, "focus");
-    let mut mems = recent(&mind.work_db, 6).await?;
+    // Reflection has the largest budget (027's 'reflection'): more to look at, each memory at
+    // the richest level that fits.
+    let mut found = recent_json(&mind.work_db, 20).await?;
     if let Some(f) = &focus {
-        mems.extend(recalled(&mind.work_db, f, 6, None).await?);
+        found = joined(found, recalled_json(&mind.work_db, f, 12, None).await?);
     }
+    let mems = within_budget(&mind.work_db, "reflection", found).await?;
     let (identity, worldview) = self_model(&mind.work_db).await?;
     let t = template(&mind.work_db, "reflect").await?;
     let system = render(
@@ -612,18 +635,19 @@ async fn evaluate(mind: &Mind, question: &str, answer: &str, sources: &str) -> (
 async fn synthesize(mind: &Mind, p: &Value) -> Step<Outcome> {
     let topic = text(p, "topic").ok_or_else(|| Outcome::Fail("params.topic is missing".into(), false))?;
     let ids: Vec<Uuid> = p["memory_ids"].as_array().into_iter().flatten().filter_map(|v| v.as_str().and_then(|s| Uuid::parse_str(s).ok())).collect();
-    let mut mems = Shown::default();
+    let mut found = json!([]);
     if !ids.is_empty() {
-        let v = json_of(
+        found = json_of(
             &mind.work_db,
-            "SELECT coalesce(jsonb_agg(jsonb_build_object('id', id, 'content', content, 'source', source)), '[]') \
+            "SELECT coalesce(jsonb_agg(jsonb_build_object('id', id, 'content', content, 'source', source, 'summary', summary, 'micro', micro)), '[]') \
              FROM dionysus.memories WHERE id = ANY($1)",
             &[&ids],
         )
         .await?;
-        mems.extend(Shown::from(&v));
     }
-    mems.extend(recalled(&mind.work_db, &topic, 10, None).await?);
+    // A synthesis has reflection's budget (027): what it names and what recall adds, fitted.
+    found = joined(found, recalled_json(&mind.work_db, &topic, 20, None).await?);
+    let mems = within_budget(&mind.work_db, "reflection", found).await?;
     let t = template(&mind.work_db, "synthesize").await?;
     let system = render(&t.text, &[("topic", topic.clone()), ("memories", bullets(mems.lines, "(nothing yet)"))]);
     let v = ask(&mind.smart, &t, system, None, |v| {

@@ -201,6 +201,14 @@ fn context_used(ctx: &Value) -> Value {
         },
         "north_stars": ctx["north_stars"].as_array().map_or(0, Vec::len),
         "objectives": ctx["objectives"].as_array().map_or(0, Vec::len),
+        // The token budget (027): its task, what it allowed, what was used, how many items it cut.
+        "budget": if ctx["context_budget"].is_object() {
+            let b = &ctx["context_budget"];
+            let cut: u64 = b["sections"].as_object().into_iter().flatten().filter_map(|(_, s)| s["cut"].as_u64()).sum();
+            json!({"task": b["task"], "tokens": b["budget"], "used": b["used"], "cut": cut})
+        } else {
+            Value::Null
+        },
     })
 }
 

@@ -8,6 +8,7 @@
 //! - [`heartbeat`]: energy, actions, goals and the heartbeat (commit in Rust, the rest in SQL)
 //! - [`workers`]: the background launchers and their per-database passes (maintenance, scheduler)
 //! - [`decay`], [`censors`], [`people`], [`working_memory`]: SQL organs (021, 022, 023, 025), their unit tests here
+//! - [`context`]: token counts and the fit of a context into its task's budget (027)
 //!
 //! The schema itself is hand-written SQL under `../sql`, one file per organ, loaded by
 //! `extension_sql_file!`. The API lives in the `dionysus` schema; helpers nobody calls directly
@@ -17,6 +18,7 @@ use pgrx::prelude::*;
 ::pgrx::pg_module_magic!(name, version);
 
 pub mod censors;
+pub mod context;
 pub mod decay;
 pub mod embed;
 pub mod errors;
@@ -74,6 +76,8 @@ pgrx::extension_sql_file!("../../sql/024_episodes.sql", name = "episodes", requi
 pgrx::extension_sql_file!("../../sql/025_working_memory.sql", name = "working_memory", requires = ["episodes"]);
 // Procedures (seed 002's K-lines): how-to knowledge, activated into working memory, scored by episodes.
 pgrx::extension_sql_file!("../../sql/026_procedures.sql", name = "procedures", requires = ["working_memory"]);
+// Context budgets and detail levels (issue #13 §4, seed 002).
+pgrx::extension_sql_file!("../../sql/027_context_budget.sql", name = "context_budget", requires = ["procedures"]);
 // Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 

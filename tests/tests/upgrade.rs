@@ -22,7 +22,9 @@ const BEFORE_DECAY: &str = "0.7.0";
 /// The last release before the people in a person's life.
 const BEFORE_PEOPLE: &str = "0.8.0";
 /// The last release before working memory.
-const PREVIOUS: &str = "0.9.0";
+const BEFORE_WORKING_MEMORY: &str = "0.9.0";
+/// The last release before context budgets.
+const PREVIOUS: &str = "0.10.0";
 
 /// Everything about the extension's objects that a person or the driver could notice, one
 /// line per fact, with no OIDs and no column order (ALTER TABLE ADD COLUMN appends).
@@ -537,9 +539,9 @@ async fn an_update_from_the_release_before_people_keeps_the_persons_own_extracti
 /// its open episode; the shipped extraction template gains the focus and threads; a turn of
 /// the episode open across the update begins a working memory, and its close clears it.
 #[tokio::test]
-async fn an_update_from_the_previous_release_keeps_the_conversation_and_adds_working_memory() {
+async fn an_update_from_the_release_before_working_memory_keeps_the_conversation_and_adds_it() {
     let admin = connect("postgres").await;
-    let (name, old) = install_release(&admin, PREVIOUS).await;
+    let (name, old) = install_release(&admin, BEFORE_WORKING_MEMORY).await;
     old.batch_execute(
         "SELECT dionysus.log_message('test', 'a1', 'dm:ada', 'ada', 'My sister Lea moves to Porto next month.'); \
          SELECT dionysus_internal.note_person('test:ada', '{\"name\": \"Lea\", \"relation\": \"sister\"}', NULL); \
@@ -577,6 +579,59 @@ async fn an_update_from_the_previous_release_keeps_the_conversation_and_adds_wor
         .await
         .expect("a procedure after the update");
     assert_eq!(count(&old, "SELECT count(*) FROM dionysus.recall_all('moving to Porto', 10, 'test:ada') WHERE kind IN ('procedure', 'memory')").await >= 2, true);
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// An update from the release before context budgets keeps every memory and the conversation;
+/// the budgets arrive as data with the archetypes' tasks; chat_context takes a budget (its old
+/// calls still work) and keeps to it as the driver's role; the language queue asks for the
+/// levels of a long memory written before the update, with the new condensing prompt.
+#[tokio::test]
+async fn an_update_from_the_previous_release_keeps_everything_and_adds_context_budgets() {
+    let admin = connect("postgres").await;
+    let (name, old) = install_release(&admin, PREVIOUS).await;
+    let long = "The user described their whole first week at the new job: ".to_string()
+        + &"meetings about the roadmap, a lunch with the team, a bug hunt that ran late, and a quiet walk home. ".repeat(8);
+    old.execute("SELECT dionysus.remember($1, 'episodic', 0.6, 0, '{}', 'seed', private_to => ARRAY['test:ada'])", &[&long])
+        .await
+        .expect("fill the previous release");
+    old.batch_execute("SELECT dionysus.log_message('test', 'a1', 'dm:ada', 'ada', 'How was my first week at the new job again?')")
+        .await
+        .unwrap();
+    let state = "SELECT (SELECT string_agg(id::text || content || coalesce(summary, '-'), ',' ORDER BY id) FROM dionysus.memories) \
+                        || (SELECT string_agg(id::text || content, ',' ORDER BY id) FROM dionysus.messages) \
+                        || (SELECT string_agg(name || similarity_threshold, ',' ORDER BY name) FROM dionysus.context_archetypes)";
+    let before: String = old.query_one(state, &[]).await.unwrap().get(0);
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, env!("CARGO_PKG_VERSION"));
+    let after: String = old.query_one(state, &[]).await.unwrap().get(0);
+    assert_eq!(after, before, "state lost in the update");
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.context_budgets").await, 4);
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.context_archetypes WHERE budget_task = 'deep_conversation'").await, 3);
+    old.batch_execute("SET ROLE dionysus_driver").await.unwrap();
+    for call in ["dionysus.chat_context(id, 8, 12, false, 2000)", "dionysus.chat_context(id, 8, 12)"] {
+        let b: serde_json::Value = old
+            .query_one(&format!("SELECT {call} -> 'context_budget' FROM dionysus.messages WHERE platform_message_id = 'a1'"), &[])
+            .await
+            .expect("chat_context after the update")
+            .get(0);
+        assert_eq!(b["tokenizer"], "wordpiece", "{b}");
+        assert!(b["used"].as_u64().unwrap() <= b["budget"].as_u64().unwrap(), "{b}");
+    }
+    let fitted: serde_json::Value = old
+        .query_one("SELECT dionysus.chat_context(id, 8, 12, false, 2000) -> 'context_budget' FROM dionysus.messages WHERE platform_message_id = 'a1'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(fitted["budget"], 2000);
+    assert_eq!(fitted["sections"]["memories"]["included"], 1, "{fitted}");
+    old.batch_execute("RESET ROLE; SELECT dionysus.enqueue_language_work()").await.unwrap();
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.work_queue WHERE action = 'condense_memory'").await, 1);
+    let active: String =
+        old.query_one("SELECT template FROM dionysus.prompt_templates WHERE key = 'condense_memory' AND active", &[]).await.unwrap().get(0);
+    assert!(active.contains("shown when a context has little room"), "the shipped condensing prompt did not move on: {active}");
     drop(old);
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
 }

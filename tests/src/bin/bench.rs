@@ -24,6 +24,8 @@ mod fortnight;
 mod people;
 #[path = "bench/working_memory.rs"]
 mod working_memory;
+#[path = "bench/context.rs"]
+mod context;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
@@ -46,6 +48,7 @@ async fn main() {
         Some("decay") => decay::decay(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100_000)).await,
         Some("people") => people::people(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1_000)).await,
         Some("working_memory") => working_memory::working_memory(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000)).await,
+        Some("context") => context::context(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100_000)).await,
         Some("reindex") => reindex(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000)).await,
         Some("fortnight") => fortnight::fortnight(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(14)).await,
         Some("agents") => {
@@ -53,7 +56,7 @@ async fn main() {
             let q: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(200);
             context_and_mcp(n, q).await
         }
-        _ => eprintln!("usage: dionysus-bench locomo PATH [--json] | recall N [QUERIES] | driver N [MESSAGES] | fortnight [DAYS] | agents N [QUERIES] | reindex N | decay N | people [P] | working_memory [N]"),
+        _ => eprintln!("usage: dionysus-bench locomo PATH [--json] | recall N [QUERIES] | driver N [MESSAGES] | fortnight [DAYS] | agents N [QUERIES] | reindex N | decay N | people [P] | working_memory [N] | context [N]"),
     }
 }
 

@@ -1,0 +1,123 @@
+-- Context budgets and detail levels (seed 002's frame-adaptive budgets; issue #13 §4).
+--
+-- A context is assembled within a token budget chosen by its task: 3K for casual chat, 6K for a
+-- deep conversation, 8K for a heartbeat decision, 12K for reflection or synthesis. The budgets
+-- are data (context_budgets); a context archetype (017) names the task its messages are, so the
+-- kind of message chooses its budget; chat_context(…, budget => n) overrides both.
+--
+-- Every memory has three detail levels: micro (about 20 tokens), summary (50–100 tokens) and
+-- full (its content). The language-work queue fills the two shorter ones for long memories that
+-- lack them (enqueue_condense_levels, the same condense_memory work decay asks for; 021), and a
+-- memory that has faded already is its summary or its micro line.
+--
+-- The fit (dionysus_internal.fit_context, Rust: extension/src/context): tokens are counted with
+-- the embedding model's own WordPiece tokenizer, never truncated (count_tokens). What every
+-- context shows whatever the budget is counted first: the message, the person's north stars,
+-- the session's focus, a heartbeat's goal review and surroundings. Then the budget's sections in
+-- its order, each item in its section's rank (recall's order; the newest turns first): first
+-- every item gets in at its smallest level while that fits, so one long memory cannot starve the
+-- rest, then each moves up, in rank order, to the richest level the rest of the budget allows.
+-- A long item without a micro line can still get in as its first words, marked 'clipped'. Cut
+-- items leave the context; the context says, under context_budget, what it included at which
+-- level, how many tokens each section took, and what the budget cut.
+
+CREATE TABLE context_budgets (
+    task        text PRIMARY KEY CHECK (task ~ '^[a-z][a-z0-9_]*$'),
+    tokens      integer NOT NULL CHECK (tokens BETWEEN 500 AND 200000),
+    -- The sections in the order the budget serves them; those left out come after, so nothing
+    -- escapes the budget (the names are extension/src/context's SECTIONS).
+    sections    text[] NOT NULL DEFAULT ARRAY['recent_turns', 'memories', 'working_memory', 'people', 'triples', 'objectives', 'goals']
+                CHECK (sections <@ ARRAY['recent_turns', 'memories', 'recent_memories', 'working_memory', 'people', 'triples',
+                                         'objectives', 'goals', 'identity', 'worldview', 'activated_themes']),
+    description text NOT NULL,
+    updated_at  timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO context_budgets (task, tokens, sections, description) VALUES
+    ('chat', 3000, DEFAULT, 'casual chat: a reply when nothing asks for more'),
+    ('deep_conversation', 6000, ARRAY['memories', 'recent_turns', 'working_memory', 'people', 'triples', 'objectives', 'goals'],
+     'a deep conversation: feelings, plans, questions about the past'),
+    ('heartbeat', 8000, ARRAY['recent_memories', 'people', 'activated_themes', 'identity', 'worldview'],
+     'a heartbeat decision'),
+    ('reflection', 12000, ARRAY['recent_memories', 'memories', 'identity', 'worldview', 'activated_themes'],
+     'reflection or synthesis');
+
+-- The task of an archetype's messages, so the kind of message chooses its budget.
+ALTER TABLE context_archetypes
+    ADD COLUMN budget_task text NOT NULL DEFAULT 'chat' REFERENCES context_budgets (task) ON UPDATE CASCADE;
+UPDATE context_archetypes SET budget_task = 'deep_conversation'
+ WHERE name IN ('personal_moment', 'planning_task', 'past_question') AND created_by = 'human';
+
+-- A context fitted into its task's budget (or into budget tokens when given).
+CREATE FUNCTION dionysus_internal.fit_task_context(context jsonb, task text, budget integer DEFAULT NULL) RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    b dionysus.context_budgets;
+BEGIN
+    SELECT * INTO b FROM dionysus.context_budgets x WHERE x.task = fit_task_context.task;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "task": no context budget named %', task USING ERRCODE = 'no_data_found';
+    END IF;
+    RETURN dionysus_internal.fit_context(context, coalesce(budget, b.tokens), b.sections, b.task);
+END $$;
+
+-- A context a caller assembled (the driver's reflection), fitted into a task's budget.
+CREATE FUNCTION fit_to_budget(task text, context jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF task IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "task" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF context IS NULL OR jsonb_typeof(context) <> 'object' THEN
+        RAISE EXCEPTION 'dionysus: argument "context": must be a JSON object' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN dionysus_internal.fit_task_context(context, task);
+END $$;
+
+-- ---------------------------------------------------------------------------------------
+-- The language queue fills the levels (enqueue_language_work, 012): long fresh memories without
+-- a summary or micro line are condensed ahead of need, ten a pass at background priority, the
+-- newest first (what recall brings up now). The work is decay's own ('condense_memory:<id>:fading',
+-- 021), so when the memory fades its summary is ready, and a model that could not condense it
+-- is not asked twice. North stars keep their words (store_levels leaves them). Text of 100
+-- characters or less (about 25 tokens) needs no levels: the index holds only what might.
+-- ---------------------------------------------------------------------------------------
+CREATE INDEX memories_lacking_levels ON memories (created_at DESC)
+    WHERE status = 'active' AND stage = 'fresh' AND (summary IS NULL OR micro IS NULL) AND length(content) > 100;
+
+CREATE FUNCTION dionysus_internal.enqueue_condense_levels() RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    cfg dionysus.decay_config;
+    n integer;
+BEGIN
+    SELECT * INTO cfg FROM dionysus.decay_config WHERE id = 1;
+    INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, priority)
+    SELECT 'condense_memory:' || m.id || ':fading', 'condense_memory', jsonb_build_object('memory_id', m.id, 'level', 'summary'),
+           dionysus_internal.heartbeat_setting('work_max_attempts')::int, -1
+      FROM dionysus.memories m
+     WHERE m.status = 'active' AND m.stage = 'fresh' AND (m.summary IS NULL OR m.micro IS NULL) AND length(m.content) > 100
+       AND NOT (m.metadata ? 'north_star')
+       AND ((m.summary IS NULL AND length(m.content) > cfg.summary_chars) OR (m.micro IS NULL AND length(m.content) > cfg.micro_chars))
+       AND m.created_at > now() - interval '30 days'
+       AND NOT EXISTS (SELECT 1 FROM dionysus.work_queue q WHERE q.idempotency_key = 'condense_memory:' || m.id || ':fading')
+     ORDER BY m.created_at DESC LIMIT 10
+    ON CONFLICT (idempotency_key) DO NOTHING;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END $$;
+
+-- The condensing prompt now serves long fresh memories too, not only fading ones.
+SELECT dionysus_internal.ship_template('condense_memory',
+    'decay (021): a memory''s summary and micro line, before it fades',
+    'levels (027): a memory''s summary and micro line, for tight contexts and for when it fades', 0.2,
+    $t$TASK: condense_memory
+Write a memory's shorter forms: they are shown when a context has little room, and the memory
+lives on in them when it fades. Keep meaning and feeling; lose specifics.
+- summary: 1–3 sentences (50–100 tokens): what happened and what it meant.
+- micro: one line (about 20 tokens): its gist and how it felt.
+Use only what the memory says. Write in the memory's own voice and person.
+
+The memory:
+{{memory}}
+
+Answer with JSON only: {"summary": "...", "micro": "..."}$t$);
