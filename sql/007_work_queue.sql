@@ -162,7 +162,8 @@ END $$;
 -- people [{name, aliases, same_as, relation, feeling, traits, topics, confidence}] and
 -- relations [{a, b, kind, sentiment, confidence, source}] (the people in the person's life
 -- their turn speaks of, from its extraction: sql/023_people.sql), episode ({outcome,
--- surprise, lessons, censor_candidates}, for a summarize_episode item: sql/024_episodes.sql).
+-- surprise, lessons, censor_candidates}, for a summarize_episode item: sql/024_episodes.sql),
+-- censor_candidates [{trigger, reason}] (for a heartbeat_censors item: sql/028_heartbeat_lessons.sql).
 -- Facts and triples from a conversation turn (params.memory_id) keep it as provenance. A
 -- re-index's 'reindex_message' item applies nothing: its facts, triples and objectives wait
 -- for the swap (sql/020_reindex.sql).
@@ -206,7 +207,7 @@ BEGIN
     FOR key IN SELECT jsonb_object_keys(result) LOOP
         IF key NOT IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts',
                        'episode_summary', 'message', 'summary', 'basis', 'person', 'maintenance', 'objectives', 'dream',
-                       'levels', 'people', 'relations', 'episode', 'focus', 'threads') THEN
+                       'levels', 'people', 'relations', 'episode', 'focus', 'threads', 'censor_candidates') THEN
             RAISE EXCEPTION 'dionysus: argument "result": unknown key "%"', key USING ERRCODE = 'invalid_text_representation';
         END IF;
         IF key IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts', 'basis', 'objectives',
@@ -303,6 +304,10 @@ BEGIN
     -- A fading memory's summary and micro line (021_decay.sql).
     IF result ? 'levels' THEN
         made := made || jsonb_build_object('levels', dionysus_internal.store_levels(w, result -> 'levels'));
+    END IF;
+    -- What a heartbeat the person found unwelcome proposes not to do again (028_heartbeat_lessons.sql).
+    IF result ? 'censor_candidates' THEN
+        made := made || jsonb_build_object('censors_proposed', dionysus_internal.propose_heartbeat_censors(w, result -> 'censor_candidates'));
     END IF;
     IF history_at IS NOT NULL AND jsonb_array_length(coalesce(result -> 'goals', '[]')) > 0 THEN
         refused := refused || jsonb_build_object('goals', jsonb_array_length(result -> 'goals'), 'reason', 'asked in an imported history');

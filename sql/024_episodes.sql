@@ -48,18 +48,55 @@ $$;
 -- Episodes summarised before this release carry their participants too.
 UPDATE episodes x SET participants = dionysus_internal.episode_participants(x.id) WHERE x.summary IS NOT NULL;
 
--- Proposes a failed episode's censors to its one participant (SECURITY DEFINER: the driver's
--- role writes no censors; this writes only proposals, only for the episode's own person, only
--- after a failure). Returns the proposed censors' ids.
+-- Proposes censors to one person (SECURITY DEFINER: the driver's role writes no censors; this
+-- writes only proposals, for the person its callers name from the record, never the model's
+-- word): at most three, each {trigger, reason}; nothing that holds for them, was proposed, or
+-- was dropped or lifted; at most ten waiting for their word. `arg` names the argument in errors;
+-- `origin` is what it was learned from (an episode, 024; a heartbeat, 028). Returns the ids.
+CREATE FUNCTION dionysus_internal.propose_censor_candidates(person text, candidates jsonb, arg text, origin text,
+                                                            learned_from_id uuid, context jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    item jsonb;
+    sev dionysus.censor_severity;
+    id uuid;
+    made jsonb := '[]';
+BEGIN
+    IF jsonb_typeof(candidates) IS DISTINCT FROM 'array' THEN
+        RAISE EXCEPTION 'dionysus: argument "%": must be an array', arg USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF person IS NULL OR origin NOT IN ('episode', 'heartbeat') THEN
+        RAISE EXCEPTION 'dionysus: argument "%": proposed to no one, or learned from %', arg, quote_nullable(origin)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR item IN SELECT * FROM jsonb_array_elements(candidates) LIMIT 3 LOOP
+        IF jsonb_typeof(item) <> 'object' OR jsonb_typeof(item -> 'trigger') IS DISTINCT FROM 'string'
+           OR jsonb_typeof(item -> 'reason') IS DISTINCT FROM 'string' THEN
+            RAISE EXCEPTION 'dionysus: argument "%": each must be {trigger, reason} strings', arg
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        sev := dionysus_internal.censor_checked(item ->> 'trigger', item ->> 'reason', 'warn', NULL, NULL, NULL, NULL, false);
+        -- Nothing twice: not what holds for them, was proposed, or they dropped or lifted; and
+        -- at most ten waiting for their word.
+        CONTINUE WHEN EXISTS (SELECT 1 FROM dionysus.censors c
+                               WHERE c.person = propose_censor_candidates.person AND lower(btrim(c.trigger)) = lower(btrim(item ->> 'trigger')))
+                   OR (SELECT count(*) FROM dionysus.censors c WHERE c.person = propose_censor_candidates.person AND c.status = 'proposed') >= 10;
+        INSERT INTO dionysus.censors (person, trigger, embedding, model_key, reason, severity, origin, learned_from_kind, learned_from_id, status)
+        VALUES (propose_censor_candidates.person, btrim(item ->> 'trigger'), dionysus.embed(btrim(item ->> 'trigger')),
+                dionysus_internal.store_model_key(), btrim(item ->> 'reason'), sev, origin, origin, learned_from_id, 'proposed')
+        RETURNING censors.id INTO id;
+        INSERT INTO dionysus.censor_events (censor_id, event, severity, context) VALUES (id, 'proposed', sev, context);
+        made := made || to_jsonb(id);
+    END LOOP;
+    RETURN made;
+END $$;
+
+-- Proposes a failed episode's censors to its one participant. Returns the proposed censors' ids.
 CREATE FUNCTION dionysus_internal.propose_censors(episode_id uuid, candidates jsonb) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     e dionysus.episodes;
     who text[];
-    item jsonb;
-    sev dionysus.censor_severity;
-    id uuid;
-    made jsonb := '[]';
 BEGIN
     IF episode_id IS NULL THEN
         RAISE EXCEPTION 'dionysus: argument "episode_id" must not be null' USING ERRCODE = 'invalid_parameter_value';
@@ -77,29 +114,10 @@ BEGIN
     IF e.outcome IS DISTINCT FROM 'failure' OR cardinality(who) <> 1 OR e.source LIKE 'imported:%'
        OR EXISTS (SELECT 1 FROM dionysus.episode_memories em JOIN dionysus.messages m ON m.memory_id = em.memory_id
                    WHERE em.episode_id = e.id AND m.import_id IS NOT NULL) THEN
-        RETURN made;
+        RETURN '[]'::jsonb;
     END IF;
-    FOR item IN SELECT * FROM jsonb_array_elements(candidates) LIMIT 3 LOOP
-        IF jsonb_typeof(item) <> 'object' OR jsonb_typeof(item -> 'trigger') IS DISTINCT FROM 'string'
-           OR jsonb_typeof(item -> 'reason') IS DISTINCT FROM 'string' THEN
-            RAISE EXCEPTION 'dionysus: argument "result.episode.censor_candidates": each must be {trigger, reason} strings'
-                USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-        sev := dionysus_internal.censor_checked(item ->> 'trigger', item ->> 'reason', 'warn', NULL, NULL, NULL, NULL, false);
-        -- Nothing twice: not what holds for them, was proposed, or they dropped or lifted; and
-        -- at most ten waiting for their word.
-        CONTINUE WHEN EXISTS (SELECT 1 FROM dionysus.censors c
-                               WHERE c.person = who[1] AND lower(btrim(c.trigger)) = lower(btrim(item ->> 'trigger')))
-                   OR (SELECT count(*) FROM dionysus.censors c WHERE c.person = who[1] AND c.status = 'proposed') >= 10;
-        INSERT INTO dionysus.censors (person, trigger, embedding, model_key, reason, severity, origin, learned_from_kind, learned_from_id, status)
-        VALUES (who[1], btrim(item ->> 'trigger'), dionysus.embed(btrim(item ->> 'trigger')), dionysus_internal.store_model_key(),
-                btrim(item ->> 'reason'), sev, 'episode', 'episode', e.id, 'proposed')
-        RETURNING censors.id INTO id;
-        INSERT INTO dionysus.censor_events (censor_id, event, severity, context)
-        VALUES (id, 'proposed', sev, jsonb_build_object('learned_from', 'episode', 'learned_from_id', e.id, 'outcome', e.outcome));
-        made := made || to_jsonb(id);
-    END LOOP;
-    RETURN made;
+    RETURN dionysus_internal.propose_censor_candidates(who[1], candidates, 'result.episode.censor_candidates', 'episode', e.id,
+        jsonb_build_object('learned_from', 'episode', 'learned_from_id', e.id, 'outcome', e.outcome));
 END $$;
 
 -- complete_work's result.episode for a summarize_episode item: {outcome, surprise, lessons,
@@ -180,11 +198,11 @@ END $$;
 REVOKE EXECUTE ON FUNCTION accept_censor(uuid, text) FROM PUBLIC;
 
 -- The censors proposed to a person and waiting for their word (/censors shows them after the
--- ones in force), with the episode each was learned from.
+-- ones in force), with the episode each was learned from (NULL for a heartbeat's, 028).
 CREATE FUNCTION proposed_censors(person text)
     RETURNS TABLE (censor_id uuid, trigger text, reason text, episode_id uuid, episode_summary text, proposed_at timestamptz)
     LANGUAGE sql STABLE AS $$
-    SELECT c.id, c.trigger, c.reason, c.learned_from_id, e.summary, c.created_at
+    SELECT c.id, c.trigger, c.reason, e.id, e.summary, c.created_at
       FROM dionysus.censors c
       LEFT JOIN dionysus.episodes e ON c.learned_from_kind = 'episode' AND e.id = c.learned_from_id
      WHERE c.status = 'proposed' AND c.person = proposed_censors.person

@@ -19,7 +19,9 @@
 -- rest, then each moves up, in rank order, to the richest level the rest of the budget allows.
 -- A long item without a micro line can still get in as its first words, marked 'clipped'. Cut
 -- items leave the context; the context says, under context_budget, what it included at which
--- level, how many tokens each section took, and what the budget cut.
+-- level, how many tokens each section took, and what the budget cut. The turns are kept
+-- unbroken from the newest (a transcript has no holes). The budget shapes what the prompt
+-- shows, not what the session holds: working memory (025) steps with everything recall found.
 
 CREATE TABLE context_budgets (
     task        text PRIMARY KEY CHECK (task ~ '^[a-z][a-z0-9_]*$'),
@@ -40,6 +42,19 @@ INSERT INTO context_budgets (task, tokens, sections, description) VALUES
      'a heartbeat decision'),
     ('reflection', 12000, ARRAY['recent_memories', 'memories', 'identity', 'worldview', 'activated_themes'],
      'reflection or synthesis');
+
+-- The shipped tasks are what chat_context, heartbeat_begin and the driver's reflection ask
+-- for by name: their budgets can be changed, not deleted.
+CREATE FUNCTION dionysus_internal.keep_shipped_budgets() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF OLD.task IN ('chat', 'deep_conversation', 'heartbeat', 'reflection') THEN
+        RAISE EXCEPTION 'dionysus: the context budget % is asked for by name; change its tokens instead of deleting it', OLD.task
+            USING ERRCODE = 'restrict_violation';
+    END IF;
+    RETURN OLD;
+END $$;
+CREATE TRIGGER context_budgets_keep_shipped BEFORE DELETE ON context_budgets
+    FOR EACH ROW EXECUTE FUNCTION dionysus_internal.keep_shipped_budgets();
 
 -- The task of an archetype's messages, so the kind of message chooses its budget.
 ALTER TABLE context_archetypes

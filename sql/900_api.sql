@@ -614,7 +614,9 @@ COMMENT ON FUNCTION dionysus_internal.people_in_context(text, text[]) IS 'The pe
 -- Episodes that end with what they meant (024).
 COMMENT ON FUNCTION dionysus_internal.episode_participants(uuid) IS 'The people whose turns an episode holds.';
 COMMENT ON FUNCTION dionysus_internal.propose_censors(uuid, jsonb) IS
-    'A failed episode''s censor candidates ({trigger, reason}, at most 3), proposed to its one participant (status proposed, warn, learned from the episode); none for a success or an episode of several people; nothing twice.';
+    'A failed episode of one person (not an imported history''s) proposes up to three of its censor candidates to that person (propose_censor_candidates); returns their ids.';
+COMMENT ON FUNCTION dionysus_internal.propose_censor_candidates(text, jsonb, text, text, uuid, jsonb) IS
+    'SECURITY DEFINER, not the driver''s: proposes up to three {trigger, reason} censors to one person (status proposed, severity warn, learned from an episode or a heartbeat), none that holds, was proposed, or was dropped or lifted for them, at most ten waiting; returns their ids.';
 COMMENT ON FUNCTION dionysus_internal.store_episode_outcome(dionysus.work_queue, jsonb) IS
     'complete_work''s result.episode of a summarize_episode item: participants (the episode''s people), outcome, surprise, lessons; a failure proposes its censors.';
 COMMENT ON FUNCTION accept_censor(uuid, text) IS 'The person keeps a censor proposed to them: it holds from now on as a warn. Only their own (42501); false when it was not waiting.';
@@ -667,7 +669,15 @@ COMMENT ON FUNCTION dionysus_internal.fit_context(jsonb, integer, text[], text) 
     'Fits a context into a budget: the message, north stars, focus and a heartbeat''s goals and surroundings always; then, sections in the order given (the rest after), every item at its smallest level while it fits, then each in rank order up to the richest that fits (full, summary, micro, clipped); cut items leave; the report goes under context_budget.';
 COMMENT ON FUNCTION dionysus_internal.fit_task_context(jsonb, text, integer) IS 'fit_context with a task''s budget and section order (budget tokens instead, when given).';
 COMMENT ON FUNCTION fit_to_budget(text, jsonb) IS 'A context assembled by the caller (as chat_context''s or heartbeat_begin''s sections), fitted into a task''s budget (context_budgets); reports under context_budget.';
+COMMENT ON FUNCTION dionysus_internal.keep_shipped_budgets() IS 'Trigger: the four shipped context budgets (chat, deep_conversation, heartbeat, reflection) are asked for by name; they change, they are not deleted (23001).';
 COMMENT ON FUNCTION dionysus_internal.enqueue_condense_levels() IS 'Queues condense_memory work for long fresh memories (over 100 characters, of the last 30 days) lacking a summary or micro line, ten a pass, newest first; returns how many.';
+
+-- The censors an unwelcome heartbeat proposes (028).
+COMMENT ON FUNCTION dionysus_internal.feedback_heartbeat(dionysus.feedback) IS 'The heartbeat whose reach-out a feedback is about (its outbox message, or the bot turn it names); NULL when no heartbeat sent it.';
+COMMENT ON FUNCTION dionysus_internal.queue_heartbeat_lesson() IS 'Trigger: negative feedback about a heartbeat''s reach-out queues a heartbeat_censors item (once per feedback).';
+COMMENT ON FUNCTION dionysus_internal.heartbeat_lesson_source(uuid) IS 'What a heartbeat_censors item shows the model: the message the person got and their words about it; NULL once the feedback is taken back.';
+COMMENT ON FUNCTION dionysus_internal.propose_heartbeat_censors(dionysus.work_queue, jsonb) IS
+    'complete_work of a claimed heartbeat_censors item: its candidates proposed to the feedback''s person, learned from the heartbeat (nothing when the feedback was taken back or is no longer negative); returns their ids.';
 
 -- The store's vectors were made by the model the settings name at install (or upgrade) time.
 INSERT INTO embedding_store (id, spec, model_key, dimensions)
@@ -765,6 +775,8 @@ GRANT UPDATE (from_id, to_id, sentiment, confidence, source, message_id, updated
 -- Episodes: a censor a failure proposes is written only through propose_censors (the driver
 -- writes no censors); keeping one is the person's word (accept_censor).
 REVOKE EXECUTE ON FUNCTION dionysus_internal.propose_censors(uuid, jsonb) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dionysus_internal.propose_censor_candidates(text, jsonb, text, text, uuid, jsonb) FROM PUBLIC, dionysus_driver;
+REVOKE EXECUTE ON FUNCTION dionysus_internal.propose_heartbeat_censors(dionysus.work_queue, jsonb) FROM PUBLIC;
 -- Working memory: written through chat_context and complete_work; whose a row is, and what a
 -- session record says, are fixed when written.
 GRANT DELETE ON working_memories, working_memory_items TO dionysus_driver;

@@ -22,6 +22,7 @@ pub async fn execute(mind: &Mind, item: &WorkItem) -> Outcome {
         "reindex_message" => extract_message(mind, p, false).await,
         "summarize_episode" => summarize_episode(mind, p).await,
         "condense_memory" => condense_memory(mind, p).await,
+        "heartbeat_censors" => heartbeat_censors(mind, item.id).await,
         "extract_concepts" => return extract_concepts(mind, std::slice::from_ref(item)).await.pop().unwrap(),
         "reflect" => reflect(mind, p).await,
         "maintain" => maintain(mind, p, item.id).await,
@@ -110,7 +111,7 @@ async fn recent_json(db: &Db, k: i32) -> Step<Value> {
     json_of(
         db,
         "SELECT coalesce(jsonb_agg(jsonb_build_object('id', r.memory_id, 'content', r.content, 'source', r.source, \
-                                                      'summary', m.summary, 'micro', m.micro)), '[]') \
+                                                      'summary', m.summary, 'micro', m.micro) ORDER BY r.created_at DESC, r.memory_id), '[]') \
          FROM dionysus.recall_recent($1) r JOIN dionysus.memories m ON m.id = r.memory_id",
         &[&k],
     )
@@ -124,10 +125,14 @@ async fn within_budget(db: &Db, task: &str, memories: Value) -> Step<Shown> {
     Ok(Shown::clipped(&fitted, 8000))
 }
 
-/// Two lists of memories as one, the first's first.
+/// Two lists of memories as one, the first's first, each memory once.
 fn joined(mut a: Value, b: Value) -> Value {
     if let (Some(x), Value::Array(y)) = (a.as_array_mut(), b) {
-        x.extend(y);
+        for m in y {
+            if !x.iter().any(|k| k["id"] == m["id"]) {
+                x.push(m);
+            }
+        }
     }
     a
 }
@@ -335,6 +340,29 @@ async fn condense_memory(mind: &Mind, p: &Value) -> Step<Outcome> {
     })
     .await?;
     Ok(Outcome::Done(json!({"levels": v, "summary": "memory condensed"})))
+}
+
+/// A heartbeat's reach-out the person found unwelcome: what not to do again, as censor
+/// candidates the person will be asked to keep (028). The model sees only the message they got
+/// and their words about it.
+async fn heartbeat_censors(mind: &Mind, work_id: Uuid) -> Step<Outcome> {
+    let source = json_of(&mind.work_db, "SELECT dionysus_internal.heartbeat_lesson_source($1)", &[&work_id]).await?;
+    let (Some(message), Some(feedback)) = (text(&source, "message"), text(&source, "feedback")) else {
+        return Ok(Outcome::Done(json!({"summary": "the feedback was taken back"})));
+    };
+    let t = template(&mind.work_db, "heartbeat_censors").await?;
+    let system = render(&t.text, &[("message", clip(&message, 4_000)), ("feedback", clip(&feedback, 4_000))]);
+    let v = ask(&mind.fast, &t, system, None, |v| {
+        let candidates: Vec<Value> = list(&v, "censor_candidates")?
+            .iter()
+            .filter_map(|c| Some(json!({"trigger": clip(&text(c, "trigger")?, 300), "reason": clip(&text(c, "reason")?, 500)})))
+            .take(3)
+            .collect();
+        Ok(json!(candidates))
+    })
+    .await?;
+    let n = v.as_array().map_or(0, Vec::len);
+    Ok(Outcome::Done(json!({"censor_candidates": v, "summary": format!("{n} censor candidates from an unwelcome reach-out")})))
 }
 
 pub(crate) async fn extract_concepts(mind: &Mind, batch: &[WorkItem]) -> Vec<Outcome> {

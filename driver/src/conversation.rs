@@ -271,7 +271,12 @@ async fn compose(mind: &Mind, message_id: Uuid, person: &str, content: &str, pri
             );
             let mut msgs = vec![Msg::system(system)];
             for turn in ctx["recent_turns"].as_array().into_iter().flatten() {
-                let c = turn["content"].as_str().unwrap_or("").to_string();
+                let c = turn["content"].as_str().unwrap_or("");
+                // A turn shown at a shorter level (a tight budget's) is marked as such, not passed off as the words said.
+                let c = match turn["level"].as_str() {
+                    Some("full") | None => c.to_string(),
+                    Some(level) => format!("[{level} of this turn] {c}"),
+                };
                 msgs.push(if turn["role"] == "assistant" { Msg::assistant(c) } else { Msg::user(c) });
             }
             msgs.push(Msg::user(content));

@@ -41,7 +41,11 @@ pub fn recalled_about(ctx: &Value, content: &str) -> Vec<String> {
         .filter(|m| m["found_by"].as_str().is_some_and(|f| f.contains("lexical")))
         .filter_map(|m| {
             let text = m["content"].as_str()?;
-            if m["fact"] == Value::Bool(true) {
+            // Only their own words are quoted: a summary, micro line or clipped text (a tight
+            // budget's shorter level) is not what they said.
+            if m["level"].as_str().is_some_and(|l| l != "full") {
+                None
+            } else if m["fact"] == Value::Bool(true) {
                 Some(text.to_string())
             } else if m["role"] == "user" {
                 Some(said(&m["created_at"], text))
@@ -55,7 +59,7 @@ pub fn recalled_about(ctx: &Value, content: &str) -> Vec<String> {
         .into_iter()
         .flatten()
         .rev()
-        .filter(|t| t["role"] == "user")
+        .filter(|t| t["role"] == "user" && t["level"].as_str().is_none_or(|l| l == "full"))
         .filter_map(|t| Some((t, t["content"].as_str()?)))
         .filter(|(_, text)| !subject_words(text).is_disjoint(&asked))
         .map(|(t, text)| said(&t["at"], text));

@@ -220,7 +220,18 @@ pub fn contents(list: &Value, max_chars: usize) -> Vec<String> {
 pub fn transcript(turns: &Value) -> String {
     let lines: Vec<String> = turns
         .as_array()
-        .map(|a| a.iter().map(|t| format!("{}: {}", t["role"].as_str().unwrap_or("user"), t["content"].as_str().unwrap_or(""))).collect())
+        .map(|a| {
+            a.iter()
+                .map(|t| {
+                    // A turn a tight budget shows at a shorter level says so (its words are not these).
+                    let short = match t["level"].as_str() {
+                        Some("full") | None => String::new(),
+                        Some(level) => format!("[{level}] "),
+                    };
+                    format!("{}: {short}{}", t["role"].as_str().unwrap_or("user"), t["content"].as_str().unwrap_or(""))
+                })
+                .collect()
+        })
         .unwrap_or_default();
     if lines.is_empty() {
         "(no earlier turns)".into()

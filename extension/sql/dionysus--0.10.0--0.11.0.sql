@@ -4,7 +4,8 @@
 -- 12K reflection; an archetype names its task), each item at the richest of its levels that
 -- fits, counted by the model's WordPiece tokenizer, with a report of what was included and cut;
 -- the language queue fills the summary and micro levels of long fresh memories. Every row is
--- kept; chat_context gains a budget argument (the old signature is replaced).
+-- kept; chat_context gains a budget argument (the old signature is replaced). A heartbeat's
+-- reach-out the person found unwelcome proposes censors to them (028_heartbeat_lessons.sql).
 
 -- ---------------------------------------------------------------------------------------
 -- The Rust core: token counts and the fit (extension/src/context)
@@ -17,7 +18,7 @@ LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'count_tokens_wrapper';
 
 CREATE  FUNCTION dionysus_internal."fit_context"(
-	"context" jsonb, /* Option < pgrx :: JsonB > */
+	"context" jsonb, /* Option < JsonArg > */
 	"budget" INT, /* Option < i32 > */
 	"sections" TEXT[], /* :: std :: option :: Option < Vec < Option < String > > > */
 	"task" TEXT /* Option < & str > */
@@ -50,7 +51,9 @@ AS 'MODULE_PATHNAME', 'fit_context_wrapper';
 -- rest, then each moves up, in rank order, to the richest level the rest of the budget allows.
 -- A long item without a micro line can still get in as its first words, marked 'clipped'. Cut
 -- items leave the context; the context says, under context_budget, what it included at which
--- level, how many tokens each section took, and what the budget cut.
+-- level, how many tokens each section took, and what the budget cut. The turns are kept
+-- unbroken from the newest (a transcript has no holes). The budget shapes what the prompt
+-- shows, not what the session holds: working memory (025) steps with everything recall found.
 
 CREATE TABLE context_budgets (
     task        text PRIMARY KEY CHECK (task ~ '^[a-z][a-z0-9_]*$'),
@@ -71,6 +74,19 @@ INSERT INTO context_budgets (task, tokens, sections, description) VALUES
      'a heartbeat decision'),
     ('reflection', 12000, ARRAY['recent_memories', 'memories', 'identity', 'worldview', 'activated_themes'],
      'reflection or synthesis');
+
+-- The shipped tasks are what chat_context, heartbeat_begin and the driver's reflection ask
+-- for by name: their budgets can be changed, not deleted.
+CREATE FUNCTION dionysus_internal.keep_shipped_budgets() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF OLD.task IN ('chat', 'deep_conversation', 'heartbeat', 'reflection') THEN
+        RAISE EXCEPTION 'dionysus: the context budget % is asked for by name; change its tokens instead of deleting it', OLD.task
+            USING ERRCODE = 'restrict_violation';
+    END IF;
+    RETURN OLD;
+END $$;
+CREATE TRIGGER context_budgets_keep_shipped BEFORE DELETE ON context_budgets
+    FOR EACH ROW EXECUTE FUNCTION dionysus_internal.keep_shipped_budgets();
 
 -- The task of an archetype's messages, so the kind of message chooses its budget.
 ALTER TABLE context_archetypes
@@ -152,6 +168,448 @@ The memory:
 {{memory}}
 
 Answer with JSON only: {"summary": "...", "micro": "..."}$t$);
+
+-- ---------------------------------------------------------------------------------------
+-- Censor proposals, shared by episodes and heartbeats (sql/024_episodes.sql)
+-- ---------------------------------------------------------------------------------------
+CREATE OR REPLACE FUNCTION dionysus_internal.propose_censor_candidates(person text, candidates jsonb, arg text, origin text,
+                                                            learned_from_id uuid, context jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    item jsonb;
+    sev dionysus.censor_severity;
+    id uuid;
+    made jsonb := '[]';
+BEGIN
+    IF jsonb_typeof(candidates) IS DISTINCT FROM 'array' THEN
+        RAISE EXCEPTION 'dionysus: argument "%": must be an array', arg USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF person IS NULL OR origin NOT IN ('episode', 'heartbeat') THEN
+        RAISE EXCEPTION 'dionysus: argument "%": proposed to no one, or learned from %', arg, quote_nullable(origin)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR item IN SELECT * FROM jsonb_array_elements(candidates) LIMIT 3 LOOP
+        IF jsonb_typeof(item) <> 'object' OR jsonb_typeof(item -> 'trigger') IS DISTINCT FROM 'string'
+           OR jsonb_typeof(item -> 'reason') IS DISTINCT FROM 'string' THEN
+            RAISE EXCEPTION 'dionysus: argument "%": each must be {trigger, reason} strings', arg
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        sev := dionysus_internal.censor_checked(item ->> 'trigger', item ->> 'reason', 'warn', NULL, NULL, NULL, NULL, false);
+        -- Nothing twice: not what holds for them, was proposed, or they dropped or lifted; and
+        -- at most ten waiting for their word.
+        CONTINUE WHEN EXISTS (SELECT 1 FROM dionysus.censors c
+                               WHERE c.person = propose_censor_candidates.person AND lower(btrim(c.trigger)) = lower(btrim(item ->> 'trigger')))
+                   OR (SELECT count(*) FROM dionysus.censors c WHERE c.person = propose_censor_candidates.person AND c.status = 'proposed') >= 10;
+        INSERT INTO dionysus.censors (person, trigger, embedding, model_key, reason, severity, origin, learned_from_kind, learned_from_id, status)
+        VALUES (propose_censor_candidates.person, btrim(item ->> 'trigger'), dionysus.embed(btrim(item ->> 'trigger')),
+                dionysus_internal.store_model_key(), btrim(item ->> 'reason'), sev, origin, origin, learned_from_id, 'proposed')
+        RETURNING censors.id INTO id;
+        INSERT INTO dionysus.censor_events (censor_id, event, severity, context) VALUES (id, 'proposed', sev, context);
+        made := made || to_jsonb(id);
+    END LOOP;
+    RETURN made;
+END $$;
+
+CREATE OR REPLACE FUNCTION dionysus_internal.propose_censors(episode_id uuid, candidates jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    e dionysus.episodes;
+    who text[];
+BEGIN
+    IF episode_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "episode_id" must not be null' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jsonb_typeof(candidates) IS DISTINCT FROM 'array' THEN
+        RAISE EXCEPTION 'dionysus: argument "result.episode.censor_candidates": must be an array' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT * INTO e FROM dionysus.episodes x WHERE x.id = propose_censors.episode_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "episode_id": no episode with id %', episode_id USING ERRCODE = 'no_data_found';
+    END IF;
+    who := dionysus_internal.episode_participants(e.id);
+    -- Only a failure here, of one person: an imported history's failures were someone else's
+    -- (and its group chats are all the importer's turns).
+    IF e.outcome IS DISTINCT FROM 'failure' OR cardinality(who) <> 1 OR e.source LIKE 'imported:%'
+       OR EXISTS (SELECT 1 FROM dionysus.episode_memories em JOIN dionysus.messages m ON m.memory_id = em.memory_id
+                   WHERE em.episode_id = e.id AND m.import_id IS NOT NULL) THEN
+        RETURN '[]'::jsonb;
+    END IF;
+    RETURN dionysus_internal.propose_censor_candidates(who[1], candidates, 'result.episode.censor_candidates', 'episode', e.id,
+        jsonb_build_object('learned_from', 'episode', 'learned_from_id', e.id, 'outcome', e.outcome));
+END $$;
+
+CREATE OR REPLACE FUNCTION proposed_censors(person text)
+    RETURNS TABLE (censor_id uuid, trigger text, reason text, episode_id uuid, episode_summary text, proposed_at timestamptz)
+    LANGUAGE sql STABLE AS $$
+    SELECT c.id, c.trigger, c.reason, e.id, e.summary, c.created_at
+      FROM dionysus.censors c
+      LEFT JOIN dionysus.episodes e ON c.learned_from_kind = 'episode' AND e.id = c.learned_from_id
+     WHERE c.status = 'proposed' AND c.person = proposed_censors.person
+     ORDER BY c.created_at, c.id
+$$;
+
+-- ---------------------------------------------------------------------------------------
+-- What an unwelcome heartbeat proposes, created whole as sql/028_heartbeat_lessons.sql has it
+-- ---------------------------------------------------------------------------------------
+-- The censors a heartbeat that went wrong proposes (seed 002's auto-extraction; issue #13 §1).
+--
+-- A heartbeat went wrong when the person says that what it did on its own was unwelcome:
+-- negative feedback (/feedback, a 👎, the words' tone) about a message a heartbeat's reach-out
+-- sent them. That feedback queues one 'heartbeat_censors' item; the driver shows the fast model
+-- only what is the person's own (the message they got and what they said of it: never the
+-- heartbeat's context, which may hold others' words) and asks what not to do again; the answer's
+-- candidates are proposed to that person alone, as episodes' are (024): status 'proposed',
+-- severity warn, learned from the heartbeat, matching nothing until the person keeps one
+-- (/censor keep N, accept_censor) — nothing the system proposes about itself takes effect
+-- without the person's word. Nothing is proposed twice, at most three a failure and ten waiting.
+-- Feedback taken back (/undo) before the work runs proposes nothing.
+--
+-- Lock order: the feedback's row is written first (its insert fires the queueing), then the
+-- censors' rows (8) when the work completes.
+
+ALTER TABLE censors DROP CONSTRAINT censors_origin_check,
+    ADD CONSTRAINT censors_origin_check CHECK (origin IN ('person', 'owner', 'episode', 'heartbeat'));
+
+-- The heartbeat whose reach-out a feedback is about (NULL: not a heartbeat's doing).
+CREATE FUNCTION dionysus_internal.feedback_heartbeat(f dionysus.feedback) RETURNS uuid
+    LANGUAGE sql STABLE AS $$
+    SELECT w.heartbeat_id
+      FROM dionysus.outbox o JOIN dionysus.work_queue w ON w.id = o.work_id
+     WHERE o.person = f.person AND w.heartbeat_id IS NOT NULL
+       AND (o.id = f.about_outbox_id
+            OR (f.about_outbox_id IS NULL AND o.status = 'sent' AND o.platform = f.platform
+                AND o.platform_message_id = (SELECT m.platform_message_id FROM dionysus.messages m WHERE m.id = f.about_message_id)))
+     LIMIT 1
+$$;
+
+CREATE FUNCTION dionysus_internal.queue_heartbeat_lesson() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    hb uuid;
+BEGIN
+    IF NEW.sentiment <> 'negative' THEN
+        RETURN NULL;
+    END IF;
+    hb := dionysus_internal.feedback_heartbeat(NEW);
+    IF hb IS NOT NULL THEN
+        -- Not the heartbeat's own work (its narrative is written): a lesson after it.
+        INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts)
+        VALUES ('heartbeat_censors:' || NEW.id, 'heartbeat_censors', jsonb_build_object('feedback_id', NEW.id, 'heartbeat_id', hb),
+                dionysus_internal.heartbeat_setting('work_max_attempts')::int)
+        ON CONFLICT (idempotency_key) DO NOTHING;
+        PERFORM pg_notify('dionysus_work', jsonb_build_object('queued', 1)::text);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER feedback_heartbeat_lesson AFTER INSERT ON feedback
+    FOR EACH ROW EXECUTE FUNCTION dionysus_internal.queue_heartbeat_lesson();
+
+-- What the model is shown for a heartbeat_censors item: the message the person got and their
+-- words about it (NULL when the feedback was taken back).
+CREATE FUNCTION dionysus_internal.heartbeat_lesson_source(work_id uuid) RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object('message', o.content, 'feedback', f.content, 'sent_at', o.sent_at)
+      FROM dionysus.work_queue w
+      JOIN dionysus.feedback f ON f.id = (w.params ->> 'feedback_id')::uuid
+      JOIN dionysus.outbox o ON o.person = f.person
+       AND (o.id = f.about_outbox_id
+            OR (f.about_outbox_id IS NULL AND o.platform = f.platform
+                AND o.platform_message_id = (SELECT m.platform_message_id FROM dionysus.messages m WHERE m.id = f.about_message_id)))
+     WHERE w.id = heartbeat_lesson_source.work_id AND w.action = 'heartbeat_censors'
+     LIMIT 1
+$$;
+
+-- complete_work's result.censor_candidates for a heartbeat_censors item: proposed to the
+-- feedback's person (not the model's word), learned from the heartbeat. SECURITY DEFINER, as
+-- propose_censors (024): the item is read again from the queue, never taken from the caller,
+-- and must be claimed. Returns the proposed censors' ids.
+CREATE FUNCTION dionysus_internal.propose_heartbeat_censors(w dionysus.work_queue, candidates jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    f dionysus.feedback;
+BEGIN
+    SELECT * INTO w FROM dionysus.work_queue q WHERE q.id = w.id AND q.status = 'claimed';
+    IF NOT FOUND OR w.action <> 'heartbeat_censors' THEN
+        RAISE EXCEPTION 'dionysus: argument "result.censor_candidates": only a heartbeat_censors item carries them'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT * INTO f FROM dionysus.feedback x WHERE x.id = (w.params ->> 'feedback_id')::uuid;
+    IF NOT FOUND OR f.sentiment <> 'negative' THEN
+        RETURN '[]'::jsonb; -- taken back meanwhile
+    END IF;
+    RETURN dionysus_internal.propose_censor_candidates(f.person, candidates, 'result.censor_candidates', 'heartbeat',
+        (w.params ->> 'heartbeat_id')::uuid, jsonb_build_object('learned_from', 'heartbeat', 'learned_from_id', w.params ->> 'heartbeat_id',
+                                                                'feedback_id', f.id));
+END $$;
+
+INSERT INTO prompt_templates (key, version, temperature, note, template) VALUES
+('heartbeat_censors', 1, 0.2, 'lessons (028): what not to do again, after a message sent on your own was unwelcome', $t$TASK: heartbeat_censors
+You sent the person a message on your own initiative, and they told you it was unwelcome.
+Propose at most three things not to do again, each a short description of the kind of action
+or message to avoid (the trigger, matched by meaning against what you are about to do) and why
+(in their terms). Be specific to what they objected to; do not generalise to never contacting
+them. If their words give no lesson, answer with an empty list. They will be asked to keep or
+drop each one.
+
+The message you sent:
+{{message}}
+
+What they said about it:
+{{feedback}}
+
+Answer with JSON only: {"censor_candidates": [{"trigger": "...", "reason": "..."}]}$t$);
+
+-- ---------------------------------------------------------------------------------------
+-- complete_work takes a heartbeat lesson's candidates (sql/007_work_queue.sql)
+-- ---------------------------------------------------------------------------------------
+CREATE OR REPLACE FUNCTION complete_work(work_id uuid, result jsonb DEFAULT '{}', lease uuid DEFAULT NULL) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    w dionysus.work_queue;
+    item jsonb;
+    made jsonb := jsonb_build_object('memories', '[]'::jsonb, 'facts', '[]'::jsonb, 'goals', '[]'::jsonb);
+    new_id uuid;
+    msg_id uuid;
+    key text;
+    privacy text[];
+    from_web boolean;
+    target jsonb;
+    refused jsonb := '[]'::jsonb;
+    history_at timestamptz;
+    censored jsonb;
+BEGIN
+    -- Lock order: goals before the rows and the learn/episode locks remember and learn take.
+    IF result ? 'goals' OR result ? 'goal_progress' THEN
+        PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
+    END IF;
+    w := dionysus_internal.require_claimed_work(work_id, lease);
+    IF w.status = 'done' THEN
+        RETURN w.result -> 'applied';
+    END IF;
+    IF w.status <> 'claimed' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "work_id": work item % is %, not claimed', work_id, w.status
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    result := coalesce(result, '{}'::jsonb);
+    IF jsonb_typeof(result) <> 'object' THEN
+        RAISE EXCEPTION 'dionysus: argument "result": must be a JSON object' USING ERRCODE = 'invalid_text_representation';
+    END IF;
+    FOR key IN SELECT jsonb_object_keys(result) LOOP
+        IF key NOT IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts',
+                       'episode_summary', 'message', 'summary', 'basis', 'person', 'maintenance', 'objectives', 'dream',
+                       'levels', 'people', 'relations', 'episode', 'focus', 'threads', 'censor_candidates') THEN
+            RAISE EXCEPTION 'dionysus: argument "result": unknown key "%"', key USING ERRCODE = 'invalid_text_representation';
+        END IF;
+        IF key IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts', 'basis', 'objectives',
+                   'people', 'relations')
+           AND jsonb_typeof(result -> key) <> 'array' THEN
+            RAISE EXCEPTION 'dionysus: argument "result.%": must be an array', key USING ERRCODE = 'invalid_text_representation';
+        END IF;
+    END LOOP;
+    IF EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(result -> 'basis', '[]')) b
+                WHERE jsonb_typeof(b) <> 'string'
+                   OR (b #>> '{}') !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$') THEN
+        RAISE EXCEPTION 'dionysus: argument "result.basis": must be an array of memory ids' USING ERRCODE = 'invalid_text_representation';
+    END IF;
+    -- A turn read again by a re-index (020): staged for the swap, nothing applied now.
+    IF w.action = 'reindex_message' THEN
+        made := dionysus_internal.reindex_stage(w, result);
+        UPDATE dionysus.work_queue SET status = 'done', completed_at = now(), lease_until = NULL,
+               result = complete_work.result || jsonb_build_object('applied', made)
+         WHERE id = w.id;
+        RETURN made;
+    END IF;
+    privacy := CASE WHEN w.params ->> 'person' IS NOT NULL THEN ARRAY[w.params ->> 'person'] END;
+    privacy := dionysus_internal.privacy_union(privacy, (SELECT h.private_to FROM dionysus.heartbeat_log h WHERE h.id = w.heartbeat_id));
+    privacy := dionysus_internal.privacy_union(privacy, dionysus_internal.memory_privacy(
+                   ARRAY(SELECT (b #>> '{}')::uuid FROM jsonb_array_elements(coalesce(result -> 'basis', '[]')) b)));
+    from_web := w.action IN ('inquire_shallow', 'inquire_deep');
+    -- A turn of an imported history (018): what it asked was asked of someone else, not of us (no
+    -- goals), and what it aimed at more than 30 days ago is the person's past: it neither adds
+    -- objectives nor moves the ones they have now.
+    IF w.action = 'extract_message' THEN
+        SELECT x.created_at INTO history_at FROM dionysus.messages x
+         WHERE x.id = (w.params ->> 'message_id')::uuid AND x.import_id IS NOT NULL;
+    END IF;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'memories', '[]')) LOOP
+        new_id := dionysus.remember(item ->> 'content', coalesce(item ->> 'type', 'semantic'),
+                                    CASE WHEN from_web THEN least(coalesce((item ->> 'importance')::float8, 0.3), 0.3)
+                                         ELSE coalesce((item ->> 'importance')::float8, 0.5) END,
+                                    coalesce((item ->> 'valence')::float8, 0),
+                                    jsonb_build_object('work_id', w.id, 'action', w.action, 'heartbeat_id', w.heartbeat_id,
+                                                       'provenance', CASE WHEN from_web THEN 'web' ELSE 'heartbeat' END),
+                                    CASE WHEN from_web THEN 'web' ELSE 'heartbeat' END,
+                                    confidence => CASE WHEN from_web THEN least(coalesce((item ->> 'confidence')::float8, 0.5), 0.5)
+                                                       ELSE coalesce((item ->> 'confidence')::float8, 1.0) END,
+                                    private_to => privacy);
+        made := jsonb_set(made, '{memories}', (made -> 'memories') || to_jsonb(new_id));
+    END LOOP;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'facts', '[]')) LOOP
+        new_id := dionysus.learn(item ->> 'content', item ->> 'subject', item ->> 'category',
+                                 CASE WHEN from_web THEN least(coalesce((item ->> 'confidence')::float8, 0.5), 0.5)
+                                      ELSE coalesce((item ->> 'confidence')::float8, 0.8) END,
+                                 CASE WHEN from_web THEN 'web' ELSE coalesce(w.params ->> 'source', 'heartbeat:' || w.action) END,
+                                 private_to => privacy);
+        made := jsonb_set(made, '{facts}', (made -> 'facts') || to_jsonb(new_id));
+    END LOOP;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'triples', '[]')) LOOP
+        new_id := dionysus.add_triple(item ->> 'subject', item ->> 'predicate', item ->> 'object',
+                                      coalesce((item ->> 'confidence')::float8, 0.8),
+                                      CASE WHEN from_web THEN 'web' ELSE coalesce(w.params ->> 'source', 'heartbeat:' || w.action) END,
+                                      (w.params ->> 'memory_id')::uuid, private_to => privacy);
+        made := made || jsonb_build_object('triples', coalesce(made -> 'triples', '[]'::jsonb) || to_jsonb(new_id));
+    END LOOP;
+    -- The people in the person's life their turn speaks of (023_people.sql): theirs alone.
+    IF jsonb_array_length(coalesce(result -> 'people', '[]')) + jsonb_array_length(coalesce(result -> 'relations', '[]')) > 0 THEN
+        IF w.action <> 'extract_message' OR w.params ->> 'person' IS NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "result.people": only the extraction of a person''s turn carries people or relations'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        made := made || dionysus_internal.store_people(w.params ->> 'person', coalesce(result -> 'people', '[]'),
+                                                       coalesce(result -> 'relations', '[]'), (w.params ->> 'message_id')::uuid);
+    END IF;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'concepts', '[]')) LOOP
+        PERFORM dionysus.link_concept(coalesce((item ->> 'memory_id')::uuid, (w.params ->> 'memory_id')::uuid),
+                                      item ->> 'name', coalesce((item ->> 'strength')::float8, 1.0));
+        made := made || jsonb_build_object('concepts', coalesce((made ->> 'concepts')::int, 0) + 1);
+    END LOOP;
+    IF result ? 'episode_summary' THEN
+        IF w.action <> 'summarize_episode' OR (w.params ->> 'episode_id') IS NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "result.episode_summary": only a summarize_episode item carries one'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF coalesce(btrim(result ->> 'episode_summary'), '') = '' THEN
+            RAISE EXCEPTION 'dionysus: argument "result.episode_summary": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        UPDATE dionysus.episodes SET summary = result ->> 'episode_summary',
+               summary_embedding = dionysus.embed(result ->> 'episode_summary'),
+               participants = dionysus_internal.episode_participants(id)
+         WHERE id = (w.params ->> 'episode_id')::uuid;
+        made := made || jsonb_build_object('episode_id', w.params ->> 'episode_id');
+    END IF;
+    -- How it went, what it taught, and the censors a failure proposes (024_episodes.sql).
+    IF result ? 'episode' THEN
+        made := made || jsonb_build_object('episode', dionysus_internal.store_episode_outcome(w, result -> 'episode'));
+    END IF;
+    -- A fading memory's summary and micro line (021_decay.sql).
+    IF result ? 'levels' THEN
+        made := made || jsonb_build_object('levels', dionysus_internal.store_levels(w, result -> 'levels'));
+    END IF;
+    -- What a heartbeat the person found unwelcome proposes not to do again (028_heartbeat_lessons.sql).
+    IF result ? 'censor_candidates' THEN
+        made := made || jsonb_build_object('censors_proposed', dionysus_internal.propose_heartbeat_censors(w, result -> 'censor_candidates'));
+    END IF;
+    IF history_at IS NOT NULL AND jsonb_array_length(coalesce(result -> 'goals', '[]')) > 0 THEN
+        refused := refused || jsonb_build_object('goals', jsonb_array_length(result -> 'goals'), 'reason', 'asked in an imported history');
+        result := result - 'goals';
+    END IF;
+    IF history_at < now() - interval '30 days' AND jsonb_array_length(coalesce(result -> 'objectives', '[]')) > 0 THEN
+        refused := refused || jsonb_build_object('objectives', jsonb_array_length(result -> 'objectives'), 'reason', 'the past of an imported history');
+        result := result - 'objectives';
+    END IF;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'goals', '[]')) LOOP
+        new_id := dionysus.create_goal(item ->> 'title', item ->> 'description', coalesce(item ->> 'source', 'curiosity'),
+                                       item ->> 'priority', (item ->> 'parent_goal_id')::uuid, private_to => privacy);
+        made := jsonb_set(made, '{goals}', (made -> 'goals') || to_jsonb(new_id));
+    END LOOP;
+    -- The person's objectives (017), from their own turn only: theirs, never someone else's.
+    IF jsonb_array_length(coalesce(result -> 'objectives', '[]')) > 0 THEN
+        IF w.action <> 'extract_message' OR w.params ->> 'person' IS NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "result.objectives": only the extraction of a person''s turn carries them'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        FOR item IN SELECT * FROM jsonb_array_elements(result -> 'objectives') LOOP
+            new_id := dionysus_internal.note_objective(w.params ->> 'person', item ->> 'description',
+                                                       (item ->> 'saliency')::float8, item ->> 'status', (w.params ->> 'message_id')::uuid);
+            IF new_id IS NOT NULL THEN
+                made := made || jsonb_build_object('objectives', coalesce(made -> 'objectives', '[]'::jsonb) || to_jsonb(new_id));
+            END IF;
+        END LOOP;
+    END IF;
+    IF result ? 'dream' THEN
+        IF w.action <> 'dream' OR (w.params ->> 'dream_id') IS NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "result.dream": only a dream item carries one' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        made := made || jsonb_build_object('dream', dionysus_internal.record_dream((w.params ->> 'dream_id')::uuid, result -> 'dream'));
+    END IF;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'goal_progress', '[]')) LOOP
+        PERFORM dionysus.add_goal_progress((item ->> 'goal_id')::uuid, item ->> 'note');
+    END LOOP;
+    IF result ? 'maintenance' THEN
+        made := made || jsonb_build_object('maintenance', dionysus_internal.apply_maintenance(result -> 'maintenance', w.heartbeat_id, w.id));
+    END IF;
+    -- Who the agent is and what it believes never changes on the web's word alone.
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'identity', '[]')) LOOP
+        IF from_web OR dionysus_internal.web_only_basis(item ->> 'aspect') THEN
+            refused := refused || jsonb_build_object('identity', item ->> 'aspect', 'reason', 'rests on web content alone');
+            CONTINUE;
+        END IF;
+        PERFORM dionysus.set_identity_aspect(item ->> 'aspect', coalesce((item ->> 'confidence')::float8, 0.5));
+    END LOOP;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'worldview', '[]')) LOOP
+        IF from_web OR dionysus_internal.web_only_basis(item ->> 'belief') THEN
+            refused := refused || jsonb_build_object('worldview', item ->> 'belief', 'reason', 'rests on web content alone');
+            CONTINUE;
+        END IF;
+        PERFORM dionysus.set_worldview_belief(item ->> 'belief', coalesce((item ->> 'confidence')::float8, 0.5));
+    END LOOP;
+    IF w.action IN ('reach_out_user', 'reach_out_public') THEN
+        IF coalesce(btrim(result ->> 'message'), '') = '' THEN
+            RAISE EXCEPTION 'dionysus: argument "result.message": a reach-out needs the message to send'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF dionysus_internal.web_only_basis(result ->> 'message') THEN
+            RAISE EXCEPTION 'dionysus: reach-out refused: web content is its only basis' USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        IF w.action = 'reach_out_user' THEN
+            -- Nobody has talked yet: the message goes to the home channel, and may hold nothing private.
+            target := dionysus.reach_out_target(coalesce(result ->> 'person', w.params ->> 'person'));
+            IF NOT dionysus_internal.visible_to(privacy, target ->> 'person') THEN
+                RAISE EXCEPTION 'dionysus: reach-out refused: it drew on what someone other than % said in private', target ->> 'person'
+                    USING ERRCODE = 'insufficient_privilege';
+            END IF;
+        END IF;
+        -- Censors (022) read the words before the outbox does: a blocked message is not sent,
+        -- and the item is done (its activation stays counted; a retry would only repeat it).
+        censored := dionysus.censor_gate('reach_out', result ->> 'message', target ->> 'person', jsonb_build_object('work_id', w.id));
+        IF censored ->> 'verdict' = 'block' THEN
+            refused := refused || jsonb_build_object('message', 'censored', 'reasons', censored -> 'reasons', 'censors', censored -> 'censors');
+            -- What the heartbeat's narrative is told of this work (its summary): nothing was sent.
+            -- Not why: a person's own reasons are theirs, and a narrative may be read by others.
+            result := result || jsonb_build_object('summary', 'not sent: a censor held it back');
+        ELSE
+            IF censored ->> 'verdict' = 'warn' THEN
+                made := made || jsonb_build_object('censor_warnings', censored -> 'censors');
+            END IF;
+            INSERT INTO dionysus.outbox (work_id, audience, content, requires_approval, person, platform)
+            VALUES (w.id, CASE w.action WHEN 'reach_out_user' THEN 'user' ELSE 'public' END, result ->> 'message',
+                    w.action = 'reach_out_public', target ->> 'person', target ->> 'platform')
+            RETURNING id INTO msg_id;
+            made := made || jsonb_build_object('outbox_id', msg_id);
+            IF w.action = 'reach_out_user' THEN
+                PERFORM pg_notify('dionysus_outbox', msg_id::text);
+            END IF;
+        END IF;
+    END IF;
+    -- The session's focus and the threads the turn opened or closed (025), last: the person's
+    -- working-memory lock comes after every other lock (002's order).
+    IF result ? 'focus' OR result ? 'threads' THEN
+        IF w.action <> 'extract_message' OR w.params ->> 'person' IS NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "result.threads": only the extraction of a person''s turn carries a focus or threads'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        made := made || jsonb_build_object('working_memory',
+                    dionysus_internal.store_working_focus(w.params ->> 'person', (w.params ->> 'message_id')::uuid,
+                                                          result -> 'focus', result -> 'threads'));
+    END IF;
+    made := made || jsonb_build_object('private_to', to_jsonb(privacy));
+    IF jsonb_array_length(refused) > 0 THEN
+        made := made || jsonb_build_object('refused', refused);
+    END IF;
+    UPDATE dionysus.work_queue SET status = 'done', completed_at = now(), lease_until = NULL,
+           result = coalesce(complete_work.result, '{}') || jsonb_build_object('applied', made)
+     WHERE id = w.id;
+    RETURN made;
+END $$;
 
 -- ---------------------------------------------------------------------------------------
 -- The language queue asks for the levels (sql/012_conversation.sql)
@@ -467,6 +925,10 @@ COMMENT ON FUNCTION enqueue_language_work() IS
     'Queues the worker''s language jobs for the driver (seed 000 §6.4–6.5): summaries of closed episodes, concepts of young memories, '
     'the summary and micro levels of long fresh memories (027). '
     'Closes episodes left open past the gap first. Returns how many were queued.';
+COMMENT ON FUNCTION dionysus_internal.propose_censors(uuid, jsonb) IS
+    'A failed episode of one person (not an imported history''s) proposes up to three of its censor candidates to that person (propose_censor_candidates); returns their ids.';
+COMMENT ON FUNCTION dionysus_internal.propose_censor_candidates(text, jsonb, text, text, uuid, jsonb) IS
+    'SECURITY DEFINER, not the driver''s: proposes up to three {trigger, reason} censors to one person (status proposed, severity warn, learned from an episode or a heartbeat), none that holds, was proposed, or was dropped or lifted for them, at most ten waiting; returns their ids.';
 -- Context budgets and detail levels (027).
 COMMENT ON TABLE context_budgets IS 'Token budgets by task (seed 002: 3K casual chat, 6K a deep conversation, 8K a heartbeat decision, 12K reflection or synthesis), each with the order its sections are served in; a context archetype names its task (budget_task).';
 COMMENT ON COLUMN context_archetypes.budget_task IS 'The context budget (context_budgets.task) of this kind of message.';
@@ -475,11 +937,24 @@ COMMENT ON FUNCTION dionysus_internal.fit_context(jsonb, integer, text[], text) 
     'Fits a context into a budget: the message, north stars, focus and a heartbeat''s goals and surroundings always; then, sections in the order given (the rest after), every item at its smallest level while it fits, then each in rank order up to the richest that fits (full, summary, micro, clipped); cut items leave; the report goes under context_budget.';
 COMMENT ON FUNCTION dionysus_internal.fit_task_context(jsonb, text, integer) IS 'fit_context with a task''s budget and section order (budget tokens instead, when given).';
 COMMENT ON FUNCTION fit_to_budget(text, jsonb) IS 'A context assembled by the caller (as chat_context''s or heartbeat_begin''s sections), fitted into a task''s budget (context_budgets); reports under context_budget.';
+COMMENT ON FUNCTION dionysus_internal.keep_shipped_budgets() IS 'Trigger: the four shipped context budgets (chat, deep_conversation, heartbeat, reflection) are asked for by name; they change, they are not deleted (23001).';
 COMMENT ON FUNCTION dionysus_internal.enqueue_condense_levels() IS 'Queues condense_memory work for long fresh memories (over 100 characters, of the last 30 days) lacking a summary or micro line, ten a pass, newest first; returns how many.';
+
+-- The censors an unwelcome heartbeat proposes (028).
+COMMENT ON FUNCTION dionysus_internal.feedback_heartbeat(dionysus.feedback) IS 'The heartbeat whose reach-out a feedback is about (its outbox message, or the bot turn it names); NULL when no heartbeat sent it.';
+COMMENT ON FUNCTION dionysus_internal.queue_heartbeat_lesson() IS 'Trigger: negative feedback about a heartbeat''s reach-out queues a heartbeat_censors item (once per feedback).';
+COMMENT ON FUNCTION dionysus_internal.heartbeat_lesson_source(uuid) IS 'What a heartbeat_censors item shows the model: the message the person got and their words about it; NULL once the feedback is taken back.';
+COMMENT ON FUNCTION dionysus_internal.propose_heartbeat_censors(dionysus.work_queue, jsonb) IS
+    'complete_work of a claimed heartbeat_censors item: its candidates proposed to the feedback''s person, learned from the heartbeat (nothing when the feedback was taken back or is no longer negative); returns their ids.';
 
 GRANT SELECT, INSERT, UPDATE ON context_budgets TO dionysus_driver;
 GRANT EXECUTE ON FUNCTION count_tokens(text), dionysus_internal.fit_context(jsonb, integer, text[], text),
     dionysus_internal.fit_task_context(jsonb, text, integer), fit_to_budget(text, jsonb),
-    dionysus_internal.enqueue_condense_levels(), chat_context(uuid, integer, integer, boolean, integer) TO dionysus_driver;
+    dionysus_internal.enqueue_condense_levels(), chat_context(uuid, integer, integer, boolean, integer),
+    dionysus_internal.keep_shipped_budgets(), dionysus_internal.feedback_heartbeat(dionysus.feedback),
+    dionysus_internal.queue_heartbeat_lesson(), dionysus_internal.heartbeat_lesson_source(uuid),
+    dionysus_internal.propose_heartbeat_censors(dionysus.work_queue, jsonb) TO dionysus_driver;
+REVOKE EXECUTE ON FUNCTION dionysus_internal.propose_censor_candidates(text, jsonb, text, text, uuid, jsonb) FROM PUBLIC, dionysus_driver;
+REVOKE EXECUTE ON FUNCTION dionysus_internal.propose_heartbeat_censors(dionysus.work_queue, jsonb) FROM PUBLIC;
 -- Context budgets: the owner's settings, like heartbeat_config; the driver only reads them.
 REVOKE INSERT, UPDATE ON context_budgets FROM dionysus_driver;

@@ -78,6 +78,8 @@ pgrx::extension_sql_file!("../../sql/025_working_memory.sql", name = "working_me
 pgrx::extension_sql_file!("../../sql/026_procedures.sql", name = "procedures", requires = ["working_memory"]);
 // Context budgets and detail levels (issue #13 §4, seed 002).
 pgrx::extension_sql_file!("../../sql/027_context_budget.sql", name = "context_budget", requires = ["procedures"]);
+// What an unwelcome heartbeat proposes not to do again (issue #13 §1, seed 002).
+pgrx::extension_sql_file!("../../sql/028_heartbeat_lessons.sql", name = "heartbeat_lessons", requires = ["context_budget"]);
 // Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 

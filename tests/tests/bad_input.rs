@@ -51,6 +51,7 @@ const CASES: &[(&str, &str, &str)] = &[
     ("SELECT dionysus.fit_to_budget('no_such_task', '{}')", "P0002", "\"task\""),
     ("SELECT dionysus.fit_to_budget('chat', '[1]')", "22023", "\"context\""),
     ("SELECT dionysus_internal.fit_context('{}', 0, NULL, NULL)", "22023", "\"budget\""),
+    ("DELETE FROM dionysus.context_budgets WHERE task = 'heartbeat'", "23001", "heartbeat"),
     ("SELECT dionysus.prompt_template('no_such_prompt')", "P0002", "\"key\""),
     ("SELECT dionysus.set_prompt_template('Bad Key', 'x')", "22023", "\"key\""),
     ("SELECT dionysus.set_prompt_template('chat_system', 'x', temperature => 3)", "22023", "\"temperature\""),
@@ -103,6 +104,7 @@ async fn deeply_nested_json_is_a_clean_22p02_naming_the_argument() {
         (format!("SELECT dionysus.remember('x', metadata => '{{\"a\": {deep}}}')"), "\"metadata\""),
         (format!("SELECT * FROM dionysus.remember_batch('{deep}')"), "\"items\""),
         (format!("SELECT dionysus.connect('{a}', '{b}', properties => '{{\"p\": {deep}}}')"), "\"properties\""),
+        (format!("SELECT dionysus.fit_to_budget('chat', '{{\"memories\": {deep}}}')"), "\"context\""),
     ];
     for (sql, arg) in cases {
         let (code, msg) = expect_error(&db.client, &sql).await;

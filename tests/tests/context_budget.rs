@@ -75,7 +75,7 @@ async fn a_3k_context_keeps_to_it_with_shorter_levels_while_a_12k_one_includes_m
     .unwrap();
     let mid: Uuid = one(
         c,
-        "SELECT (dionysus.log_message('test', 'q1', 'dm:ada', 'ada', 'Tell me again about my hiking trips with my sister in the mountains?') ->> 'message_id')::uuid",
+        "SELECT (dionysus.log_message('test', 'q1', 'dm:ada', 'ada', 'What did I tell you about my hiking trips with my sister?') ->> 'message_id')::uuid",
     )
     .await;
     let ask = |budget: i32| {
@@ -132,12 +132,24 @@ async fn a_3k_context_keeps_to_it_with_shorter_levels_while_a_12k_one_includes_m
     assert_eq!(memories(&default).len(), 12);
     // An archetype names its task: a question about the past is a deep conversation's 6K.
     let shaped = c.query_one("SELECT dionysus.chat_context($1, 12, 12, true)", &[&mid]).await.unwrap().get::<_, Value>(0);
-    let archetype = shaped["archetype"]["name"].as_str().map(str::to_string);
-    let task: Option<String> = match &archetype {
-        Some(a) => Some(one(c, &format!("SELECT budget_task FROM dionysus.context_archetypes WHERE name = {}", lit(a))).await),
-        None => Some("chat".into()),
-    };
-    assert_eq!(shaped["context_budget"]["task"].as_str().map(str::to_string), task, "archetype {archetype:?}");
+    assert_eq!(shaped["archetype"]["name"], "past_question", "{}", shaped["archetype"]);
+    assert_eq!((&shaped["context_budget"]["task"], &shaped["context_budget"]["budget"]), (&json!("deep_conversation"), &json!(6000)));
+    // The turns are kept unbroken from the newest, in their order: with a long turn between
+    // short ones and little room, the short newest stays, the long one and all before it go.
+    // (The long one's first words alone are some 200 tokens: even clipped it cannot fit.)
+    let long = "Pneumonoultramicroscopicsilicovolcanoconiosis ".repeat(40);
+    for (i, words) in ["An early short turn.", long.trim(), "A later short turn."].iter().enumerate() {
+        c.execute("SELECT dionysus.log_message('test', $1, 'dm:ada', 'ada', $2)", &[&format!("h{i}"), words]).await.unwrap();
+    }
+    let last: Uuid = one(c, "SELECT (dionysus.log_message('test', 'h9', 'dm:ada', 'ada', 'And now?') ->> 'message_id')::uuid").await;
+    let tight = c.query_one("SELECT dionysus.chat_context($1, 0, 12, false, 100)", &[&last]).await.unwrap().get::<_, Value>(0);
+    let turns: Vec<&str> = tight["recent_turns"].as_array().unwrap().iter().map(|t| t["content"].as_str().unwrap()).collect();
+    assert_eq!(turns.last(), Some(&"A later short turn."), "{turns:?}");
+    assert!(!turns.contains(&"An early short turn."), "a hole in the transcript: {turns:?}");
+    let roomy = c.query_one("SELECT dionysus.chat_context($1, 0, 12, false, 12000)", &[&last]).await.unwrap().get::<_, Value>(0);
+    let turns: Vec<&str> = roomy["recent_turns"].as_array().unwrap().iter().map(|t| t["content"].as_str().unwrap()).collect();
+    let (early, late) = (turns.iter().position(|t| *t == "An early short turn.").unwrap(), turns.iter().position(|t| *t == "A later short turn.").unwrap());
+    assert!(early < late && late == turns.len() - 1, "the turns out of order: {turns:?}");
 
     // The driver's role reads the budgets and cannot change them.
     let driver = db.connect_as_driver().await;

@@ -212,7 +212,8 @@ async fn a_chat_file_keeps_its_roles_and_a_malformed_one_writes_nothing() {
     assert!(out.status.success() && stdout.contains("imported: 3 new turns, 0 the log held already"), "{stdout}\n{stderr}");
     let ann: String = one(&db, "SELECT id::text FROM dionysus.messages WHERE person = 'discord:42' AND author_id = 'ann'").await;
     let ctx: Value = one(&db, &format!("SELECT dionysus.chat_context('{ann}', 0, 12, use_archetype => false) -> 'recent_turns'")).await;
-    assert_eq!(ctx, json!([{"role": "other", "content": "Bo: Only if Mum drives", "at": ctx[0]["at"], "proactive": false}]),
+    assert_eq!(ctx, json!([{"role": "other", "content": "Bo: Only if Mum drives", "at": ctx[0]["at"], "proactive": false,
+                            "level": "full", "tokens": ctx[0]["tokens"]}]),
                "an imported turn's context is its person's history alone, others' words marked");
     let sources: i64 = one(&db, "SELECT count(DISTINCT source) FROM dionysus.episodes WHERE source LIKE 'imported:%'").await;
     let mixed: i64 = one(&db, "SELECT count(*) FROM dionysus.episodes e WHERE e.source LIKE 'imported:%' AND \

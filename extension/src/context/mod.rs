@@ -11,6 +11,8 @@ use crate::{embed, errors};
 use pgrx::prelude::*;
 use serde_json::{json, Map, Value};
 use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::rc::Rc;
 use tokenizers::Tokenizer;
@@ -19,6 +21,9 @@ use tokenizers::Tokenizer;
 const CLIP_WORDS: usize = 16;
 /// At most this many cut items are listed by name in the report (all are counted).
 const CUT_LISTED: usize = 20;
+/// Token counts a backend remembers (by the text's hash): a conversation's turns, its working
+/// memory and the memories it keeps coming back to are counted once, not every turn.
+const COUNTS_KEPT: usize = 8192;
 
 /// The sections a budget can rank, in the order used for those a budget row leaves out (so
 /// nothing escapes the budget). sql/027's CHECK on context_budgets.sections names the same.
@@ -30,6 +35,8 @@ pub const SECTIONS: [&str; 11] = [
 thread_local! {
     /// The backend's tokenizer, by the path it was read from (None: the file is not there).
     static TOKENIZER: RefCell<Option<(PathBuf, Option<Rc<Tokenizer>>)>> = const { RefCell::new(None) };
+    /// The tokenizer's counts of texts seen, by hash (emptied when full or when the tokenizer changes).
+    static COUNTS: RefCell<HashMap<u64, usize>> = RefCell::new(HashMap::new());
 }
 
 /// How tokens are counted here.
@@ -55,6 +62,7 @@ pub fn counter() -> Counter {
             Some(Rc::new(t))
         });
         *cell.borrow_mut() = Some((path, loaded.clone()));
+        COUNTS.with(|c| c.borrow_mut().clear());
         loaded.map_or(Counter::Estimate, Counter::WordPiece)
     })
 }
@@ -62,7 +70,26 @@ pub fn counter() -> Counter {
 impl Counter {
     pub fn count(&self, text: &str) -> usize {
         match self {
-            Counter::WordPiece(t) => t.encode(text, false).map(|e| e.len()).unwrap_or_else(|_| estimate(text)),
+            // Past a megabyte the rule of thumb is near enough, and bounds the tokenizer's memory.
+            Counter::WordPiece(_) if text.len() > 1 << 20 => estimate(text),
+            Counter::WordPiece(t) => {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                text.hash(&mut h);
+                let key = h.finish();
+                if let Some(n) = COUNTS.with(|c| c.borrow().get(&key).copied()) {
+                    return n;
+                }
+                // Offsets are not needed to count: encode_fast skips them.
+                let n = t.encode_fast(text, false).map(|e| e.len()).unwrap_or_else(|_| estimate(text));
+                COUNTS.with(|c| {
+                    let mut c = c.borrow_mut();
+                    if c.len() >= COUNTS_KEPT {
+                        c.clear();
+                    }
+                    c.insert(key, n);
+                });
+                n
+            }
             Counter::Estimate => estimate(text),
         }
     }
@@ -90,9 +117,10 @@ fn count_tokens(content: Option<&str>) -> i32 {
 /// cheaper than the one before. Mandatory items take their richest level whatever it costs.
 /// Then, in rank order, every other item gets in at its smallest level while that fits
 /// (breadth first: one long item cannot starve the rest), and then, in rank order again, each
-/// one moves up to the richest level the rest of the budget allows. Returns the chosen level
-/// of each item (None: cut) and the tokens used.
-pub fn choose(costs: &[Vec<usize>], mandatory: &[bool], budget: usize) -> (Vec<Option<usize>>, usize) {
+/// one moves up to the richest level the rest of the budget allows. Items of one `chain` (the
+/// turns, newest first) stop at the first that does not fit: a transcript has no holes.
+/// Returns the chosen level of each item (None: cut) and the tokens used.
+pub fn choose(costs: &[Vec<usize>], mandatory: &[bool], chain: &[Option<u8>], budget: usize) -> (Vec<Option<usize>>, usize) {
     let mut choice = vec![None; costs.len()];
     let mut used = 0usize;
     for (i, c) in costs.iter().enumerate() {
@@ -101,10 +129,16 @@ pub fn choose(costs: &[Vec<usize>], mandatory: &[bool], budget: usize) -> (Vec<O
             used += c[0];
         }
     }
+    let mut broken: Vec<u8> = Vec::new();
     for (i, c) in costs.iter().enumerate() {
-        if !mandatory[i] && !c.is_empty() && used + c[c.len() - 1] <= budget {
+        if mandatory[i] || c.is_empty() || chain[i].is_some_and(|k| broken.contains(&k)) {
+            continue;
+        }
+        if used + c[c.len() - 1] <= budget {
             choice[i] = Some(c.len() - 1);
             used += c[c.len() - 1];
+        } else if let Some(k) = chain[i] {
+            broken.push(k);
         }
     }
     for (i, c) in costs.iter().enumerate() {
@@ -158,6 +192,8 @@ struct Item {
     mandatory: bool,
     /// Its levels are a memory's (the chosen one replaces its content).
     leveled: bool,
+    /// One chain: the turns, kept unbroken from the newest.
+    chain: Option<u8>,
 }
 
 /// A memory-like item's levels: its content, summary and micro line, each kept only when it
@@ -233,7 +269,7 @@ pub fn fit(mut ctx: Value, budget: usize, order: &[String], task: &str) -> Value
         let text = words(v);
         if !text.is_empty() {
             let cost = counter.count(&text) + 2;
-            items.push(Item { section: "fixed", array: pointer_static(pointer), index: 0, levels: vec![("full", text, cost)], mandatory: true, leveled: false });
+            items.push(Item { section: "fixed", array: pointer_static(pointer), index: 0, levels: vec![("full", text, cost)], mandatory: true, leveled: false, chain: None });
         }
     }
     for section in &sections {
@@ -243,6 +279,7 @@ pub fn fit(mut ctx: Value, budget: usize, order: &[String], task: &str) -> Value
             // The newest turns matter most: turns are ranked from the last one back.
             let ranked: Vec<usize> = if *section == "recent_turns" { (0..n).rev().collect() } else { (0..n).collect() };
             for index in ranked {
+                pgrx::check_for_interrupts!();
                 let v = &list[index];
                 let levels = match (leveled, v.as_object()) {
                     (true, Some(o)) => memory_levels(&counter, o, overhead(section)),
@@ -255,22 +292,30 @@ pub fn fit(mut ctx: Value, budget: usize, order: &[String], task: &str) -> Value
                         }
                     }
                 };
-                items.push(Item { section, array, index, levels, mandatory: false, leveled: leveled && v.is_object() });
+                let chain = (*section == "recent_turns").then_some(0);
+                items.push(Item { section, array, index, levels, mandatory: false, leveled: leveled && v.is_object(), chain });
             }
         }
     }
     let costs: Vec<Vec<usize>> = items.iter().map(|i| i.levels.iter().map(|l| l.2).collect()).collect();
     let mandatory: Vec<bool> = items.iter().map(|i| i.mandatory).collect();
-    let (choice, used) = choose(&costs, &mandatory, budget);
+    let chain: Vec<Option<u8>> = items.iter().map(|i| i.chain).collect();
+    let (choice, used) = choose(&costs, &mandatory, &chain, budget);
 
     // The report, and the context rewritten: per array the indexes kept, with their levels.
     let mut report_sections = Map::new();
     let mut cut_listed = Vec::new();
     let mut fixed = 0usize;
-    let mut keep: Vec<(&'static str, usize, Option<(&'static str, String, usize)>, bool)> = Vec::new();
+    // Per array, the kept items by index: their chosen level (None: kept as they are).
+    let mut keep: HashMap<(&'static str, usize), (Option<(&'static str, String, usize)>, bool)> = HashMap::new();
     for (item, chosen) in items.iter().zip(&choice) {
         if item.mandatory {
             fixed += chosen.map_or(0, |c| item.levels[c].2);
+            continue;
+        }
+        if item.levels.is_empty() {
+            // Nothing to show costs nothing and is not cut: it stays as it is.
+            keep.insert((item.array, item.index), (None, false));
             continue;
         }
         let entry = report_sections
@@ -285,7 +330,7 @@ pub fn fit(mut ctx: Value, budget: usize, order: &[String], task: &str) -> Value
                 if item.leveled {
                     entry["levels"][*name] = json!(entry["levels"][*name].as_u64().unwrap_or(0) + 1);
                 }
-                keep.push((item.array, item.index, Some((name, text.clone(), *cost)), item.leveled));
+                keep.insert((item.array, item.index), (Some((name, text.clone(), *cost)), item.leveled));
             }
             None => {
                 entry["cut"] = json!(entry["cut"].as_u64().unwrap_or(0) + 1);
@@ -303,7 +348,7 @@ pub fn fit(mut ctx: Value, budget: usize, order: &[String], task: &str) -> Value
             let Some(list) = ctx.pointer_mut(array).and_then(Value::as_array_mut) else { continue };
             let old = std::mem::take(list);
             for (index, mut v) in old.into_iter().enumerate() {
-                let Some((_, _, chosen, leveled)) = keep.iter().find(|k| k.0 == array && k.1 == index) else { continue };
+                let Some((chosen, leveled)) = keep.get(&(array, index)) else { continue };
                 if let (true, Some(o), Some((name, text, cost))) = (*leveled, v.as_object_mut(), chosen) {
                     o.insert("content".into(), json!(text));
                     o.insert("level".into(), json!(name));
@@ -335,12 +380,15 @@ fn pointer_static(p: &str) -> &'static str {
 #[pg_schema]
 mod dionysus_internal {
     use crate::errors;
+    use crate::json_arg::JsonArg;
     use pgrx::prelude::*;
 
     /// A context fitted into a budget (sql/027): see [`super::fit`].
     #[pg_extern(stable, parallel_safe)]
-    fn fit_context(context: Option<pgrx::JsonB>, budget: Option<i32>, sections: Option<Vec<Option<String>>>, task: Option<&str>) -> pgrx::JsonB {
-        let Some(pgrx::JsonB(ctx)) = context else { errors::null_arg("context") };
+    fn fit_context(context: Option<JsonArg>, budget: Option<i32>, sections: Option<Vec<Option<String>>>, task: Option<&str>) -> pgrx::JsonB {
+        let Some(context) = context else { errors::null_arg("context") };
+        // Parsed with the nesting bound every JSON argument has (22P02, never a panic).
+        let ctx = context.parse("context");
         if !ctx.is_object() {
             errors::bad_json("context", "must be a JSON object");
         }
@@ -363,11 +411,11 @@ mod unit {
         // full 100, summary 30, micro 10 each; 60 tokens: all three at micro first (30), then
         // the first moves up to its summary (50); the rest cannot move.
         let costs = vec![vec![100, 30, 10]; 3];
-        let (choice, used) = choose(&costs, &[false; 3], 60);
+        let (choice, used) = choose(&costs, &[false; 3], &[None; 3], 60);
         assert_eq!(choice, vec![Some(1), Some(2), Some(2)]);
         assert_eq!(used, 50);
         // Room for everything: everything full.
-        let (choice, used) = choose(&costs, &[false; 3], 1000);
+        let (choice, used) = choose(&costs, &[false; 3], &[None; 3], 1000);
         assert_eq!(choice, vec![Some(0); 3]);
         assert_eq!(used, 300);
     }
@@ -375,13 +423,21 @@ mod unit {
     #[test]
     fn mandatory_items_are_always_in_and_what_does_not_fit_is_cut() {
         let costs = vec![vec![50], vec![40], vec![5]];
-        let (choice, used) = choose(&costs, &[true, false, false], 60);
+        let (choice, used) = choose(&costs, &[true, false, false], &[None; 3], 60);
         assert_eq!(choice, vec![Some(0), None, Some(0)]);
         assert_eq!(used, 55);
         // A mandatory item over the budget is still in: the report says "over".
-        let (choice, used) = choose(&costs, &[true, false, false], 10);
+        let (choice, used) = choose(&costs, &[true, false, false], &[None; 3], 10);
         assert_eq!(choice, vec![Some(0), None, None]);
         assert_eq!(used, 50);
+    }
+
+    #[test]
+    fn a_chain_stops_at_its_first_item_that_does_not_fit() {
+        // Turns newest first: 10, 50 (too long), 5. Unchained the 5 would get in after the cut.
+        let costs = vec![vec![10], vec![50], vec![5]];
+        assert_eq!(choose(&costs, &[false; 3], &[None; 3], 20).0, vec![Some(0), None, Some(0)]);
+        assert_eq!(choose(&costs, &[false; 3], &[Some(0); 3], 20).0, vec![Some(0), None, None]);
     }
 
     #[test]

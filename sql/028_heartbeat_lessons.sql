@@ -1,0 +1,106 @@
+-- The censors a heartbeat that went wrong proposes (seed 002's auto-extraction; issue #13 §1).
+--
+-- A heartbeat went wrong when the person says that what it did on its own was unwelcome:
+-- negative feedback (/feedback, a 👎, the words' tone) about a message a heartbeat's reach-out
+-- sent them. That feedback queues one 'heartbeat_censors' item; the driver shows the fast model
+-- only what is the person's own (the message they got and what they said of it: never the
+-- heartbeat's context, which may hold others' words) and asks what not to do again; the answer's
+-- candidates are proposed to that person alone, as episodes' are (024): status 'proposed',
+-- severity warn, learned from the heartbeat, matching nothing until the person keeps one
+-- (/censor keep N, accept_censor) — nothing the system proposes about itself takes effect
+-- without the person's word. Nothing is proposed twice, at most three a failure and ten waiting.
+-- Feedback taken back (/undo) before the work runs proposes nothing.
+--
+-- Lock order: the feedback's row is written first (its insert fires the queueing), then the
+-- censors' rows (8) when the work completes.
+
+ALTER TABLE censors DROP CONSTRAINT censors_origin_check,
+    ADD CONSTRAINT censors_origin_check CHECK (origin IN ('person', 'owner', 'episode', 'heartbeat'));
+
+-- The heartbeat whose reach-out a feedback is about (NULL: not a heartbeat's doing).
+CREATE FUNCTION dionysus_internal.feedback_heartbeat(f dionysus.feedback) RETURNS uuid
+    LANGUAGE sql STABLE AS $$
+    SELECT w.heartbeat_id
+      FROM dionysus.outbox o JOIN dionysus.work_queue w ON w.id = o.work_id
+     WHERE o.person = f.person AND w.heartbeat_id IS NOT NULL
+       AND (o.id = f.about_outbox_id
+            OR (f.about_outbox_id IS NULL AND o.status = 'sent' AND o.platform = f.platform
+                AND o.platform_message_id = (SELECT m.platform_message_id FROM dionysus.messages m WHERE m.id = f.about_message_id)))
+     LIMIT 1
+$$;
+
+CREATE FUNCTION dionysus_internal.queue_heartbeat_lesson() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    hb uuid;
+BEGIN
+    IF NEW.sentiment <> 'negative' THEN
+        RETURN NULL;
+    END IF;
+    hb := dionysus_internal.feedback_heartbeat(NEW);
+    IF hb IS NOT NULL THEN
+        -- Not the heartbeat's own work (its narrative is written): a lesson after it.
+        INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts)
+        VALUES ('heartbeat_censors:' || NEW.id, 'heartbeat_censors', jsonb_build_object('feedback_id', NEW.id, 'heartbeat_id', hb),
+                dionysus_internal.heartbeat_setting('work_max_attempts')::int)
+        ON CONFLICT (idempotency_key) DO NOTHING;
+        PERFORM pg_notify('dionysus_work', jsonb_build_object('queued', 1)::text);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER feedback_heartbeat_lesson AFTER INSERT ON feedback
+    FOR EACH ROW EXECUTE FUNCTION dionysus_internal.queue_heartbeat_lesson();
+
+-- What the model is shown for a heartbeat_censors item: the message the person got and their
+-- words about it (NULL when the feedback was taken back).
+CREATE FUNCTION dionysus_internal.heartbeat_lesson_source(work_id uuid) RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object('message', o.content, 'feedback', f.content, 'sent_at', o.sent_at)
+      FROM dionysus.work_queue w
+      JOIN dionysus.feedback f ON f.id = (w.params ->> 'feedback_id')::uuid
+      JOIN dionysus.outbox o ON o.person = f.person
+       AND (o.id = f.about_outbox_id
+            OR (f.about_outbox_id IS NULL AND o.platform = f.platform
+                AND o.platform_message_id = (SELECT m.platform_message_id FROM dionysus.messages m WHERE m.id = f.about_message_id)))
+     WHERE w.id = heartbeat_lesson_source.work_id AND w.action = 'heartbeat_censors'
+     LIMIT 1
+$$;
+
+-- complete_work's result.censor_candidates for a heartbeat_censors item: proposed to the
+-- feedback's person (not the model's word), learned from the heartbeat. SECURITY DEFINER, as
+-- propose_censors (024): the item is read again from the queue, never taken from the caller,
+-- and must be claimed. Returns the proposed censors' ids.
+CREATE FUNCTION dionysus_internal.propose_heartbeat_censors(w dionysus.work_queue, candidates jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    f dionysus.feedback;
+BEGIN
+    SELECT * INTO w FROM dionysus.work_queue q WHERE q.id = w.id AND q.status = 'claimed';
+    IF NOT FOUND OR w.action <> 'heartbeat_censors' THEN
+        RAISE EXCEPTION 'dionysus: argument "result.censor_candidates": only a heartbeat_censors item carries them'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT * INTO f FROM dionysus.feedback x WHERE x.id = (w.params ->> 'feedback_id')::uuid;
+    IF NOT FOUND OR f.sentiment <> 'negative' THEN
+        RETURN '[]'::jsonb; -- taken back meanwhile
+    END IF;
+    RETURN dionysus_internal.propose_censor_candidates(f.person, candidates, 'result.censor_candidates', 'heartbeat',
+        (w.params ->> 'heartbeat_id')::uuid, jsonb_build_object('learned_from', 'heartbeat', 'learned_from_id', w.params ->> 'heartbeat_id',
+                                                                'feedback_id', f.id));
+END $$;
+
+INSERT INTO prompt_templates (key, version, temperature, note, template) VALUES
+('heartbeat_censors', 1, 0.2, 'lessons (028): what not to do again, after a message sent on your own was unwelcome', $t$TASK: heartbeat_censors
+You sent the person a message on your own initiative, and they told you it was unwelcome.
+Propose at most three things not to do again, each a short description of the kind of action
+or message to avoid (the trigger, matched by meaning against what you are about to do) and why
+(in their terms). Be specific to what they objected to; do not generalise to never contacting
+them. If their words give no lesson, answer with an empty list. They will be asked to keep or
+drop each one.
+
+The message you sent:
+{{message}}
+
+What they said about it:
+{{feedback}}
+
+Answer with JSON only: {"censor_candidates": [{"trigger": "...", "reason": "..."}]}$t$);
