@@ -65,7 +65,7 @@ BEGIN
     IF jsonb_typeof(candidates) IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION 'dionysus: argument "%": must be an array', arg USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF person IS NULL OR origin NOT IN ('episode', 'heartbeat') THEN
+    IF person IS NULL OR origin IS NULL OR origin NOT IN ('episode', 'heartbeat') THEN
         RAISE EXCEPTION 'dionysus: argument "%": proposed to no one, or learned from %', arg, quote_nullable(origin)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;

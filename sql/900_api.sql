@@ -673,11 +673,12 @@ COMMENT ON FUNCTION dionysus_internal.keep_shipped_budgets() IS 'Trigger: the fo
 COMMENT ON FUNCTION dionysus_internal.enqueue_condense_levels() IS 'Queues condense_memory work for long fresh memories (over 100 characters, of the last 30 days) lacking a summary or micro line, ten a pass, newest first; returns how many.';
 
 -- The censors an unwelcome heartbeat proposes (028).
-COMMENT ON FUNCTION dionysus_internal.feedback_heartbeat(dionysus.feedback) IS 'The heartbeat whose reach-out a feedback is about (its outbox message, or the bot turn it names); NULL when no heartbeat sent it.';
+COMMENT ON FUNCTION dionysus_internal.feedback_reach_out(dionysus.feedback) IS 'The heartbeat''s reach-out a feedback is about: its sent outbox row (the one it names, or the one whose bot turn it names) and the heartbeat; NULLs when no heartbeat sent it.';
+COMMENT ON FUNCTION dionysus_internal.withdraw_heartbeat_lesson() IS 'Trigger: feedback taken back retires the censors its lesson proposed that still wait (with a retired event saying why).';
 COMMENT ON FUNCTION dionysus_internal.queue_heartbeat_lesson() IS 'Trigger: negative feedback about a heartbeat''s reach-out queues a heartbeat_censors item (once per feedback).';
 COMMENT ON FUNCTION dionysus_internal.heartbeat_lesson_source(uuid) IS 'What a heartbeat_censors item shows the model: the message the person got and their words about it; NULL once the feedback is taken back.';
 COMMENT ON FUNCTION dionysus_internal.propose_heartbeat_censors(dionysus.work_queue, jsonb) IS
-    'complete_work of a claimed heartbeat_censors item: its candidates proposed to the feedback''s person, learned from the heartbeat (nothing when the feedback was taken back or is no longer negative); returns their ids.';
+    'complete_work of a claimed heartbeat_censors item: its candidates proposed to the feedback''s person, learned from the heartbeat; nothing when the feedback was taken back; 22023 when the item is not the lesson of its negative feedback about that heartbeat''s reach-out. Returns their ids.';
 
 -- The store's vectors were made by the model the settings name at install (or upgrade) time.
 INSERT INTO embedding_store (id, spec, model_key, dimensions)

@@ -63,6 +63,7 @@ async fn an_unwelcome_reach_out_proposes_censors_to_its_person_alone() {
     let hb = reach_out(c, REACH_OUT, "r1").await;
     // Bob talks afterwards (before, his private words would have kept the reach-out from Alice).
     c.batch_execute("SELECT dionysus.log_message('test', 'b1', 'dm:bob', 'bob', 'Hi, Bob here')").await.unwrap();
+    let outbox: Uuid = one(c, "SELECT id FROM dionysus.outbox WHERE platform_message_id = 'r1'").await;
 
     // Bob cannot judge what was sent to Alice; Alice's praise is no failure.
     let v: Value = one(c, "SELECT dionysus.give_feedback('test', 'fb0', 'bob', 'awful', about => 'r1', source => 'command')").await;
@@ -80,6 +81,7 @@ async fn an_unwelcome_reach_out_proposes_censors_to_its_person_alone() {
     assert_eq!(lessons(c).await, 1);
     let params: Value = one(c, "SELECT params FROM dionysus.work_queue WHERE action = 'heartbeat_censors'").await;
     assert_eq!(params["heartbeat_id"], json!(hb.to_string()));
+    assert_eq!((&params["outbox_id"], &params["person"]), (&json!(outbox.to_string()), &json!("test:alice")));
 
     // The running driver does it with the (scripted) fast model.
     let llm = FakeLlm::start().await;
@@ -96,7 +98,6 @@ async fn an_unwelcome_reach_out_proposes_censors_to_its_person_alone() {
     assert_eq!(asked.len(), 1);
     let prompt = asked[0]["messages"].to_string();
     assert!(prompt.contains("quarterly report") && prompt.contains("never message me about work on a weekend"), "{prompt}");
-    assert!(!prompt.contains("Bob here"), "{prompt}");
 
     // Proposed to Alice alone, from the heartbeat, as warnings that wait for her word.
     let rows = c
@@ -146,6 +147,14 @@ async fn an_unwelcome_reach_out_proposes_censors_to_its_person_alone() {
     assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.censors").await, 2);
     assert_eq!(llm.requests_with("TASK: heartbeat_censors").len(), 2, "the model was asked about feedback taken back");
 
+    // /feedback without naming a message is about Dionysus's last one to her: the reach-out.
+    c.batch_execute("SELECT dionysus.give_feedback('test', 'f5', 'alice', 'that was too pushy', sentiment => 'negative', source => 'command')")
+        .await
+        .unwrap();
+    let named: Value = one(c, "SELECT params FROM dionysus.work_queue WHERE idempotency_key = 'heartbeat_censors:' || \
+                               (SELECT id FROM dionysus.feedback WHERE platform_message_id = 'f5')").await;
+    assert_eq!(named["outbox_id"], json!(outbox.to_string()));
+
     // Feedback on a chat reply (not a heartbeat's doing) proposes nothing.
     c.batch_execute(
         "SELECT dionysus.log_message('test', 'c1', 'dm:alice', 'bot', 'A reply in the chat', true, false, \
@@ -154,7 +163,18 @@ async fn an_unwelcome_reach_out_proposes_censors_to_its_person_alone() {
     )
     .await
     .unwrap();
-    assert_eq!(lessons(c).await, 3, "a chat reply's feedback queued a heartbeat lesson");
+    assert_eq!(lessons(c).await, 4, "a chat reply's feedback queued a heartbeat lesson");
+    // Her first objection taken back withdraws what it proposed that still waits; what she kept stays.
+    c.batch_execute("SELECT dionysus.undo_feedback('test', 'alice', 'f1')").await.unwrap();
+    let statuses: Vec<(String, String)> = c
+        .query("SELECT trigger, status FROM dionysus.censors ORDER BY trigger", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(statuses, vec![("asking about reports".to_string(), "retired".to_string()),
+                              ("messaging them about work on weekends".to_string(), "active".to_string())]);
 
     // The driver's role proposes no censor by itself: not directly, not with a forged item.
     let driver = db.connect_as_driver().await;
@@ -171,4 +191,18 @@ async fn an_unwelcome_reach_out_proposes_censors_to_its_person_alone() {
     )
     .await;
     assert_eq!(state, "22023", "a done item proposed again");
+    // A claimed item of its own making, naming a negative feedback about no heartbeat's message.
+    let (state, _) = expect_error(
+        &driver,
+        &format!("DO $$ DECLARE w dionysus.work_queue; f uuid; BEGIN \
+                    SELECT id INTO f FROM dionysus.feedback WHERE platform_message_id = 'f4'; \
+                    INSERT INTO dionysus.work_queue (idempotency_key, action, params, status) \
+                    VALUES ('heartbeat_censors:' || f, 'heartbeat_censors', \
+                            jsonb_build_object('feedback_id', f, 'heartbeat_id', '{hb}', 'person', 'test:alice'), 'claimed') RETURNING * INTO w; \
+                    PERFORM dionysus_internal.propose_heartbeat_censors(w, '[{{\"trigger\": \"contacting them at all\", \"reason\": \"forged\"}}]'); \
+                  END $$"),
+    )
+    .await;
+    assert_eq!(state, "22023", "a forged lesson proposed");
+    assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.censors").await, 2);
 }
