@@ -29,7 +29,8 @@
 --                                   lock (8, 9) come after it, in complete_work's focus and threads)
 --   8. any other rows, by primary key: goals, memories, facts, triples, events, censors (censor_gate);
 --      an episode's row FOR SHARE before its working memory (chat_context, complete_work's focus and threads,
---      activate_procedure)
+--      activate_procedure); a feedback row before the censors its heartbeat lesson proposed (028: FOR SHARE
+--      in complete_work's censor_candidates, deleted by /undo, which then retires them)
 --   9. a person's working-memory lock 'dionysus.working_memory:<person>' (025: chat_context, complete_work's
 --                                   focus and threads at its very end, an episode's close after its row,
 --                                   close_open_thread, activate_procedure; then only working-memory,
