@@ -243,9 +243,14 @@ CREATE TABLE recall_config (
 );
 INSERT INTO recall_config (key, value, description) VALUES
     ('weight_vector',      1.00, 'cosine similarity of the memory to the query'),
-    ('weight_lexical',     0.35, 'full-text match of the query words (normalised rank)'),
-    ('weight_association', 0.30, 'reached through a seed''s precomputed neighborhood or graph edges'),
-    ('weight_temporal',    0.35, 'an episode-adjacent turn of a strong seed'),
+    ('weight_lexical',     1.00, 'BM25 match of the query words, as the share of the query''s information (IDF mass) matched'),
+    ('lexical_corroboration', 0.30, 'cosine similarity from which a lexical match counts whole; below it, in proportion (shared words about another subject count little)'),
+    ('weight_person',      0.40, 'said by someone the query names (its "Name: " label), or naming them in the share person_mention'),
+    ('person_mention',     0,    'what a memory that only names someone the query names counts of weight_person (0: only their own words)'),
+    ('weight_time',        0.30, 'made within the days, months or years the query names (halving with distance outside them)'),
+    ('weight_association', 0.30, 'the share of a seed''s meaning-relevance lent through its precomputed neighborhood or graph edges'),
+    ('weight_temporal',    0.35, 'the share of a seed''s meaning-relevance lent to the turns around it in its episode'),
+    ('inherit_beyond_own', 0.50, 'how much of its own meaning-relevance a neighbour''s inheritance must exceed to count (1: only beyond it, so near-duplicates lift nothing; 0: all of it)'),
     ('weight_importance',  0.10, 'the memory''s importance'),
     ('weight_recency',     0.05, 'recency decay of the memory''s creation time'),
     ('recency_half_life_days', 30, 'age at which the recency component halves'),

@@ -136,8 +136,10 @@ COMMENT ON FUNCTION open_episode IS
     'Opens an episode for a source explicitly (closing the open one); it stays open until close_episode.';
 COMMENT ON FUNCTION close_episode IS 'Closes an open episode.';
 COMMENT ON FUNCTION recall IS
-    'Hybrid recall of the k memories most relevant to a text: HNSW vector and BM25 lexical seeds, expanded '
-    'through neighborhoods, graph edges and episode-adjacent turns, weighted by importance and recency '
+    'Hybrid recall of the k memories most relevant to a text: HNSW vector seeds, the nearest within the days or months '
+    'the text names, and BM25 lexical seeds scored as the share of the query''s information matched; the best expanded '
+    'through neighborhoods, graph edges and episode-adjacent turns (a neighbour inherits a share of its seed''s relevance, '
+    'beyond its own); the people the text names (what they said) and its dates count; weighted by importance and recency '
     '(weights in dionysus.recall_config). Filters: types, since/until, min_importance, episode_id, and person '
     '(only what that person may see: nothing private to someone else). Returns each score component and found_by, '
     'the channel that found the memory, and stage: fresh, fading (its summary) or distant (its residue), sql/021_decay.sql.';

@@ -24,7 +24,9 @@ const BEFORE_PEOPLE: &str = "0.8.0";
 /// The last release before working memory.
 const BEFORE_WORKING_MEMORY: &str = "0.9.0";
 /// The last release before context budgets.
-const PREVIOUS: &str = "0.10.0";
+const BEFORE_CONTEXT_BUDGETS: &str = "0.10.0";
+/// The last release before Recall 2.0.
+const PREVIOUS: &str = "0.11.0";
 
 /// Everything about the extension's objects that a person or the driver could notice, one
 /// line per fact, with no OIDs and no column order (ALTER TABLE ADD COLUMN appends).
@@ -588,9 +590,9 @@ async fn an_update_from_the_release_before_working_memory_keeps_the_conversation
 /// calls still work) and keeps to it as the driver's role; the language queue asks for the
 /// levels of a long memory written before the update, with the new condensing prompt.
 #[tokio::test]
-async fn an_update_from_the_previous_release_keeps_everything_and_adds_context_budgets() {
+async fn an_update_from_the_release_before_budgets_keeps_everything_and_adds_context_budgets() {
     let admin = connect("postgres").await;
-    let (name, old) = install_release(&admin, PREVIOUS).await;
+    let (name, old) = install_release(&admin, BEFORE_CONTEXT_BUDGETS).await;
     let long = "The user described their whole first week at the new job: ".to_string()
         + &"meetings about the roadmap, a lunch with the team, a bug hunt that ran late, and a quiet walk home. ".repeat(8);
     old.execute("SELECT dionysus.remember($1, 'episodic', 0.6, 0, '{}', 'seed', private_to => ARRAY['test:ada'])", &[&long])
@@ -632,6 +634,43 @@ async fn an_update_from_the_previous_release_keeps_everything_and_adds_context_b
     let active: String =
         old.query_one("SELECT template FROM dionysus.prompt_templates WHERE key = 'condense_memory' AND active", &[]).await.unwrap().get(0);
     assert!(active.contains("shown when a context has little room"), "the shipped condensing prompt did not move on: {active}");
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// An update from the release before Recall 2.0 keeps every memory; recall answers with its
+/// two new components as the driver's role; the lexical weight still at its old default moves
+/// to the new scale, while a weight the owner set stays theirs; the new knobs arrive.
+#[tokio::test]
+async fn an_update_from_the_previous_release_keeps_everything_and_brings_recall_2() {
+    let admin = connect("postgres").await;
+    let (name, old) = install_release(&admin, PREVIOUS).await;
+    for text in ["Caroline: I went to the support group yesterday", "Melanie: I went to a pottery class yesterday"] {
+        old.execute("SELECT dionysus.remember($1, 'episodic', created_at => '2023-05-08 13:56+00')", &[&text]).await.expect("fill the previous release");
+    }
+    old.batch_execute("UPDATE dionysus.recall_config SET value = 0.2 WHERE key = 'weight_temporal'").await.unwrap();
+    let state = "SELECT string_agg(id::text || content || created_at::text, ',' ORDER BY id) FROM dionysus.memories";
+    let before: String = old.query_one(state, &[]).await.unwrap().get(0);
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, env!("CARGO_PKG_VERSION"));
+    assert_eq!(old.query_one(state, &[]).await.unwrap().get::<_, String>(0), before, "state lost in the update");
+    let knob = |k: &'static str| {
+        let old = &old;
+        async move { old.query_one("SELECT value FROM dionysus.recall_config WHERE key = $1", &[&k]).await.unwrap().get::<_, f64>(0) }
+    };
+    assert_eq!(knob("weight_lexical").await, 1.0, "the old default moves to the new scale");
+    assert_eq!(knob("weight_temporal").await, 0.2, "the owner's own weight stays");
+    assert_eq!(knob("weight_person").await, 0.4);
+    assert_eq!(knob("inherit_beyond_own").await, 0.5);
+    old.batch_execute("SET ROLE dionysus_driver").await.unwrap();
+    let top = old
+        .query_one("SELECT content, person_score, time_score FROM dionysus.recall('What did Melanie do on May 7, 2023?', 1)", &[])
+        .await
+        .expect("recall after the update, as the driver");
+    assert!(top.get::<_, String>(0).starts_with("Melanie:"), "{:?}", top.get::<_, String>(0));
+    assert_eq!(top.get::<_, f64>(1), 1.0);
+    assert!(top.get::<_, f64>(2) > 0.5, "a day from the date asked about: {}", top.get::<_, f64>(2));
     drop(old);
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
 }

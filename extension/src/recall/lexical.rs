@@ -4,7 +4,7 @@
 //! outweighs the one rare word that matters. Here the query's lexemes are weighted by IDF from
 //! `dionysus.lexicon` (refreshed like ANALYZE), candidates are found through the GIN index by
 //! the rarest lexemes only (bounded work), and scored with BM25 (k1, b from recall_config).
-use super::{Config, Filters, FILTER_SQL};
+use super::{Config, Filters, FILTER_SQL, LABEL_SQL, LOCAL_SECONDS_SQL};
 use crate::spi_util::{cosine_op, select_prepared, vector_type};
 use pgrx::prelude::*;
 use pgrx::Uuid;
@@ -18,11 +18,16 @@ struct Term {
     ndoc: i64,
 }
 
-/// A lexical match: BM25 normalised so the best is 1.0, and its cosine similarity to the query.
+/// A lexical match: how much of the query's information it matches (BM25 over the query's own
+/// IDF mass, in [0, 1]), and its cosine similarity to the query.
 pub struct Match {
     pub id: Uuid,
     pub score: f64,
     pub similarity: f64,
+    /// The start of its text (its "Name: " label) and its local time, for query::person_match
+    /// and query::time_match.
+    pub label: String,
+    pub at: i64,
 }
 
 /// The best `n` lexical matches.
@@ -37,6 +42,12 @@ pub fn search(query: &str, qv: &[f32], n: i64, filters: &Filters, cfg: &Config) 
     let n_docs = rows.first().map(|r| r.2).unwrap_or(0).max(1) as f64;
     let avg_len = rows.first().map(|r| r.3).unwrap_or(1.0).max(1.0);
     let terms: Vec<Term> = rows.into_iter().map(|(lexeme, ndoc, _, _)| Term { lexeme, ndoc }).collect();
+    let idf = |df: i64| (1.0 + (n_docs - df as f64 + 0.5).max(0.0) / (df as f64 + 0.5)).ln().max(1e-6);
+    // What the query says, in information: every word it has counts, the common ones little,
+    // a word the store has never seen much. A match is scored against this mass, not against
+    // the best match of the moment: one shared everyday word is a small part of a question,
+    // however alone it is in matching.
+    let mass: f64 = terms.iter().map(|t| idf(t.ndoc)).sum::<f64>().max(1e-9);
     // Too common to tell memories apart: dropped (BM25 would give them almost no weight anyway).
     // A word in a handful of memories is never "common": in a young store a name the person
     // said twice is a quarter of everything, and it is exactly the word to match.
@@ -46,7 +57,6 @@ pub fn search(query: &str, qv: &[f32], n: i64, filters: &Filters, cfg: &Config) 
         return Vec::new();
     }
     usable.sort_by(|a, b| a.ndoc.cmp(&b.ndoc).then_with(|| a.lexeme.cmp(&b.lexeme)));
-    let idf = |df: i64| (1.0 + (n_docs - df as f64 + 0.5).max(0.0) / (df as f64 + 0.5)).ln().max(1e-6);
     // Candidates come from the rarest lexemes until their postings reach the budget.
     let mut budget = 0i64;
     let mut finders = Vec::new();
@@ -84,16 +94,26 @@ pub fn search(query: &str, qv: &[f32], n: i64, filters: &Filters, cfg: &Config) 
                                    FROM unnest(c.search) u) t \
                JOIN q ON q.lexeme = t.lexeme \
                GROUP BY c.id ORDER BY score DESC, c.id LIMIT $8) \
-             SELECT s.id, s.score, 1 - (m.embedding {op} $15::real[]::{vt}) FROM scored s JOIN dionysus.memories m ON m.id = s.id \
+             SELECT s.id, s.score, 1 - (m.embedding {op} $15::real[]::{vt}), {LABEL_SQL}, {LOCAL_SECONDS_SQL} \
+             FROM scored s JOIN dionysus.memories m ON m.id = s.id \
              ORDER BY s.score DESC, s.id",
             op = cosine_op(),
             vt = vector_type()
         ),
         &args,
-        |t| Some(Match { id: t.get::<Uuid>(1).ok()??, score: t.get::<f64>(2).ok()??, similarity: t.get::<f64>(3).ok()?? }),
+        |t| {
+            Some(Match {
+                id: t.get::<Uuid>(1).ok()??,
+                score: t.get::<f64>(2).ok()??,
+                similarity: t.get::<f64>(3).ok()??,
+                label: t.get::<String>(4).ok()??,
+                at: t.get::<i64>(5).ok()??,
+            })
+        },
     );
-    let best = scored.first().map(|m| m.score).unwrap_or(1.0).max(1e-9);
-    scored.into_iter().map(|m| Match { score: m.score / best, ..m }).collect()
+    // A word met once in a memory of average length counts its IDF once; more often or in a
+    // shorter memory a little more (BM25's saturation), so the share is capped at 1.
+    scored.into_iter().map(|m| Match { score: (m.score / mass).min(1.0), ..m }).collect()
 }
 
 /// A lexeme quoted for the tsquery input syntax.

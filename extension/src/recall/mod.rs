@@ -1,15 +1,22 @@
 //! Hybrid recall: the heart of Dionysus.
 //!
 //! 1. Seeds: the nearest memories by HNSW (pgvector iterative scan, so filters never starve
-//!    it) and the best BM25 matches of the query's words (GIN), fused linearly.
+//!    it), the nearest within the days or months the question names, and the best BM25
+//!    matches of the query's words (GIN), scored as the share of the query's information
+//!    they match.
 //! 2. Expansion of the strongest seeds: their precomputed neighborhoods, their graph edges,
-//!    and the turns around them in their episode (temporal context).
-//! 3. Every candidate is scored on the same components — vector, lexical, association,
+//!    and the turns around them in their episode (temporal context). A neighbour inherits a
+//!    share of its seed's meaning-relevance (the most any one seed lends, never a sum), and
+//!    counts it only beyond its own in the share `inherit_beyond_own`, so near-duplicates do
+//!    not lift each other.
+//! 3. Every candidate is scored on the same components — vector, lexical, person (said by
+//!    someone the question names), time (made when the question asks about), association,
 //!    temporal, importance, recency — weighted by `dionysus.recall_config`.
 //!
 //! Recall appends to `memory_access_log` rather than updating memories, so concurrent
 //! readers never take row locks; importance is never touched by reading.
 pub mod lexical;
+pub mod query;
 
 use crate::embed::{self, check_text};
 use crate::errors;
@@ -39,6 +46,11 @@ pub struct Config {
     pub bm25_b: f64,
     pub lexical_max_df: f64,
     pub lexical_candidates: f64,
+    pub inherit_beyond_own: f64,
+    pub weight_person: f64,
+    pub person_mention: f64,
+    pub weight_time: f64,
+    pub lexical_corroboration: f64,
 }
 
 impl Config {
@@ -52,7 +64,7 @@ impl Config {
         let get = |k: &str, d: f64| map.get(k).copied().unwrap_or(d);
         Config {
             weight_vector: get("weight_vector", 1.0),
-            weight_lexical: get("weight_lexical", 0.35),
+            weight_lexical: get("weight_lexical", 1.0),
             weight_association: get("weight_association", 0.3),
             weight_temporal: get("weight_temporal", 0.35),
             weight_importance: get("weight_importance", 0.1),
@@ -67,6 +79,11 @@ impl Config {
             bm25_b: get("bm25_b", 0.75),
             lexical_max_df: get("lexical_max_df", 0.25),
             lexical_candidates: get("lexical_candidates", 1000.0),
+            inherit_beyond_own: get("inherit_beyond_own", 0.5).clamp(0.0, 1.0),
+            weight_person: get("weight_person", 0.4),
+            person_mention: get("person_mention", 0.0).clamp(0.0, 1.0),
+            weight_time: get("weight_time", 0.3),
+            lexical_corroboration: get("lexical_corroboration", 0.3),
         }
     }
 }
@@ -128,6 +145,10 @@ pub struct Hit {
     pub temporal: f64,
     pub importance: f64,
     pub recency: f64,
+    /// Said by (1) or naming (`person_mention`) someone the query names.
+    pub person: f64,
+    /// Made within (1) or near a time the query names.
+    pub time: f64,
     pub score: f64,
     pub found_by: String,
     /// Where the memory is in its life (sql/021_decay.sql): fresh, fading or distant.
@@ -138,66 +159,185 @@ pub struct Hit {
 struct Candidate {
     vector_seed: bool,
     lexical: f64,
+    /// Cosine similarity to the query, where a seed query already measured it.
+    similarity: Option<f64>,
+    /// By or about a person the query names (query::person_match), where known.
+    person: f64,
+    /// Fit to the times the query names (query::time_match), where known.
+    time: f64,
     association: f64,
     temporal: f64,
+}
+
+/// The local wall-clock time of `m.created_at` in seconds (0 for ±infinity), for time_match.
+pub const LOCAL_SECONDS_SQL: &str =
+    "CASE WHEN isfinite(m.created_at) THEN extract(epoch FROM m.created_at AT TIME ZONE current_setting('TimeZone'))::int8 ELSE 0 END";
+
+/// The start of a memory's text, enough for its "Name: " label.
+pub const LABEL_SQL: &str = "left(m.content, 64)";
+
+/// A query's times as spans to look in, for the time seeds: spans up to two months wide
+/// (a day, a week, a month; wider ones only score), annual ones in each year the store has.
+fn seed_spans(times: &[query::When]) -> Vec<(i64, i64)> {
+    const WIDEST: i64 = 62 * 86_400;
+    let mut spans = Vec::new();
+    let mut years: Option<(i64, i64)> = None;
+    for w in times {
+        match *w {
+            query::When::Span(f, t) if t - f <= WIDEST => spans.push((f, t)),
+            query::When::Span(..) => {}
+            query::When::Annual { month, day } => {
+                let (first, last) = *years.get_or_insert_with(|| {
+                    select_prepared(
+                        &format!(
+                            "SELECT extract(year FROM min(m.created_at) AT TIME ZONE current_setting('TimeZone'))::int8, \
+                                    extract(year FROM max(m.created_at) AT TIME ZONE current_setting('TimeZone'))::int8 \
+                             FROM dionysus.memories m WHERE isfinite(m.created_at)"
+                        ),
+                        &[],
+                        |t| Some((t.get::<i64>(1).ok()??, t.get::<i64>(2).ok()??)),
+                    )
+                    .pop()
+                    .unwrap_or((0, -1))
+                });
+                // The most recent years first, at most ten of them.
+                for y in (first.max(last - 9)..=last).rev() {
+                    let (f, t) = match day {
+                        Some(d) => {
+                            let at = query::days_from_civil(y, month, d);
+                            (at, at + 1)
+                        }
+                        None => (
+                            query::days_from_civil(y, month, 1),
+                            if month == 12 { query::days_from_civil(y + 1, 1, 1) } else { query::days_from_civil(y, month + 1, 1) },
+                        ),
+                    };
+                    spans.push((f * 86_400, t * 86_400));
+                }
+            }
+        }
+    }
+    spans.truncate(24);
+    spans
 }
 
 /// Recall proper, callable from Rust (the heartbeat and benchmarks use it too).
 pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     let qv = embed::embed_one(query);
+    // What the question says besides its meaning: the people it names, the times it asks about
+    // (relative ones on the one clock).
+    let names = query::names(query);
+    let now_local = query::is_relative(query).then(|| {
+        select_prepared(
+            "SELECT extract(epoch FROM dionysus.clock_now() AT TIME ZONE current_setting('TimeZone'))::int8",
+            &[],
+            |t| t.get::<i64>(1).ok()?,
+        )
+        .pop()
+    });
+    let times = query::times(query, now_local.flatten());
     let n_seeds = ((k as f64 * cfg.seed_multiplier).max(cfg.min_seeds)).round() as i64;
-    // $1 the query vector, $2..$6 the filters.
+    // $1 the query vector, $2..$7 the filters.
     let base_args = || {
         let mut a: Vec<pgrx::datum::DatumWithOid<'static>> = vec![qv.clone().into()];
         a.extend(filters.args());
         a
     };
+    let mut cands: HashMap<Uuid, Candidate> = HashMap::new();
+    let note = |cands: &mut HashMap<Uuid, Candidate>, id: Uuid, sim: f64, label: &str, at: i64| {
+        let c = cands.entry(id).or_default();
+        c.vector_seed = true;
+        c.similarity = Some(sim);
+        c.person = query::person_match(&names, label, cfg.person_mention);
+        c.time = query::time_match(&times, at);
+    };
 
     // 1a. Vector seeds.
-    let vector_seeds: Vec<(Uuid, f64)> = with_iterative_scan((n_seeds as i32).max(40), || {
+    let seed_row = |t: pgrx::spi::SpiHeapTupleData| {
+        Some((t.get::<Uuid>(1).ok()??, t.get::<f64>(2).ok()??, t.get::<String>(3).ok()??, t.get::<i64>(4).ok()??))
+    };
+    let vector_seeds = with_iterative_scan((n_seeds as i32).max(40), || {
         let mut args = base_args();
         args.push(n_seeds.into());
         select_prepared(
             &format!(
-                "SELECT id, sim FROM (SELECT m.id, 1 - (m.embedding {op} $1::real[]::{vt}) AS sim \
+                "SELECT id, sim, label, at FROM (SELECT m.id, 1 - (m.embedding {op} $1::real[]::{vt}) AS sim, \
+                        {LABEL_SQL} AS label, {LOCAL_SECONDS_SQL} AS at \
                    FROM dionysus.memories m WHERE {FILTER_SQL} \
                    ORDER BY m.embedding {op} $1::real[]::{vt} LIMIT $8) s ORDER BY sim DESC",
                 op = cosine_op(),
                 vt = vector_type()
             ),
             &args,
-            |t| Some((t.get::<Uuid>(1).ok()??, t.get::<f64>(2).ok()??)),
+            seed_row,
         )
     });
-    // 1b. Lexical seeds (BM25, normalised to the best match of this query).
-    let lexical_seeds = lexical::search(query, &qv, n_seeds, filters, cfg);
-
-    let mut cands: HashMap<Uuid, Candidate> = HashMap::new();
-    for (id, _) in &vector_seeds {
-        cands.entry(*id).or_default().vector_seed = true;
+    for (id, sim, label, at) in &vector_seeds {
+        note(&mut cands, *id, *sim, label, *at);
     }
-    for m in &lexical_seeds {
-        cands.entry(m.id).or_default().lexical = m.score;
+    // 1b. Time seeds: the nearest memories within the days, weeks or months the query names
+    //     (a question about "October 13" looks at that day, however far its words are).
+    let spans = seed_spans(&times);
+    if !spans.is_empty() {
+        let mut args = base_args();
+        args.extend([n_seeds.into(), spans.iter().map(|s| s.0).collect::<Vec<i64>>().into(), spans.iter().map(|s| s.1).collect::<Vec<i64>>().into()]);
+        let rows = select_prepared(
+            &format!(
+                "SELECT m.id, 1 - (m.embedding {op} $1::real[]::{vt}), {LABEL_SQL}, {LOCAL_SECONDS_SQL} \
+                 FROM unnest($9::int8[], $10::int8[]) AS r(f, t) \
+                 JOIN dionysus.memories m \
+                   ON m.created_at >= (to_timestamp(r.f) AT TIME ZONE 'UTC') AT TIME ZONE current_setting('TimeZone') \
+                  AND m.created_at < (to_timestamp(r.t) AT TIME ZONE 'UTC') AT TIME ZONE current_setting('TimeZone') \
+                 WHERE {FILTER_SQL} \
+                 ORDER BY m.embedding {op} $1::real[]::{vt}, m.id LIMIT $8",
+                op = cosine_op(),
+                vt = vector_type()
+            ),
+            &args,
+            seed_row,
+        );
+        for (id, sim, label, at) in &rows {
+            note(&mut cands, *id, *sim, label, *at);
+        }
+    }
+    // 1c. Lexical seeds: BM25 as the share of the query's information matched.
+    for m in lexical::search(query, &qv, n_seeds, filters, cfg) {
+        let c = cands.entry(m.id).or_default();
+        c.lexical = m.score;
+        c.similarity = Some(m.similarity);
+        c.person = query::person_match(&names, &m.label, cfg.person_mention);
+        c.time = query::time_match(&times, m.at);
     }
     if cands.is_empty() {
         return Vec::new();
     }
-    let vector_of: HashMap<Uuid, f64> = vector_seeds.iter().copied().collect();
 
-    // 2. Seed strength: the fused vector + lexical relevance, normalised to the best seed.
-    let mut sims = vector_of;
-    sims.extend(lexical_seeds.iter().map(|m| (m.id, m.similarity)));
-    let relevance = |id: &Uuid, c: &Candidate| {
-        cfg.weight_vector * sims.get(id).copied().unwrap_or(0.0) + cfg.weight_lexical * c.lexical
+    // 2. Seeds to expand: the best by their direct evidence (meaning, words, the people and
+    //    times asked about). It stays absolute, not relative to the best seed: what a
+    //    neighbour inherits is a share of how relevant its seed really is, so a store of weak
+    //    matches lends little.
+    // Words in common count as far as meaning bears them out: a memory that shares the
+    //    question's one rare word but is about something else (cosine near 0.1) gets a part of
+    //    it, one plausibly on the same subject (lexical_corroboration and above) all of it.
+    let lexical = |c: &Candidate, similarity: f64| {
+        let corroborated = if cfg.lexical_corroboration > 0.0 { (similarity / cfg.lexical_corroboration).clamp(0.0, 1.0) } else { 1.0 };
+        cfg.weight_lexical * c.lexical * corroborated
     };
-    let mut seeds: Vec<(Uuid, f64)> = cands.iter().map(|(id, c)| (*id, relevance(id, c))).collect();
+    let direct = |c: &Candidate, similarity: f64| {
+        cfg.weight_vector * similarity + lexical(c, similarity) + cfg.weight_person * c.person + cfg.weight_time * c.time
+    };
+    //    A seed lends only its meaning's part (vector and words): that it is by the person or
+    //    from the day asked about is true of it, not of the turns around it.
+    let meaning = |c: &Candidate, similarity: f64| cfg.weight_vector * similarity + lexical(c, similarity);
+    let mut seeds: Vec<(Uuid, f64)> = cands.iter().map(|(id, c)| (*id, direct(c, c.similarity.unwrap_or(0.0)))).collect();
     seeds.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.as_bytes().cmp(b.0.as_bytes())));
     seeds.truncate(cfg.expand_seeds.max(0.0) as usize);
-    let best = seeds.first().map(|s| s.1).unwrap_or(0.0).max(1e-9);
-    let strength: HashMap<Uuid, f64> = seeds.iter().map(|(id, r)| (*id, (r / best).clamp(0.0, 1.0))).collect();
+    let strength: HashMap<Uuid, f64> =
+        seeds.iter().map(|(id, _)| (*id, meaning(&cands[id], cands[id].similarity.unwrap_or(0.0)).max(0.0))).collect();
     let seed_ids: Vec<Uuid> = seeds.iter().map(|s| s.0).collect();
 
-    // 3. Expansion: neighborhoods, graph edges, episode-adjacent turns.
+    // 3. Expansion: neighborhoods, graph edges, episode-adjacent turns. Each candidate keeps
+    //    the most it is lent by any one seed (max, never a sum: ten near-duplicates do not add up).
     let window = cfg.temporal_window.max(0.0) as i32;
     for e in expansions(&seed_ids, window) {
         let c = cands.entry(e.neighbour).or_default();
@@ -215,12 +355,13 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     args.push(ids.into());
     // A database still on an older version's SQL has no stages: everything is fresh there.
     let stage = if crate::decay::installed() { "m.stage::text" } else { "'fresh'::text" };
-    let rows: Vec<(Uuid, String, String, TimestampWithTimeZone, f64, f64, f64, String)> = select_prepared(
+    #[allow(clippy::type_complexity)]
+    let rows: Vec<(Uuid, String, String, TimestampWithTimeZone, f64, f64, f64, String, i64)> = select_prepared(
         &format!(
             "SELECT m.id, m.content, m.type::text, m.created_at, 1 - (m.embedding {op} $1::real[]::{vt}), \
                     m.importance::float8, \
                     CASE WHEN isfinite(m.created_at) THEN extract(epoch FROM now() - m.created_at)::float8 / 86400 \
-                         ELSE 0 END, {stage} \
+                         ELSE 0 END, {stage}, {LOCAL_SECONDS_SQL} \
              FROM dionysus.memories m WHERE m.id = ANY($8) AND {FILTER_SQL}",
             op = cosine_op(),
             vt = vector_type()
@@ -236,25 +377,36 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
                 t.get::<f64>(6).ok()??,
                 t.get::<f64>(7).ok()??,
                 t.get::<String>(8).ok()??,
+                t.get::<i64>(9).ok()??,
             ))
         },
     );
     let mut hits: Vec<Hit> = rows
         .into_iter()
-        .map(|(id, content, kind, created_at, vector, importance, age_days, stage)| {
+        .map(|(id, content, kind, created_at, vector, importance, age_days, stage, at)| {
             let c = &cands[&id];
             let recency = 0.5f64.powf(age_days.max(0.0) / cfg.recency_half_life_days);
-            let score = cfg.weight_vector * vector
-                + cfg.weight_lexical * c.lexical
-                + cfg.weight_association * c.association
-                + cfg.weight_temporal * c.temporal
+            let person = query::person_match(&names, &content, cfg.person_mention);
+            let time = query::time_match(&times, at);
+            let c = Candidate { person, time, ..c.clone() };
+            // What a neighbour is lent counts only beyond its own evidence (in the share
+            // `inherit_beyond_own`): a near-duplicate of a seed already has the seed's own
+            // relevance, so being its neighbour adds nothing, while an answer next to a
+            // strong question is lifted towards it.
+            let own = direct(&c, vector);
+            let kept = cfg.inherit_beyond_own * meaning(&c, vector).max(0.0);
+            let association = (c.association - kept).max(0.0);
+            let temporal = (c.temporal - kept).max(0.0);
+            let score = own
+                + cfg.weight_association * association
+                + cfg.weight_temporal * temporal
                 + cfg.weight_importance * importance
                 + cfg.weight_recency * recency;
             let found_by = match (c.vector_seed, c.lexical > 0.0) {
                 (true, true) => "vector+lexical",
                 (true, false) => "vector",
                 (false, true) => "lexical",
-                (false, false) if c.association >= c.temporal => "association",
+                (false, false) if association >= temporal => "association",
                 (false, false) => "temporal",
             };
             Hit {
@@ -264,10 +416,12 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
                 created_at: Some(created_at),
                 vector,
                 lexical: c.lexical,
-                association: c.association,
-                temporal: c.temporal,
+                association,
+                temporal,
                 importance,
                 recency,
+                person,
+                time,
                 score,
                 found_by: found_by.to_string(),
                 stage,
@@ -342,7 +496,8 @@ fn log_access(ids: &[Uuid]) {
 }
 
 /// Hybrid recall of the k memories most relevant to a text query, with every score
-/// component and the channel that found each one.
+/// component (the person and time components say how the question's names and dates were
+/// read) and the channel that found each one.
 #[pg_extern(volatile, parallel_unsafe)]
 #[allow(clippy::type_complexity)]
 fn recall(
@@ -370,6 +525,8 @@ fn recall(
         name!(recency_score, f64),
         name!(found_by, String),
         name!(stage, String),
+        name!(person_score, f64),
+        name!(time_score, f64),
     ),
 > {
     let query = check_text("query", query);
@@ -404,6 +561,8 @@ fn recall(
             h.recency,
             h.found_by,
             h.stage,
+            h.person,
+            h.time,
         )
     }))
 }

@@ -8,10 +8,8 @@
 //!                                         per second, the swap, recall before and during it
 //!   dionysus-bench driver N [MESSAGES]    the driver's time per message apart from the LLM
 //!                                         (scripted, instant), and its resident memory
-use chrono::NaiveDateTime;
 use dionysus_tests::{connect, p50_p95, TestDb};
 use serde_json::Value;
-use std::collections::HashMap;
 use std::time::Instant;
 use tokio_postgres::Client;
 use uuid::Uuid;
@@ -26,6 +24,8 @@ mod people;
 mod working_memory;
 #[path = "bench/context.rs"]
 mod context;
+#[path = "bench/locomo.rs"]
+mod locomo;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
@@ -33,7 +33,7 @@ async fn main() {
     match args.get(1).map(String::as_str) {
         Some("locomo") => {
             let path = args.iter().skip(2).find(|a| !a.starts_with("--")).expect("usage: dionysus-bench locomo PATH [--json]");
-            locomo(path, args.iter().any(|a| a == "--json")).await
+            locomo::locomo(path, args.iter().any(|a| a == "--json")).await
         }
         Some("driver") => {
             let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000);
@@ -60,165 +60,8 @@ async fn main() {
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// LoCoMo retrieval quality
-// ---------------------------------------------------------------------------------------
-
-/// "1:56 pm on 8 May, 2023" → a timestamp.
-fn locomo_time(s: &str) -> NaiveDateTime {
-    NaiveDateTime::parse_from_str(s.trim(), "%I:%M %p on %d %B, %Y")
-        .unwrap_or_else(|e| panic!("unreadable session time '{s}': {e}"))
-}
-
-fn pg_time(t: NaiveDateTime) -> String {
-    format!("{}+00", t.format("%Y-%m-%d %H:%M:%S"))
-}
-
-#[derive(Default)]
-struct Tally {
-    questions: usize,
-    hits: [f64; 4],
-}
-
-const KS: [usize; 4] = [1, 5, 10, 20];
-
-impl Tally {
-    fn add(&mut self, evidence: &[String], ranked: &[String]) {
-        self.questions += 1;
-        for (i, k) in KS.iter().enumerate() {
-            let top = &ranked[..ranked.len().min(*k)];
-            let found = evidence.iter().filter(|e| top.contains(e)).count();
-            self.hits[i] += found as f64 / evidence.len() as f64;
-        }
-    }
-    fn recall_at(&self) -> Vec<f64> {
-        self.hits.iter().map(|h| h / self.questions.max(1) as f64).collect()
-    }
-    fn json(&self) -> Value {
-        let r = self.recall_at();
-        serde_json::json!({"questions": self.questions, "r@1": r[0], "r@5": r[1], "r@10": r[2], "r@20": r[3]})
-    }
-    fn line(&self, name: &str) -> String {
-        let r: Vec<String> = self.recall_at().iter().map(|h| format!("{h:.3}")).collect();
-        format!("| {name:<34} | {} | {} | {} | {} |", r[0], r[1], r[2], r[3])
-    }
-}
-
-async fn locomo(path: &str, json: bool) {
-    let data: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(path).expect("read LoCoMo file")).expect("LoCoMo JSON");
-    let mut hybrid = Tally::default();
-    let mut vector = Tally::default();
-    let mut per_category: HashMap<i64, Tally> = HashMap::new();
-    let mut latencies = Vec::new();
-    for conv in &data {
-        let name = conv["sample_id"].as_str().unwrap_or("conv").replace('-', "_");
-        let db = TestDb::new(&format!("locomo_{name}")).await;
-        let c = &db.client;
-        let conversation = conv["conversation"].as_object().expect("conversation");
-        let mut sessions: Vec<(usize, &Value, NaiveDateTime)> = conversation
-            .iter()
-            .filter_map(|(k, v)| {
-                let n: usize = k.strip_prefix("session_")?.parse().ok()?;
-                let when = conversation.get(&format!("session_{n}_date_time"))?.as_str()?;
-                Some((n, v, locomo_time(when)))
-            })
-            .collect();
-        sessions.sort_by_key(|s| s.0);
-        let mut dia_of: HashMap<Uuid, String> = HashMap::new();
-        let started = Instant::now();
-        let mut turns_total = 0;
-        for (n, turns, when) in &sessions {
-            let ep: Uuid = c
-                .query_one("SELECT dionysus.open_episode($1, $2, $3::text::timestamptz)", &[&name, &format!("session {n}"), &pg_time(*when)])
-                .await
-                .unwrap()
-                .get(0);
-            let items: Vec<Value> = turns
-                .as_array()
-                .unwrap()
-                .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    serde_json::json!({
-                        "content": format!("{}: {}", t["speaker"].as_str().unwrap_or(""), t["text"].as_str().unwrap_or("")),
-                        "type": "episodic",
-                        "source": name,
-                        // Turns keep their order within the session: one second apart.
-                        "created_at": pg_time(*when + chrono::Duration::seconds(i as i64)),
-                        "metadata": {"dia_id": t["dia_id"]},
-                    })
-                })
-                .collect();
-            turns_total += items.len();
-            let rows = c.query("SELECT ord, memory_id FROM dionysus.remember_batch($1)", &[&Value::Array(items.clone())]).await.unwrap();
-            for r in rows {
-                let ord: i32 = r.get(0);
-                dia_of.insert(r.get(1), items[ord as usize - 1]["metadata"]["dia_id"].as_str().unwrap().to_string());
-            }
-            c.execute("SELECT dionysus.close_episode($1)", &[&ep]).await.unwrap();
-        }
-        let ingest = started.elapsed().as_secs_f64();
-        let m = run_maintenance_to_the_end(c).await;
-        c.query_one("SELECT dionysus.refresh_lexicon()", &[]).await.unwrap();
-        eprintln!("{name}: {turns_total} turns ingested in {ingest:.1} s, maintenance {m}");
-        for qa in conv["qa"].as_array().unwrap() {
-            let cat = qa["category"].as_i64().unwrap_or(0);
-            let evidence: Vec<String> = qa["evidence"].as_array().map(|a| a.iter().filter_map(|e| e.as_str().map(String::from)).collect()).unwrap_or_default();
-            if !(1..=4).contains(&cat) || evidence.is_empty() {
-                continue;
-            }
-            let question = qa["question"].as_str().unwrap();
-            let t = Instant::now();
-            let ranked: Vec<String> = c
-                .query("SELECT memory_id FROM dionysus.recall($1, 20)", &[&question])
-                .await
-                .unwrap()
-                .iter()
-                .map(|r| dia_of.get(&r.get::<_, Uuid>(0)).cloned().unwrap_or_default())
-                .collect();
-            latencies.push(t.elapsed().as_secs_f64() * 1000.0);
-            hybrid.add(&evidence, &ranked);
-            per_category.entry(cat).or_default().add(&evidence, &ranked);
-            let bare: Vec<String> = c
-                .query(
-                    "SELECT id FROM dionysus.memories ORDER BY embedding <=> dionysus.embed($1) LIMIT 20",
-                    &[&question],
-                )
-                .await
-                .unwrap()
-                .iter()
-                .map(|r| dia_of.get(&r.get::<_, Uuid>(0)).cloned().unwrap_or_default())
-                .collect();
-            vector.add(&evidence, &bare);
-        }
-    }
-    let (p50, p95) = p50_p95(&mut latencies);
-    let file = std::path::Path::new(path).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| path.to_string());
-    if json {
-        // One line to track results by: the file, both retrievers, each category.
-        let cats: serde_json::Map<String, Value> = per_category.iter().map(|(c, t)| (c.to_string(), t.json())).collect();
-        println!(
-            "{}",
-            serde_json::json!({"file": file, "conversations": data.len(), "questions": hybrid.questions, "vector": vector.json(),
-                               "recall": hybrid.json(), "categories": cats, "latency_ms": {"p50": p50, "p95": p95}})
-        );
-        return;
-    }
-    println!("LoCoMo {file} ({} conversations): {} questions (categories 1-4)", data.len(), hybrid.questions);
-    println!("| retriever                          | R@1   | R@5   | R@10  | R@20  |");
-    println!("|------------------------------------|-------|-------|-------|-------|");
-    println!("{}", vector.line("pure vector (same run)"));
-    println!("{}", hybrid.line("dionysus.recall"));
-    let mut cats: Vec<_> = per_category.into_iter().collect();
-    cats.sort_by_key(|c| c.0);
-    for (cat, t) in cats {
-        println!("{}", t.line(&format!("  recall, category {cat} ({} q)", t.questions)));
-    }
-    println!("recall latency on these stores: p50 {p50:.1} ms, p95 {p95:.1} ms");
-}
-
 /// Calls run_maintenance() until no stale neighborhood remains; returns the last summary.
-async fn run_maintenance_to_the_end(c: &Client) -> Value {
+pub(crate) async fn run_maintenance_to_the_end(c: &Client) -> Value {
     loop {
         let m: Value = c.query_one("SELECT dionysus.run_maintenance()", &[]).await.unwrap().get(0);
         if m["neighborhoods_remaining"].as_i64().unwrap_or(0) == 0 || m["neighborhoods_recomputed"].as_i64().unwrap_or(0) == 0 {
