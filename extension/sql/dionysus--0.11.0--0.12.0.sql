@@ -55,7 +55,19 @@ INSERT INTO recall_config (key, value, description) VALUES
     ('weight_time',        0.30, 'made within the days, months or years the query names (halving with distance outside them)'),
     ('weight_association', 0.30, 'the share of a seed''s meaning-relevance lent through its precomputed neighborhood or graph edges'),
     ('weight_temporal',    0.35, 'the share of a seed''s meaning-relevance lent to the turns around it in its episode'),
-    ('inherit_beyond_own', 0.50, 'how much of its own meaning-relevance a neighbour''s inheritance must exceed to count (1: only beyond it, so near-duplicates lift nothing
+    ('inherit_beyond_own', 0.50, 'how much of its own meaning-relevance a neighbour''s inheritance must exceed to count (1: only beyond it, so near-duplicates lift nothing; 0: all of it)'),
+    ('weight_importance',  0.10, 'the memory''s importance'),
+    ('weight_recency',     0.05, 'recency decay of the memory''s creation time'),
+    ('recency_half_life_days', 30, 'age at which the recency component halves'),
+    ('seed_multiplier',    4,    'vector and lexical seeds fetched per result asked for'),
+    ('min_seeds',          40,   'fewest seeds fetched from each index'),
+    ('expand_seeds',       10,   'how many of the best seeds are expanded through neighborhoods, edges and episodes'),
+    ('temporal_window',    2,    'turns either side of a seed taken as episodic context'),
+    ('temporal_decay',     0.5,  'factor per turn of distance from the seed'),
+    ('bm25_k1',            1.2,  'BM25 term-frequency saturation'),
+    ('bm25_b',             0.75, 'BM25 length normalisation'),
+    ('lexical_max_df',     0.25, 'lexemes in more than this share of memories are not matched (too common to tell memories apart)'),
+    ('lexical_candidates', 1000, 'most memories scored by BM25 per query (the rarest query words pick them)')
 ON CONFLICT (key) DO UPDATE SET description = EXCLUDED.description;
 
 COMMENT ON FUNCTION recall IS

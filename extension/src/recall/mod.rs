@@ -158,6 +158,8 @@ pub struct Hit {
 #[derive(Default, Clone)]
 struct Candidate {
     vector_seed: bool,
+    /// Found among the memories made when the question asks about.
+    time_seed: bool,
     lexical: f64,
     /// Cosine similarity to the query, where a seed query already measured it.
     similarity: Option<f64>,
@@ -244,9 +246,13 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
         a
     };
     let mut cands: HashMap<Uuid, Candidate> = HashMap::new();
-    let note = |cands: &mut HashMap<Uuid, Candidate>, id: Uuid, sim: f64, label: &str, at: i64| {
+    let note = |cands: &mut HashMap<Uuid, Candidate>, id: Uuid, sim: f64, label: &str, at: i64, by_time: bool| {
         let c = cands.entry(id).or_default();
-        c.vector_seed = true;
+        if by_time {
+            c.time_seed = true;
+        } else {
+            c.vector_seed = true;
+        }
         c.similarity = Some(sim);
         c.person = query::person_match(&names, label, cfg.person_mention);
         c.time = query::time_match(&times, at);
@@ -273,23 +279,34 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
         )
     });
     for (id, sim, label, at) in &vector_seeds {
-        note(&mut cands, *id, *sim, label, *at);
+        note(&mut cands, *id, *sim, label, *at, false);
     }
     // 1b. Time seeds: the nearest memories within the days, weeks or months the query names
     //     (a question about "October 13" looks at that day, however far its words are).
     let spans = seed_spans(&times);
     if !spans.is_empty() {
         let mut args = base_args();
-        args.extend([n_seeds.into(), spans.iter().map(|s| s.0).collect::<Vec<i64>>().into(), spans.iter().map(|s| s.1).collect::<Vec<i64>>().into()]);
+        let (first, last) = (spans.iter().map(|s| s.0).min().unwrap_or(0), spans.iter().map(|s| s.1).max().unwrap_or(0));
+        args.extend([
+            n_seeds.into(),
+            spans.iter().map(|s| s.0).collect::<Vec<i64>>().into(),
+            spans.iter().map(|s| s.1).collect::<Vec<i64>>().into(),
+            (first as f64).into(),
+            (last as f64).into(),
+        ]);
         let rows = select_prepared(
             &format!(
-                "SELECT m.id, 1 - (m.embedding {op} $1::real[]::{vt}), {LABEL_SQL}, {LOCAL_SECONDS_SQL} \
-                 FROM unnest($9::int8[], $10::int8[]) AS r(f, t) \
-                 JOIN dionysus.memories m \
-                   ON m.created_at >= (to_timestamp(r.f) AT TIME ZONE 'UTC') AT TIME ZONE current_setting('TimeZone') \
-                  AND m.created_at < (to_timestamp(r.t) AT TIME ZONE 'UTC') AT TIME ZONE current_setting('TimeZone') \
-                 WHERE {FILTER_SQL} \
-                 ORDER BY m.embedding {op} $1::real[]::{vt}, m.id LIMIT $8",
+                // Exact distances within the spans (through the created_at index), never the
+                // HNSW index: its nearest few of the whole store would mostly fall outside them.
+                "SELECT m.id, 1 - (m.embedding {op} $1::real[]::{vt}) AS sim, {LABEL_SQL}, {LOCAL_SECONDS_SQL} \
+                 FROM dionysus.memories m \
+                 WHERE m.created_at >= (to_timestamp($11) AT TIME ZONE 'UTC') AT TIME ZONE current_setting('TimeZone') \
+                   AND m.created_at < (to_timestamp($12) AT TIME ZONE 'UTC') AT TIME ZONE current_setting('TimeZone') \
+                   AND EXISTS (SELECT 1 FROM unnest($9::int8[], $10::int8[]) AS r(f, t) \
+                               WHERE m.created_at >= (to_timestamp(r.f) AT TIME ZONE 'UTC') AT TIME ZONE current_setting('TimeZone') \
+                                 AND m.created_at < (to_timestamp(r.t) AT TIME ZONE 'UTC') AT TIME ZONE current_setting('TimeZone')) \
+                   AND {FILTER_SQL} \
+                 ORDER BY sim DESC, m.id LIMIT $8",
                 op = cosine_op(),
                 vt = vector_type()
             ),
@@ -297,7 +314,7 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
             seed_row,
         );
         for (id, sim, label, at) in &rows {
-            note(&mut cands, *id, *sim, label, *at);
+            note(&mut cands, *id, *sim, label, *at, true);
         }
     }
     // 1c. Lexical seeds: BM25 as the share of the query's information matched.
@@ -406,6 +423,7 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
                 (true, true) => "vector+lexical",
                 (true, false) => "vector",
                 (false, true) => "lexical",
+                (false, false) if c.time_seed => "time",
                 (false, false) if association >= temporal => "association",
                 (false, false) => "temporal",
             };

@@ -8,10 +8,12 @@
 //! about them.
 
 /// Sentence openers that are capitalised only because they come first.
-const OPENERS: [&str; 40] = [
+const OPENERS: [&str; 72] = [
     "what", "when", "where", "who", "whom", "whose", "which", "why", "how", "did", "does", "do", "is", "are", "was", "were",
     "has", "have", "had", "can", "could", "would", "should", "will", "shall", "may", "might", "the", "a", "an", "in", "on",
-    "at", "if", "after", "before", "since", "tell", "remind", "according",
+    "at", "if", "after", "before", "since", "tell", "remind", "according", "hey", "hi", "hello", "so", "then", "well",
+    "yes", "no", "ok", "okay", "thanks", "thank", "oh", "and", "but", "also", "maybe", "please", "just", "now", "today",
+    "yesterday", "wow", "great", "sure", "yeah", "sorry", "good", "nice", "my", "our", "we",
 ];
 
 /// The names a query mentions, lowercased: capitalised words that are not sentence openers
@@ -19,7 +21,17 @@ const OPENERS: [&str; 40] = [
 pub fn names(query: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut sentence_start = true;
-    for raw in query.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’' || c == '-')) {
+    let mut rest = query;
+    while !rest.is_empty() {
+        let at = rest.find(|c: char| c.is_alphanumeric()).unwrap_or(rest.len());
+        // A sentence ends at . ! ? (or a line break): its next word is capitalised anyway.
+        if rest[..at].contains(['.', '!', '?', '\n']) {
+            sentence_start = true;
+        }
+        rest = &rest[at..];
+        let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’' || c == '-')).unwrap_or(rest.len());
+        let raw = &rest[..end];
+        rest = &rest[end..];
         let word = raw.trim_matches(|c: char| c == '\'' || c == '’' || c == '-');
         // A possessive belongs to its name: "Caroline's" is Caroline.
         let word = word.strip_suffix("'s").or_else(|| word.strip_suffix("’s")).unwrap_or(word);
@@ -31,7 +43,9 @@ pub fn names(query: &str) -> Vec<String> {
         let lower = word.to_lowercase();
         let opener = sentence_start && OPENERS.contains(&lower.as_str());
         let month = month_of(word).is_some_and(|(_, needs_number)| !needs_number);
-        if first_upper && has_lower && !opener && !month && word.chars().count() >= 2 && !out.contains(&lower) {
+        // "I'm", "I've": the speaker, not a name.
+        let contraction = word.contains(['\'', '’']);
+        if first_upper && has_lower && !opener && !month && !contraction && word.chars().count() >= 2 && !out.contains(&lower) {
             out.push(lower);
         }
         sentence_start = false;
@@ -45,7 +59,9 @@ pub fn names(query: &str) -> Vec<String> {
 fn speaker_words(content: &str) -> Vec<String> {
     let Some(at) = content.find(": ") else { return Vec::new() };
     let label = &content[..at];
-    if label.is_empty() || label.chars().count() > 40 || label.contains(['.', '!', '?', ',', '\n']) {
+    // A name is capitalised: "Shopping list: eggs" is not someone speaking.
+    let capitalised = label.split_whitespace().all(|w| w.chars().next().is_some_and(char::is_uppercase));
+    if label.is_empty() || label.chars().count() > 40 || label.contains(['.', '!', '?', ',', '\n']) || !capitalised {
         return Vec::new();
     }
     label.split_whitespace().map(str::to_lowercase).collect()
@@ -197,7 +213,12 @@ pub fn times(query: &str, now_local: Option<i64>) -> Vec<When> {
             year = year_of(words[j]);
             used[j] = true;
         }
-        if needs_number && day.is_none() && year.is_none() {
+        // A month alone is a time after a word that says so ("in June", "since May"), not
+        // "May I ask" or "what did June say".
+        let said_as_time = i >= 1
+            && ["in", "on", "of", "during", "since", "until", "till", "by", "from", "last", "next", "this", "early", "late", "mid", "through"]
+                .contains(&words[i - 1].to_lowercase().as_str());
+        if day.is_none() && year.is_none() && (needs_number || !said_as_time) {
             continue;
         }
         used[i] = true;
@@ -275,30 +296,45 @@ const NUMBER_WORDS: [&str; 12] = ["one", "two", "three", "four", "five", "six", 
 /// days) it lies outside. 0 when the query names no time.
 pub fn time_match(times: &[When], at: i64) -> f64 {
     let day = at.div_euclid(DAY);
+    let fit = |from: i64, to: i64| fit_span(at, from, to);
     times
         .iter()
         .map(|w| {
             let (from, to) = match *w {
                 When::Span(f, t) => (f, t),
+                // The nearest of that month in the years around the memory ("in December"
+                // and a memory of January 2: a few days after last December).
                 When::Annual { month, day: d } => {
                     let y = year_of_days(day);
-                    match d {
-                        Some(d) => {
-                            let at = days_from_civil(y, month, d.min(days_in_month(month)));
-                            (at * DAY, (at + 1) * DAY)
-                        }
-                        None => (days_from_civil(y, month, 1) * DAY, month_end(y, month) * DAY),
-                    }
+                    return (y - 1..=y + 1)
+                        .map(|y| match d {
+                            Some(d) => {
+                                let at = days_from_civil(y, month, d.min(days_in_month(month)));
+                                fit(at * DAY, (at + 1) * DAY)
+                            }
+                            None => fit(days_from_civil(y, month, 1) * DAY, month_end(y, month) * DAY),
+                        })
+                        .fold(0.0, f64::max);
                 }
             };
+            fit(from, to)
+        })
+        .fold(0.0, f64::max)
+}
+
+/// 1 within [from, to), else halving with every quarter of the span's width (at least three
+/// days) outside it.
+fn fit_span(at: i64, from: i64, to: i64) -> f64 {
+    {
+        {
             if at >= from && at < to {
                 return 1.0;
             }
             let outside = if at < from { from - at } else { at - to + 1 } as f64 / DAY as f64;
             let half_life = (((to - from) / DAY) as f64 / 4.0).max(3.0);
             0.5f64.powf(outside / half_life)
-        })
-        .fold(0.0, f64::max)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -355,6 +391,12 @@ mod tests {
         assert!(near > 0.5 && near < 1.0 && far < 0.01, "{near} {far}");
         let june = vec![When::Annual { month: 6, day: None }];
         assert_eq!(time_match(&june, d(2021, 6, 30)), 1.0);
+        let december = vec![When::Annual { month: 12, day: None }];
+        assert!(time_match(&december, d(2024, 1, 2)) > 0.5, "a few days after last December");
+        assert!(times("May I ask what Caroline painted?", None).is_empty());
+        assert!(times("What did June say?", None).is_empty());
+        // Month names are times, not names; sentence openers are not names either.
+        assert_eq!(names("What did June say? Hey! So I'm off. Then Mira came."), vec!["mira"]);
         assert_eq!(time_match(&[], d(2021, 6, 30)), 0.0);
     }
 
@@ -366,6 +408,7 @@ mod tests {
         assert_eq!(person_match(&n, "Melanie: Wow, Caroline! That's great", 0.0), 0.0);
         assert_eq!(person_match(&n, "Note: this is not said by anyone. Caroline", 0.0), 0.0);
         assert_eq!(person_match(&n, "Dinner was at 7: lovely", 0.0), 0.0);
+        assert_eq!(person_match(&["update".to_string()], "Shopping update: eggs", 0.0), 0.0);
         assert_eq!(person_match(&[], "Caroline: hi", 0.5), 0.0);
     }
 }
