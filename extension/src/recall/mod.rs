@@ -286,27 +286,26 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     let spans = seed_spans(&times);
     if !spans.is_empty() {
         let mut args = base_args();
-        let (first, last) = (spans.iter().map(|s| s.0).min().unwrap_or(0), spans.iter().map(|s| s.1).max().unwrap_or(0));
         args.extend([
             n_seeds.into(),
             spans.iter().map(|s| s.0).collect::<Vec<i64>>().into(),
             spans.iter().map(|s| s.1).collect::<Vec<i64>>().into(),
-            (first as f64).into(),
-            (last as f64).into(),
         ]);
         let rows = select_prepared(
             &format!(
-                // Exact distances within the spans (through the created_at index), never the
-                // HNSW index: its nearest few of the whole store would mostly fall outside them.
-                "SELECT m.id, 1 - (m.embedding {op} $1::real[]::{vt}) AS sim, {LABEL_SQL}, {LOCAL_SECONDS_SQL} \
-                 FROM dionysus.memories m \
-                 WHERE m.created_at >= (to_timestamp($11) AT TIME ZONE 'UTC') AT TIME ZONE current_setting('TimeZone') \
-                   AND m.created_at < (to_timestamp($12) AT TIME ZONE 'UTC') AT TIME ZONE current_setting('TimeZone') \
-                   AND EXISTS (SELECT 1 FROM unnest($9::int8[], $10::int8[]) AS r(f, t) \
-                               WHERE m.created_at >= (to_timestamp(r.f) AT TIME ZONE 'UTC') AT TIME ZONE current_setting('TimeZone') \
-                                 AND m.created_at < (to_timestamp(r.t) AT TIME ZONE 'UTC') AT TIME ZONE current_setting('TimeZone')) \
-                   AND {FILTER_SQL} \
-                 ORDER BY sim DESC, m.id LIMIT $8",
+                // Each span on its own through the created_at index, by exact distance within
+                // it: never the HNSW index, whose nearest few of the whole store would mostly
+                // fall outside the span. (A memory in two overlapping spans comes twice; noted once.)
+                // The best of all spans together are kept, as many as from any other index.
+                "SELECT x.id, x.sim, x.label, x.at FROM unnest($9::int8[], $10::int8[]) AS r(f, t) \
+                 CROSS JOIN LATERAL ( \
+                   SELECT m.id, 1 - (m.embedding {op} $1::real[]::{vt}) AS sim, {LABEL_SQL} AS label, {LOCAL_SECONDS_SQL} AS at \
+                   FROM dionysus.memories m \
+                   WHERE m.created_at >= (to_timestamp(r.f) AT TIME ZONE 'UTC') AT TIME ZONE current_setting('TimeZone') \
+                     AND m.created_at < (to_timestamp(r.t) AT TIME ZONE 'UTC') AT TIME ZONE current_setting('TimeZone') \
+                     AND {FILTER_SQL} \
+                   ORDER BY sim DESC, m.id LIMIT $8) x \
+                 ORDER BY x.sim DESC, x.id LIMIT $8",
                 op = cosine_op(),
                 vt = vector_type()
             ),
