@@ -330,3 +330,27 @@ async fn a_question_naming_someone_prefers_what_they_said() {
         assert!(top.starts_with(who), "'{question}' recalled first: {top}");
     }
 }
+
+/// Issue #10's time seeds are a new way into the store: a question about one day, asked for
+/// one person, must not bring back what someone else said privately that day.
+#[tokio::test]
+async fn a_day_asked_about_never_brings_back_another_persons_private_words() {
+    let db = TestDb::new("time_seed_privacy").await;
+    let c = &db.client;
+    c.batch_execute(
+        "SELECT dionysus.remember('Bea told me her diagnosis in confidence', 'episodic', created_at => '2023-10-13 19:00+00', private_to => ARRAY['test:bea']);
+         SELECT dionysus.remember('Ada went to the pottery fair', 'episodic', created_at => '2023-10-13 18:00+00', private_to => ARRAY['test:ada']);
+         SELECT dionysus.remember('The weather was mild all week', 'episodic', created_at => '2023-03-01 10:00+00');",
+    )
+    .await
+    .unwrap();
+    let sql = "SELECT content, time_score FROM dionysus.recall('What happened on October 13, 2023?', 10, person => $1)";
+    let mut seen = Vec::new();
+    for person in ["test:ada", "test:bea"] {
+        seen.push(c.query(sql, &[&person]).await.unwrap().iter().map(|r| (r.get::<_, String>(0), r.get::<_, f64>(1))).collect::<Vec<_>>());
+    }
+    let (ada, bea) = (&seen[0], &seen[1]);
+    assert!(ada.iter().any(|(t, s)| t.contains("pottery") && *s == 1.0), "{ada:?}");
+    assert!(!ada.iter().any(|(t, _)| t.contains("diagnosis")), "Bea's private words reached Ada: {ada:?}");
+    assert!(bea.iter().any(|(t, _)| t.contains("diagnosis")) && !bea.iter().any(|(t, _)| t.contains("pottery")), "{bea:?}");
+}
