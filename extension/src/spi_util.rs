@@ -63,13 +63,19 @@ pub fn in_subtransaction<T, F: FnOnce() -> T + std::panic::UnwindSafe>(f: F) -> 
 
 /// Runs `f` with pgvector 0.8's iterative index scan switched on (relaxed order) and a wider
 /// search list, so filtered kNN queries keep scanning until they have enough rows instead of
-/// starving. Scoped like a function's SET clause: a GUC nest level, popped afterwards (and by
-/// the transaction machinery if `f` raises an error).
+/// starving.
 pub fn with_iterative_scan<T>(ef_search: i32, f: impl FnOnce() -> T) -> T {
-    let level = unsafe { pg_sys::NewGUCNestLevel() };
-    set_guc(c"hnsw.iterative_scan", c"relaxed_order");
     let ef = std::ffi::CString::new(ef_search.clamp(1, 1000).to_string()).expect("digits");
-    set_guc(c"hnsw.ef_search", &ef);
+    with_settings(&[(c"hnsw.iterative_scan", c"relaxed_order"), (c"hnsw.ef_search", &ef)], f)
+}
+
+/// Runs `f` with these settings, scoped like a function's SET clause: a GUC nest level,
+/// popped afterwards (and by the transaction machinery if `f` raises an error).
+pub fn with_settings<T>(settings: &[(&std::ffi::CStr, &std::ffi::CStr)], f: impl FnOnce() -> T) -> T {
+    let level = unsafe { pg_sys::NewGUCNestLevel() };
+    for (name, value) in settings {
+        set_guc(name, value);
+    }
     let out = f();
     unsafe { pg_sys::AtEOXact_GUC(true, level) };
     out

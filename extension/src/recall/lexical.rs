@@ -3,11 +3,14 @@
 //! `ts_rank` has no inverse document frequency, so a name that occurs in half the store
 //! outweighs the one rare word that matters. Here the query's lexemes are weighted by IDF from
 //! `dionysus.lexicon` (refreshed like ANALYZE), candidates are found through the GIN index by
-//! the rarest lexemes only (bounded work), and scored with BM25 (k1, b from recall_config).
+//! the rarest lexemes only (bounded work), and scored with BM25 (k1, b from recall_config)
+//! in Rust, off each candidate's tsvector.
+use super::tsvector::Lexemes;
 use super::{Config, Filters, FILTER_SQL, LABEL_SQL, LOCAL_SECONDS_SQL};
 use crate::spi_util::{cosine_op, select_prepared, vector_type};
 use pgrx::prelude::*;
 use pgrx::Uuid;
+use std::collections::HashMap;
 
 /// A lexeme in at most this many memories is always matched, whatever share of the store it is.
 const RARE_ENOUGH: f64 = 32.0;
@@ -68,52 +71,60 @@ pub fn search(query: &str, qv: &[f32], n: i64, filters: &Filters, cfg: &Config) 
         finders.push(tsquery_literal(&t.lexeme));
     }
     let tsquery = finders.join(" | ");
-    let lexemes: Vec<String> = usable.iter().map(|t| t.lexeme.clone()).collect();
-    let idfs: Vec<f64> = usable.iter().map(|t| idf(t.ndoc)).collect();
+    // Candidates with their lexemes, scored here: BM25 needs each matched lexeme's frequency,
+    // which Rust reads off the tsvector in a few comparisons (tsvector.rs) where SQL would
+    // unnest every candidate's lexemes and join them to the query's.
     let mut args = vec![tsquery.into()];
     args.extend(filters.args());
-    args.extend([
-        n.into(),
-        lexemes.into(),
-        idfs.into(),
-        (cfg.lexical_candidates.max(1.0) as i64).into(),
-        cfg.bm25_k1.into(),
-        cfg.bm25_b.into(),
-        avg_len.into(),
-        qv.to_vec().into(),
-    ]);
-    let scored: Vec<Match> = select_prepared(
+    args.push((cfg.lexical_candidates.max(1.0) as i64).into());
+    let candidates = select_prepared(
+        &format!("SELECT m.id, m.search FROM dionysus.memories m WHERE m.search @@ $1::tsquery AND {FILTER_SQL} LIMIT $8"),
+        &args,
+        |t| Some((t.get::<Uuid>(1).ok()??, t.get::<Lexemes>(2).ok()??)),
+    );
+    let (k1, b) = (cfg.bm25_k1, cfg.bm25_b);
+    let weighted: Vec<(&[u8], f64)> = usable.iter().map(|t| (t.lexeme.as_bytes(), idf(t.ndoc))).collect();
+    let mut best: Vec<(Uuid, f64)> = candidates
+        .iter()
+        .map(|(id, lexemes)| {
+            let saturation = k1 * (1.0 - b + b * lexemes.len() as f64 / avg_len);
+            let score = weighted
+                .iter()
+                .map(|(lexeme, idf)| match lexemes.frequency(lexeme) as f64 {
+                    0.0 => 0.0,
+                    tf => idf * tf * (k1 + 1.0) / (tf + saturation),
+                })
+                .sum::<f64>();
+            (*id, score)
+        })
+        .filter(|(_, score)| *score > 0.0)
+        .collect();
+    best.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| x.0.as_bytes().cmp(y.0.as_bytes())));
+    best.truncate(n.max(0) as usize);
+    if best.is_empty() {
+        return Vec::new();
+    }
+    // What the caller needs of the best: meaning (for corroboration), label and time.
+    let details: HashMap<Uuid, (f64, String, i64)> = select_prepared(
         &format!(
-            "WITH q AS (SELECT * FROM unnest($9::text[], $10::float8[]) AS q(lexeme, idf)), \
-             cand AS (SELECT m.id, m.search FROM dionysus.memories m \
-                      WHERE m.search @@ $1::tsquery AND {FILTER_SQL} LIMIT $11), \
-             scored AS ( \
-               SELECT c.id, sum(q.idf * t.tf * ($12 + 1) / (t.tf + $12 * (1 - $13 + $13 * length(c.search) / $14))) AS score \
-               FROM cand c \
-               CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf \
-                                   FROM unnest(c.search) u) t \
-               JOIN q ON q.lexeme = t.lexeme \
-               GROUP BY c.id ORDER BY score DESC, c.id LIMIT $8) \
-             SELECT s.id, s.score, 1 - (m.embedding {op} $15::real[]::{vt}), {LABEL_SQL}, {LOCAL_SECONDS_SQL} \
-             FROM scored s JOIN dionysus.memories m ON m.id = s.id \
-             ORDER BY s.score DESC, s.id",
+            "SELECT m.id, 1 - (m.embedding {op} (SELECT $2::real[]::{vt})), {LABEL_SQL}, {LOCAL_SECONDS_SQL} \
+             FROM dionysus.memories m WHERE m.id = ANY($1)",
             op = cosine_op(),
             vt = vector_type()
         ),
-        &args,
-        |t| {
-            Some(Match {
-                id: t.get::<Uuid>(1).ok()??,
-                score: t.get::<f64>(2).ok()??,
-                similarity: t.get::<f64>(3).ok()??,
-                label: t.get::<String>(4).ok()??,
-                at: t.get::<i64>(5).ok()??,
-            })
-        },
-    );
+        &[best.iter().map(|b| b.0).collect::<Vec<Uuid>>().into(), qv.to_vec().into()],
+        |t| Some((t.get::<Uuid>(1).ok()??, (t.get::<f64>(2).ok()??, t.get::<String>(3).ok()??, t.get::<i64>(4).ok()??))),
+    )
+    .into_iter()
+    .collect();
     // A word met once in a memory of average length counts its IDF once; more often or in a
     // shorter memory a little more (BM25's saturation), so the share is capped at 1.
-    scored.into_iter().map(|m| Match { score: (m.score / mass).min(1.0), ..m }).collect()
+    best.into_iter()
+        .filter_map(|(id, score)| {
+            let (similarity, label, at) = details.get(&id)?.clone();
+            Some(Match { id, score: (score / mass).min(1.0), similarity, label, at })
+        })
+        .collect()
 }
 
 /// A lexeme quoted for the tsquery input syntax.
@@ -193,5 +204,51 @@ mod tests {
         assert_eq!(top, Ok(Some("Caroline adopted a tortoise".to_string())));
         let ndoc = Spi::get_one::<i32>("SELECT ndoc FROM dionysus.lexicon WHERE lexeme = 'carolin'");
         assert_eq!(ndoc, Ok(Some(31)));
+    }
+
+    /// The BM25 computed in Rust off each tsvector is the one SQL defines over unnest (as the
+    /// scoring was written before, and as the LoCoMo bench's baseline still is): each memory's
+    /// lexical_score is its BM25 over the query's whole IDF mass.
+    #[pg_test]
+    fn lexical_scores_are_bm25_over_the_querys_information() {
+        for text in [
+            "Mira adopted a tortoise named Shelly",
+            "The tortoise sleeps; the tortoise eats; the tortoise is slow",
+            "Mira's brother fixes bicycles on weekends",
+            "A long note about gardening, tomatoes, basil, weeding, watering and a tortoise in the shade",
+            "Lunch was pasta",
+            "The weather is mild",
+        ] {
+            Spi::run(&format!("SELECT dionysus.remember('{}')", text.replace('\'', "''"))).unwrap();
+        }
+        Spi::run("SELECT dionysus.refresh_lexicon()").unwrap();
+        let q = "did Mira's tortoise ever meet the neighbours?";
+        let off = Spi::get_one::<f64>(&format!(
+            "WITH s AS (SELECT n_docs::float8 AS n, avg_length AS avg FROM dionysus.lexicon_stats), \
+             q AS (SELECT l.lexeme, ln(1 + greatest(s.n - coalesce(x.ndoc, 0) + 0.5, 0) / (coalesce(x.ndoc, 0) + 0.5)) AS idf \
+                   FROM unnest(tsvector_to_array(to_tsvector('english', '{q}'))) l(lexeme) CROSS JOIN s \
+                   LEFT JOIN dionysus.lexicon x ON x.lexeme = l.lexeme), \
+             bm25 AS (SELECT m.content, least(1, sum(q.idf * t.tf * 2.2 / (t.tf + 1.2 * (0.25 + 0.75 * length(m.search) / s.avg))) \
+                                               / (SELECT sum(idf) FROM q)) AS share \
+                      FROM dionysus.memories m CROSS JOIN s \
+                      CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf FROM unnest(m.search) u) t \
+                      JOIN q ON q.lexeme = t.lexeme GROUP BY m.content, s.avg) \
+             SELECT max(abs(b.share - r.lexical_score)) FROM bm25 b JOIN dionysus.recall('{q}', 10) r ON r.content = b.content \
+             WHERE r.lexical_score > 0",
+            q = q.replace('\'', "''")
+        ));
+        assert!(matches!(off, Ok(Some(d)) if d < 1e-9), "{off:?}");
+        // Three memories say "tortoise", two "Mira", one both: all four are matched.
+        let matched = Spi::get_one::<i64>(&format!("SELECT count(*) FROM dionysus.recall('{}', 10) WHERE lexical_score > 0", q.replace('\'', "''")));
+        assert_eq!(matched, Ok(Some(4)));
+    }
+
+    /// Recall plans its own queries generically; the caller's setting is back once it returns.
+    #[pg_test]
+    fn recall_leaves_the_callers_plan_setting_alone() {
+        Spi::run("SELECT dionysus.remember('The tortoise is called Shelly')").unwrap();
+        Spi::run("SET LOCAL plan_cache_mode = force_custom_plan").unwrap();
+        Spi::run("SELECT count(*) FROM dionysus.recall('tortoise')").unwrap();
+        assert_eq!(Spi::get_one::<String>("SELECT current_setting('plan_cache_mode')"), Ok(Some("force_custom_plan".into())));
     }
 }
