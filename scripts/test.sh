@@ -62,6 +62,8 @@ for major in $MAJORS; do
     # Outside the checkout: the postgres user must reach it whatever the clone's parent permissions.
     pgtest_data="/tmp/dionysus-pgrx-test-data-pg$major"
     mkdir -p "$pgtest_data"; chown -R postgres:postgres "$pgtest_data" 2>/dev/null || true
+    # It installs its build over the library in place: a server running beside must not crash.
+    scripts/fresh-library.sh
     (cd extension && cargo pgrx test "pg$major" --release --runas postgres --pgdata "$pgtest_data")
     record "pg$major #[pg_test] units" $?
   fi

@@ -67,3 +67,38 @@ async fn the_server_stops_cleanly_while_the_worker_runs() {
     // A hung launcher makes scripts/cluster.sh escalate to an immediate shutdown.
     assert!(!log.contains("immediate shutdown request"), "fast shutdown did not complete:\n{log}");
 }
+
+/// `cargo pgrx test --runas` (scripts/test.sh's units) installs its build with `sudo cp`, over
+/// the library in place: a server running beside it, which has that file mapped, had its code
+/// changed under it and died of SIGBUS. scripts/fresh-library.sh, run first, gives the path a
+/// new file: the running server keeps the one it loaded, and keeps answering.
+#[tokio::test]
+async fn a_fresh_library_file_leaves_a_running_servers_code_alone() {
+    use std::os::unix::fs::MetadataExt;
+    let data = std::env::var("DIONYSUS_TEST_DATA").expect("DIONYSUS_TEST_DATA: run under scripts/test.sh");
+    let major = std::env::var("PG_MAJOR").unwrap_or_else(|_| "15".into());
+    let libdir = std::process::Command::new(format!("/usr/lib/postgresql/{major}/bin/pg_config")).arg("--pkglibdir").output().expect("pg_config");
+    let lib = format!("{}/dionysus.so", String::from_utf8_lossy(&libdir.stdout).trim());
+    let postmaster = std::fs::read_to_string(format!("{data}/postmaster.pid")).expect("the test cluster's postmaster.pid");
+    let postmaster = postmaster.lines().next().unwrap_or_default().trim().to_string();
+    // The inodes of the library files the postmaster has mapped (preloaded), from /proc/PID/maps.
+    let mapped = || -> Vec<u64> {
+        let maps = std::fs::read_to_string(format!("/proc/{postmaster}/maps")).expect("the postmaster's maps");
+        maps.lines().filter(|l| l.contains("/dionysus.so")).filter_map(|l| l.split_whitespace().nth(4)?.parse().ok()).collect()
+    };
+    let loaded = mapped();
+    let before = std::fs::metadata(&lib).expect("the installed library").ino();
+    assert!(loaded.contains(&before), "the running server maps the installed library (started after scripts/install.sh)");
+    let db = dionysus_tests::TestDb::new("fresh_library").await;
+    db.client.execute("SELECT dionysus.remember('The kettle is in the second cupboard')", &[]).await.unwrap();
+
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let status = std::process::Command::new(format!("{root}/scripts/fresh-library.sh")).status().expect("scripts/fresh-library.sh");
+    assert!(status.success(), "scripts/fresh-library.sh failed");
+
+    let now = std::fs::metadata(&lib).expect("the installed library").ino();
+    assert!(!loaded.contains(&now), "the path still names the file the running server has mapped: an install would write into its code");
+    assert_eq!(mapped(), loaded, "the server keeps the library it loaded");
+    let top: String = db.client.query_one("SELECT content FROM dionysus.recall('where is the kettle?', 1)", &[]).await.unwrap().get(0);
+    assert_eq!(top, "The kettle is in the second cupboard");
+}

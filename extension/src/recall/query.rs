@@ -183,12 +183,16 @@ pub fn is_relative(query: &str) -> bool {
 /// relative ones ("yesterday", "last week", "last weekend", "last month", "last year",
 /// "three days ago", "2 weeks ago"). At most four.
 pub fn times(query: &str, now_local: Option<i64>) -> Vec<When> {
+    // ISO dates ("2023-10-13") first, then blanked out: their year alone would be read as the
+    // whole year, and every memory of that year would fit.
+    let (isos, query) = iso_dates(query);
+    let query = query.as_str();
     let words: Vec<&str> = query
         .split(|c: char| !(c.is_alphanumeric() || c == '.'))
         .map(|w| w.trim_matches('.'))
         .filter(|w| !w.is_empty())
         .collect();
-    let mut out = Vec::new();
+    let mut out = isos;
     let mut used = vec![false; words.len()];
     for i in 0..words.len() {
         let Some((month, needs_number)) = month_of(words[i]) else { continue };
@@ -267,7 +271,11 @@ pub fn times(query: &str, now_local: Option<i64>) -> Vec<When> {
                 }
                 ("this", Some("week")) => out.push(span(today - 6, today + 1)),
                 ("ago", _) if i >= 2 => {
-                    let n = NUMBER_WORDS.iter().position(|x| *x == lower[i - 2]).map(|p| p as i64 + 1).or_else(|| lower[i - 2].parse::<i64>().ok());
+                    // "three days ago", "2 weeks ago", "a month ago".
+                    let n = match lower[i - 2].as_str() {
+                        "a" | "an" => Some(1),
+                        w => NUMBER_WORDS.iter().position(|x| *x == w).map(|p| p as i64 + 1).or_else(|| w.parse::<i64>().ok()),
+                    };
                     let unit = match lower[i - 1].trim_end_matches('s') {
                         "day" => Some(1),
                         "week" => Some(7),
@@ -287,6 +295,37 @@ pub fn times(query: &str, now_local: Option<i64>) -> Vec<When> {
     }
     out.truncate(4);
     out
+}
+
+/// The ISO dates (YYYY-MM-DD) in a query as day spans, and the query with them blanked out.
+fn iso_dates(query: &str) -> (Vec<When>, String) {
+    let bytes = query.as_bytes();
+    let mut out = Vec::new();
+    let mut text = query.to_string();
+    let digits = |from: usize, n: usize| -> Option<u32> {
+        let part = bytes.get(from..from + n)?;
+        part.iter().all(u8::is_ascii_digit).then(|| std::str::from_utf8(part).ok()?.parse().ok())?
+    };
+    let mut i = 0;
+    while i + 10 <= bytes.len() {
+        let starts_word = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        let ends_word = bytes.get(i + 10).is_none_or(|b| !b.is_ascii_alphanumeric());
+        if let (true, true, Some(y), b'-', Some(m), b'-', Some(d)) =
+            (starts_word, ends_word, digits(i, 4), bytes[i + 4], digits(i + 5, 2), bytes[i + 7], digits(i + 8, 2))
+        {
+            let y = y as i64;
+            if (1900..=2200).contains(&y) && (1..=12).contains(&m) && d >= 1 && d <= days_in_month(m) {
+                let at = days_from_civil(y, m, d);
+                out.push(When::Span(at * DAY, (at + 1) * DAY));
+                // ASCII throughout, so the range is on char boundaries.
+                text.replace_range(i..i + 10, "          ");
+                i += 10;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    (out, text)
 }
 
 const NUMBER_WORDS: [&str; 12] = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"];
@@ -325,16 +364,12 @@ pub fn time_match(times: &[When], at: i64) -> f64 {
 /// 1 within [from, to), else halving with every quarter of the span's width (at least three
 /// days) outside it.
 fn fit_span(at: i64, from: i64, to: i64) -> f64 {
-    {
-        {
-            if at >= from && at < to {
-                return 1.0;
-            }
-            let outside = if at < from { from - at } else { at - to + 1 } as f64 / DAY as f64;
-            let half_life = (((to - from) / DAY) as f64 / 4.0).max(3.0);
-            0.5f64.powf(outside / half_life)
-        }
+    if at >= from && at < to {
+        return 1.0;
     }
+    let outside = if at < from { from - at } else { at - to + 1 } as f64 / DAY as f64;
+    let half_life = (((to - from) / DAY) as f64 / 4.0).max(3.0);
+    0.5f64.powf(outside / half_life)
 }
 
 #[cfg(test)]
@@ -366,6 +401,12 @@ mod tests {
         assert_eq!(times("we met in june", None), vec![When::Annual { month: 6, day: None }]);
         assert!(times("Nothing about time, just 12 apples and 31 pears", None).is_empty());
         assert_eq!(times("February 30", None), vec![When::Annual { month: 2, day: None }]);
+        // An ISO date is that day, not its whole year; a malformed one is no date.
+        assert_eq!(times("what happened on 2023-10-13?", None), vec![When::Span(d(2023, 10, 13), d(2023, 10, 14))]);
+        assert_eq!(times("2023-10-13 and 2024-02-29", None).len(), 2);
+        assert_eq!(times("ticket 2023-13-45", None), vec![When::Span(d(2023, 1, 1), d(2024, 1, 1))]);
+        assert!(times("order 12023-10-134", None).is_empty());
+        assert_eq!(times("é2023-10-13ü", None), vec![When::Span(d(2023, 10, 13), d(2023, 10, 14))]);
     }
 
     #[test]
@@ -377,6 +418,8 @@ mod tests {
         assert_eq!(times("last weekend", now), vec![When::Span(days_from_civil(2024, 3, 9) * DAY, days_from_civil(2024, 3, 11) * DAY)]);
         assert_eq!(times("last month", now), vec![When::Span(days_from_civil(2024, 2, 1) * DAY, days_from_civil(2024, 3, 1) * DAY)]);
         assert_eq!(times("three days ago", now), vec![When::Span((today - 3) * DAY, (today - 2) * DAY)]);
+        assert_eq!(times("what did we talk about a week ago?", now), vec![When::Span((today - 10) * DAY, (today - 3) * DAY)]);
+        assert!(times("a week ago", None).is_empty());
         assert_eq!(year_of_days(days_from_civil(2023, 12, 31)), 2023);
         assert_eq!(year_of_days(days_from_civil(2024, 1, 1)), 2024);
     }

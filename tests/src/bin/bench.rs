@@ -117,8 +117,27 @@ fn sentence(i: usize) -> String {
 }
 
 async fn recall_latency(n: usize, queries: usize) {
-    let db = TestDb::new(&format!("bench_{n}")).await;
     println!("Recall benchmark at {n} memories ({queries} queries; server GUCs as configured)");
+    // DIONYSUS_BENCH_REUSE=1 keeps the store (recall_keep_N) and, when it is already there, times
+    // recall on it again without filling it (for trying recall changes: a 100k fill takes 20 min).
+    if std::env::var("DIONYSUS_BENCH_REUSE").is_ok_and(|v| v == "1") {
+        let name = format!("recall_keep_{n}");
+        let admin = connect("postgres").await;
+        if admin.query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name]).await.unwrap().is_some() {
+            println!("(the kept store {name}: recall timed again, nothing filled)");
+            recall_timing(&connect(&name).await, queries).await;
+            return;
+        }
+        admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+        let client = connect(&name).await;
+        client.batch_execute("CREATE EXTENSION dionysus CASCADE").await.unwrap();
+        let db = TestDb { name, client };
+        let fill = fill(&db, n).await;
+        println!("remember_batch throughput: {:.0} memories/s ({n} in {fill:.1} s, 2 connections)", n as f64 / fill);
+        recall_latency_rest(&db, n, queries).await;
+        return;
+    }
+    let db = TestDb::new(&format!("bench_{n}")).await;
     let fill = fill(&db, n).await;
     println!("remember_batch throughput: {:.0} memories/s ({n} in {fill:.1} s, 2 connections)", n as f64 / fill);
     recall_latency_rest(&db, n, queries).await;
@@ -189,6 +208,13 @@ async fn recall_latency_rest(db: &TestDb, n: usize, queries: usize) {
     run_maintenance_to_the_end(c).await;
     c.batch_execute("VACUUM ANALYZE dionysus.memories").await.unwrap();
 
+    recall_timing(c, queries).await;
+    heartbeat_cycle(c, n).await;
+    let _ = connect("postgres").await;
+}
+
+/// Recall's latency, its embedding and its search part, against bare kNN, per query.
+async fn recall_timing(c: &tokio_postgres::Client, queries: usize) {
     let qs: Vec<String> = (0..queries).map(|i| sentence((i * 104_729 + 17) % 2_654_208)).map(|s| {
         // Questions rather than statements, with some words swapped out.
         format!("what happened with {}?", s.split_whitespace().skip(2).take(5).collect::<Vec<_>>().join(" "))
@@ -241,8 +267,6 @@ async fn recall_latency_rest(db: &TestDb, n: usize, queries: usize) {
     println!("search part / bare kNN, per query: median {q50:.2}×, p95 {q95:.2}×");
     let rss = backend_rss(c).await;
     println!("backend resident memory with the model loaded: {rss}");
-    heartbeat_cycle(c, n).await;
-    let _ = connect("postgres").await;
 }
 
 /// A re-index of a store of n memories (no turns to read again: the vectors alone), step by
