@@ -354,3 +354,57 @@ async fn a_day_asked_about_never_brings_back_another_persons_private_words() {
     assert!(!ada.iter().any(|(t, _)| t.contains("diagnosis")), "Bea's private words reached Ada: {ada:?}");
     assert!(bea.iter().any(|(t, _)| t.contains("diagnosis")) && !bea.iter().any(|(t, _)| t.contains("pottery")), "{bea:?}");
 }
+
+/// A question's meaning is embedded without the people it names who speak in the store (they
+/// are matched by who said a memory), but a place it names is what it asks about: "What did I
+/// see in Rome?" must still mean Rome, though no memory says the word.
+#[tokio::test]
+async fn a_place_the_question_names_stays_in_its_meaning() {
+    let db = TestDb::new("topic_place").await;
+    let c = &db.client;
+    c.batch_execute(
+        "SELECT dionysus.remember('At the Colosseum I watched the sun go down over the old arena');
+         SELECT dionysus.remember('I saw a film at the cinema with friends');
+         SELECT dionysus.remember('I saw my cousin at the station');
+         SELECT dionysus.remember('We saw a play downtown last spring');
+         SELECT dionysus.remember('Ada: I saw the northern lights in Tromsø');",
+    )
+    .await
+    .unwrap();
+    let top: String = c.query_one("SELECT content FROM dionysus.recall('What did I see in Rome?', 1)", &[]).await.unwrap().get(0);
+    assert!(top.contains("Colosseum"), "recalled first: {top}");
+    // Ada speaks in the store: a question about her is about what she said, her name aside.
+    let ada: Vec<(String, f64)> = c
+        .query("SELECT content, person_score FROM dionysus.recall('What did Ada see?', 2)", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert!(ada[0].0.starts_with("Ada:") && ada[0].1 == 1.0, "{ada:?}");
+}
+
+/// Whether a name is someone speaking is read only from what the person recalling may see: a
+/// private "Rome: ..." turn of someone else's must not change how another person's question
+/// about Rome is understood (its ranking would tell them the turn exists).
+#[tokio::test]
+async fn someone_elses_private_turns_never_change_how_a_question_is_read() {
+    let db = TestDb::new("topic_privacy").await;
+    let c = &db.client;
+    c.batch_execute(
+        "SELECT dionysus.remember('At the Colosseum I watched the sun go down over the old arena');
+         SELECT dionysus.remember('I saw a film at the cinema with friends');
+         SELECT dionysus.remember('I saw my cousin at the station');
+         SELECT dionysus.remember('We saw a play downtown last spring');
+         SELECT dionysus.remember('Rome: ciao, this is a note only Bea may read', private_to => ARRAY['test:bea']);",
+    )
+    .await
+    .unwrap();
+    let sql = "SELECT content, person_score FROM dionysus.recall('What did I see in Rome?', 5, person => $1)";
+    let ada: Vec<(String, f64)> = c.query(sql, &[&"test:ada"]).await.unwrap().iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert!(ada[0].0.contains("Colosseum"), "Ada's question read through Bea's private turn: {ada:?}");
+    assert!(!ada.iter().any(|(t, _)| t.starts_with("Rome:")), "{ada:?}");
+    // For Bea, "Rome" is someone speaking: the turn is theirs to recall, by its speaker.
+    let bea: Vec<(String, f64)> = c.query(sql, &[&"test:bea"]).await.unwrap().iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert!(bea.iter().any(|(t, s)| t.starts_with("Rome:") && *s == 1.0), "{bea:?}");
+}

