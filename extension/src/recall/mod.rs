@@ -230,8 +230,10 @@ fn seed_spans(times: &[query::When]) -> Vec<(i64, i64)> {
 pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     // Recall's queries take every filter as a parameter, usually NULL. Postgres would plan each
     // call afresh (a custom plan looks cheaper once the NULLs are folded away), which was a third
-    // of recall's time at 10k memories; the generic plans use the same indexes.
-    with_settings(&[(c"plan_cache_mode", c"force_generic_plan")], || search(query, k, filters, cfg))
+    // of recall's time at 10k memories; the generic plans use the same indexes. And no JIT: at
+    // 100k the kNN's estimated cost passes jit_above_cost, and compiling took 8 ms of a query
+    // that runs in 1.
+    with_settings(&[(c"plan_cache_mode", c"force_generic_plan"), (c"jit", c"off")], || search(query, k, filters, cfg))
 }
 
 fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
