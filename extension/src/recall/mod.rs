@@ -230,10 +230,19 @@ fn seed_spans(times: &[query::When]) -> Vec<(i64, i64)> {
 pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     // Recall's queries take every filter as a parameter, usually NULL. Postgres would plan each
     // call afresh (a custom plan looks cheaper once the NULLs are folded away), which was a third
-    // of recall's time at 10k memories; the generic plans use the same indexes. And no JIT: at
+    // of recall's time at 10k memories; unfiltered, the generic plans use the same indexes. And no JIT: at
     // 100k the kNN's estimated cost passes jit_above_cost, and compiling took 8 ms of a query
     // that runs in 1.
-    with_settings(&[(c"plan_cache_mode", c"force_generic_plan"), (c"jit", c"off")], || search(query, k, filters, cfg))
+    // With a narrowing filter (types, times, importance, an episode) the custom plans stay: only
+    // they can use its value to choose an index (a day's memories by created_at, an episode's
+    // turns) where HNSW would scan past its limit before finding them.
+    let narrowed = filters.types.is_some()
+        || filters.since.is_some()
+        || filters.until.is_some()
+        || filters.min_importance.is_some()
+        || filters.episode.is_some();
+    let plans = if narrowed { c"auto" } else { c"force_generic_plan" };
+    with_settings(&[(c"plan_cache_mode", plans), (c"jit", c"off")], || search(query, k, filters, cfg))
 }
 
 fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
@@ -469,14 +478,17 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     hits
 }
 
-/// Whether `name` speaks in the store: one of the first 200 memories with the word (GIN) that
-/// this person may see is labelled with it ("Name: ...", query::person_match).
+/// Whether `name` speaks in the store: one of the first 200 labelled memories with the word
+/// (GIN) that this person may see is labelled with it ("Name: ...", query::person_match). A
+/// name that is a stop word ("Will") has no lexeme to look for: it is not taken for a speaker.
 fn speaks(name: &str, person: Option<&str>) -> bool {
     let names = [name.to_string()];
     select_prepared(
         &format!(
             "SELECT {LABEL_SQL} FROM dionysus.memories m \
-             WHERE m.search @@ plainto_tsquery('english', $1) AND m.status = 'active' \
+             WHERE m.search @@ (SELECT string_agg(quote_literal(l), ' & ')::tsquery \
+                                FROM unnest(tsvector_to_array(to_tsvector('english', $1))) l) \
+               AND position(': ' IN {LABEL_SQL}) > 0 AND m.status = 'active' \
                AND ($2::text IS NULL OR m.private_to IS NULL OR m.private_to <@ ARRAY[$2::text]) LIMIT 200"
         ),
         &[name.into(), person.into()],

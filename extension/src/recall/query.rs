@@ -71,7 +71,8 @@ pub fn topic(query: &str, names: &[String]) -> String {
         .enumerate()
         .filter(|(i, _)| {
             let w = &words[*i];
-            let name = names.contains(&w.to_lowercase());
+            // Only as a name is written ("Will", not "will").
+            let name = w.chars().next().is_some_and(char::is_uppercase) && names.contains(&w.to_lowercase());
             let date = year_of(w).is_some()
                     || month(*i)
                     || !iso_dates(w).0.is_empty()
@@ -346,7 +347,9 @@ fn iso_dates(query: &str) -> (Vec<When>, String) {
             (starts_word, ends_word, digits(i, 4), bytes[i + 4], digits(i + 5, 2), bytes[i + 7], digits(i + 8, 2))
         {
             let y = y as i64;
-            if (1900..=2200).contains(&y) && (1..=12).contains(&m) && d >= 1 && d <= days_in_month(m) {
+            let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+            let last = if m == 2 && !leap { 28 } else { days_in_month(m) };
+            if (1900..=2200).contains(&y) && (1..=12).contains(&m) && d >= 1 && d <= last {
                 let at = days_from_civil(y, m, d);
                 out.push(When::Span(at * DAY, (at + 1) * DAY));
                 // ASCII throughout, so the range is on char boundaries.
@@ -436,6 +439,7 @@ mod tests {
         // An ISO date is that day, not its whole year; a malformed one is no date.
         assert_eq!(times("what happened on 2023-10-13?", None), vec![When::Span(d(2023, 10, 13), d(2023, 10, 14))]);
         assert_eq!(times("2023-10-13 and 2024-02-29", None).len(), 2);
+        assert_eq!(times("on 2023-02-29", None), vec![When::Span(d(2023, 1, 1), d(2024, 1, 1))], "no 29 February in 2023");
         assert_eq!(times("ticket 2023-13-45", None), vec![When::Span(d(2023, 1, 1), d(2024, 1, 1))]);
         assert!(times("order 12023-10-134", None).is_empty());
         assert_eq!(times("é2023-10-13ü", None), vec![When::Span(d(2023, 10, 13), d(2023, 10, 14))]);
@@ -485,6 +489,8 @@ mod tests {
         assert_eq!(topic("Did I buy 12 apples?"), "Did I buy 12 apples?");
         assert_eq!(topic("Melanie?"), "Melanie?");
         assert_eq!(topic("you may march on"), "you may march on");
+        // The name as written, not the same word in lower case.
+        assert_eq!(topic("What will Will do?"), "What will do?");
     }
 
     #[test]

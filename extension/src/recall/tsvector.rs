@@ -120,6 +120,21 @@ mod tests {
         assert_eq!(v.frequency(b""), 0);
     }
 
+    /// A stored vector too long to stay inline (compressed or out of line in TOAST) reads the same.
+    #[pg_test]
+    fn a_stored_long_vector_reads_like_a_short_one() {
+        Spi::run(
+            "SELECT dionysus.remember((SELECT string_agg('lexeme' || g || 'x', ' ') || ' ember ember ember' FROM generate_series(1, 700) g))",
+        )
+        .unwrap();
+        let stored = Spi::get_one::<i32>("SELECT pg_column_size(search) FROM dionysus.memories").unwrap().unwrap();
+        let whole = Spi::get_one::<i32>("SELECT octet_length(search::text) FROM dionysus.memories").unwrap().unwrap();
+        assert!(stored < whole, "stored compressed: {stored} of {whole} bytes");
+        let v = read("SELECT search FROM dionysus.memories");
+        assert_eq!(v.len(), 701);
+        assert_eq!((v.frequency(b"ember"), v.frequency(b"lexeme350x"), v.frequency(b"lexeme701x")), (3, 1, 0));
+    }
+
     /// Lexemes stored without positions (strip) count once; an empty vector has none.
     #[pg_test]
     fn stripped_and_empty_vectors() {
