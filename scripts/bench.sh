@@ -19,7 +19,10 @@ DATA="${DIONYSUS_BENCH_DATA:-/tmp/dionysus-bench-$PORT}"
 scripts/install.sh
 cargo build --release -p dionysus-tests --bin dionysus-bench
 cargo build --release -p dionysus-driver
-scripts/cluster.sh stop "$DATA"; rm -rf "$DATA"
+scripts/cluster.sh stop "$DATA"
+# DIONYSUS_BENCH_REUSE=1: the cluster and the stores the benches keep (locomo_keep_*, recall_keep_N)
+# stay for the next run; otherwise every run starts from an empty cluster.
+[ "${DIONYSUS_BENCH_REUSE:-0}" = 1 ] || rm -rf "$DATA"
 scripts/cluster.sh start "$DATA" "$PORT" "shared_buffers = 512MB" "maintenance_work_mem = 512MB" "dionysus.worker_interval = 3600"
 trap 'scripts/cluster.sh stop "$DATA"' EXIT
 export DIONYSUS_TEST_CONNINFO="host=127.0.0.1 port=$PORT user=postgres"
