@@ -355,6 +355,12 @@ async fn a_day_asked_about_never_brings_back_another_persons_private_words() {
     assert!(bea.iter().any(|(t, _)| t.contains("diagnosis")) && !bea.iter().any(|(t, _)| t.contains("pottery")), "{bea:?}");
 }
 
+/// Memories of seeing things, one of them in Rome though it never says the word.
+const ROME: &str = "SELECT dionysus.remember('At the Colosseum I watched the sun go down over the old arena');
+     SELECT dionysus.remember('I saw a film at the cinema with friends');
+     SELECT dionysus.remember('I saw my cousin at the station');
+     SELECT dionysus.remember('We saw a play downtown last spring');";
+
 /// A question's meaning is embedded without the people it names who speak in the store (they
 /// are matched by who said a memory), but a place it names is what it asks about: "What did I
 /// see in Rome?" must still mean Rome, though no memory says the word.
@@ -363,11 +369,7 @@ async fn a_place_the_question_names_stays_in_its_meaning() {
     let db = TestDb::new("topic_place").await;
     let c = &db.client;
     c.batch_execute(
-        "SELECT dionysus.remember('At the Colosseum I watched the sun go down over the old arena');
-         SELECT dionysus.remember('I saw a film at the cinema with friends');
-         SELECT dionysus.remember('I saw my cousin at the station');
-         SELECT dionysus.remember('We saw a play downtown last spring');
-         SELECT dionysus.remember('Ada: I saw the northern lights in Tromsø');",
+        &format!("{ROME} SELECT dionysus.remember('Ada: I saw the northern lights in Tromsø');"),
     )
     .await
     .unwrap();
@@ -392,11 +394,7 @@ async fn someone_elses_private_turns_never_change_how_a_question_is_read() {
     let db = TestDb::new("topic_privacy").await;
     let c = &db.client;
     c.batch_execute(
-        "SELECT dionysus.remember('At the Colosseum I watched the sun go down over the old arena');
-         SELECT dionysus.remember('I saw a film at the cinema with friends');
-         SELECT dionysus.remember('I saw my cousin at the station');
-         SELECT dionysus.remember('We saw a play downtown last spring');
-         SELECT dionysus.remember('Rome: ciao, this is a note only Bea may read', private_to => ARRAY['test:bea']);",
+        &format!("{ROME} SELECT dionysus.remember('Rome: ciao, this is a note only Bea may read', private_to => ARRAY['test:bea']);"),
     )
     .await
     .unwrap();
