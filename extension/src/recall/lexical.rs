@@ -60,17 +60,8 @@ pub fn search(query: &str, qv: &[f32], n: i64, filters: &Filters, cfg: &Config) 
         return Vec::new();
     }
     usable.sort_by(|a, b| a.ndoc.cmp(&b.ndoc).then_with(|| a.lexeme.cmp(&b.lexeme)));
-    // Candidates come from the rarest lexemes until their postings reach the budget.
-    let mut budget = 0i64;
-    let mut finders = Vec::new();
-    for t in &usable {
-        if !finders.is_empty() && budget + t.ndoc > cfg.lexical_candidates as i64 {
-            break;
-        }
-        budget += t.ndoc;
-        finders.push(tsquery_literal(&t.lexeme));
-    }
-    let tsquery = finders.join(" | ");
+    let postings: Vec<(&str, i64)> = usable.iter().map(|t| (t.lexeme.as_str(), t.ndoc)).collect();
+    let tsquery = finder_query(&postings, cfg.lexical_candidates as i64);
     // Candidates with their lexemes, scored here: BM25 needs each matched lexeme's frequency,
     // which Rust reads off the tsvector in a few comparisons (tsvector.rs) where SQL would
     // unnest every candidate's lexemes and join them to the query's.
@@ -104,7 +95,8 @@ pub fn search(query: &str, qv: &[f32], n: i64, filters: &Filters, cfg: &Config) 
     if best.is_empty() {
         return Vec::new();
     }
-    // What the caller needs of the best: meaning (for corroboration), label and time.
+    // What the caller needs of the best only: meaning (for corroboration), label and time
+    // (read for every candidate, the cosine alone cost a microsecond a row).
     let details: HashMap<Uuid, (f64, String, i64)> = select_prepared(
         &format!(
             "SELECT m.id, 1 - (m.embedding {op} (SELECT $2::real[]::{vt})), {LABEL_SQL}, {LOCAL_SECONDS_SQL} \
@@ -125,6 +117,47 @@ pub fn search(query: &str, qv: &[f32], n: i64, filters: &Filters, cfg: &Config) 
             Some(Match { id, score: (score / mass).min(1.0), similarity, label, at })
         })
         .collect()
+}
+
+/// The tsquery that finds lexical candidates, from the usable lexemes (rarest first) and how
+/// many memories each is in, within a budget of postings.
+///
+/// While all their postings fit the budget, any one word finds a memory. Beyond it, the words
+/// rare enough to fit half the budget still find a memory alone, and the others only two at a
+/// time: BM25's best are the memories that share most of what the question says, and a memory
+/// that shares one everyday word with it would score a small part of its information. (Taking
+/// any thousand of the memories with one common word, as a limit without order would, is a
+/// sample, not a search.) With nothing else to go by, the rarest word alone.
+pub fn finder_query(lexemes: &[(&str, i64)], budget: i64) -> String {
+    /// At most this many common words are paired: 15 pairs.
+    const PAIRED: usize = 6;
+    let Some(rarest) = lexemes.first() else { return String::new() };
+    let total: i64 = lexemes.iter().map(|l| l.1).sum();
+    if total <= budget {
+        return lexemes.iter().map(|l| tsquery_literal(l.0)).collect::<Vec<_>>().join(" | ");
+    }
+    let mut alone = Vec::new();
+    let mut spent = 0i64;
+    let mut rest = lexemes;
+    while let Some((first, tail)) = rest.split_first() {
+        if spent + first.1 > budget / 2 {
+            break;
+        }
+        spent += first.1;
+        alone.push(tsquery_literal(first.0));
+        rest = tail;
+    }
+    let common: Vec<String> = rest.iter().take(PAIRED).map(|l| tsquery_literal(l.0)).collect();
+    let mut finders = alone;
+    for (i, a) in common.iter().enumerate() {
+        for b in &common[i + 1..] {
+            finders.push(format!("{a} & {b}"));
+        }
+    }
+    if finders.is_empty() {
+        return tsquery_literal(rarest.0);
+    }
+    finders.join(" | ")
 }
 
 /// A lexeme quoted for the tsquery input syntax.
@@ -169,6 +202,25 @@ pub fn lexicon_is_stale() -> bool {
 #[pg_schema]
 mod tests {
     use pgrx::prelude::*;
+
+    /// Within the budget any word finds a memory; beyond it only the rare ones alone, the
+    /// common ones two at a time; with one common word and nothing else, that word.
+    #[test]
+    fn common_words_find_memories_two_at_a_time_beyond_the_budget() {
+        use super::finder_query;
+        assert_eq!(finder_query(&[("tortois", 3), ("mira", 40)], 1000), "'tortois' | 'mira'");
+        assert_eq!(
+            finder_query(&[("tortois", 3), ("famili", 600), ("reunion", 620), ("adopt", 650)], 1000),
+            "'tortois' | 'famili' & 'reunion' | 'famili' & 'adopt' | 'reunion' & 'adopt'"
+        );
+        assert_eq!(finder_query(&[("famili", 4000)], 1000), "'famili'");
+        assert_eq!(finder_query(&[("tortois", 3), ("famili", 4000)], 1000), "'tortois'");
+        assert_eq!(finder_query(&[], 1000), "");
+        // At most six common words are paired (15 pairs).
+        let many: Vec<(String, i64)> = (0..9).map(|i| (format!("w{i}"), 900)).collect();
+        let many: Vec<(&str, i64)> = many.iter().map(|(w, n)| (w.as_str(), *n)).collect();
+        assert_eq!(finder_query(&many, 1000).matches(" & ").count(), 15);
+    }
 
     #[pg_test]
     fn lexemes_are_quoted_for_tsquery() {
@@ -241,6 +293,26 @@ mod tests {
         // Three memories say "tortoise", two "Mira", one both: all four are matched.
         let matched = Spi::get_one::<i64>(&format!("SELECT count(*) FROM dionysus.recall('{}', 10) WHERE lexical_score > 0", q.replace('\'', "''")));
         assert_eq!(matched, Ok(Some(4)));
+    }
+
+    /// When the question's words are all common, the memory that has two of them is found by
+    /// its words, not lost among a sample of the memories that have the rarest one (the
+    /// answer is written last, where a limit without order over one word's memories ends).
+    #[pg_test]
+    fn a_memory_with_two_common_words_is_found_beyond_the_budget() {
+        Spi::run("UPDATE dionysus.recall_config SET value = 30 WHERE key = 'lexical_candidates'").unwrap();
+        Spi::run("UPDATE dionysus.recall_config SET value = 1 WHERE key = 'lexical_max_df'").unwrap();
+        for i in 0..40 {
+            Spi::run(&format!("SELECT dionysus.remember('The garden needs water, day {i}')")).unwrap();
+            Spi::run(&format!("SELECT dionysus.remember('Violin practice went fine, day {i}')")).unwrap();
+        }
+        Spi::run("SELECT dionysus.remember('We carried the violin out into the garden')").unwrap();
+        Spi::run("SELECT dionysus.refresh_lexicon()").unwrap();
+        let lexical = Spi::get_one::<f64>(
+            "SELECT lexical_score FROM dionysus.recall('violin garden', 50) \
+             WHERE content = 'We carried the violin out into the garden'",
+        );
+        assert!(matches!(lexical, Ok(Some(s)) if s > 0.5), "{lexical:?}");
     }
 
     /// Recall plans its own queries generically; the caller's setting is back once it returns.
