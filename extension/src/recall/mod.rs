@@ -233,15 +233,17 @@ pub fn run(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     // of recall's time at 10k memories; unfiltered, the generic plans use the same indexes. And no JIT: at
     // 100k the kNN's estimated cost passes jit_above_cost, and compiling took 8 ms of a query
     // that runs in 1.
-    // With a narrowing filter (types, times, importance, an episode) the custom plans stay: only
-    // they can use its value to choose an index (a day's memories by created_at, an episode's
-    // turns) where HNSW would scan past its limit before finding them.
+    // With a narrowing filter (types, times, importance, an episode) the plans are custom, always:
+    // only they can use its value to choose an index (a day's memories by created_at, an
+    // episode's turns) where HNSW would scan past its limit before finding them. ("auto" would
+    // not do: after five custom plans Postgres takes the generic one the unfiltered calls made
+    // whenever it looks cheaper, and its estimate for "$3 IS NULL OR ..." cannot tell.)
     let narrowed = filters.types.is_some()
         || filters.since.is_some()
         || filters.until.is_some()
         || filters.min_importance.is_some()
         || filters.episode.is_some();
-    let plans = if narrowed { c"auto" } else { c"force_generic_plan" };
+    let plans = if narrowed { c"force_custom_plan" } else { c"force_generic_plan" };
     with_settings(&[(c"plan_cache_mode", plans), (c"jit", c"off")], || search(query, k, filters, cfg))
 }
 
@@ -478,9 +480,11 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     hits
 }
 
-/// Whether `name` speaks in the store: one of the first 200 labelled memories with the word
-/// (GIN) that this person may see is labelled with it ("Name: ...", query::person_match). A
-/// name that is a stop word ("Will") has no lexeme to look for: it is not taken for a speaker.
+/// Whether `name` speaks in the store: one of the first 200 memories with the word (GIN) that
+/// this person may see and whose label has it is labelled with it ("Name: ...",
+/// query::person_match). Only labels with the name are looked at, so the answer does not
+/// depend on how many others merely mention it, nor on their order on disk. A name that is a
+/// stop word ("Will") has no lexeme to look for: it is not taken for a speaker.
 fn speaks(name: &str, person: Option<&str>) -> bool {
     let names = [name.to_string()];
     select_prepared(
@@ -488,6 +492,7 @@ fn speaks(name: &str, person: Option<&str>) -> bool {
             "SELECT {LABEL_SQL} FROM dionysus.memories m \
              WHERE m.search @@ (SELECT string_agg(quote_literal(l), ' & ')::tsquery \
                                 FROM unnest(tsvector_to_array(to_tsvector('english', $1))) l) \
+               AND strpos(lower(split_part({LABEL_SQL}, ': ', 1)), lower($1)) > 0 \
                AND position(': ' IN {LABEL_SQL}) > 0 AND m.status = 'active' \
                AND ($2::text IS NULL OR m.private_to IS NULL OR m.private_to <@ ARRAY[$2::text]) LIMIT 200"
         ),
