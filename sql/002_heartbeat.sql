@@ -36,7 +36,8 @@
 --                                   close_open_thread, activate_procedure; then only working-memory,
 --                                   open-thread and procedure-activation rows, and procedure rows by id (026))
 --      The gap rule closes several episodes in one statement (enqueue_language_work, the maintenance pass,
---      one at a time per database): their working-memory locks are taken episode by episode.
+--      one at a time per database): it skips an episode another transaction holds (SKIP LOCKED, never
+--      waiting on a writer), and their working-memory locks are taken episode by episode.
 -- Maintenance passes (the worker, run_maintenance()) only try their locks and skip what another
 -- pass holds, never waiting: 'dionysus.neighborhood:<memory>' per recomputed memory and
 -- 'dionysus.fold_access_log', 'dionysus.decay' (a decay pass, 021, then the decay_config row,

@@ -431,9 +431,14 @@ DECLARE
     k integer;
     attempts integer := dionysus_internal.heartbeat_setting('work_max_attempts')::int;
 BEGIN
+    -- An episode a writer holds is left for the next pass (SKIP LOCKED): a batch that appends to
+    -- several sources' episodes holds their rows, and waiting here for one while holding another
+    -- was a deadlock (40P01, found by a 100k fill beside the scheduler).
     UPDATE dionysus.episodes SET ended_at = greatest(last_event_at, started_at)
-     WHERE ended_at IS NULL AND NOT explicit
-       AND last_event_at < now() - make_interval(mins => coalesce((SELECT setting::int FROM pg_settings WHERE name = 'dionysus.episode_gap_minutes'), 30));
+     WHERE id IN (SELECT x.id FROM dionysus.episodes x
+                   WHERE x.ended_at IS NULL AND NOT x.explicit
+                     AND x.last_event_at < now() - make_interval(mins => coalesce((SELECT setting::int FROM pg_settings WHERE name = 'dionysus.episode_gap_minutes'), 30))
+                   ORDER BY x.id FOR UPDATE SKIP LOCKED);
     -- Five lived episodes a pass; twenty of an import's (018: source 'imported:…') besides, at
     -- background priority, so a long history is summarised without holding up the present.
     INSERT INTO dionysus.work_queue (idempotency_key, action, params, max_attempts, priority)

@@ -27,6 +27,8 @@ const BEFORE_WORKING_MEMORY: &str = "0.9.0";
 const BEFORE_CONTEXT_BUDGETS: &str = "0.10.0";
 /// The last release before Recall 2.0.
 const PREVIOUS: &str = "0.11.0";
+/// The last release whose gap rule waited on a writer's episode.
+const WAITING_GAP_RULE: &str = "0.12.0";
 
 /// Everything about the extension's objects that a person or the driver could notice, one
 /// line per fact, with no OIDs and no column order (ALTER TABLE ADD COLUMN appends).
@@ -672,6 +674,72 @@ async fn an_update_from_the_previous_release_keeps_everything_and_brings_recall_
     assert_eq!(top.get::<_, f64>(1), 1.0);
     assert!(top.get::<_, f64>(2) > 0.5, "a day from the date asked about: {}", top.get::<_, f64>(2));
     drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// An update from 0.12.0 keeps every memory and episode, and its gap rule stops waiting on a
+/// writer: with an episode left open past the gap held by a writer's open transaction, 0.12.0's
+/// enqueue_language_work waited for it (here until lock_timeout, 55P03; beside a batch holding
+/// another episode, a deadlock), while the updated one closes the other stale episode at once
+/// and the held one on the pass after the writer commits.
+#[tokio::test]
+async fn an_update_from_0_12_keeps_everything_and_its_gap_rule_never_waits_on_a_writer() {
+    let admin = connect("postgres").await;
+    let (name, old) = install_release(&admin, WAITING_GAP_RULE).await;
+    for source in ["gap_a", "gap_b"] {
+        old.execute(
+            "SELECT dionysus.remember($1, 'episodic', source => $2, created_at => now() - interval '2 hours')",
+            &[&format!("the first turn of {source}"), &source],
+        )
+        .await
+        .expect("fill 0.12.0");
+    }
+    let state = "SELECT string_agg(m.id::text || m.content || e.episode_id::text, ',' ORDER BY m.id) \
+                 FROM dionysus.memories m JOIN dionysus.episode_memories e ON e.memory_id = m.id";
+    let before: String = old.query_one(state, &[]).await.unwrap().get(0);
+    // A writer appends to gap_b's episode and keeps its transaction open: it holds that row.
+    let writer = connect(&name).await;
+    writer.batch_execute("BEGIN").await.unwrap();
+    writer
+        .execute("SELECT dionysus.remember('a late turn of gap_b', 'episodic', source => 'gap_b', created_at => now() - interval '110 minutes')", &[])
+        .await
+        .unwrap();
+    let open = |source: &'static str| {
+        let old = &old;
+        async move {
+            old.query_one("SELECT count(*) FROM dionysus.episodes WHERE source = $1 AND ended_at IS NULL", &[&source])
+                .await
+                .unwrap()
+                .get::<_, i64>(0)
+        }
+    };
+    old.batch_execute("SET lock_timeout = '1s'").await.unwrap();
+    let waited = old.query_one("SELECT dionysus.enqueue_language_work()", &[]).await.expect_err("0.12.0 waits on the writer");
+    assert_eq!(waited.code().map(|c| c.code()), Some("55P03"), "{waited}");
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, env!("CARGO_PKG_VERSION"));
+    assert_eq!(old.query_one(state, &[]).await.unwrap().get::<_, String>(0), before, "state lost in the update");
+    // The scheduler runs the same step in this database now: whichever pass gets there first
+    // closes the free episode; none waits (a pass's lock held for a moment is skipped, not waited on).
+    let closes = |source: &'static str| {
+        let old = &old;
+        async move {
+            for _ in 0..50 {
+                old.query_one("SELECT dionysus.enqueue_language_work()", &[]).await.expect("the updated gap rule does not wait");
+                if open(source).await == 0 {
+                    return true;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            false
+        }
+    };
+    assert!(closes("gap_a").await, "the free stale episode is closed");
+    assert_eq!(open("gap_b").await, 1, "the held one is left to its writer");
+    writer.batch_execute("COMMIT").await.unwrap();
+    assert!(closes("gap_b").await, "closed once free");
+    drop((old, writer));
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
 }
 
