@@ -28,7 +28,10 @@ BASE_PORT="${DIONYSUS_TEST_PORT:-31329}"
 DATA_BASE="${DIONYSUS_TEST_DATA:-/tmp/dionysus-test}"   # + "-PORT" for each cluster
 log() { printf '\033[1;34m[test]\033[0m %s\n' "$*"; }
 
+# Every suite's time goes in the summary: CI has 90 minutes and this run should stay under 60.
+run_started=$SECONDS; started=$SECONDS
 DIONYSUS_PG_MAJORS="$MAJORS" scripts/setup.sh || exit 1
+setup_took=$((SECONDS - started))
 # A major set-up had to leave out (its source not downloadable here now) is said in the summary.
 skipped=(); available=""
 for m in $MAJORS; do
@@ -38,8 +41,12 @@ done
 MAJORS="${available# }"
 
 results=(); failed=0
-record() {  # record LABEL STATUS
-  if [ "$2" -eq 0 ]; then results+=("passed  $1"); else results+=("FAILED  $1"); failed=1; fi
+started=$SECONDS
+record() {  # record LABEL STATUS: the time since the last record (or since `started=$SECONDS`)
+  local took="$((SECONDS - started))s"
+  if [ "$2" -eq 0 ]; then results+=("passed  $(printf '%6s' "$took")  $1")
+  else results+=("FAILED  $(printf '%6s' "$took")  $1"); failed=1; fi
+  started=$SECONDS
 }
 is_full() { case " $FULL " in *" $1 "*) return 0 ;; esac; return 1; }
 
@@ -50,6 +57,7 @@ if [ "$any_full" = 1 ]; then
   log "building the driver (the integration tests run the real binary too)"
   cargo build --release -p dionysus-driver || exit 1
 fi
+driver_build_took=$((SECONDS - started))
 
 DATA=""
 trap '[ -z "$DATA" ] || scripts/cluster.sh stop "$DATA"' EXIT
@@ -63,6 +71,7 @@ for major in $MAJORS; do
     pgtest_data="/tmp/dionysus-pgrx-test-data-pg$major"
     mkdir -p "$pgtest_data"; chown -R postgres:postgres "$pgtest_data" 2>/dev/null || true
     # It installs its build over the library in place: a server running beside must not crash.
+    started=$SECONDS
     scripts/fresh-library.sh
     (cd extension && cargo pgrx test "pg$major" --release --runas postgres --pgdata "$pgtest_data")
     record "pg$major #[pg_test] units" $?
@@ -70,6 +79,7 @@ for major in $MAJORS; do
 
   is_full "$major" || continue
   log "PostgreSQL $major: building and installing the extension"
+  started=$SECONDS
   if ! scripts/install.sh; then
     record "pg$major install (no tests run)" 1
     continue
@@ -94,6 +104,7 @@ for major in $MAJORS; do
   fi
   chown postgres:postgres "$TLS/server.key" "$TLS/server.pem" 2>/dev/null || true
   chmod 600 "$TLS/server.key"
+  record "pg$major build and install" 0
   if ! scripts/cluster.sh start "$DATA" "$port" "dionysus.worker_interval = 1" \
          "ssl = on" "ssl_cert_file = '$TLS/server.pem'" "ssl_key_file = '$TLS/server.key'"; then
     record "pg$major integration cluster (no integration or driver tests run)" 1
@@ -113,14 +124,15 @@ for major in $MAJORS; do
   DATA=""; port=$((port + 1))
 done
 
-log "summary"
+log "summary (seconds per step)"
+printf '  set-up %ss, driver build %ss\n' "$setup_took" "${driver_build_took:-0}"
 npass=0; nfail=0
 for r in "${results[@]}"; do
   printf '  %s\n' "$r"
   case "$r" in passed*) npass=$((npass + 1)) ;; *) nfail=$((nfail + 1)) ;; esac
 done
 for r in "${skipped[@]}"; do printf '  %s\n' "$r"; done
-echo "suites: $npass passed, $nfail failed, ${#skipped[@]} majors left out"
+echo "suites: $npass passed, $nfail failed, ${#skipped[@]} majors left out; $(( (SECONDS - run_started) / 60 )) minutes in all"
 if [ "$failed" -ne 0 ]; then
   log "some suites failed"
   exit 1
