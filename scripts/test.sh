@@ -52,6 +52,15 @@ is_full() { case " $FULL " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # As a developer's shell often has it: errors must stay one clean line anyway (tests/trust.rs).
 export RUST_BACKTRACE=1
+# ring's build script (under rustls, so under the driver, the tests and the extension's ureq) is
+# rerun whenever CARGO_MANIFEST_DIR, CARGO_PKG_NAME or CARGO_PKG_VERSION_* change, and `cargo pgrx
+# test` builds the library from inside its test process, where cargo has set them to the
+# extension's. Every cargo run here gets those same values (cargo still gives each crate its own),
+# so ring and everything above it are compiled once, not again after each major's units.
+version="$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n1)"
+export CARGO_MANIFEST_DIR="$(pwd -P)/extension" CARGO_PKG_NAME=dionysus \
+  CARGO_PKG_VERSION_MAJOR="$(echo "$version" | cut -d. -f1)" CARGO_PKG_VERSION_MINOR="$(echo "$version" | cut -d. -f2)" \
+  CARGO_PKG_VERSION_PATCH="$(echo "$version" | cut -d. -f3 | cut -d- -f1)" CARGO_PKG_VERSION_PRE=""
 any_full=0; for m in $MAJORS; do is_full "$m" && any_full=1; done
 if [ "$any_full" = 1 ]; then
   log "building the driver (the integration tests run the real binary too)"

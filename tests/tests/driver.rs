@@ -288,9 +288,9 @@ async fn garbage_timeouts_and_refusals_never_crash_and_nothing_is_lost() {
     llm.on("TASK: heartbeat", Answer::Text("I would love to help! {not json at all".into()));
     llm.on("TASK: reflect", Answer::Text("```json\n{\"insights\": [oops]}\n```".into()));
     let channel = Arc::new(TestChannel::new(&["ada"]));
+    // The usual timeouts here: a garbage answer arrives at once, and a slow machine must not
+    // turn it into a timeout (which hands the reflect back instead of spending an attempt).
     let mut cfg = config(url(&db), &llm);
-    cfg.fast.timeout = Duration::from_secs(1);
-    cfg.smart.timeout = Duration::from_secs(1);
     let mind = Mind::new(cfg.clone(), channel.clone());
     let r = heartbeat::run_once(&mind).await.expect("heartbeat with a garbage decision");
     assert_eq!(r.decided_by, "default");
@@ -302,6 +302,8 @@ async fn garbage_timeouts_and_refusals_never_crash_and_nothing_is_lost() {
     assert_eq!(count(c, "SELECT count(*) FROM dionysus.work_queue WHERE action = 'reflect' AND status = 'pending' AND attempts = 1 AND last_error LIKE 'LLM unusable answer%'").await, 1);
 
     // 2. The model hangs past the timeout: an honest reply with what was recalled.
+    cfg.fast.timeout = Duration::from_secs(1);
+    cfg.smart.timeout = Duration::from_secs(1);
     llm.clear();
     llm.on("TASK: chat", Answer::Hang(Duration::from_secs(3)));
     let mut run = Running::start(cfg.clone(), &["ada"]).await;
@@ -340,7 +342,7 @@ async fn garbage_timeouts_and_refusals_never_crash_and_nothing_is_lost() {
     llm.clear();
     llm.json("TASK: extract", json!({"facts": [{"content": "Ada has a sister called Mira", "subject": "Ada"}], "triples": [], "goals": []}));
     c.batch_execute("UPDATE dionysus.work_queue SET available_at = now() WHERE action = 'extract_message'").await.unwrap();
-    let mind = Mind::new(cfg, channel);
+    let mind = Mind::new(config(url(&db), &llm), channel);
     assert!(work::drain(&mind, None).await >= 4);
     assert_eq!(count(c, "SELECT count(*) FROM dionysus.work_queue WHERE action = 'extract_message' AND status = 'done'").await, 4);
 }

@@ -257,6 +257,15 @@ async fn an_interrupted_locomo_import_resumes_where_it_stopped() {
     assert!(first.starts_with("import: 2/120"), "{first}");
     child.kill().unwrap();
     child.wait().unwrap();
+    // The killed process's last COMMIT may still be running in its server backend, which
+    // finishes the statement it has before it sees the socket closed: where the import stopped
+    // is known once that backend is gone (on CI this read an earlier position than the resume
+    // then found).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while one::<i64>(&db, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'dionysus driver'").await > 0 {
+        assert!(std::time::Instant::now() < deadline, "the killed import's backend did not end");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     let stopped_at: i32 = one(&db, "SELECT position FROM dionysus.imports").await;
     assert!(stopped_at >= 2 && stopped_at < 120, "stopped at {stopped_at}");
 
