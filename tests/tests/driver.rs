@@ -638,7 +638,9 @@ async fn shared_channels_and_errors_show_nothing_private() {
 async fn a_slow_reply_holds_up_nobody_else() {
     let db = TestDb::new("drv_slow").await;
     let llm = FakeLlm::start().await;
-    llm.on_times("TASK: chat && tell me a long story", 1, Answer::Hang(Duration::from_secs(8)));
+    // Long enough that Bob's whole reply (recall and embedding included) fits inside it on a
+    // loaded machine: the suite runs two tests at a time.
+    llm.on_times("TASK: chat && tell me a long story", 1, Answer::Hang(Duration::from_secs(15)));
     llm.on("TASK: chat", Answer::Text("Here I am.".into()));
     db.client.batch_execute("SELECT dionysus.pause_heartbeats(true)").await.unwrap();
     let mut cfg = config(url(&db), &llm);
@@ -679,8 +681,10 @@ async fn a_heartbeats_garbage_never_silences_the_chat() {
         .unwrap();
     llm.on("TASK: heartbeat", Answer::Text("I would love to help! {not json at all".into()));
     llm.on("TASK: chat", Answer::Text("Still listening.".into()));
+    // Short enough to time out on the hang below, long enough that a garbage answer on a loaded
+    // machine never becomes a timeout (which would open the breaker for the wrong reason).
     let mut cfg = config(url(&db), &llm);
-    cfg.smart.timeout = Duration::from_secs(1);
+    cfg.smart.timeout = Duration::from_secs(2);
     let mut run = Running::start(cfg, &["ada"]).await;
     for _ in 0..2 {
         let r = heartbeat::run_once(&run.mind).await.expect("heartbeat");
@@ -693,7 +697,7 @@ async fn a_heartbeats_garbage_never_silences_the_chat() {
 
     // The heartbeat's model now times out: its breaker opens, the chat's stays closed.
     llm.clear();
-    llm.on("TASK: heartbeat", Answer::Hang(Duration::from_secs(3)));
+    llm.on("TASK: heartbeat", Answer::Hang(Duration::from_secs(6)));
     llm.on("TASK: chat", Answer::Text("Still listening.".into()));
     heartbeat::run_once(&run.mind).await.expect("heartbeat with a model that times out");
     assert!(run.mind.smart.is_open(), "three timeouts did not open the smart role's breaker");
