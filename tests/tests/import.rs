@@ -1,7 +1,7 @@
 //! `dionysus import`: the real binary reads a Discord data package, a chat file and a LoCoMo
 //! file into the real extension as the driver's role; imported turns keep their times, stay the
 //! person's, wait behind live work, resume after an interruption, and never come in twice.
-use dionysus_tests::{driver_conninfo, expect_error, TestDb};
+use dionysus_tests::{driver_conninfo, expect_error, until, TestDb};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -261,11 +261,8 @@ async fn an_interrupted_locomo_import_resumes_where_it_stopped() {
     // finishes the statement it has before it sees the socket closed: where the import stopped
     // is known once that backend is gone (on CI this read an earlier position than the resume
     // then found).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while one::<i64>(&db, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'dionysus driver'").await > 0 {
-        assert!(std::time::Instant::now() < deadline, "the killed import's backend did not end");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    until(&db.client, "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'dionysus driver')",
+          "the killed import's backend to end").await;
     let stopped_at: i32 = one(&db, "SELECT position FROM dionysus.imports").await;
     assert!(stopped_at >= 2 && stopped_at < 120, "stopped at {stopped_at}");
 
