@@ -262,7 +262,7 @@ INSERT INTO recall_config (key, value, description) VALUES
     ('bm25_k1',            1.2,  'BM25 term-frequency saturation'),
     ('bm25_b',             0.75, 'BM25 length normalisation'),
     ('lexical_max_df',     0.25, 'lexemes in more than this share of memories are not matched (too common to tell memories apart)'),
-    ('lexical_candidates', 1000, 'most memories scored by BM25 per query (the rarest query words pick them)');
+    ('lexical_candidates', 200,  'most memories the query''s words look up per recall: its rarest words search while their memories together fit, and the rest are counted on the memories found otherwise');
 
 -- ---------------------------------------------------------------------------------------
 -- Worker status (singleton row per database), read by the health view.

@@ -29,6 +29,8 @@ const BEFORE_CONTEXT_BUDGETS: &str = "0.10.0";
 const PREVIOUS: &str = "0.11.0";
 /// The last release whose gap rule waited on a writer's episode.
 const WAITING_GAP_RULE: &str = "0.12.0";
+/// The last release whose word search looked common words up two at a time (budget 1000).
+const PAIRED_WORD_SEARCH: &str = "0.13.0";
 
 /// Everything about the extension's objects that a person or the driver could notice, one
 /// line per fact, with no OIDs and no column order (ALTER TABLE ADD COLUMN appends).
@@ -744,6 +746,47 @@ async fn an_update_from_0_12_keeps_everything_and_its_gap_rule_never_waits_on_a_
     assert!(closes("gap_b").await, "closed once free");
     drop((old, writer));
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// An update from 0.13.0 keeps every memory, lowers the word search's shipped budget from 1000
+/// to 200 and keeps one a person tuned; recall on the updated schema counts the query's words.
+#[tokio::test]
+async fn an_update_from_0_13_bounds_the_word_search_and_keeps_a_tuned_budget() {
+    let admin = connect("postgres").await;
+    let mut names = Vec::new();
+    for tuned in [None, Some(500.0f64)] {
+        let (name, old) = install_release(&admin, PAIRED_WORD_SEARCH).await;
+        for i in 0..5 {
+            old.execute("SELECT dionysus.remember($1)", &[&format!("The garden needs weeding, note {i}")]).await.expect("fill 0.13.0");
+        }
+        if let Some(v) = tuned {
+            old.execute("UPDATE dionysus.recall_config SET value = $1 WHERE key = 'lexical_candidates'", &[&v]).await.unwrap();
+        }
+        let state = "SELECT string_agg(id::text || content, ',' ORDER BY id) FROM dionysus.memories";
+        let before: String = old.query_one(state, &[]).await.unwrap().get(0);
+        old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+        let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+        assert_eq!(v, env!("CARGO_PKG_VERSION"));
+        assert_eq!(old.query_one(state, &[]).await.unwrap().get::<_, String>(0), before, "memories lost in the update");
+        let now: f64 = old
+            .query_one("SELECT value FROM dionysus.recall_config WHERE key = 'lexical_candidates'", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(now, tuned.unwrap_or(200.0), "the shipped budget is lowered, a tuned one kept");
+        old.batch_execute("SELECT dionysus.refresh_lexicon()").await.unwrap();
+        let scored: i64 = old
+            .query_one("SELECT count(*) FROM dionysus.recall('the garden', 5) WHERE lexical_score > 0", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(scored, 5, "every memory recalled has the query's word counted");
+        drop(old);
+        names.push(name);
+    }
+    for name in names {
+        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+    }
 }
 
 /// `\df+ dionysus.*` is the reference: it lists the API and only the API, each function with

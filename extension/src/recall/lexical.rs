@@ -15,14 +15,77 @@ use std::collections::HashMap;
 /// A lexeme in at most this many memories is always matched, whatever share of the store it is.
 const RARE_ENOUGH: f64 = 32.0;
 
-/// A query lexeme with its document frequency.
+/// A query lexeme with its document frequency and inverse document frequency.
 struct Term {
     lexeme: String,
     ndoc: i64,
+    idf: f64,
 }
 
-/// A lexical match: how much of the query's information it matches (BM25 over the query's own
-/// IDF mass, in [0, 1]), and its cosine similarity to the query.
+/// BM25 for one query: its usable lexemes weighted by IDF, and the query's information mass
+/// a match is measured against. Built once per recall, it scores any memory's tsvector, so
+/// every candidate (found by meaning, by time, by its words or through a neighbour) has its
+/// words counted the same way.
+pub struct Scorer {
+    /// Rarest first.
+    terms: Vec<Term>,
+    mass: f64,
+    k1: f64,
+    b: f64,
+    avg_len: f64,
+}
+
+impl Scorer {
+    /// The query's lexemes against the store's lexicon; None when none is usable.
+    pub fn new(query: &str, cfg: &Config) -> Option<Scorer> {
+        let rows = select_prepared(
+            "SELECT l.lexeme, coalesce(x.ndoc, 0)::int8, s.n_docs, s.avg_length \
+             FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l(lexeme) \
+             CROSS JOIN dionysus.lexicon_stats s LEFT JOIN dionysus.lexicon x ON x.lexeme = l.lexeme",
+            &[query.into()],
+            |t| Some((t.get::<String>(1).ok()??, t.get::<i64>(2).ok()??, t.get::<i64>(3).ok()??, t.get::<f64>(4).ok()??)),
+        );
+        let n_docs = rows.first().map(|r| r.2).unwrap_or(0).max(1) as f64;
+        let avg_len = rows.first().map(|r| r.3).unwrap_or(1.0).max(1.0);
+        let idf = |df: i64| (1.0 + (n_docs - df as f64 + 0.5).max(0.0) / (df as f64 + 0.5)).ln().max(1e-6);
+        let terms: Vec<Term> = rows.into_iter().map(|(lexeme, ndoc, _, _)| Term { idf: idf(ndoc), lexeme, ndoc }).collect();
+        // What the query says, in information: every word it has counts, the common ones little,
+        // a word the store has never seen much. A match is scored against this mass, not against
+        // the best match of the moment: one shared everyday word is a small part of a question,
+        // however alone it is in matching.
+        let mass: f64 = terms.iter().map(|t| t.idf).sum::<f64>().max(1e-9);
+        // Too common to tell memories apart: dropped (BM25 would give them almost no weight anyway).
+        // A word in a handful of memories is never "common": in a young store a name the person
+        // said twice is a quarter of everything, and it is exactly the word to match.
+        let common = (cfg.lexical_max_df * n_docs).max(RARE_ENOUGH);
+        let mut terms: Vec<Term> = terms.into_iter().filter(|t| (t.ndoc as f64) <= common).collect();
+        if terms.is_empty() {
+            return None;
+        }
+        terms.sort_by(|a, b| a.ndoc.cmp(&b.ndoc).then_with(|| a.lexeme.cmp(&b.lexeme)));
+        terms.dedup_by(|a, b| a.lexeme == b.lexeme);
+        Some(Scorer { terms, mass, k1: cfg.bm25_k1, b: cfg.bm25_b, avg_len })
+    }
+
+    /// How much of the query's information a memory's words match: its BM25 over the query's
+    /// IDF mass, in [0, 1]. A word met once in a memory of average length counts its IDF once;
+    /// more often or in a shorter memory a little more (BM25's saturation), so it is capped at 1.
+    pub fn share(&self, lexemes: &Lexemes) -> f64 {
+        let saturation = self.k1 * (1.0 - self.b + self.b * lexemes.len() as f64 / self.avg_len);
+        let bm25: f64 = self
+            .terms
+            .iter()
+            .map(|t| match lexemes.frequency(t.lexeme.as_bytes()) as f64 {
+                0.0 => 0.0,
+                tf => t.idf * tf * (self.k1 + 1.0) / (tf + saturation),
+            })
+            .sum();
+        (bm25 / self.mass).min(1.0)
+    }
+}
+
+/// A lexical match: how much of the query's information it matches (Scorer::share), and its
+/// cosine similarity to the query.
 pub struct Match {
     pub id: Uuid,
     pub score: f64,
@@ -33,35 +96,13 @@ pub struct Match {
     pub at: i64,
 }
 
-/// The best `n` lexical matches.
-pub fn search(query: &str, qv: &[f32], n: i64, filters: &Filters, cfg: &Config) -> Vec<Match> {
-    let rows = select_prepared(
-        "SELECT l.lexeme, coalesce(x.ndoc, 0)::int8, s.n_docs, s.avg_length \
-         FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l(lexeme) \
-         CROSS JOIN dionysus.lexicon_stats s LEFT JOIN dionysus.lexicon x ON x.lexeme = l.lexeme",
-        &[query.into()],
-        |t| Some((t.get::<String>(1).ok()??, t.get::<i64>(2).ok()??, t.get::<i64>(3).ok()??, t.get::<f64>(4).ok()??)),
-    );
-    let n_docs = rows.first().map(|r| r.2).unwrap_or(0).max(1) as f64;
-    let avg_len = rows.first().map(|r| r.3).unwrap_or(1.0).max(1.0);
-    let terms: Vec<Term> = rows.into_iter().map(|(lexeme, ndoc, _, _)| Term { lexeme, ndoc }).collect();
-    let idf = |df: i64| (1.0 + (n_docs - df as f64 + 0.5).max(0.0) / (df as f64 + 0.5)).ln().max(1e-6);
-    // What the query says, in information: every word it has counts, the common ones little,
-    // a word the store has never seen much. A match is scored against this mass, not against
-    // the best match of the moment: one shared everyday word is a small part of a question,
-    // however alone it is in matching.
-    let mass: f64 = terms.iter().map(|t| idf(t.ndoc)).sum::<f64>().max(1e-9);
-    // Too common to tell memories apart: dropped (BM25 would give them almost no weight anyway).
-    // A word in a handful of memories is never "common": in a young store a name the person
-    // said twice is a quarter of everything, and it is exactly the word to match.
-    let common = (cfg.lexical_max_df * n_docs).max(RARE_ENOUGH);
-    let mut usable: Vec<Term> = terms.into_iter().filter(|t| (t.ndoc as f64) <= common).collect();
-    if usable.is_empty() {
+/// The best `n` memories found by the query's words (finder_query says which words search).
+pub fn search(scorer: &Scorer, qv: &[f32], n: i64, filters: &Filters, cfg: &Config) -> Vec<Match> {
+    let postings: Vec<(&str, i64)> = scorer.terms.iter().map(|t| (t.lexeme.as_str(), t.ndoc)).collect();
+    let tsquery = finder_query(&postings, cfg.lexical_candidates as i64);
+    if tsquery.is_empty() {
         return Vec::new();
     }
-    usable.sort_by(|a, b| a.ndoc.cmp(&b.ndoc).then_with(|| a.lexeme.cmp(&b.lexeme)));
-    let postings: Vec<(&str, i64)> = usable.iter().map(|t| (t.lexeme.as_str(), t.ndoc)).collect();
-    let tsquery = finder_query(&postings, cfg.lexical_candidates as i64);
     // Candidates with their lexemes, scored here: BM25 needs each matched lexeme's frequency,
     // which Rust reads off the tsvector in a few comparisons (tsvector.rs) where SQL would
     // unnest every candidate's lexemes and join them to the query's.
@@ -73,21 +114,9 @@ pub fn search(query: &str, qv: &[f32], n: i64, filters: &Filters, cfg: &Config) 
         &args,
         |t| Some((t.get::<Uuid>(1).ok()??, t.get::<Lexemes>(2).ok()??)),
     );
-    let (k1, b) = (cfg.bm25_k1, cfg.bm25_b);
-    let weighted: Vec<(&[u8], f64)> = usable.iter().map(|t| (t.lexeme.as_bytes(), idf(t.ndoc))).collect();
     let mut best: Vec<(Uuid, f64)> = candidates
         .iter()
-        .map(|(id, lexemes)| {
-            let saturation = k1 * (1.0 - b + b * lexemes.len() as f64 / avg_len);
-            let score = weighted
-                .iter()
-                .map(|(lexeme, idf)| match lexemes.frequency(lexeme) as f64 {
-                    0.0 => 0.0,
-                    tf => idf * tf * (k1 + 1.0) / (tf + saturation),
-                })
-                .sum::<f64>();
-            (*id, score)
-        })
+        .map(|(id, lexemes)| (*id, scorer.share(lexemes)))
         .filter(|(_, score)| *score > 0.0)
         .collect();
     best.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| x.0.as_bytes().cmp(y.0.as_bytes())));
@@ -109,53 +138,32 @@ pub fn search(query: &str, qv: &[f32], n: i64, filters: &Filters, cfg: &Config) 
     )
     .into_iter()
     .collect();
-    // A word met once in a memory of average length counts its IDF once; more often or in a
-    // shorter memory a little more (BM25's saturation), so the share is capped at 1.
     best.into_iter()
         .filter_map(|(id, score)| {
             let (similarity, label, at) = details.get(&id)?.clone();
-            Some(Match { id, score: (score / mass).min(1.0), similarity, label, at })
+            Some(Match { id, score, similarity, label, at })
         })
         .collect()
 }
 
-/// The tsquery that finds lexical candidates, from the usable lexemes (rarest first) and how
-/// many memories each is in, within a budget of postings.
+/// The tsquery that finds lexical candidates: the usable lexemes, rarest first, as long as
+/// all their memories together fit the budget (how many memories each is in, `lexemes`).
+/// Empty when even the rarest is in more than the budget.
 ///
-/// While all their postings fit the budget, any one word finds a memory. Beyond it, the words
-/// rare enough to fit half the budget still find a memory alone, and the others only two at a
-/// time: BM25's best are the memories that share most of what the question says, and a memory
-/// that shares one everyday word with it would score a small part of its information. (Taking
-/// any thousand of the memories with one common word, as a limit without order would, is a
-/// sample, not a search.) With nothing else to go by, the rarest word alone.
+/// A word beyond the budget is common enough that a memory it alone would find scores a small
+/// part of the question's information: such memories are reached by their meaning, by rarer
+/// words or through a neighbour, and their common words are counted there (Scorer::share),
+/// not looked up. (Taking any thousand of the memories with one common word, as a limit
+/// without order would, is a sample, not a search.)
 pub fn finder_query(lexemes: &[(&str, i64)], budget: i64) -> String {
-    /// At most this many common words are paired: 15 pairs.
-    const PAIRED: usize = 6;
-    let Some(rarest) = lexemes.first() else { return String::new() };
-    let total: i64 = lexemes.iter().map(|l| l.1).sum();
-    if total <= budget {
-        return lexemes.iter().map(|l| tsquery_literal(l.0)).collect::<Vec<_>>().join(" | ");
-    }
-    let mut alone = Vec::new();
     let mut spent = 0i64;
-    let mut rest = lexemes;
-    while let Some((first, tail)) = rest.split_first() {
-        if spent + first.1 > budget / 2 {
+    let mut finders = Vec::new();
+    for (lexeme, ndoc) in lexemes {
+        if spent + ndoc > budget {
             break;
         }
-        spent += first.1;
-        alone.push(tsquery_literal(first.0));
-        rest = tail;
-    }
-    let common: Vec<String> = rest.iter().take(PAIRED).map(|l| tsquery_literal(l.0)).collect();
-    let mut finders = alone;
-    for (i, a) in common.iter().enumerate() {
-        for b in &common[i + 1..] {
-            finders.push(format!("{a} & {b}"));
-        }
-    }
-    if finders.is_empty() {
-        return tsquery_literal(rarest.0);
+        spent += ndoc;
+        finders.push(tsquery_literal(lexeme));
     }
     finders.join(" | ")
 }
@@ -203,23 +211,15 @@ pub fn lexicon_is_stale() -> bool {
 mod tests {
     use pgrx::prelude::*;
 
-    /// Within the budget any word finds a memory; beyond it only the rare ones alone, the
-    /// common ones two at a time; with one common word and nothing else, that word.
+    /// The rarest words search while their memories together fit the budget; the rest do not.
     #[test]
-    fn common_words_find_memories_two_at_a_time_beyond_the_budget() {
+    fn the_rarest_words_search_while_their_memories_fit_the_budget() {
         use super::finder_query;
         assert_eq!(finder_query(&[("tortois", 3), ("mira", 40)], 1000), "'tortois' | 'mira'");
-        assert_eq!(
-            finder_query(&[("tortois", 3), ("famili", 600), ("reunion", 620), ("adopt", 650)], 1000),
-            "'tortois' | 'famili' & 'reunion' | 'famili' & 'adopt' | 'reunion' & 'adopt'"
-        );
-        assert_eq!(finder_query(&[("famili", 4000)], 1000), "'famili'");
-        assert_eq!(finder_query(&[("tortois", 3), ("famili", 4000)], 1000), "'tortois'");
+        assert_eq!(finder_query(&[("tortois", 3), ("famili", 600), ("reunion", 620), ("adopt", 650)], 1000), "'tortois' | 'famili'");
+        assert_eq!(finder_query(&[("new", 0), ("tortois", 3), ("famili", 600)], 200), "'new' | 'tortois'");
+        assert_eq!(finder_query(&[("famili", 4000)], 1000), "");
         assert_eq!(finder_query(&[], 1000), "");
-        // At most six common words are paired (15 pairs).
-        let many: Vec<(String, i64)> = (0..9).map(|i| (format!("w{i}"), 900)).collect();
-        let many: Vec<(&str, i64)> = many.iter().map(|(w, n)| (w.as_str(), *n)).collect();
-        assert_eq!(finder_query(&many, 1000).matches(" & ").count(), 15);
     }
 
     #[pg_test]
@@ -295,11 +295,12 @@ mod tests {
         assert_eq!(matched, Ok(Some(4)));
     }
 
-    /// When the question's words are all common, the memory that has two of them is found by
-    /// its words, not lost among a sample of the memories that have the rarest one (the
-    /// answer is written last, where a limit without order over one word's memories ends).
+    /// When the question's words are all common (beyond the budget, so not looked up), the
+    /// memory that has two of them is found by its meaning and has both counted, not lost among
+    /// a sample of the memories that have one (the answer is written last, where a limit
+    /// without order over one word's memories ends).
     #[pg_test]
-    fn a_memory_with_two_common_words_is_found_beyond_the_budget() {
+    fn a_memory_with_two_common_words_has_them_counted_beyond_the_budget() {
         Spi::run("UPDATE dionysus.recall_config SET value = 30 WHERE key = 'lexical_candidates'").unwrap();
         Spi::run("UPDATE dionysus.recall_config SET value = 1 WHERE key = 'lexical_max_df'").unwrap();
         for i in 0..40 {
@@ -313,6 +314,25 @@ mod tests {
              WHERE content = 'We carried the violin out into the garden'",
         );
         assert!(matches!(lexical, Ok(Some(s)) if s > 0.5), "{lexical:?}");
+    }
+
+    /// Every memory recall considers has the query's words counted, however it was found: here
+    /// the one usable word ("garden", in 26 of 51 memories) is in more memories than the budget,
+    /// so it is not looked up, and every memory is found by meaning. (Until 0.14.0 only the memories the word search
+    /// found had a lexical score: all of these had 0.)
+    #[pg_test]
+    fn a_memory_found_by_meaning_has_its_words_counted() {
+        Spi::run("UPDATE dionysus.recall_config SET value = 10 WHERE key = 'lexical_candidates'").unwrap();
+        for i in 0..25 {
+            Spi::run(&format!("SELECT dionysus.remember('The garden needs weeding, note {i}')")).unwrap();
+            Spi::run(&format!("SELECT dionysus.remember('The kettle is boiling, note {i}')")).unwrap();
+        }
+        Spi::run("SELECT dionysus.remember('We had a picnic in the garden')").unwrap();
+        Spi::run("SELECT dionysus.refresh_lexicon()").unwrap();
+        let scored = Spi::get_one::<i64>(
+            "SELECT count(*) FROM dionysus.recall('what happened in the garden?', 5) WHERE lexical_score > 0 AND found_by = 'vector'",
+        );
+        assert_eq!(scored, Ok(Some(5)));
     }
 
     /// Recall plans its own queries generically; the caller's setting is back once it returns.

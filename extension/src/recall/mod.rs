@@ -18,6 +18,7 @@
 pub mod lexical;
 pub mod query;
 pub mod tsvector;
+use tsvector::Lexemes;
 
 use crate::embed::{self, check_text};
 use crate::errors;
@@ -161,6 +162,9 @@ struct Candidate {
     vector_seed: bool,
     /// Found among the memories made when the question asks about.
     time_seed: bool,
+    /// Found by the query's words (lexical::search).
+    lexical_seed: bool,
+    /// The share of the query's information its words match (lexical::Scorer), where known.
     lexical: f64,
     /// Cosine similarity to the query, where a seed query already measured it.
     similarity: Option<f64>,
@@ -273,30 +277,43 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
         a.extend(filters.args());
         a
     };
+    // The query's words, weighted by how rare they are: every candidate is scored by them.
+    let scorer = lexical::Scorer::new(query, cfg);
+    let share = |search: &Option<Lexemes>| match (&scorer, search) {
+        (Some(scorer), Some(search)) => scorer.share(search),
+        _ => 0.0,
+    };
     let mut cands: HashMap<Uuid, Candidate> = HashMap::new();
-    let note = |cands: &mut HashMap<Uuid, Candidate>, id: Uuid, sim: f64, label: &str, at: i64, by_time: bool| {
-        let c = cands.entry(id).or_default();
+    let note = |cands: &mut HashMap<Uuid, Candidate>, seed: &Seed, by_time: bool| {
+        let c = cands.entry(seed.id).or_default();
         if by_time {
             c.time_seed = true;
         } else {
             c.vector_seed = true;
         }
-        c.similarity = Some(sim);
-        c.person = query::person_match(&names, label, cfg.person_mention);
-        c.time = query::time_match(&times, at);
+        c.similarity = Some(seed.sim);
+        c.lexical = share(&seed.search);
+        c.person = query::person_match(&names, &seed.label, cfg.person_mention);
+        c.time = query::time_match(&times, seed.at);
     };
 
     // 1a. Vector seeds.
     let seed_row = |t: pgrx::spi::SpiHeapTupleData| {
-        Some((t.get::<Uuid>(1).ok()??, t.get::<f64>(2).ok()??, t.get::<String>(3).ok()??, t.get::<i64>(4).ok()??))
+        Some(Seed {
+            id: t.get::<Uuid>(1).ok()??,
+            sim: t.get::<f64>(2).ok()??,
+            label: t.get::<String>(3).ok()??,
+            at: t.get::<i64>(4).ok()??,
+            search: t.get::<Lexemes>(5).ok()?,
+        })
     };
     let vector_seeds = with_iterative_scan((n_seeds as i32).max(40), || {
         let mut args = base_args();
         args.push(n_seeds.into());
         select_prepared(
             &format!(
-                "SELECT id, sim, label, at FROM (SELECT m.id, 1 - (m.embedding {op} (SELECT $1::real[]::{vt})) AS sim, \
-                        {LABEL_SQL} AS label, {LOCAL_SECONDS_SQL} AS at \
+                "SELECT id, sim, label, at, search FROM (SELECT m.id, 1 - (m.embedding {op} (SELECT $1::real[]::{vt})) AS sim, \
+                        {LABEL_SQL} AS label, {LOCAL_SECONDS_SQL} AS at, m.search \
                    FROM dionysus.memories m WHERE {FILTER_SQL} \
                    ORDER BY m.embedding {op} (SELECT $1::real[]::{vt}) LIMIT $8) s ORDER BY sim DESC",
                 op = cosine_op(),
@@ -306,8 +323,8 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
             seed_row,
         )
     });
-    for (id, sim, label, at) in &vector_seeds {
-        note(&mut cands, *id, *sim, label, *at, false);
+    for seed in &vector_seeds {
+        note(&mut cands, seed, false);
     }
     // 1b. Time seeds: the nearest memories within the days, weeks or months the query names
     //     (a question about "October 13" looks at that day, however far its words are).
@@ -325,9 +342,9 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
                 // it: never the HNSW index, whose nearest few of the whole store would mostly
                 // fall outside the span. (A memory in two overlapping spans comes twice; noted once.)
                 // The best of all spans together are kept, as many as from any other index.
-                "SELECT x.id, x.sim, x.label, x.at FROM unnest($9::int8[], $10::int8[]) AS r(f, t) \
+                "SELECT x.id, x.sim, x.label, x.at, x.search FROM unnest($9::int8[], $10::int8[]) AS r(f, t) \
                  CROSS JOIN LATERAL ( \
-                   SELECT m.id, 1 - (m.embedding {op} (SELECT $1::real[]::{vt})) AS sim, {LABEL_SQL} AS label, {LOCAL_SECONDS_SQL} AS at \
+                   SELECT m.id, 1 - (m.embedding {op} (SELECT $1::real[]::{vt})) AS sim, {LABEL_SQL} AS label, {LOCAL_SECONDS_SQL} AS at, m.search \
                    FROM dionysus.memories m \
                    WHERE m.created_at >= (to_timestamp(r.f) AT TIME ZONE 'UTC') AT TIME ZONE current_setting('TimeZone') \
                      AND m.created_at < (to_timestamp(r.t) AT TIME ZONE 'UTC') AT TIME ZONE current_setting('TimeZone') \
@@ -340,13 +357,19 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
             &args,
             seed_row,
         );
-        for (id, sim, label, at) in &rows {
-            note(&mut cands, *id, *sim, label, *at, true);
+        for seed in &rows {
+            note(&mut cands, seed, true);
         }
     }
-    // 1c. Lexical seeds: BM25 as the share of the query's information matched.
-    for m in lexical::search(query, &qv, n_seeds, filters, cfg) {
+    // 1c. Lexical seeds: the memories the query's rarer words find, by BM25 as the share of the
+    //     query's information matched.
+    let lexical_seeds = match &scorer {
+        Some(scorer) => lexical::search(scorer, &qv, n_seeds, filters, cfg),
+        None => Vec::new(),
+    };
+    for m in lexical_seeds {
         let c = cands.entry(m.id).or_default();
+        c.lexical_seed = true;
         c.lexical = m.score;
         c.similarity = Some(m.similarity);
         c.person = query::person_match(&names, &m.label, cfg.person_mention);
@@ -400,12 +423,12 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     // A database still on an older version's SQL has no stages: everything is fresh there.
     let stage = if crate::decay::installed() { "m.stage::text" } else { "'fresh'::text" };
     #[allow(clippy::type_complexity)]
-    let rows: Vec<(Uuid, String, String, TimestampWithTimeZone, f64, f64, f64, String, i64)> = select_prepared(
+    let rows: Vec<(Uuid, String, String, TimestampWithTimeZone, f64, f64, f64, String, i64, Option<Lexemes>)> = select_prepared(
         &format!(
             "SELECT m.id, m.content, m.type::text, m.created_at, 1 - (m.embedding {op} (SELECT $1::real[]::{vt})), \
                     m.importance::float8, \
                     CASE WHEN isfinite(m.created_at) THEN extract(epoch FROM now() - m.created_at)::float8 / 86400 \
-                         ELSE 0 END, {stage}, {LOCAL_SECONDS_SQL} \
+                         ELSE 0 END, {stage}, {LOCAL_SECONDS_SQL}, m.search \
              FROM dionysus.memories m WHERE m.id = ANY($8) AND {FILTER_SQL}",
             op = cosine_op(),
             vt = vector_type()
@@ -422,17 +445,18 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
                 t.get::<f64>(7).ok()??,
                 t.get::<String>(8).ok()??,
                 t.get::<i64>(9).ok()??,
+                t.get::<Lexemes>(10).ok()?,
             ))
         },
     );
     let mut hits: Vec<Hit> = rows
         .into_iter()
-        .map(|(id, content, kind, created_at, vector, importance, age_days, stage, at)| {
+        .map(|(id, content, kind, created_at, vector, importance, age_days, stage, at, search)| {
             let c = &cands[&id];
             let recency = 0.5f64.powf(age_days.max(0.0) / cfg.recency_half_life_days);
             let person = query::person_match(&names, &content, cfg.person_mention);
             let time = query::time_match(&times, at);
-            let c = Candidate { person, time, ..c.clone() };
+            let c = Candidate { person, time, lexical: share(&search), ..c.clone() };
             // What a neighbour is lent counts only beyond its own evidence (in the share
             // `inherit_beyond_own`): a near-duplicate of a seed already has the seed's own
             // relevance, so being its neighbour adds nothing, while an answer next to a
@@ -446,7 +470,7 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
                 + cfg.weight_temporal * temporal
                 + cfg.weight_importance * importance
                 + cfg.weight_recency * recency;
-            let found_by = match (c.vector_seed, c.lexical > 0.0) {
+            let found_by = match (c.vector_seed, c.lexical_seed) {
                 (true, true) => "vector+lexical",
                 (true, false) => "vector",
                 (false, true) => "lexical",
@@ -501,6 +525,15 @@ fn speaks(name: &str, person: Option<&str>) -> bool {
     )
     .iter()
     .any(|label| query::person_match(&names, label, 0.0) == 1.0)
+}
+
+/// A memory found by a seed query, with what scoring it needs.
+struct Seed {
+    id: Uuid,
+    sim: f64,
+    label: String,
+    at: i64,
+    search: Option<Lexemes>,
 }
 
 enum Expansion {

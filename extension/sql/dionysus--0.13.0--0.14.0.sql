@@ -1,0 +1,16 @@
+-- Dionysus 0.13.0 → 0.14.0: every candidate's words are counted, and the word search is bounded.
+-- Recall scores the query's words (BM25 over the query's information) on every memory it
+-- considers: the ones found by meaning, by time, by their words or through a neighbour. So the
+-- word search only has to find what nothing else finds: the memories with the query's rarer
+-- words, as long as their memories together fit lexical_candidates. Common words are no longer
+-- looked up two at a time (a sample at a large store, and the slowest part of recall); they are
+-- counted on the memories found otherwise. The budget's default falls from 1000 to 200: a person
+-- who tuned it keeps their value. Nothing else changes; every row is kept.
+
+UPDATE recall_config
+   SET value = 200,
+       description = 'most memories the query''s words look up per recall: its rarest words search while their memories together fit, and the rest are counted on the memories found otherwise'
+ WHERE key = 'lexical_candidates' AND value = 1000;
+UPDATE recall_config
+   SET description = 'most memories the query''s words look up per recall: its rarest words search while their memories together fit, and the rest are counted on the memories found otherwise'
+ WHERE key = 'lexical_candidates';
