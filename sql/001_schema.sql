@@ -85,6 +85,15 @@ CREATE TABLE memories (
 );
 CREATE INDEX memories_embedding_hnsw ON memories USING hnsw (embedding vector_cosine_ops);
 CREATE INDEX memories_search_gin ON memories USING gin (search);
+-- Who said a memory, for recall's question whether a name the question has is someone who
+-- speaks in the store (recall::speaks): the words of its "Name: " label, lowercased.
+CREATE FUNCTION dionysus_internal.speaker_words(content text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT CASE WHEN position(': ' IN left(content, 64)) > 0
+                      THEN regexp_split_to_array(lower(split_part(left(content, 64), ': ', 1)), '\s+') END $$;
+COMMENT ON FUNCTION dionysus_internal.speaker_words(text) IS
+    'The words of a memory''s "Name: " label, lowercased (NULL without one): the key of memories_speaker_words, which recall reads to tell a speaker from a place.';
+CREATE INDEX memories_speaker_words ON memories USING gin (dionysus_internal.speaker_words(content)) WHERE status = 'active';
 CREATE INDEX memories_created ON memories (created_at DESC);
 CREATE INDEX memories_type_status ON memories (type, status);
 -- Recently recalled memories (activated themes of the heartbeat).

@@ -5,7 +5,9 @@
 -- words, as long as their memories together fit lexical_candidates. Common words are no longer
 -- looked up two at a time (a sample at a large store, and the slowest part of recall); they are
 -- counted on the memories found otherwise. The budget's default falls from 1000 to 200: a person
--- who tuned it keeps their value. Nothing else changes; every row is kept.
+-- who tuned it keeps their value. And whether a name the question has is someone who speaks in
+-- the store is an index lookup (memories_speaker_words), not a look through the memories that
+-- mention the name. Nothing else changes; every row is kept.
 
 UPDATE recall_config
    SET value = 200,
@@ -14,3 +16,12 @@ UPDATE recall_config
 UPDATE recall_config
    SET description = 'most memories the query''s words look up per recall: its rarest words search while their memories together fit, and the rest are counted on the memories found otherwise'
  WHERE key = 'lexical_candidates';
+
+CREATE FUNCTION dionysus_internal.speaker_words(content text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT CASE WHEN position(': ' IN left(content, 64)) > 0
+                      THEN regexp_split_to_array(lower(split_part(left(content, 64), ': ', 1)), '\s+') END $$;
+COMMENT ON FUNCTION dionysus_internal.speaker_words(text) IS
+    'The words of a memory''s "Name: " label, lowercased (NULL without one): the key of memories_speaker_words, which recall reads to tell a speaker from a place.';
+CREATE INDEX memories_speaker_words ON memories USING gin (dionysus_internal.speaker_words(content)) WHERE status = 'active';
+GRANT EXECUTE ON FUNCTION dionysus_internal.speaker_words(text) TO dionysus_driver;

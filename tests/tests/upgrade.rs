@@ -721,9 +721,13 @@ async fn an_update_from_0_12_keeps_everything_and_its_gap_rule_never_waits_on_a_
     old.batch_execute("SET lock_timeout = '1s'").await.unwrap();
     let waited = old.query_one("SELECT dionysus.enqueue_language_work()", &[]).await.expect_err("0.12.0 waits on the writer");
     assert_eq!(waited.code().map(|c| c.code()), Some("55P03"), "{waited}");
-    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    // To 0.13.0, the release that brought the change: a later one builds an index on memories,
+    // which waits for this writer like any CREATE INDEX (and here would time out).
+    old.batch_execute(&format!("ALTER EXTENSION dionysus UPDATE TO '{PAIRED_WORD_SEARCH}'"))
+        .await
+        .expect("ALTER EXTENSION dionysus UPDATE TO 0.13.0");
     let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
-    assert_eq!(v, env!("CARGO_PKG_VERSION"));
+    assert_eq!(v, PAIRED_WORD_SEARCH);
     assert_eq!(old.query_one(state, &[]).await.unwrap().get::<_, String>(0), before, "state lost in the update");
     // The scheduler runs the same step in this database now: whichever pass gets there first
     // closes the free episode; none waits (a pass's lock held for a moment is skipped, not waited on).
@@ -749,7 +753,8 @@ async fn an_update_from_0_12_keeps_everything_and_its_gap_rule_never_waits_on_a_
 }
 
 /// An update from 0.13.0 keeps every memory, lowers the word search's shipped budget from 1000
-/// to 200 and keeps one a person tuned; recall on the updated schema counts the query's words.
+/// to 200 and keeps one a person tuned; recall on the updated schema counts the query's words and
+/// tells a speaker by the new label index.
 #[tokio::test]
 async fn an_update_from_0_13_bounds_the_word_search_and_keeps_a_tuned_budget() {
     let admin = connect("postgres").await;
@@ -759,6 +764,7 @@ async fn an_update_from_0_13_bounds_the_word_search_and_keeps_a_tuned_budget() {
         for i in 0..5 {
             old.execute("SELECT dionysus.remember($1)", &[&format!("The garden needs weeding, note {i}")]).await.expect("fill 0.13.0");
         }
+        old.execute("SELECT dionysus.remember('Mira: I adopted a tortoise called Shelly')", &[]).await.expect("fill 0.13.0");
         if let Some(v) = tuned {
             old.execute("UPDATE dionysus.recall_config SET value = $1 WHERE key = 'lexical_candidates'", &[&v]).await.unwrap();
         }
@@ -781,6 +787,13 @@ async fn an_update_from_0_13_bounds_the_word_search_and_keeps_a_tuned_budget() {
             .unwrap()
             .get(0);
         assert_eq!(scored, 5, "every memory recalled has the query's word counted");
+        // A name the question has is a speaker through the new index: her turn is hers.
+        let person: f64 = old
+            .query_one("SELECT person_score FROM dionysus.recall('What pet did Mira adopt?', 1)", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(person, 1.0, "Mira is read as a speaker on the updated schema");
         drop(old);
         names.push(name);
     }

@@ -504,27 +504,41 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     hits
 }
 
-/// Whether `name` speaks in the store: one of the first 200 memories with the word (GIN) that
-/// this person may see and whose label has it is labelled with it ("Name: ...",
-/// query::person_match). Only labels with the name are looked at, so the answer does not
-/// depend on how many others merely mention it, nor on their order on disk. A name that is a
-/// stop word ("Will") has no lexeme to look for: it is not taken for a speaker.
+/// Whether `name` speaks in the store: one of the memories this person may see whose label has
+/// it as a word (memories_speaker_words, sql/001_schema.sql) is labelled with it as
+/// query::person_match reads a label ("Name: ...", capitalised). An index lookup, so the answer
+/// costs the same however often others mention the name. A database still on an older
+/// version's SQL has no such index: there it looks among the first 200 memories with the word.
 fn speaks(name: &str, person: Option<&str>) -> bool {
     let names = [name.to_string()];
-    select_prepared(
-        &format!(
+    let query = if speaker_index() {
+        format!(
+            "SELECT {LABEL_SQL} FROM dionysus.memories m \
+             WHERE dionysus_internal.speaker_words(m.content) @> ARRAY[lower($1)] AND m.status = 'active' \
+               AND ($2::text IS NULL OR m.private_to IS NULL OR m.private_to <@ ARRAY[$2::text]) LIMIT 20"
+        )
+    } else {
+        format!(
             "SELECT {LABEL_SQL} FROM dionysus.memories m \
              WHERE m.search @@ (SELECT string_agg(quote_literal(l), ' & ')::tsquery \
                                 FROM unnest(tsvector_to_array(to_tsvector('english', $1))) l) \
                AND strpos(lower(split_part({LABEL_SQL}, ': ', 1)), lower($1)) > 0 \
                AND position(': ' IN {LABEL_SQL}) > 0 AND m.status = 'active' \
                AND ($2::text IS NULL OR m.private_to IS NULL OR m.private_to <@ ARRAY[$2::text]) LIMIT 200"
-        ),
-        &[name.into(), person.into()],
-        |t| t.get::<String>(1).ok()?,
-    )
-    .iter()
-    .any(|label| query::person_match(&names, label, 0.0) == 1.0)
+        )
+    };
+    select_prepared(&query, &[name.into(), person.into()], |t| t.get::<String>(1).ok()?)
+        .iter()
+        .any(|label| query::person_match(&names, label, 0.0) == 1.0)
+}
+
+thread_local! {
+    static SPEAKER_INDEX: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this database's schema has the speaker index (0.14.0 on).
+fn speaker_index() -> bool {
+    crate::spi_util::has_relation(&SPEAKER_INDEX, "dionysus.memories_speaker_words")
 }
 
 /// A memory found by a seed query, with what scoring it needs.
