@@ -19,9 +19,8 @@ UPDATE recall_config
 
 CREATE FUNCTION dionysus_internal.speaker_words(content text) RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$ SELECT CASE WHEN position(': ' IN left(content, 64)) > 0
-                      THEN regexp_split_to_array(lower(split_part(left(content, 64), ': ', 1)), '\s+') END $$;
+    AS $$ SELECT CASE WHEN position(': ' IN left(content, 64)) > 0 AND char_length(split_part(left(content, 64), ': ', 1)) <= 40 AND split_part(left(content, 64), ': ', 1) !~ '[.!?,\n]' THEN regexp_split_to_array(lower(split_part(left(content, 64), ': ', 1)), '[\s\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+') END $$;
 COMMENT ON FUNCTION dionysus_internal.speaker_words(text) IS
-    'The words of a memory''s "Name: " label, lowercased (NULL without one): the key of memories_speaker_words, which recall reads to tell a speaker from a place.';
+    'The words of a memory''s "Name: " label, lowercased (NULL without one, or with one longer than 40 characters or with sentence punctuation, which query.rs does not read as a speaker): the key of memories_speaker_words, which recall reads to tell a speaker from a place. recall writes the same expression inline (recall::SPEAKER_WORDS_SQL), so a caller needs no access to dionysus_internal.';
 CREATE INDEX memories_speaker_words ON memories USING gin (dionysus_internal.speaker_words(content)) WHERE status = 'active';
 GRANT EXECUTE ON FUNCTION dionysus_internal.speaker_words(text) TO dionysus_driver;

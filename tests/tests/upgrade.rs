@@ -753,8 +753,8 @@ async fn an_update_from_0_12_keeps_everything_and_its_gap_rule_never_waits_on_a_
 }
 
 /// An update from 0.13.0 keeps every memory, lowers the word search's shipped budget from 1000
-/// to 200 and keeps one a person tuned; recall on the updated schema counts the query's words and
-/// tells a speaker by the new label index.
+/// to 200 and keeps one a person tuned; recall on the updated schema counts the query's words on
+/// a memory the word search did not look up, and has the speaker index.
 #[tokio::test]
 async fn an_update_from_0_13_bounds_the_word_search_and_keeps_a_tuned_budget() {
     let admin = connect("postgres").await;
@@ -781,19 +781,27 @@ async fn an_update_from_0_13_bounds_the_word_search_and_keeps_a_tuned_budget() {
             .get(0);
         assert_eq!(now, tuned.unwrap_or(200.0), "the shipped budget is lowered, a tuned one kept");
         old.batch_execute("SELECT dionysus.refresh_lexicon()").await.unwrap();
+        // A budget below the word's five memories: it is not looked up, only counted.
+        old.batch_execute("UPDATE dionysus.recall_config SET value = 1 WHERE key = 'lexical_candidates'").await.unwrap();
         let scored: i64 = old
             .query_one("SELECT count(*) FROM dionysus.recall('the garden', 5) WHERE lexical_score > 0", &[])
             .await
             .unwrap()
             .get(0);
         assert_eq!(scored, 5, "every memory recalled has the query's word counted");
-        // A name the question has is a speaker through the new index: her turn is hers.
+        let index: bool = old
+            .query_one("SELECT to_regclass('dionysus.memories_speaker_words') IS NOT NULL", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert!(index, "the speaker index arrives with the update");
+        // The question's name is read as a speaker through it: her turn is hers.
         let person: f64 = old
             .query_one("SELECT person_score FROM dionysus.recall('What pet did Mira adopt?', 1)", &[])
             .await
             .unwrap()
             .get(0);
-        assert_eq!(person, 1.0, "Mira is read as a speaker on the updated schema");
+        assert_eq!(person, 1.0, "Mira's turn comes first");
         drop(old);
         names.push(name);
     }

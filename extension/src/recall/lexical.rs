@@ -296,9 +296,9 @@ mod tests {
     }
 
     /// When the question's words are all common (beyond the budget, so not looked up), the
-    /// memory that has two of them is found by its meaning and has both counted, not lost among
-    /// a sample of the memories that have one (the answer is written last, where a limit
-    /// without order over one word's memories ends).
+    /// memory that has two of them has both counted where it is found otherwise (here among the
+    /// vector seeds), not lost among a sample of the memories that have one (the answer is
+    /// written last, where a limit without order over one word's memories ends).
     #[pg_test]
     fn a_memory_with_two_common_words_has_them_counted_beyond_the_budget() {
         Spi::run("UPDATE dionysus.recall_config SET value = 30 WHERE key = 'lexical_candidates'").unwrap();
@@ -317,8 +317,9 @@ mod tests {
     }
 
     /// Every memory recall considers has the query's words counted, however it was found: here
-    /// the one usable word ("garden", in 26 of 51 memories) is in more memories than the budget,
-    /// so it is not looked up, and every memory is found by meaning. (Until 0.14.0 only the memories the word search
+    /// "garden" (in 26 of 51 memories) is in more memories than the budget, so it is not looked
+    /// up (the question's other word, "happen", is in none), and the memories that have it are
+    /// found by meaning. (Until 0.14.0 only the memories the word search
     /// found had a lexical score: all of these had 0.)
     #[pg_test]
     fn a_memory_found_by_meaning_has_its_words_counted() {

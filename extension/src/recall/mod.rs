@@ -80,7 +80,7 @@ impl Config {
             bm25_k1: get("bm25_k1", 1.2),
             bm25_b: get("bm25_b", 0.75),
             lexical_max_df: get("lexical_max_df", 0.25),
-            lexical_candidates: get("lexical_candidates", 1000.0),
+            lexical_candidates: get("lexical_candidates", 200.0),
             inherit_beyond_own: get("inherit_beyond_own", 0.5).clamp(0.0, 1.0),
             weight_person: get("weight_person", 0.4),
             person_mention: get("person_mention", 0.0).clamp(0.0, 1.0),
@@ -504,17 +504,25 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     hits
 }
 
+/// The words of `m`'s "Name: " label, lowercased: the expression of memories_speaker_words
+/// (dionysus_internal.speaker_words in sql/001_schema.sql, which the planner inlines to this),
+/// written out so that recall needs no access to dionysus_internal. NULL without a label, or
+/// with one query::person_match would not read as a speaker (over 40 characters, sentence
+/// punctuation); its words are split on Unicode whitespace, as Rust's split_whitespace.
+pub const SPEAKER_WORDS_SQL: &str = r"CASE WHEN position(': ' IN left(m.content, 64)) > 0 AND char_length(split_part(left(m.content, 64), ': ', 1)) <= 40 AND split_part(left(m.content, 64), ': ', 1) !~ '[.!?,\n]' THEN regexp_split_to_array(lower(split_part(left(m.content, 64), ': ', 1)), '[\s\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+') END";
+
 /// Whether `name` speaks in the store: one of the memories this person may see whose label has
-/// it as a word (memories_speaker_words, sql/001_schema.sql) is labelled with it as
-/// query::person_match reads a label ("Name: ...", capitalised). An index lookup, so the answer
-/// costs the same however often others mention the name. A database still on an older
-/// version's SQL has no such index: there it looks among the first 200 memories with the word.
-fn speaks(name: &str, person: Option<&str>) -> bool {
+/// it as a word (memories_speaker_words) is labelled with it as query::person_match reads a
+/// label (each word capitalised, which the index does not check). An index lookup, so it costs
+/// the same however often others mention the name, and a name that is a stop word ("Will")
+/// speaks too. A database still on an older version's SQL has no such index: there it looks
+/// among the first 200 memories with the word (and a stop word has none).
+pub fn speaks(name: &str, person: Option<&str>) -> bool {
     let names = [name.to_string()];
     let query = if speaker_index() {
         format!(
             "SELECT {LABEL_SQL} FROM dionysus.memories m \
-             WHERE dionysus_internal.speaker_words(m.content) @> ARRAY[lower($1)] AND m.status = 'active' \
+             WHERE ({SPEAKER_WORDS_SQL}) @> ARRAY[lower($1)] AND m.status = 'active' \
                AND ($2::text IS NULL OR m.private_to IS NULL OR m.private_to <@ ARRAY[$2::text]) LIMIT 20"
         )
     } else {
@@ -680,4 +688,41 @@ fn recall(
             h.time,
         )
     }))
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+
+    /// A name is a speaker when a memory the person may see is labelled with it as query.rs
+    /// reads a label: found through the label index (the plan says so: with sequential scans
+    /// off, an expression the index does not match would still scan), never through someone
+    /// else's private turn, nor from a label that is not a name.
+    #[pg_test]
+    fn a_speaker_is_told_by_the_label_index() {
+        for text in ["Mira: I adopted a tortoise", "note to ann: buy milk", "Will: see you at eight", "Mary\u{a0}Jo: hi there"] {
+            Spi::run(&format!("SELECT dionysus.remember('{text}')")).unwrap();
+        }
+        Spi::run("SELECT dionysus.remember('Rome: a secret turn')").unwrap();
+        Spi::run("UPDATE dionysus.memories SET private_to = ARRAY['bob'] WHERE content LIKE 'Rome:%'").unwrap();
+        assert!(super::speaks("mira", None));
+        assert!(super::speaks("will", None), "a stop word that labels a turn speaks");
+        assert!(super::speaks("jo", None), "a label's words are split on any whitespace");
+        assert!(!super::speaks("ann", None), "a lowercase label is not a name");
+        assert!(!super::speaks("tortoise", None), "a word of the text is not a speaker");
+        assert!(!super::speaks("rome", Some("alice")), "someone else's private turn tells nothing");
+        assert!(super::speaks("rome", Some("bob")));
+        Spi::run("SET LOCAL enable_seqscan = off").unwrap();
+        let plan = crate::spi_util::select_prepared(
+            &format!(
+                "EXPLAIN SELECT 1 FROM dionysus.memories m WHERE ({}) @> ARRAY['mira'] AND m.status = 'active'",
+                super::SPEAKER_WORDS_SQL
+            ),
+            &[],
+            |t| t.get::<String>(1).ok()?,
+        )
+        .join("\n");
+        assert!(plan.contains("memories_speaker_words"), "{plan}");
+    }
 }
