@@ -63,7 +63,6 @@ impl Scorer {
             return None;
         }
         terms.sort_by(|a, b| a.ndoc.cmp(&b.ndoc).then_with(|| a.lexeme.cmp(&b.lexeme)));
-        terms.dedup_by(|a, b| a.lexeme == b.lexeme);
         Some(Scorer { terms, mass, k1: cfg.bm25_k1, b: cfg.bm25_b, avg_len })
     }
 

@@ -509,7 +509,7 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
 /// written out so that recall needs no access to dionysus_internal. NULL without a label, or
 /// with one query::person_match would not read as a speaker (over 40 characters, sentence
 /// punctuation); its words are split on Unicode whitespace, as Rust's split_whitespace.
-pub const SPEAKER_WORDS_SQL: &str = r"CASE WHEN position(': ' IN left(m.content, 64)) > 0 AND char_length(split_part(left(m.content, 64), ': ', 1)) <= 40 AND split_part(left(m.content, 64), ': ', 1) !~ '[.!?,\n]' THEN regexp_split_to_array(lower(split_part(left(m.content, 64), ': ', 1)), '[\s\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+') END";
+const SPEAKER_WORDS_SQL: &str = r"CASE WHEN position(': ' IN left(m.content, 64)) > 0 AND char_length(split_part(left(m.content, 64), ': ', 1)) <= 40 AND split_part(left(m.content, 64), ': ', 1) !~ '[.!?,\n]' THEN regexp_split_to_array(lower(split_part(left(m.content, 64), ': ', 1)), '[\s\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+') END";
 
 /// Whether `name` speaks in the store: one of the memories this person may see whose label has
 /// it as a word (memories_speaker_words) is labelled with it as query::person_match reads a
@@ -517,7 +517,7 @@ pub const SPEAKER_WORDS_SQL: &str = r"CASE WHEN position(': ' IN left(m.content,
 /// the same however often others mention the name, and a name that is a stop word ("Will")
 /// speaks too. A database still on an older version's SQL has no such index: there it looks
 /// among the first 200 memories with the word (and a stop word has none).
-pub fn speaks(name: &str, person: Option<&str>) -> bool {
+fn speaks(name: &str, person: Option<&str>) -> bool {
     let names = [name.to_string()];
     let query = if speaker_index() {
         format!(
