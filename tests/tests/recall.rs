@@ -171,6 +171,30 @@ async fn recall_counts_access_but_never_inflates_importance() {
     assert_eq!(count(c, "memory_access_log").await, 0, "the log is folded");
 }
 
+/// Reading takes no row lock: a memory recalled in a transaction still open can be forgotten at
+/// once (the access log's foreign key used to lock each recalled memory FOR KEY SHARE, so the
+/// forget waited for the reader, and a reader and a writer of two memories could deadlock).
+/// The recall's log row outlives its memory and goes with the next fold.
+#[tokio::test]
+async fn an_open_recall_locks_nothing_it_recalled() {
+    let db = TestDb::new("recall_no_lock").await;
+    let reader = &db.client;
+    let id: uuid::Uuid =
+        reader.query_one("SELECT dionysus.remember('The spare key is under the blue flowerpot')", &[]).await.unwrap().get(0);
+    reader.batch_execute("BEGIN").await.unwrap();
+    let recalled: uuid::Uuid =
+        reader.query_one("SELECT memory_id FROM dionysus.recall('where is the spare key?', 1)", &[]).await.unwrap().get(0);
+    assert_eq!(recalled, id);
+    let writer = connect(&db.name).await;
+    writer.batch_execute("SET lock_timeout = '3s'").await.unwrap();
+    let forgotten = writer.query_one("SELECT dionysus.forget($1)", &[&id]).await;
+    assert!(forgotten.as_ref().is_ok_and(|r| r.get::<_, bool>(0)), "the forget waited for the reader: {forgotten:?}");
+    reader.batch_execute("COMMIT").await.expect("the recall commits after its memory is gone");
+    reader.query_one("SELECT dionysus.run_maintenance()", &[]).await.expect("the fold passes over a memory since forgotten");
+    assert_eq!(count(reader, "memory_access_log").await, 0, "the orphaned log row goes with the fold");
+    assert_eq!(count(reader, "memories").await, 0);
+}
+
 #[tokio::test]
 async fn weights_are_configurable_in_one_place() {
     let db = TestDb::new("weights").await;

@@ -31,6 +31,9 @@ const PREVIOUS: &str = "0.11.0";
 const WAITING_GAP_RULE: &str = "0.12.0";
 /// The last release whose word search looked common words up two at a time (budget 1000).
 const PAIRED_WORD_SEARCH: &str = "0.13.0";
+/// The last release whose access log locked what recall read (a foreign key) and whose word
+/// index kept a pending list.
+const LOCKING_ACCESS_LOG: &str = "0.14.0";
 
 /// Everything about the extension's objects that a person or the driver could notice, one
 /// line per fact, with no OIDs and no column order (ALTER TABLE ADD COLUMN appends).
@@ -808,6 +811,59 @@ async fn an_update_from_0_13_bounds_the_word_search_and_keeps_a_tuned_budget() {
     for name in names {
         admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
     }
+}
+
+/// Forgets `id` (lock_timeout 1 s) while `reader` has recalled it in a transaction still open,
+/// which then commits: the forget's SQLSTATE if it failed.
+async fn forget_beside_an_open_recall(db: &str, reader: &tokio_postgres::Client, id: uuid::Uuid) -> Option<String> {
+    reader.batch_execute("BEGIN").await.unwrap();
+    reader.query("SELECT * FROM dionysus.recall('where is the spare key?', 1)", &[]).await.unwrap();
+    let writer = connect(db).await;
+    writer.batch_execute("SET lock_timeout = '1s'").await.unwrap();
+    let forget = writer.query_one("SELECT dionysus.forget($1)", &[&id]).await;
+    reader.batch_execute("COMMIT").await.unwrap();
+    forget.err().map(|e| e.code().map(|s| s.code().to_string()).unwrap_or_default())
+}
+
+/// An update from 0.14.0 keeps every memory and the recalls not yet folded, merges the word
+/// index's pending entries, and recall stops locking what it read: on 0.14.0 a forget of a memory
+/// an open transaction had recalled waited for it (here until lock_timeout, 55P03); after the
+/// update it goes through at once, and the fold passes over the log row its reader commits after.
+#[tokio::test]
+async fn an_update_from_0_14_keeps_the_log_and_recall_locks_nothing() {
+    let admin = connect("postgres").await;
+    let (name, old) = install_release(&admin, LOCKING_ACCESS_LOG).await;
+    // Not the worker's to fold while this test watches the log.
+    old.batch_execute("SELECT pg_advisory_lock(hashtextextended('dionysus.fold_access_log', 0))").await.unwrap();
+    let mut ids = Vec::new();
+    for text in ["The spare key is under the blue flowerpot", "Mira: I adopted a tortoise called Shelly", "The boiler is serviced every October"] {
+        ids.push(old.query_one("SELECT dionysus.remember($1)", &[&text]).await.expect("fill 0.14.0").get::<_, uuid::Uuid>(0));
+    }
+    old.query("SELECT * FROM dionysus.recall('where is the spare key?', 2)", &[]).await.expect("recall on 0.14.0");
+    assert_eq!(forget_beside_an_open_recall(&name, &old, ids[0]).await.as_deref(), Some("55P03"), "0.14.0's recall locked the key's memory");
+    let state = "SELECT string_agg(id::text || content, ',' ORDER BY id) FROM dionysus.memories";
+    let log = "SELECT count(*) FROM dionysus.memory_access_log";
+    let (before, logged): (String, i64) = (old.query_one(state, &[]).await.unwrap().get(0), count(&old, log).await);
+    assert!(logged >= 2, "recalls logged on 0.14.0: {logged}");
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, env!("CARGO_PKG_VERSION"));
+    assert_eq!(old.query_one(state, &[]).await.unwrap().get::<_, String>(0), before, "memories lost in the update");
+    assert_eq!(count(&old, log).await, logged, "recalls not yet folded are kept");
+    let pending: i64 = old
+        .query_one("SELECT gin_clean_pending_list('dionysus.memories_search_gin') + gin_clean_pending_list('dionysus.memories_speaker_words')", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(pending, 0, "the update merged the indexes' pending entries");
+    assert_eq!(forget_beside_an_open_recall(&name, &old, ids[0]).await, None, "the updated recall locks nothing it read");
+    old.batch_execute("SELECT pg_advisory_unlock(hashtextextended('dionysus.fold_access_log', 0))").await.unwrap();
+    old.query_one("SELECT dionysus.run_maintenance()", &[]).await.expect("the fold passes over the forgotten memory's rows");
+    assert_eq!(count(&old, log).await, 0, "folded");
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.memories").await, 2);
+    same_as_a_fresh_install(&old, "after_0_14").await;
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
 }
 
 /// `\df+ dionysus.*` is the reference: it lists the API and only the API, each function with

@@ -267,6 +267,9 @@ fn forget(memory_id: Option<Uuid>) -> bool {
     )
     .expect("leave episode");
     Spi::run_with_args("DELETE FROM dionysus.memories WHERE id = $1", &[id.into()]).expect("delete memory");
+    // Its recalls not yet folded (the log has no foreign key, so that recall locks nothing; a
+    // recall still open when this commits leaves a row the next fold drops).
+    Spi::run_with_args("DELETE FROM dionysus.memory_access_log WHERE memory_id = $1", &[id.into()]).expect("forget recalls");
     true
 }
 

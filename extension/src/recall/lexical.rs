@@ -6,11 +6,10 @@
 //! the rarest lexemes only (bounded work), and scored with BM25 (k1, b from recall_config)
 //! in Rust, off each candidate's tsvector.
 use super::tsvector::Lexemes;
-use super::{Config, Filters, FILTER_SQL, LABEL_SQL, LOCAL_SECONDS_SQL};
-use crate::spi_util::{cosine_op, select_prepared, vector_type};
+use super::{Config, Filters, FILTER_SQL};
+use crate::spi_util::select_prepared;
 use pgrx::prelude::*;
 use pgrx::Uuid;
-use std::collections::HashMap;
 
 /// A lexeme in at most this many memories is always matched, whatever share of the store it is.
 const RARE_ENOUGH: f64 = 32.0;
@@ -83,20 +82,9 @@ impl Scorer {
     }
 }
 
-/// A lexical match: how much of the query's information it matches (Scorer::share), and its
-/// cosine similarity to the query.
-pub struct Match {
-    pub id: Uuid,
-    pub score: f64,
-    pub similarity: f64,
-    /// The start of its text (its "Name: " label) and its local time, for query::person_match
-    /// and query::time_match.
-    pub label: String,
-    pub at: i64,
-}
-
-/// The best `n` memories found by the query's words (finder_query says which words search).
-pub fn search(scorer: &Scorer, qv: &[f32], n: i64, filters: &Filters, cfg: &Config) -> Vec<Match> {
+/// The best `n` memories found by the query's words (finder_query says which words search),
+/// with the share of the query's information each matches (Scorer::share), best first.
+pub fn search(scorer: &Scorer, n: i64, filters: &Filters, cfg: &Config) -> Vec<(Uuid, f64)> {
     let postings: Vec<(&str, i64)> = scorer.terms.iter().map(|t| (t.lexeme.as_str(), t.ndoc)).collect();
     let tsquery = finder_query(&postings, cfg.lexical_candidates as i64);
     if tsquery.is_empty() {
@@ -104,7 +92,8 @@ pub fn search(scorer: &Scorer, qv: &[f32], n: i64, filters: &Filters, cfg: &Conf
     }
     // Candidates with their lexemes, scored here: BM25 needs each matched lexeme's frequency,
     // which Rust reads off the tsvector in a few comparisons (tsvector.rs) where SQL would
-    // unnest every candidate's lexemes and join them to the query's.
+    // unnest every candidate's lexemes and join them to the query's. The rest of a memory
+    // (its meaning, label, time) is read for the best only, by the caller.
     let mut args = vec![tsquery.into()];
     args.extend(filters.args());
     args.push((cfg.lexical_candidates.max(1.0) as i64).into());
@@ -120,29 +109,7 @@ pub fn search(scorer: &Scorer, qv: &[f32], n: i64, filters: &Filters, cfg: &Conf
         .collect();
     best.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| x.0.as_bytes().cmp(y.0.as_bytes())));
     best.truncate(n.max(0) as usize);
-    if best.is_empty() {
-        return Vec::new();
-    }
-    // What the caller needs of the best only: meaning (for corroboration), label and time
-    // (read for every candidate, the cosine alone cost a microsecond a row).
-    let details: HashMap<Uuid, (f64, String, i64)> = select_prepared(
-        &format!(
-            "SELECT m.id, 1 - (m.embedding {op} (SELECT $2::real[]::{vt})), {LABEL_SQL}, {LOCAL_SECONDS_SQL} \
-             FROM dionysus.memories m WHERE m.id = ANY($1)",
-            op = cosine_op(),
-            vt = vector_type()
-        ),
-        &[best.iter().map(|b| b.0).collect::<Vec<Uuid>>().into(), qv.to_vec().into()],
-        |t| Some((t.get::<Uuid>(1).ok()??, (t.get::<f64>(2).ok()??, t.get::<String>(3).ok()??, t.get::<i64>(4).ok()??))),
-    )
-    .into_iter()
-    .collect();
-    best.into_iter()
-        .filter_map(|(id, score)| {
-            let (similarity, label, at) = details.get(&id)?.clone();
-            Some(Match { id, score, similarity, label, at })
-        })
-        .collect()
+    best
 }
 
 /// The tsquery that finds lexical candidates: the usable lexemes, rarest first, as long as

@@ -157,6 +157,7 @@ pub struct Hit {
     pub stage: String,
 }
 
+/// How recall came by a memory: the seed queries that found it, what its neighbours lend it.
 #[derive(Default, Clone)]
 struct Candidate {
     vector_seed: bool,
@@ -164,14 +165,6 @@ struct Candidate {
     time_seed: bool,
     /// Found by the query's words (lexical::search).
     lexical_seed: bool,
-    /// The share of the query's information its words match (lexical::Scorer), where known.
-    lexical: f64,
-    /// Cosine similarity to the query, where a seed query already measured it.
-    similarity: Option<f64>,
-    /// By or about a person the query names (query::person_match), where known.
-    person: f64,
-    /// Fit to the times the query names (query::time_match), where known.
-    time: f64,
     association: f64,
     temporal: f64,
 }
@@ -279,53 +272,73 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     };
     // The query's words, weighted by how rare they are: every candidate is scored by them.
     let scorer = lexical::Scorer::new(query, cfg);
-    let share = |search: &Option<Lexemes>| match (&scorer, search) {
-        (Some(scorer), Some(search)) => scorer.share(search),
-        _ => 0.0,
+    // Every memory recall considers is read once, with what its score needs, by whichever query
+    // finds it first (a seed query, or the one for the best word matches and the neighbours);
+    // the rest of what recall returns (text, type, stage) only for the k it returns. Its text is
+    // read for its label only when the question names someone, its local time only when the
+    // question asks about a time.
+    let columns = format!(
+        "m.id, {content}, m.created_at, 1 - (m.embedding {op} (SELECT $1::real[]::{vt})) AS sim, m.importance::float8, \
+         {local}, m.search",
+        content = if names.is_empty() { "NULL::text" } else { "m.content" },
+        local = if times.is_empty() { "0::int8" } else { LOCAL_SECONDS_SQL },
+        op = cosine_op(),
+        vt = vector_type()
+    );
+    let read = |t: pgrx::spi::SpiHeapTupleData| {
+        let search = t.get::<Lexemes>(7).ok()?;
+        Some(Row {
+            id: t.get::<Uuid>(1).ok()??,
+            person: t.get::<String>(2).ok()?.map_or(0.0, |content| query::person_match(&names, &content, cfg.person_mention)),
+            created_at: t.get::<TimestampWithTimeZone>(3).ok()??,
+            sim: t.get::<f64>(4).ok()??,
+            importance: t.get::<f64>(5).ok()??,
+            time: query::time_match(&times, t.get::<i64>(6).ok()??),
+            lexical: match (&scorer, &search) {
+                (Some(scorer), Some(search)) => scorer.share(search),
+                _ => 0.0,
+            },
+        })
+    };
+    // The memories among `ids` that pass the filters.
+    let read_ids = |ids: Vec<Uuid>| {
+        if ids.is_empty() {
+            return Vec::new();
+        }
+        let mut args = base_args();
+        args.push(ids.into());
+        select_prepared(&format!("SELECT {columns} FROM dionysus.memories m WHERE m.id = ANY($8) AND {FILTER_SQL}"), &args, read)
     };
     let mut cands: HashMap<Uuid, Candidate> = HashMap::new();
-    let note = |cands: &mut HashMap<Uuid, Candidate>, seed: &Seed, by_time: bool| {
-        let c = cands.entry(seed.id).or_default();
-        if by_time {
-            c.time_seed = true;
-        } else {
-            c.vector_seed = true;
+    let mut rows: HashMap<Uuid, Row> = HashMap::new();
+    let note = |rows_found: Vec<Row>, cands: &mut HashMap<Uuid, Candidate>, rows: &mut HashMap<Uuid, Row>, by: Found| {
+        for row in rows_found {
+            let c = cands.entry(row.id).or_default();
+            match by {
+                Found::Vector => c.vector_seed = true,
+                Found::Time => c.time_seed = true,
+                Found::Words => c.lexical_seed = true,
+            }
+            rows.entry(row.id).or_insert(row);
         }
-        c.similarity = Some(seed.sim);
-        c.lexical = share(&seed.search);
-        c.person = query::person_match(&names, &seed.label, cfg.person_mention);
-        c.time = query::time_match(&times, seed.at);
     };
 
     // 1a. Vector seeds.
-    let seed_row = |t: pgrx::spi::SpiHeapTupleData| {
-        Some(Seed {
-            id: t.get::<Uuid>(1).ok()??,
-            sim: t.get::<f64>(2).ok()??,
-            label: t.get::<String>(3).ok()??,
-            at: t.get::<i64>(4).ok()??,
-            search: t.get::<Lexemes>(5).ok()?,
-        })
-    };
     let vector_seeds = with_iterative_scan((n_seeds as i32).max(40), || {
         let mut args = base_args();
         args.push(n_seeds.into());
         select_prepared(
             &format!(
-                "SELECT id, sim, label, at, search FROM (SELECT m.id, 1 - (m.embedding {op} (SELECT $1::real[]::{vt})) AS sim, \
-                        {LABEL_SQL} AS label, {LOCAL_SECONDS_SQL} AS at, m.search \
-                   FROM dionysus.memories m WHERE {FILTER_SQL} \
+                "SELECT * FROM (SELECT {columns} FROM dionysus.memories m WHERE {FILTER_SQL} \
                    ORDER BY m.embedding {op} (SELECT $1::real[]::{vt}) LIMIT $8) s ORDER BY sim DESC",
                 op = cosine_op(),
                 vt = vector_type()
             ),
             &args,
-            seed_row,
+            read,
         )
     });
-    for seed in &vector_seeds {
-        note(&mut cands, seed, false);
-    }
+    note(vector_seeds, &mut cands, &mut rows, Found::Vector);
     // 1b. Time seeds: the nearest memories within the days, weeks or months the query names
     //     (a question about "October 13" looks at that day, however far its words are).
     let spans = seed_spans(&times);
@@ -336,45 +349,38 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
             spans.iter().map(|s| s.0).collect::<Vec<i64>>().into(),
             spans.iter().map(|s| s.1).collect::<Vec<i64>>().into(),
         ]);
-        let rows = select_prepared(
+        let found = select_prepared(
             &format!(
                 // Each span on its own through the created_at index, by exact distance within
                 // it: never the HNSW index, whose nearest few of the whole store would mostly
                 // fall outside the span. (A memory in two overlapping spans comes twice; noted once.)
                 // The best of all spans together are kept, as many as from any other index.
-                "SELECT x.id, x.sim, x.label, x.at, x.search FROM unnest($9::int8[], $10::int8[]) AS r(f, t) \
+                "SELECT x.* FROM unnest($9::int8[], $10::int8[]) AS r(f, t) \
                  CROSS JOIN LATERAL ( \
-                   SELECT m.id, 1 - (m.embedding {op} (SELECT $1::real[]::{vt})) AS sim, {LABEL_SQL} AS label, {LOCAL_SECONDS_SQL} AS at, m.search \
-                   FROM dionysus.memories m \
+                   SELECT {columns} FROM dionysus.memories m \
                    WHERE m.created_at >= (to_timestamp(r.f) AT TIME ZONE 'UTC') AT TIME ZONE current_setting('TimeZone') \
                      AND m.created_at < (to_timestamp(r.t) AT TIME ZONE 'UTC') AT TIME ZONE current_setting('TimeZone') \
                      AND {FILTER_SQL} \
                    ORDER BY sim DESC, m.id LIMIT $8) x \
-                 ORDER BY x.sim DESC, x.id LIMIT $8",
-                op = cosine_op(),
-                vt = vector_type()
+                 ORDER BY x.sim DESC, x.id LIMIT $8"
             ),
             &args,
-            seed_row,
+            read,
         );
-        for seed in &rows {
-            note(&mut cands, seed, true);
-        }
+        note(found, &mut cands, &mut rows, Found::Time);
     }
     // 1c. Lexical seeds: the memories the query's rarer words find, by BM25 as the share of the
-    //     query's information matched.
-    let lexical_seeds = match &scorer {
-        Some(scorer) => lexical::search(scorer, &qv, n_seeds, filters, cfg),
-        None => Vec::new(),
-    };
-    for m in lexical_seeds {
-        let c = cands.entry(m.id).or_default();
-        c.lexical_seed = true;
-        c.lexical = m.score;
-        c.similarity = Some(m.similarity);
-        c.person = query::person_match(&names, &m.label, cfg.person_mention);
-        c.time = query::time_match(&times, m.at);
+    //     query's information matched (read again only if no other seed query found them).
+    if let Some(scorer) = &scorer {
+        let found = lexical::search(scorer, n_seeds, filters, cfg);
+        for (id, _) in &found {
+            cands.entry(*id).or_default().lexical_seed = true;
+        }
+        let unread = found.iter().map(|f| f.0).filter(|id| !rows.contains_key(id)).collect();
+        note(read_ids(unread), &mut cands, &mut rows, Found::Words);
     }
+    // A lexical seed the filters hid between the two reads (a concurrent change) is no candidate.
+    cands.retain(|id, _| rows.contains_key(id));
     if cands.is_empty() {
         return Vec::new();
     }
@@ -386,89 +392,70 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     // Words in common count as far as meaning bears them out: a memory that shares the
     //    question's one rare word but is about something else (cosine near 0.1) gets a part of
     //    it, one plausibly on the same subject (lexical_corroboration and above) all of it.
-    let lexical = |c: &Candidate, similarity: f64| {
-        let corroborated = if cfg.lexical_corroboration > 0.0 { (similarity / cfg.lexical_corroboration).clamp(0.0, 1.0) } else { 1.0 };
-        cfg.weight_lexical * c.lexical * corroborated
+    let lexical = |r: &Row| {
+        let corroborated = if cfg.lexical_corroboration > 0.0 { (r.sim / cfg.lexical_corroboration).clamp(0.0, 1.0) } else { 1.0 };
+        cfg.weight_lexical * r.lexical * corroborated
     };
-    let direct = |c: &Candidate, similarity: f64| {
-        cfg.weight_vector * similarity + lexical(c, similarity) + cfg.weight_person * c.person + cfg.weight_time * c.time
-    };
+    let direct = |r: &Row| cfg.weight_vector * r.sim + lexical(r) + cfg.weight_person * r.person + cfg.weight_time * r.time;
     //    A seed lends only its meaning's part (vector and words): that it is by the person or
     //    from the day asked about is true of it, not of the turns around it.
-    let meaning = |c: &Candidate, similarity: f64| cfg.weight_vector * similarity + lexical(c, similarity);
-    let mut seeds: Vec<(Uuid, f64)> = cands.iter().map(|(id, c)| (*id, direct(c, c.similarity.unwrap_or(0.0)))).collect();
+    let meaning = |r: &Row| cfg.weight_vector * r.sim + lexical(r);
+    let mut seeds: Vec<(Uuid, f64)> = rows.values().map(|r| (r.id, direct(r))).collect();
     seeds.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.as_bytes().cmp(b.0.as_bytes())));
     seeds.truncate(cfg.expand_seeds.max(0.0) as usize);
-    let strength: HashMap<Uuid, f64> =
-        seeds.iter().map(|(id, _)| (*id, meaning(&cands[id], cands[id].similarity.unwrap_or(0.0)).max(0.0))).collect();
-    let seed_ids: Vec<Uuid> = seeds.iter().map(|s| s.0).collect();
 
     // 3. Expansion: neighborhoods, graph edges, episode-adjacent turns. Each candidate keeps
-    //    the most it is lent by any one seed (max, never a sum: ten near-duplicates do not add up).
-    let window = cfg.temporal_window.max(0.0) as i32;
-    for e in expansions(&seed_ids, window) {
-        let c = cands.entry(e.neighbour).or_default();
-        match e.kind {
-            Expansion::Association(w) => c.association = c.association.max(strength[&e.seed] * (w / 1.5).clamp(0.0, 1.0)),
-            Expansion::Temporal(dist) => {
-                c.temporal = c.temporal.max(strength[&e.seed] * cfg.temporal_decay.powi(dist - 1))
-            }
+    //    the most it is lent by any one seed (max, never a sum: ten near-duplicates do not add
+    //    up). A neighbour not met before is read in the same query, if it passes the filters
+    //    (one met before is not looked up again: the key is NULL for it).
+    let mut args = base_args();
+    args.extend([
+        seeds.iter().map(|s| s.0).collect::<Vec<Uuid>>().into(),
+        seeds.iter().map(|s| meaning(&rows[&s.0]).max(0.0)).collect::<Vec<f64>>().into(),
+        (cfg.temporal_window.max(0.0) as i32).into(),
+        cfg.temporal_decay.into(),
+        rows.keys().copied().collect::<Vec<Uuid>>().into(),
+    ]);
+    let lent = select_prepared(
+        &format!("{EXPANSION_SQL} SELECT {columns}, lent.n, lent.association, lent.temporal FROM lent \
+                  LEFT JOIN dionysus.memories m \
+                         ON m.id = (CASE WHEN lent.n = ANY($12) THEN NULL ELSE lent.n END) AND {FILTER_SQL}"),
+        &args,
+        |t| Some((t.get::<Uuid>(8).ok()??, t.get::<f64>(9).ok()??, t.get::<f64>(10).ok()??, read(t))),
+    );
+    for (id, association, temporal, row) in lent {
+        if let Some(row) = row {
+            rows.insert(id, row);
+        } else if !rows.contains_key(&id) {
+            continue; // hidden by the filters
         }
+        let c = cands.entry(id).or_default();
+        (c.association, c.temporal) = (association, temporal);
     }
 
-    // 4. Score every candidate that passes the filters.
-    let ids: Vec<Uuid> = cands.keys().copied().collect();
-    let mut args = base_args();
-    args.push(ids.into());
-    // A database still on an older version's SQL has no stages: everything is fresh there.
-    let stage = if crate::decay::installed() { "m.stage::text" } else { "'fresh'::text" };
-    #[allow(clippy::type_complexity)]
-    let rows: Vec<(Uuid, String, String, TimestampWithTimeZone, f64, f64, f64, String, i64, Option<Lexemes>)> = select_prepared(
-        &format!(
-            "SELECT m.id, m.content, m.type::text, m.created_at, 1 - (m.embedding {op} (SELECT $1::real[]::{vt})), \
-                    m.importance::float8, \
-                    CASE WHEN isfinite(m.created_at) THEN extract(epoch FROM now() - m.created_at)::float8 / 86400 \
-                         ELSE 0 END, {stage}, {LOCAL_SECONDS_SQL}, m.search \
-             FROM dionysus.memories m WHERE m.id = ANY($8) AND {FILTER_SQL}",
-            op = cosine_op(),
-            vt = vector_type()
-        ),
-        &args,
-        |t| {
-            Some((
-                t.get::<Uuid>(1).ok()??,
-                t.get::<String>(2).ok()??,
-                t.get::<String>(3).ok()??,
-                t.get::<TimestampWithTimeZone>(4).ok()??,
-                t.get::<f64>(5).ok()??,
-                t.get::<f64>(6).ok()??,
-                t.get::<f64>(7).ok()??,
-                t.get::<String>(8).ok()??,
-                t.get::<i64>(9).ok()??,
-                t.get::<Lexemes>(10).ok()?,
-            ))
-        },
-    );
+    // Recency against the transaction's start, as now() (an infinite time: as old as now).
+    let now = unsafe { pg_sys::GetCurrentTransactionStartTimestamp() };
     let mut hits: Vec<Hit> = rows
-        .into_iter()
-        .map(|(id, content, kind, created_at, vector, importance, age_days, stage, at, search)| {
-            let c = &cands[&id];
+        .into_values()
+        .map(|r| {
+            let c = &cands[&r.id];
+            let age_days = match pg_sys::TimestampTz::from(r.created_at) {
+                i64::MIN | i64::MAX => 0.0,
+                at => (now - at) as f64 / 86_400e6,
+            };
             let recency = 0.5f64.powf(age_days.max(0.0) / cfg.recency_half_life_days);
-            let person = query::person_match(&names, &content, cfg.person_mention);
-            let time = query::time_match(&times, at);
-            let c = Candidate { person, time, lexical: share(&search), ..c.clone() };
             // What a neighbour is lent counts only beyond its own evidence (in the share
             // `inherit_beyond_own`): a near-duplicate of a seed already has the seed's own
             // relevance, so being its neighbour adds nothing, while an answer next to a
             // strong question is lifted towards it.
-            let own = direct(&c, vector);
-            let kept = cfg.inherit_beyond_own * meaning(&c, vector).max(0.0);
+            let own = direct(&r);
+            let kept = cfg.inherit_beyond_own * meaning(&r).max(0.0);
             let association = (c.association - kept).max(0.0);
             let temporal = (c.temporal - kept).max(0.0);
             let score = own
                 + cfg.weight_association * association
                 + cfg.weight_temporal * temporal
-                + cfg.weight_importance * importance
+                + cfg.weight_importance * r.importance
                 + cfg.weight_recency * recency;
             let found_by = match (c.vector_seed, c.lexical_seed) {
                 (true, true) => "vector+lexical",
@@ -479,21 +466,19 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
                 (false, false) => "temporal",
             };
             Hit {
-                id: Some(id),
-                content,
-                kind,
-                created_at: Some(created_at),
-                vector,
-                lexical: c.lexical,
+                id: Some(r.id),
+                created_at: Some(r.created_at),
+                vector: r.sim,
+                lexical: r.lexical,
                 association,
                 temporal,
-                importance,
+                importance: r.importance,
                 recency,
-                person,
-                time,
+                person: r.person,
+                time: r.time,
                 score,
                 found_by: found_by.to_string(),
-                stage,
+                ..Hit::default()
             }
         })
         .collect();
@@ -501,6 +486,23 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
         b.score.total_cmp(&a.score).then_with(|| a.id.unwrap().as_bytes().cmp(b.id.unwrap().as_bytes()))
     });
     hits.truncate(k);
+    // What the k returned are: their text, type and stage. (One deleted since it was scored,
+    // by a transaction that committed meanwhile, is gone from the answer too.)
+    let stage = if crate::decay::installed() { "m.stage::text" } else { "'fresh'::text" };
+    let mut told: HashMap<Uuid, (String, String, String)> = select_prepared(
+        &format!("SELECT m.id, m.content, m.type::text, {stage} FROM dionysus.memories m WHERE m.id = ANY($1)"),
+        &[hits.iter().filter_map(|h| h.id).collect::<Vec<Uuid>>().into()],
+        |t| Some((t.get::<Uuid>(1).ok()??, (t.get::<String>(2).ok()??, t.get::<String>(3).ok()??, t.get::<String>(4).ok()??))),
+    )
+    .into_iter()
+    .collect();
+    hits.retain_mut(|h| match told.remove(&h.id.unwrap()) {
+        Some((content, kind, stage)) => {
+            (h.content, h.kind, h.stage) = (content, kind, stage);
+            true
+        }
+        None => false,
+    });
     hits
 }
 
@@ -549,61 +551,50 @@ fn speaker_index() -> bool {
     crate::spi_util::has_relation(&SPEAKER_INDEX, "dionysus.memories_speaker_words")
 }
 
-/// A memory found by a seed query, with what scoring it needs.
-struct Seed {
+/// A memory recall considers, read once, with what its score needs (its words, people and
+/// times already matched against the query's).
+struct Row {
     id: Uuid,
+    created_at: TimestampWithTimeZone,
+    /// Cosine similarity to the query.
     sim: f64,
-    label: String,
-    at: i64,
-    search: Option<Lexemes>,
+    importance: f64,
+    /// The share of the query's information its words match (lexical::Scorer).
+    lexical: f64,
+    /// By or about a person the query names (query::person_match).
+    person: f64,
+    /// Fit to the times the query names (query::time_match).
+    time: f64,
 }
 
-enum Expansion {
-    /// Through a neighborhood or a graph edge, with its weight.
-    Association(f64),
-    /// An episode-adjacent turn, at this distance.
-    Temporal(i32),
+/// Which seed query found a memory.
+#[derive(Clone, Copy)]
+enum Found {
+    Vector,
+    Time,
+    Words,
 }
 
-struct Expanded {
-    seed: Uuid,
-    neighbour: Uuid,
-    kind: Expansion,
-}
-
-/// Everything one hop from the seeds, in one query: precomputed neighborhoods, direct graph
-/// edges (edges added since the last recompute count at once) and turns within `window`
-/// positions in the same episode.
-fn expansions(seeds: &[Uuid], window: i32) -> Vec<Expanded> {
-    if seeds.is_empty() {
-        return Vec::new();
-    }
-    select_prepared(
-        "SELECT 'a', memory_id, n, w::float8 FROM dionysus.memory_neighborhoods, \
-                unnest(neighbor_ids, neighbor_weights) AS u(n, w) WHERE memory_id = ANY($1) \
-         UNION ALL \
-         SELECT 'a', CASE WHEN from_id = ANY($1) THEN from_id ELSE to_id END, \
-                CASE WHEN from_id = ANY($1) THEN to_id ELSE from_id END, weight::float8 \
-         FROM dionysus.memory_edges WHERE from_id = ANY($1) OR to_id = ANY($1) \
-         UNION ALL \
-         SELECT 't', a.memory_id, b.memory_id, abs(a.sequence_order - b.sequence_order)::float8 \
-         FROM dionysus.episode_memories a \
-         JOIN dionysus.episode_memories b ON b.episode_id = a.episode_id \
-          AND b.sequence_order BETWEEN a.sequence_order - $2 AND a.sequence_order + $2 \
-          AND b.memory_id <> a.memory_id \
-         WHERE a.memory_id = ANY($1) AND $2 > 0",
-        &[seeds.to_vec().into(), window.into()],
-        |t| {
-            let kind = t.get::<String>(1).ok()??;
-            let value = t.get::<f64>(4).ok()??;
-            Some(Expanded {
-                seed: t.get::<Uuid>(2).ok()??,
-                neighbour: t.get::<Uuid>(3).ok()??,
-                kind: if kind == "t" { Expansion::Temporal(value as i32) } else { Expansion::Association(value) },
-            })
-        },
-    )
-}
+/// What the strongest seeds lend the memories one hop from them, as `lent(n, association,
+/// temporal)`: through their precomputed neighborhoods and their graph edges (either way;
+/// edges added since the last recompute count at once), a share of the seed's strength by the
+/// link's weight, and to the turns within `temporal_window` positions in the same episode, the
+/// strength decayed by `temporal_decay` a step; of all the seeds, the most. Parameters: $8 the
+/// seeds, $9 their strengths, $10 the window, $11 the decay (the filters' $2..$7 are the caller's).
+const EXPANSION_SQL: &str = "WITH s AS (SELECT * FROM unnest($8::uuid[], $9::float8[]) AS s(seed, strength)), \
+    links AS ( \
+      SELECT u.n, s.strength * least(greatest(u.w / 1.5, 0), 1) AS association, 0::float8 AS temporal \
+        FROM s JOIN dionysus.memory_neighborhoods nb ON nb.memory_id = s.seed, unnest(nb.neighbor_ids, nb.neighbor_weights) AS u(n, w) \
+      UNION ALL \
+      SELECT CASE WHEN e.from_id = s.seed THEN e.to_id ELSE e.from_id END, s.strength * least(greatest(e.weight / 1.5, 0), 1), 0 \
+        FROM s JOIN dionysus.memory_edges e ON e.from_id = s.seed OR e.to_id = s.seed \
+      UNION ALL \
+      SELECT b.memory_id, 0, s.strength * power($11::float8, abs(a.sequence_order - b.sequence_order) - 1) \
+        FROM s JOIN dionysus.episode_memories a ON a.memory_id = s.seed \
+        JOIN dionysus.episode_memories b ON b.episode_id = a.episode_id \
+         AND b.sequence_order BETWEEN a.sequence_order - $10 AND a.sequence_order + $10 AND b.memory_id <> a.memory_id \
+       WHERE $10 > 0), \
+    lent AS (SELECT n, max(association)::float8 AS association, max(temporal)::float8 AS temporal FROM links GROUP BY n)";
 
 /// Records that memories were recalled (folded into access_count by the worker).
 fn log_access(ids: &[Uuid]) {
@@ -724,5 +715,19 @@ mod tests {
         )
         .join("\n");
         assert!(plan.contains("memories_speaker_words"), "{plan}");
+    }
+
+    /// A memory written goes straight into the indexes recall searches: nothing waits in a
+    /// pending list that every search would read through (fastupdate off).
+    #[pg_test]
+    fn the_indexes_recall_searches_keep_no_pending_list() {
+        for i in 0..20 {
+            Spi::run(&format!("SELECT dionysus.remember('Ann: the heron came back to the pond, day {i}')")).unwrap();
+        }
+        let pending = Spi::get_one::<i64>(
+            "SELECT gin_clean_pending_list('dionysus.memories_search_gin') + gin_clean_pending_list('dionysus.memories_speaker_words')",
+        )
+        .unwrap();
+        assert_eq!(pending, Some(0));
     }
 }
