@@ -90,7 +90,7 @@ COMMENT ON TABLE memory_neighborhoods IS 'Precomputed top-20 associations of eac
 COMMENT ON TABLE neighborhood_queue IS
     'Append-only queue of stale neighborhoods; rows that failed wait with back-off (not_before).';
 COMMENT ON TABLE embedding_cache IS 'Embeddings by (model, sha256 of the text).';
-COMMENT ON TABLE memory_access_log IS 'Recall hits not yet folded into memories.access_count by the worker.';
+COMMENT ON TABLE memory_access_log IS 'Recall hits not yet folded into memories.access_count by the worker. No foreign key, so that recall locks no memory: the rows of a memory since deleted go with the next fold.';
 COMMENT ON TABLE recall_config IS 'Every weight and knob of recall, in one place. UPDATE to tune.';
 COMMENT ON TABLE lexicon IS 'Document frequency of each lexeme, for BM25 (refresh_lexicon()).';
 COMMENT ON TABLE worker_status IS 'The maintenance worker''s last pass in this database.';

@@ -8,6 +8,8 @@
 -- entries are merged now. Nothing else changes; every row is kept.
 
 ALTER TABLE memory_access_log DROP CONSTRAINT memory_access_log_memory_id_fkey;
+COMMENT ON TABLE memory_access_log IS
+    'Recall hits not yet folded into memories.access_count by the worker. No foreign key, so that recall locks no memory: the rows of a memory since deleted go with the next fold.';
 
 ALTER INDEX memories_search_gin SET (fastupdate = off);
 ALTER INDEX memories_speaker_words SET (fastupdate = off);

@@ -280,7 +280,12 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     let columns = format!(
         "m.id, {content}, m.created_at, 1 - (m.embedding {op} (SELECT $1::real[]::{vt})) AS sim, m.importance::float8, \
          {local}, m.search",
-        content = if names.is_empty() { "NULL::text" } else { "m.content" },
+        // (The whole text only where a name anywhere in it counts: person_mention.)
+        content = match (names.is_empty(), cfg.person_mention > 0.0) {
+            (true, _) => "NULL::text",
+            (false, false) => LABEL_SQL,
+            (false, true) => "m.content",
+        },
         local = if times.is_empty() { "0::int8" } else { LOCAL_SECONDS_SQL },
         op = cosine_op(),
         vt = vector_type()
@@ -408,12 +413,15 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     //    the most it is lent by any one seed (max, never a sum: ten near-duplicates do not add
     //    up). A neighbour not met before is read in the same query, if it passes the filters
     //    (one met before is not looked up again: the key is NULL for it).
+    let window = cfg.temporal_window.clamp(0.0, 100.0) as usize;
     let mut args = base_args();
     args.extend([
         seeds.iter().map(|s| s.0).collect::<Vec<Uuid>>().into(),
         seeds.iter().map(|s| meaning(&rows[&s.0]).max(0.0)).collect::<Vec<f64>>().into(),
-        (cfg.temporal_window.max(0.0) as i32).into(),
-        cfg.temporal_decay.into(),
+        (window as i32).into(),
+        // What a turn `d` positions away is lent, d = 1..window: decay^(d-1), computed here
+        // (SQL's power() raises an error where the result underflows).
+        (0..window).map(|d| cfg.temporal_decay.powi(d as i32)).map(|v| if v.abs() < 1e-12 { 0.0 } else { v }).collect::<Vec<f64>>().into(),
         rows.keys().copied().collect::<Vec<Uuid>>().into(),
     ]);
     let lent = select_prepared(
@@ -485,13 +493,16 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     hits.sort_by(|a, b| {
         b.score.total_cmp(&a.score).then_with(|| a.id.unwrap().as_bytes().cmp(b.id.unwrap().as_bytes()))
     });
-    hits.truncate(k);
-    // What the k returned are: their text, type and stage. (One deleted since it was scored,
-    // by a transaction that committed meanwhile, is gone from the answer too.)
+    // What the k returned are: their text, type and stage, read with the filters again. One that
+    // a transaction committed meanwhile deleted, archived or made private is gone from the
+    // answer, and the next in rank takes its place (a few more are read for that).
+    hits.truncate(k + 5);
     let stage = if crate::decay::installed() { "m.stage::text" } else { "'fresh'::text" };
+    let mut args = base_args();
+    args.push(hits.iter().filter_map(|h| h.id).collect::<Vec<Uuid>>().into());
     let mut told: HashMap<Uuid, (String, String, String)> = select_prepared(
-        &format!("SELECT m.id, m.content, m.type::text, {stage} FROM dionysus.memories m WHERE m.id = ANY($1)"),
-        &[hits.iter().filter_map(|h| h.id).collect::<Vec<Uuid>>().into()],
+        &format!("SELECT m.id, m.content, m.type::text, {stage} FROM dionysus.memories m WHERE m.id = ANY($8) AND {FILTER_SQL}"),
+        &args,
         |t| Some((t.get::<Uuid>(1).ok()??, (t.get::<String>(2).ok()??, t.get::<String>(3).ok()??, t.get::<String>(4).ok()??))),
     )
     .into_iter()
@@ -503,6 +514,7 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
         }
         None => false,
     });
+    hits.truncate(k);
     hits
 }
 
@@ -580,16 +592,19 @@ enum Found {
 /// edges added since the last recompute count at once), a share of the seed's strength by the
 /// link's weight, and to the turns within `temporal_window` positions in the same episode, the
 /// strength decayed by `temporal_decay` a step; of all the seeds, the most. Parameters: $8 the
-/// seeds, $9 their strengths, $10 the window, $11 the decay (the filters' $2..$7 are the caller's).
+/// seeds, $9 their strengths, $10 the window, $11 the share lent at each distance (the filters'
+/// $2..$7 are the caller's). An edge between two seeds lends both ways (until 0.15.0 only to
+/// its `to_id`).
 const EXPANSION_SQL: &str = "WITH s AS (SELECT * FROM unnest($8::uuid[], $9::float8[]) AS s(seed, strength)), \
     links AS ( \
       SELECT u.n, s.strength * least(greatest(u.w / 1.5, 0), 1) AS association, 0::float8 AS temporal \
         FROM s JOIN dionysus.memory_neighborhoods nb ON nb.memory_id = s.seed, unnest(nb.neighbor_ids, nb.neighbor_weights) AS u(n, w) \
+       WHERE u.n IS NOT NULL AND u.w IS NOT NULL \
       UNION ALL \
       SELECT CASE WHEN e.from_id = s.seed THEN e.to_id ELSE e.from_id END, s.strength * least(greatest(e.weight / 1.5, 0), 1), 0 \
         FROM s JOIN dionysus.memory_edges e ON e.from_id = s.seed OR e.to_id = s.seed \
       UNION ALL \
-      SELECT b.memory_id, 0, s.strength * power($11::float8, abs(a.sequence_order - b.sequence_order) - 1) \
+      SELECT b.memory_id, 0, s.strength * ($11::float8[])[abs(a.sequence_order - b.sequence_order)] \
         FROM s JOIN dionysus.episode_memories a ON a.memory_id = s.seed \
         JOIN dionysus.episode_memories b ON b.episode_id = a.episode_id \
          AND b.sequence_order BETWEEN a.sequence_order - $10 AND a.sequence_order + $10 AND b.memory_id <> a.memory_id \

@@ -385,14 +385,26 @@ pub fn fold_access_log() {
     if !matches!(Spi::get_one::<bool>("SELECT pg_try_advisory_xact_lock(hashtextextended('dionysus.fold_access_log', 0))"), Ok(Some(true))) {
         return;
     }
+    // A memory's row before its log rows, as forget takes them (the global lock order in
+    // sql/002_heartbeat.sql); one another transaction holds (a forget, a decay step) is skipped,
+    // its recalls folded next time. The rows of a memory since deleted go.
     Spi::run(
-        "WITH taken AS (DELETE FROM dionysus.memory_access_log RETURNING memory_id, accessed_at), \
+        "WITH held AS (SELECT m.id FROM dionysus.memories m \
+                        WHERE m.id IN (SELECT DISTINCT memory_id FROM dionysus.memory_access_log) \
+                        FOR NO KEY UPDATE SKIP LOCKED), \
+              taken AS (DELETE FROM dionysus.memory_access_log l WHERE l.memory_id IN (SELECT id FROM held) \
+                        RETURNING memory_id, accessed_at), \
               agg AS (SELECT memory_id, count(*)::int AS n, max(accessed_at) AS at FROM taken GROUP BY memory_id) \
          UPDATE dionysus.memories m SET access_count = m.access_count + agg.n, \
                 last_accessed = greatest(m.last_accessed, agg.at) \
          FROM agg WHERE m.id = agg.memory_id",
     )
     .expect("fold access log");
+    Spi::run(
+        "DELETE FROM dionysus.memory_access_log l \
+          WHERE NOT EXISTS (SELECT 1 FROM dionysus.memories m WHERE m.id = l.memory_id)",
+    )
+    .expect("drop the log rows of memories gone");
 }
 
 fn refresh_lexicon_if_stale() {
