@@ -176,6 +176,21 @@ pub async fn until(c: &Client, sql: &str, what: &str) {
     }
 }
 
+/// Forgets `id` from a second session (lock_timeout 2 s) while `reader` holds, in a transaction
+/// still open, a recall that returned it; the reader then commits. The forget's result, or the
+/// SQLSTATE it failed with (55P03 when it waited for the reader).
+pub async fn forget_beside_an_open_recall(db: &str, reader: &Client, id: uuid::Uuid) -> Result<bool, String> {
+    reader.batch_execute("BEGIN").await.unwrap();
+    let recalled: uuid::Uuid =
+        reader.query_one("SELECT memory_id FROM dionysus.recall('where is the spare key?', 1)", &[]).await.unwrap().get(0);
+    assert_eq!(recalled, id, "the recall reads the memory to forget");
+    let writer = connect(db).await;
+    writer.batch_execute("SET lock_timeout = '2s'").await.unwrap();
+    let forget = writer.query_one("SELECT dionysus.forget($1)", &[&id]).await;
+    reader.batch_execute("COMMIT").await.expect("the recall commits, its memory gone or not");
+    forget.map(|r| r.get::<_, bool>(0)).map_err(|e| e.code().map(|s| s.code().to_string()).unwrap_or_default())
+}
+
 impl TestDb {
     /// A session as the driver's role (dionysus_driver), for checking what it may and may not do.
     pub async fn connect_as_driver(&self) -> Client {

@@ -187,15 +187,8 @@ async fn an_open_recall_locks_nothing_it_recalled() {
     let reader = &db.client;
     let id: uuid::Uuid =
         reader.query_one("SELECT dionysus.remember('The spare key is under the blue flowerpot')", &[]).await.unwrap().get(0);
-    reader.batch_execute("BEGIN").await.unwrap();
-    let recalled: uuid::Uuid =
-        reader.query_one("SELECT memory_id FROM dionysus.recall('where is the spare key?', 1)", &[]).await.unwrap().get(0);
-    assert_eq!(recalled, id);
-    let writer = connect(&db.name).await;
-    writer.batch_execute("SET lock_timeout = '3s'").await.unwrap();
-    let forgotten = writer.query_one("SELECT dionysus.forget($1)", &[&id]).await;
-    assert!(forgotten.as_ref().is_ok_and(|r| r.get::<_, bool>(0)), "the forget waited for the reader: {forgotten:?}");
-    reader.batch_execute("COMMIT").await.expect("the recall commits after its memory is gone");
+    let forgotten = forget_beside_an_open_recall(&db.name, reader, id).await;
+    assert_eq!(forgotten, Ok(true), "the forget waited for the reader");
     // The worker folds every second here; either fold drops the row of the memory gone.
     reader.query_one("SELECT dionysus.run_maintenance()", &[]).await.expect("the fold passes over a memory since forgotten");
     until(reader, "NOT EXISTS (SELECT 1 FROM dionysus.memory_access_log)", "the orphaned log row goes with the fold").await;
