@@ -241,8 +241,13 @@ CREATE INDEX embedding_cache_created ON embedding_cache (created_at);
 -- check would lock each recalled memory (FOR KEY SHARE, a write to the memory's row, and a
 -- multixact when two recalls meet), which is the row lock the log exists to avoid. A row for
 -- a memory since deleted matches nothing and goes with the next fold.
+-- Unlogged: writing WAL for it made every recall's commit wait for the disk (an fsync, a
+-- quarter of a millisecond here, more on a VPS's network disk) to keep usage counts. A crash
+-- or a failover empties it, losing the hits since the last fold (seconds to a minute of
+-- access counts); a hot standby cannot read it (recall skips it there, and memory_health
+-- and recall_by_id count without it).
 -- ---------------------------------------------------------------------------------------
-CREATE TABLE memory_access_log (
+CREATE UNLOGGED TABLE memory_access_log (
     memory_id   uuid NOT NULL,
     accessed_at timestamptz NOT NULL DEFAULT now()
 );

@@ -44,6 +44,19 @@ END $$;
 -- ---------------------------------------------------------------------------------------
 -- Health
 -- ---------------------------------------------------------------------------------------
+-- The access log is unlogged, and an unlogged table cannot be read on a hot standby (the
+-- planner refuses it): counted only where it can be. PL/pgSQL plans the count only if it runs.
+CREATE FUNCTION dionysus_internal.pending_access_log() RETURNS bigint
+    LANGUAGE plpgsql STABLE SET search_path = pg_catalog AS $$
+BEGIN
+    IF pg_is_in_recovery() THEN
+        RETURN NULL;
+    END IF;
+    RETURN (SELECT count(*) FROM dionysus.memory_access_log);
+END $$;
+COMMENT ON FUNCTION dionysus_internal.pending_access_log() IS
+    'Recall hits not yet folded into access counts; NULL on a hot standby, which cannot read the unlogged log.';
+
 CREATE VIEW memory_health AS
 SELECT
     (SELECT count(*) FROM memories)                                   AS memories,
@@ -61,7 +74,7 @@ SELECT
     w.consecutive_failures                                            AS worker_consecutive_failures,
     w.neighborhoods_done                                              AS neighborhoods_recomputed,
     w.last_pass_ms                                                    AS last_pass_ms,
-    (SELECT count(*) FROM memory_access_log)                          AS pending_access_log,
+    dionysus_internal.pending_access_log()                            AS pending_access_log,
     (SELECT count(*) FROM embedding_cache)                            AS cached_embeddings,
     l.refreshed_at                                                    AS lexicon_refreshed_at,
     dionysus_internal.table_bytes(ARRAY['memories', 'memory_neighborhoods', 'memory_access_log', 'embedding_cache', 'triples', 'episodes']) AS table_bytes
@@ -90,7 +103,7 @@ COMMENT ON TABLE memory_neighborhoods IS 'Precomputed top-20 associations of eac
 COMMENT ON TABLE neighborhood_queue IS
     'Append-only queue of stale neighborhoods; rows that failed wait with back-off (not_before).';
 COMMENT ON TABLE embedding_cache IS 'Embeddings by (model, sha256 of the text).';
-COMMENT ON TABLE memory_access_log IS 'Recall hits not yet folded into memories.access_count by the worker. No foreign key, so that recall locks no memory: the rows of a memory since deleted go with the next fold.';
+COMMENT ON TABLE memory_access_log IS 'Recall hits not yet folded into memories.access_count by the worker. No foreign key, so that recall locks no memory: the rows of a memory since deleted go with the next fold. Unlogged, so that a recall''s commit waits for no disk: a crash or failover loses the hits since the last fold, and a hot standby cannot read it.';
 COMMENT ON TABLE recall_config IS 'Every weight and knob of recall, in one place. UPDATE to tune.';
 COMMENT ON TABLE lexicon IS 'Document frequency of each lexeme, for BM25 (refresh_lexicon()).';
 COMMENT ON TABLE worker_status IS 'The maintenance worker''s last pass in this database.';

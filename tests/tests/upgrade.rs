@@ -34,6 +34,8 @@ const PAIRED_WORD_SEARCH: &str = "0.13.0";
 /// The last release whose access log locked what recall read (a foreign key) and whose word
 /// index kept a pending list.
 const LOCKING_ACCESS_LOG: &str = "0.14.0";
+/// The last release whose access log was WAL-logged (every recall's commit waited for the disk).
+const LOGGED_ACCESS_LOG: &str = "0.15.0";
 
 /// Everything about the extension's objects that a person or the driver could notice, one
 /// line per fact, with no OIDs and no column order (ALTER TABLE ADD COLUMN appends).
@@ -47,7 +49,7 @@ SELECT 'column ' || c.relname || '.' || a.attname || ' ' || format_type(a.atttyp
   LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
  WHERE c.relnamespace IN (SELECT oid FROM ns) AND c.relkind IN ('r', 'v', 'm', 'c')
 UNION ALL
-SELECT 'relation ' || c.relname || ' ' || c.relkind::text || ' acl ' || coalesce(c.relacl::text, '-')
+SELECT 'relation ' || c.relname || ' ' || c.relkind::text || c.relpersistence::text || ' acl ' || coalesce(c.relacl::text, '-')
   FROM pg_class c WHERE c.relnamespace IN (SELECT oid FROM ns) AND c.relkind IN ('r', 'v', 'm', 'S')
 UNION ALL
 SELECT 'column acl ' || c.relname || '.' || a.attname || ' ' || a.attacl::text
@@ -851,6 +853,46 @@ async fn an_update_from_0_14_keeps_the_log_and_recall_locks_nothing() {
     old.batch_execute("SELECT pg_advisory_unlock(hashtextextended('dionysus.fold_access_log', 0))").await.unwrap();
     assert_eq!(count(&old, "SELECT count(*) FROM dionysus.memories").await, 2);
     same_as_a_fresh_install(&old, "after_0_14").await;
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// 0.15.0's recalls not yet folded survive the update, which makes the log unlogged (a recall's
+/// commit then waits for no disk); the fold and the health view read it as before.
+#[tokio::test]
+async fn an_update_from_0_15_keeps_the_log_and_makes_it_unlogged() {
+    let admin = connect("postgres").await;
+    let (name, old) = install_release(&admin, LOGGED_ACCESS_LOG).await;
+    // Not the worker's to fold while this test watches the log.
+    old.batch_execute("SELECT pg_advisory_lock(hashtextextended('dionysus.fold_access_log', 0))").await.unwrap();
+    for text in ["The spare key is under the blue flowerpot", "The boiler is serviced every October"] {
+        old.query_one("SELECT dionysus.remember($1)", &[&text]).await.expect("fill 0.15.0");
+    }
+    old.query("SELECT * FROM dionysus.recall('where is the spare key?', 2)", &[]).await.expect("recall on 0.15.0");
+    let persistence = "SELECT relpersistence::text FROM pg_class WHERE oid = 'dionysus.memory_access_log'::regclass";
+    let kind: String = old.query_one(persistence, &[]).await.unwrap().get(0);
+    assert_eq!(kind, "p", "0.15.0's log was logged");
+    let log = "SELECT count(*) FROM dionysus.memory_access_log";
+    let logged = count(&old, log).await;
+    assert_eq!(logged, 2, "recalls logged on 0.15.0");
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let kind: String = old.query_one(persistence, &[]).await.unwrap().get(0);
+    assert_eq!(kind, "u", "the updated log is unlogged");
+    assert_eq!(count(&old, log).await, logged, "recalls not yet folded are kept");
+    let health: Option<i64> = old.query_one("SELECT pending_access_log FROM dionysus.memory_health", &[]).await.unwrap().get(0);
+    assert_eq!(health, Some(logged));
+    old.query("SELECT * FROM dionysus.recall('when is the boiler serviced?', 1)", &[]).await.expect("recall after the update");
+    assert_eq!(count(&old, log).await, logged + 1, "the updated recall logs");
+    let accessed: i32 = old
+        .query_one("SELECT access_count FROM dionysus.recall_by_id((SELECT id FROM dionysus.memories WHERE content LIKE 'The boiler%'))", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(accessed >= 1, "recall_by_id counts the hits not yet folded: {accessed}");
+    old.query_one("SELECT dionysus.run_maintenance()", &[]).await.expect("fold");
+    assert_eq!(count(&old, log).await, 0, "folded");
+    old.batch_execute("SELECT pg_advisory_unlock(hashtextextended('dionysus.fold_access_log', 0))").await.unwrap();
+    same_as_a_fresh_install(&old, "after_0_15").await;
     drop(old);
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
 }

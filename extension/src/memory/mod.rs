@@ -370,16 +370,24 @@ fn recall_by_id(
     ),
 > {
     let id = require_memory("memory_id", memory_id);
+    // With the recalls not yet folded in, from the access log; not on a hot standby, which
+    // cannot read the (unlogged) log: there, the counts as last folded.
+    let accessed = if unsafe { pg_sys::RecoveryInProgress() } {
+        "m.access_count, m.last_accessed"
+    } else {
+        "m.access_count + (SELECT count(*)::int FROM dionysus.memory_access_log l WHERE l.memory_id = m.id), \
+         greatest(m.last_accessed, (SELECT max(accessed_at) FROM dionysus.memory_access_log l WHERE l.memory_id = m.id))"
+    };
     let row = Spi::connect(|c| {
         let t = c
             .select(
-                "SELECT m.id, m.type::text, m.content, m.summary, m.micro, m.importance::float8, \
-                        m.confidence::float8, m.valence::float8, m.status::text, m.source, m.metadata, \
-                        m.access_count + (SELECT count(*)::int FROM dionysus.memory_access_log l WHERE l.memory_id = m.id), \
-                        greatest(m.last_accessed, (SELECT max(accessed_at) FROM dionysus.memory_access_log l WHERE l.memory_id = m.id)), \
-                        m.created_at, em.episode_id, em.sequence_order \
-                 FROM dionysus.memories m LEFT JOIN dionysus.episode_memories em ON em.memory_id = m.id \
-                 WHERE m.id = $1",
+                &format!(
+                    "SELECT m.id, m.type::text, m.content, m.summary, m.micro, m.importance::float8, \
+                            m.confidence::float8, m.valence::float8, m.status::text, m.source, m.metadata, \
+                            {accessed}, m.created_at, em.episode_id, em.sequence_order \
+                     FROM dionysus.memories m LEFT JOIN dionysus.episode_memories em ON em.memory_id = m.id \
+                     WHERE m.id = $1"
+                ),
                 None,
                 &[id.into()],
             )
