@@ -489,6 +489,13 @@ BEGIN
          WHERE v.run_id = run.id AND v.kind = 'objective' AND v.target_id = o.id;
         UPDATE dionysus.context_archetypes c SET centroid = NULL WHERE c.centroid IS NOT NULL;
     END IF;
+    -- Sentence vectors are the old model's: gone, and every memory that may have some queued for
+    -- the maintenance pass, which embeds them with the new one (029).
+    DELETE FROM dionysus.memory_sentences;
+    INSERT INTO dionysus.sentence_queue (memory_id)
+    SELECT m.id FROM dionysus.memories m
+     WHERE coalesce(m.sentence_count, 2) >= 2 AND m.content ~ '[.!?][[:space:]]'
+    ON CONFLICT DO NOTHING;
     -- From here on, every session's writes and the new extractions embed with the run's model.
     UPDATE dionysus.embedding_store s SET spec = run.target, model_key = run.target_key,
            dimensions = coalesce(run.dimensions, s.dimensions), updated_at = now()

@@ -104,6 +104,16 @@ COMMENT ON TABLE neighborhood_queue IS
     'Append-only queue of stale neighborhoods; rows that failed wait with back-off (not_before).';
 COMMENT ON TABLE embedding_cache IS 'Embeddings by (model, sha256 of the text).';
 COMMENT ON TABLE memory_access_log IS 'Recall hits not yet folded into memories.access_count by the worker. No foreign key, so that recall locks no memory: the rows of a memory since deleted go with the next fold. Unlogged, so that a recall''s commit waits for no disk: a crash or failover loses the hits since the last fold, and a hot standby cannot read it.';
+COMMENT ON TABLE memory_sentences IS
+    'A vector per sentence of a memory of several (at most 16, in runs of consecutive sentences), made by the maintenance pass with the store''s model; recall raises a memory''s vector score towards its closest sentence''s (recall_config.sentence_share). Emptied by a re-index swap, which queues them all again.';
+COMMENT ON TABLE sentence_queue IS
+    'Memories of several sentences waiting for their sentence vectors (the maintenance pass, oldest first).';
+COMMENT ON COLUMN memories.sentence_count IS
+    'How many sentences the text has for sentence vectors (1: none of its own, its vector is its sentence''s), counted when it is written or changed; NULL: written before 0.16.0.';
+COMMENT ON FUNCTION dionysus_internal.sentence_count(text) IS
+    'memories.sentence_count of a text: its sentences of three words or more, the "Name: " label aside, at most 16 (1 when fewer than two).';
+COMMENT ON FUNCTION dionysus_internal.sentences_follow_content() IS
+    'Trigger: a memory''s changed text is counted again, its old sentence vectors deleted, and queued when it has several.';
 COMMENT ON TABLE recall_config IS 'Every weight and knob of recall, in one place. UPDATE to tune.';
 COMMENT ON TABLE lexicon IS 'Document frequency of each lexeme, for BM25 (refresh_lexicon()).';
 COMMENT ON TABLE worker_status IS 'The maintenance worker''s last pass in this database.';
@@ -162,9 +172,9 @@ COMMENT ON FUNCTION recompute_neighborhoods IS
     'Recomputes up to batch (at most 1000) stale neighborhoods now and returns how many; the worker does this on its own.';
 COMMENT ON FUNCTION refresh_lexicon IS 'Recounts lexeme document frequencies for BM25; returns the memories counted.';
 COMMENT ON FUNCTION run_maintenance IS
-    'One maintenance pass in this session: up to 1000 neighborhoods, the access log, the lexicon (retention is prune_history(), '
-    'which the worker runs and the driver''s role may not). '
-    'Returns a summary with neighborhoods_remaining: call again while it is above zero.';
+    'One maintenance pass in this session: up to 1000 neighborhoods, up to 64 memories split into sentence vectors, the access log, '
+    'the lexicon (retention is prune_history(), which the worker runs and the driver''s role may not). '
+    'Returns a summary with neighborhoods_remaining and sentences_remaining: call again while either is above zero.';
 
 -- ---------------------------------------------------------------------------------------
 -- The heartbeat organ
@@ -738,8 +748,10 @@ BEGIN
     EXECUTE (SELECT format('GRANT UPDATE (%s) ON dionysus.memories TO dionysus_driver', string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum))
                FROM pg_attribute a
               WHERE a.attrelid = 'dionysus.memories'::regclass AND a.attnum > 0 AND NOT a.attisdropped
-                AND a.attname NOT IN ('id', 'private_to', 'stage', 'reinforced_at'));
+                AND a.attname NOT IN ('id', 'private_to', 'stage', 'reinforced_at', 'sentence_count'));
 END $$;
+-- Sentence vectors are the maintenance pass's to make (029), from the memory's text.
+REVOKE INSERT, UPDATE ON memory_sentences FROM dionysus_driver;
 -- Invisible feedback can be taken back (undo_feedback); cue phrases are the person's to tune.
 GRANT DELETE ON feedback TO dionysus_driver;
 REVOKE INSERT, UPDATE ON cue_phrases FROM dionysus_driver;

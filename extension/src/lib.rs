@@ -5,6 +5,7 @@
 //! - [`memory`]: the store — memories, episodes, facts, triples, graph, concepts
 //! - [`recall`]: hybrid retrieval (vector + lexical + association + temporal + importance/recency)
 //! - [`neighborhoods`]: precomputed associations, recomputed from a lock-free stale queue
+//! - [`sentences`]: a vector per sentence of a long memory, made by the maintenance pass (029)
 //! - [`heartbeat`]: energy, actions, goals and the heartbeat (commit in Rust, the rest in SQL)
 //! - [`workers`]: the background launchers and their per-database passes (maintenance, scheduler)
 //! - [`decay`], [`censors`], [`people`], [`working_memory`]: SQL organs (021, 022, 023, 025), their unit tests here
@@ -28,6 +29,7 @@ pub mod memory;
 pub mod neighborhoods;
 pub mod people;
 pub mod recall;
+pub mod sentences;
 pub mod settings;
 pub mod spi_util;
 pub mod workers;
@@ -80,6 +82,8 @@ pgrx::extension_sql_file!("../../sql/026_procedures.sql", name = "procedures", r
 pgrx::extension_sql_file!("../../sql/027_context_budget.sql", name = "context_budget", requires = ["procedures"]);
 // What an unwelcome heartbeat proposes not to do again (issue #13 §1, seed 002).
 pgrx::extension_sql_file!("../../sql/028_heartbeat_lessons.sql", name = "heartbeat_lessons", requires = ["context_budget"]);
+// Sentence vectors (issue #10): a vector per sentence of a long memory, made by the maintenance pass.
+pgrx::extension_sql_file!("../../sql/029_sentences.sql", name = "sentences", requires = ["heartbeat_lessons"]);
 // Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 

@@ -430,3 +430,69 @@ async fn someone_elses_private_turns_never_change_how_a_question_is_read() {
     let bea: Vec<(String, f64)> = c.query(sql, &[&"test:bea"]).await.unwrap().iter().map(|r| (r.get(0), r.get(1))).collect();
     assert!(bea.iter().any(|(t, s)| t.starts_with("Rome:") && *s == 1.0), "{bea:?}");
 }
+
+/// A turn that says the answer in one sentence among chatter: its vector score is raised
+/// halfway (sentence_share 0.5) from the whole text's cosine towards that sentence's, once the
+/// maintenance pass has split it, and it ranks higher than on its whole vector alone.
+#[tokio::test]
+async fn the_answer_in_one_sentence_of_a_long_turn_counts_that_sentence() {
+    let db = TestDb::new("sentences").await;
+    let c = &db.client;
+    let sentences = [
+        "Hey, thanks so much for the birthday card, it really made my week.",
+        "The weather here has been awful, with rain every single day.",
+        "Anyway, last weekend I started helping out at the animal shelter downtown.",
+    ];
+    let turn = sentences.join(" ");
+    let id: uuid::Uuid = c.query_one("SELECT dionysus.remember($1)", &[&turn]).await.unwrap().get(0);
+    for other in [
+        "I had a long talk with my neighbour about charity and what it means to give back.",
+        "The charity gala on Friday was crowded and the music was far too loud.",
+        "My cousin donates money to several charities every year.",
+        "There was a documentary on television about charity work in Africa.",
+        "The church downtown runs a charity bake sale every spring.",
+    ] {
+        c.query_one("SELECT dionysus.remember($1)", &[&other]).await.unwrap();
+    }
+    until(c, "NOT EXISTS (SELECT 1 FROM dionysus.sentence_queue)", "the turn's sentences embedded").await;
+    let split: Vec<(i16, i64)> = c
+        .query("SELECT m.sentence_count, (SELECT count(*) FROM dionysus.memory_sentences s WHERE s.memory_id = m.id) FROM dionysus.memories m ORDER BY m.id = $1 DESC", &[&id])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(split[0], (3, 3), "the turn has three sentence vectors");
+    assert!(split[1..].iter().all(|s| *s == (1, 0)), "one sentence, no vectors of its own: {split:?}");
+
+    let question = "What volunteering has the user taken up?";
+    // The cosines, computed here with the same model: the whole turn, its closest sentence.
+    let whole: f64 = c
+        .query_one("SELECT 1 - (embedding <=> dionysus.embed($2)) FROM dionysus.memories WHERE id = $1", &[&id, &question])
+        .await
+        .unwrap()
+        .get(0);
+    let best: f64 = c
+        .query_one("SELECT max(1 - (dionysus.embed(s) <=> dionysus.embed($2))) FROM unnest($1::text[]) s", &[&sentences.to_vec(), &question])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(best > whole + 0.05, "the shelter sentence is nearer the question than the whole turn: {best} vs {whole}");
+    let rank = |share: f64| async move {
+        c.execute("UPDATE dionysus.recall_config SET value = $1 WHERE key = 'sentence_share'", &[&share]).await.unwrap();
+        let rows = c.query("SELECT memory_id, vector_score FROM dionysus.recall($1, 6)", &[&question]).await.unwrap();
+        let at = rows.iter().position(|r| r.get::<_, uuid::Uuid>(0) == id).expect("the turn is recalled");
+        (at + 1, rows[at].get::<_, f64>(1))
+    };
+    let (alone, whole_score) = rank(0.0).await;
+    assert!((whole_score - whole).abs() < 1e-4, "share 0: the whole turn's cosine {whole}, got {whole_score}");
+    let (raised, score) = rank(0.5).await;
+    let expected = whole + 0.5 * (best - whole);
+    assert!((score - expected).abs() < 1e-4, "share 0.5: halfway to the sentence, {expected}; got {score}");
+    assert!(raised < alone, "the turn ranks higher with its sentences: {raised} against {alone}");
+
+    // Forgotten, its sentence vectors go with it.
+    c.query_one("SELECT dionysus.forget($1)", &[&id]).await.unwrap();
+    let left: i64 = c.query_one("SELECT count(*) FROM dionysus.memory_sentences", &[]).await.unwrap().get(0);
+    assert_eq!(left, 0);
+}

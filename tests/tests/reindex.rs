@@ -159,10 +159,13 @@ async fn a_model_of_another_width_replaces_every_vector_in_one_swap() {
     complete(c, turn["work_id"].as_str().unwrap(), json!({"facts": [{"content": "Ada grows tomatoes and basil"}]})).await;
     c.batch_execute(
         "SELECT dionysus.remember('A long walk along the river at dusk'); \
-         SELECT dionysus.remember('The violin recital was on Sunday')",
+         SELECT dionysus.remember('The violin recital was on Sunday'); \
+         SELECT dionysus.remember('Ada planted the tomatoes in May. She waters them every evening after work.')",
     )
     .await
     .unwrap();
+    // Its two sentences get vectors of the store's model from the maintenance pass.
+    until(c, "(SELECT count(*) FROM dionysus.memory_sentences WHERE vector_dims(embedding) = 384) = 2", "sentence vectors").await;
     let memories: i64 = one(c, "SELECT count(*) FROM dionysus.memories").await;
 
     // The settings now name the new model: until the re-index, the store's model goes on
@@ -216,6 +219,13 @@ async fn a_model_of_another_width_replaces_every_vector_in_one_swap() {
     }
     let status: Value = one(c, "SELECT dionysus.reindex_status()").await;
     assert_eq!(status["result"]["width_changed"], json!(true), "{status}");
+    // The old model's sentence vectors went with the swap; the new model's follow.
+    until(
+        c,
+        "(SELECT count(*) FROM dionysus.memory_sentences) = 2 AND NOT EXISTS (SELECT 1 FROM dionysus.memory_sentences WHERE vector_dims(embedding) <> 16)",
+        "sentence vectors of the new model",
+    )
+    .await;
     assert_eq!(status["dimensions"], json!(16), "{status}");
     // Every vector column is 16 wide now, and every memory (the one written during the build too) has its new vector.
     let types: Vec<String> = c

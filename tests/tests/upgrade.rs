@@ -858,14 +858,15 @@ async fn an_update_from_0_14_keeps_the_log_and_recall_locks_nothing() {
 }
 
 /// 0.15.0's recalls not yet folded survive the update, which makes the log unlogged (a recall's
-/// commit then waits for no disk); the fold and the health view read it as before.
+/// commit then waits for no disk); the fold and the health view read it as before. The
+/// memories written before the update are split into sentence vectors by the next pass.
 #[tokio::test]
-async fn an_update_from_0_15_keeps_the_log_and_makes_it_unlogged() {
+async fn an_update_from_0_15_keeps_the_log_unlogged_and_splits_old_memories() {
     let admin = connect("postgres").await;
     let (name, old) = install_release(&admin, LOGGED_ACCESS_LOG).await;
     // Not the worker's to fold while this test watches the log.
     old.batch_execute("SELECT pg_advisory_lock(hashtextextended('dionysus.fold_access_log', 0))").await.unwrap();
-    for text in ["The spare key is under the blue flowerpot", "The boiler is serviced every October"] {
+    for text in ["The spare key is under the blue flowerpot", "The boiler is serviced every October. The plumber comes on a Tuesday morning."] {
         old.query_one("SELECT dionysus.remember($1)", &[&text]).await.expect("fill 0.15.0");
     }
     old.query("SELECT * FROM dionysus.recall('where is the spare key?', 2)", &[]).await.expect("recall on 0.15.0");
@@ -891,6 +892,16 @@ async fn an_update_from_0_15_keeps_the_log_and_makes_it_unlogged() {
     assert!(accessed >= 1, "recall_by_id counts the hits not yet folded: {accessed}");
     old.query_one("SELECT dionysus.run_maintenance()", &[]).await.expect("fold");
     assert_eq!(count(&old, log).await, 0, "folded");
+    // (This call's pass or the worker's, whichever took the rows.)
+    until(&old, "NOT EXISTS (SELECT 1 FROM dionysus.sentence_queue)", "the old memories' sentences embedded").await;
+    // Their rows untouched (no count: recall looks their sentences up); the boiler's two sentences
+    // have vectors, the key's one has none of its own.
+    let split = "SELECT string_agg(coalesce(m.sentence_count::text, 'unknown') || '/' || \
+                 (SELECT count(*) FROM dionysus.memory_sentences s WHERE s.memory_id = m.id), ',' ORDER BY m.content) FROM dionysus.memories m";
+    assert_eq!(old.query_one(split, &[]).await.unwrap().get::<_, String>(0), "unknown/2,unknown/0");
+    let id: uuid::Uuid = old.query_one("SELECT dionysus.remember('A new turn. It has two sentences.')", &[]).await.unwrap().get(0);
+    let fresh: i16 = old.query_one("SELECT sentence_count FROM dionysus.memories WHERE id = $1", &[&id]).await.unwrap().get(0);
+    assert_eq!(fresh, 2, "a memory written after the update is counted");
     old.batch_execute("SELECT pg_advisory_unlock(hashtextextended('dionysus.fold_access_log', 0))").await.unwrap();
     same_as_a_fresh_install(&old, "after_0_15").await;
     drop(old);

@@ -42,14 +42,19 @@ impl NewMemory {
 /// Inserts a validated memory with its embedding, assigns episodic ones to their episode and
 /// queues the neighborhoods it changes. Returns the new id.
 pub fn store(m: &NewMemory, embedding: &[f32]) -> Uuid {
+    // Its sentences, counted from the text (their vectors come from the maintenance pass);
+    // not on a schema from before sentence vectors, until ALTER EXTENSION UPDATE.
+    let sentences = crate::sentences::installed().then(|| crate::sentences::count(&m.content));
     let (id, created_at) = write_prepared(
         &format!(
             "INSERT INTO dionysus.memories \
                (type, content, summary, micro, embedding, importance, confidence, valence, metadata, source, created_at, \
-                private_to) \
-             VALUES ($1::dionysus.memory_type, $2, $3, $4, $5::real[]::{vt}, $6, $7, $8, $9, $10, coalesce($11, now()), $12) \
+                private_to{count_column}) \
+             VALUES ($1::dionysus.memory_type, $2, $3, $4, $5::real[]::{vt}, $6, $7, $8, $9, $10, coalesce($11, now()), $12{count_value}) \
              RETURNING id, created_at",
-            vt = vector_type()
+            vt = vector_type(),
+            count_column = if sentences.is_some() { ", sentence_count" } else { "" },
+            count_value = if sentences.is_some() { ", $13" } else { "" },
         ),
         &[
             m.kind.into(),
@@ -64,11 +69,17 @@ pub fn store(m: &NewMemory, embedding: &[f32]) -> Uuid {
             m.source.clone().into(),
             m.created_at.into(),
             m.private_to.clone().into(),
-        ],
+        ]
+        .into_iter()
+        .chain(sentences.map(Into::into))
+        .collect::<Vec<_>>(),
         |t| Some((t.get::<Uuid>(1).ok()??, t.get::<TimestampWithTimeZone>(2).ok()??)),
     )
     .pop()
     .expect("INSERT ... RETURNING id, created_at");
+    if sentences.is_some_and(|n| n >= 2) {
+        crate::sentences::enqueue(id);
+    }
     let episode_neighbors = if m.kind == "episodic" {
         episodes::assign(id, m.source.as_deref(), created_at)
     } else {

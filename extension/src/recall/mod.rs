@@ -11,7 +11,8 @@
 //!    not lift each other.
 //! 3. Every candidate is scored on the same components — vector, lexical, person (said by
 //!    someone the question names), time (made when the question asks about), association,
-//!    temporal, importance, recency — weighted by `dionysus.recall_config`.
+//!    temporal, importance, recency — weighted by `dionysus.recall_config`. A memory of several
+//!    sentences has its vector score raised towards its closest sentence's (sql/029_sentences.sql).
 //!
 //! Recall appends to `memory_access_log` rather than updating memories, so concurrent
 //! readers never take row locks; importance is never touched by reading.
@@ -53,6 +54,7 @@ pub struct Config {
     pub person_mention: f64,
     pub weight_time: f64,
     pub lexical_corroboration: f64,
+    pub sentence_share: f64,
 }
 
 impl Config {
@@ -86,6 +88,7 @@ impl Config {
             person_mention: get("person_mention", 0.0).clamp(0.0, 1.0),
             weight_time: get("weight_time", 0.3),
             lexical_corroboration: get("lexical_corroboration", 0.3),
+            sentence_share: get("sentence_share", 0.5).clamp(0.0, 1.0),
         }
     }
 }
@@ -279,7 +282,7 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     // question asks about a time.
     let columns = format!(
         "m.id, {content}, m.created_at, 1 - (m.embedding {op} (SELECT $1::real[]::{vt})) AS sim, m.importance::float8, \
-         {local}, m.search",
+         {local}, m.search, {sentences}",
         // (The whole text only where a name anywhere in it counts: person_mention.)
         content = match (names.is_empty(), cfg.person_mention > 0.0) {
             (true, _) => "NULL::text",
@@ -287,6 +290,9 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
             (false, true) => "m.content",
         },
         local = if times.is_empty() { "0::int8" } else { LOCAL_SECONDS_SQL },
+        // (NULL: written before 0.16.0, looked up; a schema from before sentence vectors, until
+        // ALTER EXTENSION UPDATE: none.)
+        sentences = if crate::sentences::installed() { "coalesce(m.sentence_count, 2)::int4" } else { "0::int4" },
         op = cosine_op(),
         vt = vector_type()
     );
@@ -303,6 +309,7 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
                 (Some(scorer), Some(search)) => scorer.share(search),
                 _ => 0.0,
             },
+            sentences: t.get::<i32>(8).ok()??,
         })
     };
     // The memories among `ids` that pass the filters.
@@ -429,7 +436,7 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
                   LEFT JOIN dionysus.memories m \
                          ON m.id = (CASE WHEN lent.n = ANY($12) THEN NULL ELSE lent.n END) AND {FILTER_SQL}"),
         &args,
-        |t| Some((t.get::<Uuid>(8).ok()??, t.get::<f64>(9).ok()??, t.get::<f64>(10).ok()??, read(t))),
+        |t| Some((t.get::<Uuid>(9).ok()??, t.get::<f64>(10).ok()??, t.get::<f64>(11).ok()??, read(t))),
     );
     for (id, association, temporal, row) in lent {
         if let Some(row) = row {
@@ -441,6 +448,7 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
         (c.association, c.temporal) = (association, temporal);
     }
 
+    let several: std::collections::HashSet<Uuid> = rows.values().filter(|r| r.sentences >= 2).map(|r| r.id).collect();
     // Recency against the transaction's start, as now() (an infinite time: as old as now).
     let now = unsafe { pg_sys::GetCurrentTransactionStartTimestamp() };
     let mut hits: Vec<Hit> = rows
@@ -490,6 +498,26 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
             }
         })
         .collect();
+    // 4. A memory of several sentences: its vector score raised towards its closest sentence's
+    //    (by sentence_share). Only the score: what it lent and how its words are corroborated
+    //    stay with the whole text's meaning. The raise can only lift scores, and is at most
+    //    weight_vector × share × (1 − cosine); so the k + 5th best score so far is a floor, and
+    //    a candidate that could not reach it even so is not looked up.
+    if cfg.sentence_share > 0.0 && !several.is_empty() {
+        let mut scores: Vec<f64> = hits.iter().map(|h| h.score).collect();
+        scores.sort_by(|a, b| b.total_cmp(a));
+        let floor = scores.get(k + 4).copied().unwrap_or(f64::NEG_INFINITY);
+        let most = |h: &Hit| cfg.weight_vector * cfg.sentence_share * (1.0 - h.vector).max(0.0);
+        let ids = hits.iter().map(|h| (h.id.unwrap(), h)).filter(|(id, h)| several.contains(id) && h.score + most(h) >= floor);
+        let best: HashMap<Uuid, f64> = crate::sentences::closest(&qv, ids.map(|(id, _)| id).collect()).into_iter().collect();
+        for h in &mut hits {
+            if let Some(&best) = best.get(&h.id.unwrap()).filter(|b| **b > h.vector) {
+                let raised = h.vector + cfg.sentence_share * (best - h.vector);
+                h.score += cfg.weight_vector * (raised - h.vector);
+                h.vector = raised;
+            }
+        }
+    }
     hits.sort_by(|a, b| {
         b.score.total_cmp(&a.score).then_with(|| a.id.unwrap().as_bytes().cmp(b.id.unwrap().as_bytes()))
     });
@@ -577,6 +605,8 @@ struct Row {
     person: f64,
     /// Fit to the times the query names (query::time_match).
     time: f64,
+    /// How many sentences it has (memories.sentence_count: 1 none of its own; 2 when unknown).
+    sentences: i32,
 }
 
 /// Which seed query found a memory.

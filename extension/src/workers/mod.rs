@@ -20,6 +20,8 @@ use pgrx::prelude::*;
 use std::time::{Duration, Instant};
 
 const NEIGHBORHOOD_BATCH: i64 = 50;
+/// Memories split into sentences and embedded per worker transaction (each up to 16 vectors).
+const SENTENCE_BATCH: i64 = 32;
 
 /// The two kinds of per-database pass a launcher starts.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -220,6 +222,17 @@ pub extern "C-unwind" fn dionysus_maintenance_main(_arg: pg_sys::Datum) {
             }
             Err(e) => {
                 errors.push(format!("neighborhoods: {e}"));
+                break;
+            }
+        }
+    }
+    // Then sentence vectors (029): a batch of memories per transaction while the pass has time.
+    while !stopping() && Instant::now() < deadline {
+        match BackgroundWorker::transaction(|| in_subtransaction(|| crate::sentences::step(SENTENCE_BATCH))) {
+            Ok(0) => break,
+            Ok(_) => continue,
+            Err(e) => {
+                errors.push(format!("sentences: {e}"));
                 break;
             }
         }
@@ -429,14 +442,22 @@ fn prune_history() {
 pub const MAINTENANCE_CALL_LIMIT: i64 = 1_000;
 
 /// Runs the worker's maintenance steps once, now, in this session (for tests and for servers
-/// without the preloaded worker). Returns what was done, and how many stale neighborhoods
-/// remain (call again while it is above zero).
+/// without the preloaded worker). Returns what was done, and how many stale neighborhoods and
+/// memories not yet split into sentences remain (call again while either is above zero).
 #[pg_extern(volatile, parallel_unsafe)]
 fn run_maintenance() -> pgrx::JsonB {
     let pass = neighborhoods::process_queue(MAINTENANCE_CALL_LIMIT, None);
+    // (A model that fails leaves the sentences for later; the rest goes on.)
+    let (split, sentence_error) = match in_subtransaction(|| crate::sentences::step(crate::sentences::MAINTENANCE_CALL_LIMIT)) {
+        Ok(n) => (n, None),
+        Err(e) => (0, Some(e)),
+    };
     fold_access_log();
     refresh_lexicon_if_stale();
     pgrx::JsonB(serde_json::json!({
+        "sentences_split": split,
+        "sentences_remaining": crate::sentences::pending(),
+        "sentences_error": sentence_error,
         "neighborhoods_recomputed": pass.done,
         "neighborhoods_failed": pass.failed,
         "neighborhoods_remaining": Spi::get_one::<i64>(

@@ -64,7 +64,10 @@ async fn main() {
 pub(crate) async fn run_maintenance_to_the_end(c: &Client) -> Value {
     loop {
         let m: Value = c.query_one("SELECT dionysus.run_maintenance()", &[]).await.unwrap().get(0);
-        if m["neighborhoods_remaining"].as_i64().unwrap_or(0) == 0 || m["neighborhoods_recomputed"].as_i64().unwrap_or(0) == 0 {
+        let count = |key: &str| m[key].as_i64().unwrap_or(0);
+        // Until neither neighborhoods nor sentence vectors are left, or a call makes no progress.
+        let left = count("neighborhoods_remaining") + count("sentences_remaining");
+        if left == 0 || count("neighborhoods_recomputed") + count("sentences_split") == 0 {
             return m;
         }
     }
