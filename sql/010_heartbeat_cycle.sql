@@ -90,13 +90,24 @@ BEGIN
     FROM dionysus.heartbeat_state s WHERE s.id = 1);
 END $$;
 
+-- The memories recall touched since `since` that the access log still holds (not yet folded),
+-- newest first; none on a hot standby, which cannot read the unlogged log (0.16.0).
+CREATE FUNCTION dionysus_internal.recently_recalled(since timestamptz, max_rows integer) RETURNS SETOF uuid
+    LANGUAGE plpgsql STABLE SET search_path = pg_catalog AS $$
+BEGIN
+    IF pg_is_in_recovery() THEN
+        RETURN;
+    END IF;
+    RETURN QUERY SELECT l.memory_id FROM dionysus.memory_access_log l WHERE l.accessed_at > since
+                  ORDER BY l.accessed_at DESC LIMIT max_rows;
+END $$;
+
 -- Themes recall has touched lately: concepts of memories accessed in the last day, else
 -- the memories themselves.
 CREATE FUNCTION activated_themes(max_items integer DEFAULT 5) RETURNS jsonb
     LANGUAGE sql STABLE AS $$
     WITH touched AS (
-        (SELECT memory_id FROM dionysus.memory_access_log WHERE accessed_at > now() - interval '1 day'
-          ORDER BY accessed_at DESC LIMIT 200)
+        (SELECT r.memory_id FROM dionysus_internal.recently_recalled(now() - interval '1 day', 200) AS r(memory_id))
         UNION
         (SELECT id FROM dionysus.memories WHERE last_accessed > now() - interval '1 day'
           ORDER BY last_accessed DESC LIMIT 200)),

@@ -489,13 +489,15 @@ BEGIN
          WHERE v.run_id = run.id AND v.kind = 'objective' AND v.target_id = o.id;
         UPDATE dionysus.context_archetypes c SET centroid = NULL WHERE c.centroid IS NOT NULL;
     END IF;
-    -- Sentence vectors are the old model's: gone, and every memory that may have some queued for
-    -- the maintenance pass, which embeds them with the new one (029).
-    DELETE FROM dionysus.memory_sentences;
-    INSERT INTO dionysus.sentence_queue (memory_id)
-    SELECT m.id FROM dionysus.memories m
-     WHERE coalesce(m.sentence_count, 2) >= 2 AND m.content ~ '[.!?][[:space:]]'
-    ON CONFLICT DO NOTHING;
+    -- A new model: the sentence vectors are the old one's, so they go, and every memory that may
+    -- have several sentences is queued for the maintenance pass, which embeds them with the new
+    -- one (029). The same model (new extractions only) keeps them.
+    IF run.target_key IS DISTINCT FROM store.model_key THEN
+        DELETE FROM dionysus.memory_sentences;
+        INSERT INTO dionysus.sentence_queue (memory_id)
+        SELECT m.id FROM dionysus.memories m WHERE coalesce(m.sentence_count, 2) >= 2 AND m.content ~ '[.!?]'
+        ON CONFLICT DO NOTHING;
+    END IF;
     -- From here on, every session's writes and the new extractions embed with the run's model.
     UPDATE dionysus.embedding_store s SET spec = run.target, model_key = run.target_key,
            dimensions = coalesce(run.dimensions, s.dimensions), updated_at = now()

@@ -15,13 +15,21 @@
 --
 -- Lock order: the pass takes its queue rows (FOR UPDATE SKIP LOCKED) and their memories' rows
 -- (FOR KEY SHARE SKIP LOCKED: a memory being forgotten is skipped, and goes with its queue row
--- through the cascade) in one statement, never waiting, then writes sentence rows.
+-- through the cascade) in one statement, never waiting, then writes sentence rows. A forget
+-- that comes after waits for the batch (a few memories' embeddings). A text changed while a
+-- pass embeds the old one queues the memory again once that pass is done (the trigger's insert
+-- waits for the queue row the pass holds), so the old text's vectors are replaced.
 
 ALTER TABLE memories ADD COLUMN sentence_count smallint CHECK (sentence_count >= 1);
 
 CREATE TABLE sentence_queue (
-    memory_id uuid PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
-    queued_at timestamptz NOT NULL DEFAULT now()
+    memory_id  uuid PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
+    queued_at  timestamptz NOT NULL DEFAULT now(),
+    -- A batch that failed (the model down, a provider refusing a text) waits, doubling up to an
+    -- hour, so the memories behind it go on; each of its memories is then tried on its own.
+    attempts   integer NOT NULL DEFAULT 0,
+    not_before timestamptz NOT NULL DEFAULT now(),
+    last_error text
 );
 CREATE INDEX sentence_queue_order ON sentence_queue (queued_at, memory_id);
 
@@ -33,17 +41,16 @@ CREATE TABLE memory_sentences (
     PRIMARY KEY (memory_id, ord)
 );
 
--- A memory's text changed: counted again, its old vectors gone, queued if it has several. As the
--- extension's owner (the driver's role may change a text but not write sentence vectors); it
--- touches only the rows of the memory being updated, which its caller may update.
+-- A memory's text changed: counted again, its old vectors gone, queued if it has several.
 CREATE FUNCTION dionysus_internal.sentences_follow_content() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+    LANGUAGE plpgsql SET search_path = pg_catalog AS $$
 BEGIN
     IF NEW.content IS DISTINCT FROM OLD.content THEN
         NEW.sentence_count := dionysus_internal.sentence_count(NEW.content);
         DELETE FROM dionysus.memory_sentences s WHERE s.memory_id = NEW.id;
         IF NEW.sentence_count >= 2 THEN
-            INSERT INTO dionysus.sentence_queue (memory_id) VALUES (NEW.id) ON CONFLICT DO NOTHING;
+            INSERT INTO dionysus.sentence_queue AS q (memory_id) VALUES (NEW.id)
+            ON CONFLICT (memory_id) DO UPDATE SET queued_at = now(), attempts = 0, not_before = now(), last_error = NULL;
         END IF;
     END IF;
     RETURN NEW;

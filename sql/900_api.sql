@@ -297,6 +297,8 @@ COMMENT ON FUNCTION prune_history(integer) IS
     'The maintenance pass calls it; returns the counts.';
 COMMENT ON FUNCTION dionysus_internal.table_bytes(text[]) IS 'Total sizes (with indexes and TOAST) of the named dionysus tables, in bytes.';
 COMMENT ON FUNCTION action_costs() IS 'The cost of every action (heartbeat_config.cost_<action>) as a jsonb object, cheapest first.';
+COMMENT ON FUNCTION dionysus_internal.recently_recalled(timestamptz, integer) IS
+    'The memories recall touched since a time that the access log still holds, newest first; none on a hot standby (the log is unlogged).';
 COMMENT ON FUNCTION activated_themes(integer) IS
     'Themes recall touched in the last day: the concepts of recently recalled memories, else the memories themselves (for the heartbeat context).';
 COMMENT ON FUNCTION dionysus_internal.check_self_model(text, text, double precision) IS
@@ -739,6 +741,8 @@ REVOKE UPDATE ON messages, energy_ledger, rule_firings, learning_log FROM dionys
 -- its definition and learning rate stay the person's.
 GRANT UPDATE (value) ON personality TO dionysus_driver;
 GRANT DELETE ON memory_access_log, neighborhood_queue, lexicon, embedding_cache TO dionysus_driver;
+-- run_maintenance() as the driver's role (servers without the worker) makes sentence vectors too (029).
+GRANT DELETE ON memory_sentences, sentence_queue TO dionysus_driver;
 -- Who a memory is private to is fixed when it is written (forget_own relies on it): the
 -- driver's role may update a memory's other columns, never private_to; nor its decay stage or
 -- clock (021), or it could have the owner's decay pass forget any memory.
@@ -750,8 +754,6 @@ BEGIN
               WHERE a.attrelid = 'dionysus.memories'::regclass AND a.attnum > 0 AND NOT a.attisdropped
                 AND a.attname NOT IN ('id', 'private_to', 'stage', 'reinforced_at', 'sentence_count'));
 END $$;
--- Sentence vectors are the maintenance pass's to make (029), from the memory's text.
-REVOKE INSERT, UPDATE ON memory_sentences FROM dionysus_driver;
 -- Invisible feedback can be taken back (undo_feedback); cue phrases are the person's to tune.
 GRANT DELETE ON feedback TO dionysus_driver;
 REVOKE INSERT, UPDATE ON cue_phrases FROM dionysus_driver;

@@ -47,11 +47,41 @@ FROM worker_status w CROSS JOIN lexicon_stats l;
 
 GRANT EXECUTE ON FUNCTION dionysus_internal.pending_access_log() TO dionysus_driver;
 
+-- activated_themes answered on a hot standby and must go on doing so: it reads the (now
+-- unlogged) log through a function that reads nothing there.
+CREATE FUNCTION dionysus_internal.recently_recalled(since timestamptz, max_rows integer) RETURNS SETOF uuid
+    LANGUAGE plpgsql STABLE SET search_path = pg_catalog AS $$
+BEGIN
+    IF pg_is_in_recovery() THEN
+        RETURN;
+    END IF;
+    RETURN QUERY SELECT l.memory_id FROM dionysus.memory_access_log l WHERE l.accessed_at > since
+                  ORDER BY l.accessed_at DESC LIMIT max_rows;
+END $$;
+CREATE OR REPLACE FUNCTION activated_themes(max_items integer DEFAULT 5) RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    WITH touched AS (
+        (SELECT r.memory_id FROM dionysus_internal.recently_recalled(now() - interval '1 day', 200) AS r(memory_id))
+        UNION
+        (SELECT id FROM dionysus.memories WHERE last_accessed > now() - interval '1 day'
+          ORDER BY last_accessed DESC LIMIT 200)),
+    concepts AS (
+        SELECT c.name, count(*) AS hits FROM touched t
+          JOIN dionysus.memory_concepts mc ON mc.memory_id = t.memory_id JOIN dionysus.concepts c ON c.id = mc.concept_id
+         GROUP BY c.name ORDER BY hits DESC, c.name LIMIT max_items)
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM concepts)
+                THEN (SELECT jsonb_agg(jsonb_build_object('theme', name, 'hits', hits)) FROM concepts)
+                ELSE coalesce((SELECT jsonb_agg(jsonb_build_object('memory', left(m.content, 160)))
+                                 FROM (SELECT m.content FROM touched t JOIN dionysus.memories m ON m.id = t.memory_id
+                                        ORDER BY m.last_accessed DESC NULLS LAST LIMIT max_items) m), '[]'::jsonb)
+           END
+$$;
+
 -- Sentence vectors (sql/029_sentences.sql): a memory of several sentences gets a vector for
 -- each from the maintenance pass, and recall raises a memory's vector score towards its closest
 -- sentence's. The memories written before the update keep a NULL count (recall looks their
 -- sentences up) and those that may have several are queued, oldest first. No memory row is
--- updated. A re-index swap now empties the sentence vectors and queues them again.
+-- updated. A re-index swap to a new model now empties the sentence vectors and queues them again.
 
 -- The count the trigger gives a changed text (extension/src/sentences).
 CREATE FUNCTION dionysus_internal."sentence_count"(
@@ -64,8 +94,13 @@ AS 'MODULE_PATHNAME', 'sentence_count_wrapper';
 ALTER TABLE memories ADD COLUMN sentence_count smallint CHECK (sentence_count >= 1);
 
 CREATE TABLE sentence_queue (
-    memory_id uuid PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
-    queued_at timestamptz NOT NULL DEFAULT now()
+    memory_id  uuid PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
+    queued_at  timestamptz NOT NULL DEFAULT now(),
+    -- A batch that failed (the model down, a provider refusing a text) waits, doubling up to an
+    -- hour, so the memories behind it go on; each of its memories is then tried on its own.
+    attempts   integer NOT NULL DEFAULT 0,
+    not_before timestamptz NOT NULL DEFAULT now(),
+    last_error text
 );
 CREATE INDEX sentence_queue_order ON sentence_queue (queued_at, memory_id);
 
@@ -77,17 +112,16 @@ CREATE TABLE memory_sentences (
     PRIMARY KEY (memory_id, ord)
 );
 
--- A memory's text changed: counted again, its old vectors gone, queued if it has several. As the
--- extension's owner (the driver's role may change a text but not write sentence vectors); it
--- touches only the rows of the memory being updated, which its caller may update.
+-- A memory's text changed: counted again, its old vectors gone, queued if it has several.
 CREATE FUNCTION dionysus_internal.sentences_follow_content() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+    LANGUAGE plpgsql SET search_path = pg_catalog AS $$
 BEGIN
     IF NEW.content IS DISTINCT FROM OLD.content THEN
         NEW.sentence_count := dionysus_internal.sentence_count(NEW.content);
         DELETE FROM dionysus.memory_sentences s WHERE s.memory_id = NEW.id;
         IF NEW.sentence_count >= 2 THEN
-            INSERT INTO dionysus.sentence_queue (memory_id) VALUES (NEW.id) ON CONFLICT DO NOTHING;
+            INSERT INTO dionysus.sentence_queue AS q (memory_id) VALUES (NEW.id)
+            ON CONFLICT (memory_id) DO UPDATE SET queued_at = now(), attempts = 0, not_before = now(), last_error = NULL;
         END IF;
     END IF;
     RETURN NEW;
@@ -100,9 +134,8 @@ INSERT INTO recall_config (key, value, description) VALUES
      'how far a memory''s vector score is raised towards its closest sentence''s cosine, when that is higher (0: the whole text only; 1: its best sentence)');
 
 INSERT INTO sentence_queue (memory_id, queued_at)
-SELECT m.id, m.created_at FROM memories m WHERE m.content ~ '[.!?][[:space:]]';
+SELECT m.id, m.created_at FROM memories m WHERE m.content ~ '[.!?]';
 
--- The swap empties the sentence vectors and queues them again (they are the old model's).
 -- CREATE OR REPLACE resets the function's settings: its search_path is set again as
 -- sql/900_api.sql sets it.
 CREATE OR REPLACE FUNCTION dionysus_internal.reindex_swap(run_id uuid) RETURNS jsonb
@@ -206,13 +239,15 @@ BEGIN
          WHERE v.run_id = run.id AND v.kind = 'objective' AND v.target_id = o.id;
         UPDATE dionysus.context_archetypes c SET centroid = NULL WHERE c.centroid IS NOT NULL;
     END IF;
-    -- Sentence vectors are the old model's: gone, and every memory that may have some queued for
-    -- the maintenance pass, which embeds them with the new one (029).
-    DELETE FROM dionysus.memory_sentences;
-    INSERT INTO dionysus.sentence_queue (memory_id)
-    SELECT m.id FROM dionysus.memories m
-     WHERE coalesce(m.sentence_count, 2) >= 2 AND m.content ~ '[.!?][[:space:]]'
-    ON CONFLICT DO NOTHING;
+    -- A new model: the sentence vectors are the old one's, so they go, and every memory that may
+    -- have several sentences is queued for the maintenance pass, which embeds them with the new
+    -- one (029). The same model (new extractions only) keeps them.
+    IF run.target_key IS DISTINCT FROM store.model_key THEN
+        DELETE FROM dionysus.memory_sentences;
+        INSERT INTO dionysus.sentence_queue (memory_id)
+        SELECT m.id FROM dionysus.memories m WHERE coalesce(m.sentence_count, 2) >= 2 AND m.content ~ '[.!?]'
+        ON CONFLICT DO NOTHING;
+    END IF;
     -- From here on, every session's writes and the new extractions embed with the run's model.
     UPDATE dionysus.embedding_store s SET spec = run.target, model_key = run.target_key,
            dimensions = coalesce(run.dimensions, s.dimensions), updated_at = now()
@@ -327,11 +362,11 @@ BEGIN
                    (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'));
 END $$;
 
--- The driver's role reads sentence vectors (the pass writes them) and queues memories, as
--- remember does in its name.
-GRANT SELECT ON memory_sentences TO dionysus_driver;
-GRANT SELECT, INSERT, UPDATE ON sentence_queue TO dionysus_driver;
-GRANT EXECUTE ON FUNCTION dionysus_internal.sentence_count(text), dionysus_internal.sentences_follow_content() TO dionysus_driver;
+-- The driver's role, as for the other derived tables: run_maintenance() in its name (a server
+-- without the worker) makes sentence vectors, and remember in its name queues them.
+GRANT SELECT, INSERT, UPDATE, DELETE ON memory_sentences, sentence_queue TO dionysus_driver;
+GRANT EXECUTE ON FUNCTION dionysus_internal.sentence_count(text), dionysus_internal.sentences_follow_content(),
+                          dionysus_internal.recently_recalled(timestamptz, integer) TO dionysus_driver;
 
 COMMENT ON TABLE memory_sentences IS
     'A vector per sentence of a memory of several (at most 16, in runs of consecutive sentences), made by the maintenance pass with the store''s model; recall raises a memory''s vector score towards its closest sentence''s (recall_config.sentence_share). Emptied by a re-index swap, which queues them all again.';
@@ -343,6 +378,8 @@ COMMENT ON FUNCTION dionysus_internal.sentence_count(text) IS
     'memories.sentence_count of a text: its sentences of three words or more, the "Name: " label aside, at most 16 (1 when fewer than two).';
 COMMENT ON FUNCTION dionysus_internal.sentences_follow_content() IS
     'Trigger: a memory''s changed text is counted again, its old sentence vectors deleted, and queued when it has several.';
+COMMENT ON FUNCTION dionysus_internal.recently_recalled(timestamptz, integer) IS
+    'The memories recall touched since a time that the access log still holds, newest first; none on a hot standby (the log is unlogged).';
 COMMENT ON FUNCTION run_maintenance IS
     'One maintenance pass in this session: up to 1000 neighborhoods, up to 64 memories split into sentence vectors, the access log, '
     'the lexicon (retention is prune_history(), which the worker runs and the driver''s role may not). '

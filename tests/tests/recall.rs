@@ -451,6 +451,13 @@ async fn the_answer_in_one_sentence_of_a_long_turn_counts_that_sentence() {
         "My cousin donates money to several charities every year.",
         "There was a documentary on television about charity work in Africa.",
         "The church downtown runs a charity bake sale every spring.",
+        // Other turns of several sentences, about other things.
+        "We went to the beach on Sunday. The sand was far too hot to walk on.",
+        "My laptop broke again this week. I think the battery is finally dead.",
+        "The new bakery opened on our street. Their sourdough sells out by nine.",
+        "I watched the football final with my dad. We both lost our voices shouting.",
+        "The train was late as usual this morning. I missed the first meeting of the day.",
+        "Grandma called to say hello. She is learning to use video chat now.",
     ] {
         c.query_one("SELECT dionysus.remember($1)", &[&other]).await.unwrap();
     }
@@ -463,7 +470,8 @@ async fn the_answer_in_one_sentence_of_a_long_turn_counts_that_sentence() {
         .map(|r| (r.get(0), r.get(1)))
         .collect();
     assert_eq!(split[0], (3, 3), "the turn has three sentence vectors");
-    assert!(split[1..].iter().all(|s| *s == (1, 0)), "one sentence, no vectors of its own: {split:?}");
+    let (single, double) = (split.iter().filter(|s| **s == (1, 0)).count(), split.iter().filter(|s| **s == (2, 2)).count());
+    assert_eq!((single, double), (5, 6), "one sentence: no vectors of their own; two: two each: {split:?}");
 
     let question = "What volunteering has the user taken up?";
     // The cosines, computed here with the same model: the whole turn, its closest sentence.
@@ -480,7 +488,7 @@ async fn the_answer_in_one_sentence_of_a_long_turn_counts_that_sentence() {
     assert!(best > whole + 0.05, "the shelter sentence is nearer the question than the whole turn: {best} vs {whole}");
     let rank = |share: f64| async move {
         c.execute("UPDATE dionysus.recall_config SET value = $1 WHERE key = 'sentence_share'", &[&share]).await.unwrap();
-        let rows = c.query("SELECT memory_id, vector_score FROM dionysus.recall($1, 6)", &[&question]).await.unwrap();
+        let rows = c.query("SELECT memory_id, vector_score FROM dionysus.recall($1, 12)", &[&question]).await.unwrap();
         let at = rows.iter().position(|r| r.get::<_, uuid::Uuid>(0) == id).expect("the turn is recalled");
         (at + 1, rows[at].get::<_, f64>(1))
     };
@@ -490,6 +498,15 @@ async fn the_answer_in_one_sentence_of_a_long_turn_counts_that_sentence() {
     let expected = whole + 0.5 * (best - whole);
     assert!((score - expected).abs() < 1e-4, "share 0.5: halfway to the sentence, {expected}; got {score}");
     assert!(raised < alone, "the turn ranks higher with its sentences: {raised} against {alone}");
+    // Only the candidates that could still reach the k + 5th score have their sentences looked
+    // up: the best of a narrow recall is the best of a wide one (which looks up all), score and all.
+    let best = |k: i32| async move {
+        let r = c.query_one("SELECT memory_id, score FROM dionysus.recall($1, $2) LIMIT 1", &[&question, &k]).await.unwrap();
+        (r.get::<_, uuid::Uuid>(0), r.get::<_, f64>(1))
+    };
+    let (narrow, wide) = (best(1).await, best(12).await);
+    // (Each call is its own transaction: recency moves by the milliseconds between them.)
+    assert!(narrow.0 == wide.0 && (narrow.1 - wide.1).abs() < 1e-9, "{narrow:?} against {wide:?}");
 
     // Forgotten, its sentence vectors go with it.
     c.query_one("SELECT dionysus.forget($1)", &[&id]).await.unwrap();

@@ -10,8 +10,11 @@ use pgrx::Uuid;
 pub const MAX_PER_MEMORY: usize = 16;
 /// Fewest words a sentence needs to count on its own ("Wow!", "Thanks, Mel!" belong to the whole).
 const MIN_WORDS: usize = 3;
-/// Memories one `run_maintenance()` call embeds at most (each up to sixteen sentences).
-pub const MAINTENANCE_CALL_LIMIT: i64 = 64;
+/// Memories one `run_maintenance()` call embeds at most (each up to sixteen sentences, all in
+/// one request to an HTTP provider).
+pub const MAINTENANCE_CALL_LIMIT: i64 = 16;
+/// The longest a failed batch waits before it is tried again.
+const MAX_BACKOFF_SECONDS: i64 = 3600;
 
 thread_local! {
     static INSTALLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -69,60 +72,85 @@ pub fn enqueue(id: Uuid) {
     );
 }
 
-/// Embeds the sentences of up to `batch` queued memories, oldest first, in one batch of
-/// embeddings; returns how many were done. A queue row another pass holds, or a memory another
-/// transaction is forgetting, is skipped (never waited for). The memory's own row is only read.
+/// Embeds the sentences of up to `batch` queued memories that are due, oldest first, in one
+/// batch of embeddings; returns how many were taken. A queue row another pass holds, or a
+/// memory another transaction is forgetting, is skipped (never waited for); the memory's own
+/// row is only read. A batch that fails waits with back-off, and its memories are tried one at
+/// a time next (`attempts` > 0), so one text a provider refuses holds up no other.
 pub fn step(batch: i64) -> i64 {
     if !installed() {
         return 0;
     }
-    let queued: Vec<(Uuid, String)> = write_prepared(
-        "SELECT q.memory_id, m.content FROM dionysus.sentence_queue q JOIN dionysus.memories m ON m.id = q.memory_id \
-         ORDER BY q.queued_at, q.memory_id LIMIT $1 \
+    let queued: Vec<(Uuid, String, i32)> = write_prepared(
+        "SELECT q.memory_id, m.content, q.attempts FROM dionysus.sentence_queue q JOIN dionysus.memories m ON m.id = q.memory_id \
+         WHERE q.not_before <= now() ORDER BY q.attempts > 0, q.queued_at, q.memory_id LIMIT $1 \
          FOR UPDATE OF q SKIP LOCKED FOR KEY SHARE OF m SKIP LOCKED",
         &[batch.into()],
-        |t| Some((t.get::<Uuid>(1).ok()??, t.get::<String>(2).ok()??)),
+        |t| Some((t.get::<Uuid>(1).ok()??, t.get::<String>(2).ok()??, t.get::<i32>(3).ok()??)),
     );
+    // A memory that failed before goes alone.
+    let queued: Vec<(Uuid, String, i32)> = match queued.iter().position(|q| q.2 > 0) {
+        Some(0) => queued.into_iter().take(1).collect(),
+        Some(first_failed) => queued.into_iter().take(first_failed).collect(),
+        None => queued,
+    };
     if queued.is_empty() {
         return 0;
     }
     let ids: Vec<Uuid> = queued.iter().map(|q| q.0).collect();
-    let parts: Vec<Vec<String>> = queued.iter().map(|(_, content)| split(content)).collect();
-    let texts: Vec<&str> = parts.iter().flatten().map(String::as_str).collect();
-    // The store's model, as every other vector (embed::compute waits for a re-index swap).
-    let vectors = crate::embed::compute(&texts);
-    let (mut of, mut ords, mut literals) = (Vec::new(), Vec::new(), Vec::new());
-    let mut vectors = vectors.iter();
-    for (id, sentences) in ids.iter().zip(&parts) {
-        for ord in 1..=sentences.len() {
-            of.push(*id);
-            ords.push(ord as i16);
-            literals.push(crate::embed::vector_literal(vectors.next().expect("a vector per sentence")));
+    let embedded = crate::spi_util::in_subtransaction(|| {
+        let parts: Vec<Vec<String>> = queued.iter().map(|(_, content, _)| split(content)).collect();
+        let texts: Vec<&str> = parts.iter().flatten().map(String::as_str).collect();
+        // The store's model, as every other vector (embed::compute waits for a re-index swap).
+        let vectors = crate::embed::compute(&texts);
+        let (mut of, mut ords, mut literals) = (Vec::new(), Vec::new(), Vec::new());
+        let mut vectors = vectors.iter();
+        for (id, sentences) in ids.iter().zip(&parts) {
+            for ord in 1..=sentences.len() {
+                of.push(*id);
+                ords.push(ord as i16);
+                literals.push(crate::embed::vector_literal(vectors.next().expect("a vector per sentence")));
+            }
+        }
+        // (Vectors of an earlier text of the same memory, if any, are replaced.)
+        write_prepared("DELETE FROM dionysus.memory_sentences WHERE memory_id = ANY($1)", &[ids.clone().into()], |_| Some(()));
+        if !of.is_empty() {
+            write_prepared(
+                &format!(
+                    "INSERT INTO dionysus.memory_sentences (memory_id, ord, embedding) \
+                     SELECT i, o, v::{} FROM unnest($1::uuid[], $2::int2[], $3::text[]) AS u(i, o, v)",
+                    vector_type()
+                ),
+                &[of.into(), ords.into(), literals.into()],
+                |_| Some(()),
+            );
+        }
+    });
+    match embedded {
+        Ok(()) => {
+            write_prepared("DELETE FROM dionysus.sentence_queue WHERE memory_id = ANY($1)", &[ids.into()], |_| Some(()));
+        }
+        Err(e) => {
+            write_prepared(
+                "UPDATE dionysus.sentence_queue SET attempts = attempts + 1, last_error = left($2, 500), \
+                        not_before = now() + make_interval(secs => least(power(2, least(attempts, 12)) * 5, $3)) \
+                  WHERE memory_id = ANY($1)",
+                &[ids.into(), e.into(), (MAX_BACKOFF_SECONDS as f64).into()],
+                |_| Some(()),
+            );
         }
     }
-    // (Vectors of an earlier text of the same memory, if any, are replaced.)
-    write_prepared("DELETE FROM dionysus.memory_sentences WHERE memory_id = ANY($1)", &[ids.clone().into()], |_| Some(()));
-    if !of.is_empty() {
-        write_prepared(
-            &format!(
-                "INSERT INTO dionysus.memory_sentences (memory_id, ord, embedding) \
-                 SELECT i, o, v::{} FROM unnest($1::uuid[], $2::int2[], $3::text[]) AS u(i, o, v)",
-                vector_type()
-            ),
-            &[of.into(), ords.into(), literals.into()],
-            |_| Some(()),
-        );
-    }
-    write_prepared("DELETE FROM dionysus.sentence_queue WHERE memory_id = ANY($1)", &[ids.into()], |_| Some(()));
     queued.len() as i64
 }
 
-/// How many memories wait for their sentence vectors.
+/// How many memories wait for their sentence vectors now (not those waiting after a failure).
 pub fn pending() -> i64 {
     if !installed() {
         return 0;
     }
-    select_prepared("SELECT count(*) FROM dionysus.sentence_queue", &[], |t| t.get::<i64>(1).ok()?).pop().unwrap_or(0)
+    select_prepared("SELECT count(*) FROM dionysus.sentence_queue WHERE not_before <= now()", &[], |t| t.get::<i64>(1).ok()?)
+        .pop()
+        .unwrap_or(0)
 }
 
 /// The cosine of each memory's closest sentence to `query` (a vector of the store's model), for
@@ -158,7 +186,7 @@ mod dionysus_internal {
 }
 
 #[cfg(any(test, feature = "pg_test"))]
-#[pg_schema]
+#[pgrx::pg_schema]
 mod tests {
     use super::split;
     use pgrx::prelude::*;
@@ -195,7 +223,10 @@ mod tests {
             .unwrap()
         };
         assert_eq!(state(), (Some(3), Some(0), Some(true)), "counted and queued, no vectors yet");
-        assert!(super::step(10) >= 1);
+        // As the driver's role, as run_maintenance() in its name on a server without the worker.
+        Spi::run("SET LOCAL ROLE dionysus_driver").unwrap();
+        assert_eq!(super::step(10), 1);
+        Spi::run("RESET ROLE").unwrap();
         assert_eq!(state(), (Some(3), Some(3), Some(false)), "three vectors, dequeued");
         // A compressed text (decay's): one sentence, no vectors of its own.
         Spi::run_with_args("UPDATE dionysus.memories SET content = 'The boiler is serviced every October.' WHERE id = $1", &[id.into()]).unwrap();

@@ -20,8 +20,9 @@ use pgrx::prelude::*;
 use std::time::{Duration, Instant};
 
 const NEIGHBORHOOD_BATCH: i64 = 50;
-/// Memories split into sentences and embedded per worker transaction (each up to 16 vectors).
-const SENTENCE_BATCH: i64 = 32;
+/// Memories whose sentences are embedded per worker transaction (each up to 16 vectors, all in
+/// one request to an HTTP provider).
+const SENTENCE_BATCH: i64 = 8;
 
 /// The two kinds of per-database pass a launcher starts.
 #[derive(Clone, Copy, PartialEq, Eq)]
