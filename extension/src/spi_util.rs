@@ -29,6 +29,31 @@ pub fn vector_type() -> String {
     format!("{}.vector", vector_schema())
 }
 
+thread_local! {
+    static VECTOR_OID: OnceCell<pg_sys::Oid> = const { OnceCell::new() };
+}
+
+/// A query vector as a parameter of pgvector's own type, built here in one allocation: a
+/// statement compares it as it is, where `$1::real[]::vector` would convert an array of its
+/// 384 floats (pgrx builds that array element by element) and then cast it, in every statement.
+pub fn vector_arg(v: &[f32]) -> pgrx::datum::DatumWithOid<'static> {
+    let oid = VECTOR_OID.with(|cell| {
+        *cell.get_or_init(|| {
+            first_or_none::<pg_sys::Oid>(&format!("SELECT '{}'::regtype::oid", vector_type().replace('\'', "''")), &[])
+                .expect("pgvector's vector type")
+        })
+    });
+    // pgvector's Vector: a 4-byte varlena header, int16 dim, int16 unused, float4 x[dim].
+    let size = 8 + 4 * v.len();
+    unsafe {
+        let p = pg_sys::palloc0(size) as *mut u8;
+        pgrx::set_varsize_4b(p as *mut pg_sys::varlena, size as i32);
+        std::ptr::write_unaligned(p.add(4) as *mut i16, v.len() as i16);
+        std::ptr::copy_nonoverlapping(v.as_ptr() as *const u8, p.add(8), 4 * v.len());
+        pgrx::datum::DatumWithOid::new(pg_sys::Datum::from(p), oid)
+    }
+}
+
 /// `OPERATOR(<schema>.<=>)`: cosine distance.
 pub fn cosine_op() -> String {
     format!("OPERATOR({}.<=>)", vector_schema())

@@ -24,7 +24,7 @@ use tsvector::Lexemes;
 use crate::embed::{self, check_text};
 use crate::errors;
 use crate::memory::validate;
-use crate::spi_util::{cosine_op, select_prepared, vector_type, with_iterative_scan, with_settings, write_prepared};
+use crate::spi_util::{cosine_op, select_prepared, vector_arg, with_iterative_scan, with_settings, write_prepared};
 use pgrx::datum::TimestampWithTimeZone;
 use pgrx::prelude::*;
 use pgrx::Uuid;
@@ -267,9 +267,9 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     });
     let times = query::times(query, now_local.flatten());
     let n_seeds = ((k as f64 * cfg.seed_multiplier).max(cfg.min_seeds)).round() as i64;
-    // $1 the query vector, $2..$7 the filters.
+    // $1 the query vector (as pgvector's vector: spi_util::vector_arg), $2..$7 the filters.
     let base_args = || {
-        let mut a: Vec<pgrx::datum::DatumWithOid<'static>> = vec![qv.clone().into()];
+        let mut a: Vec<pgrx::datum::DatumWithOid<'static>> = vec![vector_arg(&qv)];
         a.extend(filters.args());
         a
     };
@@ -281,7 +281,7 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     // read for its label only when the question names someone, its local time only when the
     // question asks about a time.
     let columns = format!(
-        "m.id, {content}, m.created_at, 1 - (m.embedding {op} (SELECT $1::real[]::{vt})) AS sim, m.importance::float8, \
+        "m.id, {content}, m.created_at, 1 - (m.embedding {op} $1) AS sim, m.importance::float8, \
          {local}, m.search, {sentences}",
         // (The whole text only where a name anywhere in it counts: person_mention.)
         content = match (names.is_empty(), cfg.person_mention > 0.0) {
@@ -294,7 +294,6 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
         // ALTER EXTENSION UPDATE: none.)
         sentences = if crate::sentences::installed() { "coalesce(m.sentence_count, 2)::int4" } else { "0::int4" },
         op = cosine_op(),
-        vt = vector_type()
     );
     let read = |t: pgrx::spi::SpiHeapTupleData| {
         let search = t.get::<Lexemes>(7).ok()?;
@@ -341,10 +340,8 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
         args.push(n_seeds.into());
         select_prepared(
             &format!(
-                "SELECT * FROM (SELECT {columns} FROM dionysus.memories m WHERE {FILTER_SQL} \
-                   ORDER BY m.embedding {op} (SELECT $1::real[]::{vt}) LIMIT $8) s ORDER BY sim DESC",
+                "SELECT {columns} FROM dionysus.memories m WHERE {FILTER_SQL} ORDER BY m.embedding {op} $1 LIMIT $8",
                 op = cosine_op(),
-                vt = vector_type()
             ),
             &args,
             read,
@@ -419,7 +416,12 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     // 3. Expansion: neighborhoods, graph edges, episode-adjacent turns. Each candidate keeps
     //    the most it is lent by any one seed (max, never a sum: ten near-duplicates do not add
     //    up). A neighbour not met before is read in the same query, if it passes the filters
-    //    (one met before is not looked up again: the key is NULL for it).
+    //    (one met before is not looked up again: the key is NULL for it). Of those, no more are
+    //    read than there were vector seeds, the most lent first: one that no seed query found
+    //    has little evidence of its own (its meaning is below the seeds', its rare words matched
+    //    nothing), so what it is lent is what can lift it. At 100k memories the ten seeds have
+    //    about a hundred such neighbours, and reading them was a third of recall's search part;
+    //    a store of a few hundred has far fewer (LoCoMo's recall is the same with or without).
     let window = cfg.temporal_window.clamp(0.0, 100.0) as usize;
     let mut args = base_args();
     args.extend([
@@ -429,12 +431,23 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
         // What a turn `d` positions away is lent, d = 1..window: decay^(d-1), computed here
         // (SQL's power() raises an error where the result underflows).
         (0..window).map(|d| cfg.temporal_decay.powi(d as i32)).map(|v| if v.abs() < 1e-12 { 0.0 } else { v }).collect::<Vec<f64>>().into(),
+        // $12 the memories already read, $13 and $14 the weights of what is lent, $15 how many
+        // not yet read are.
         rows.keys().copied().collect::<Vec<Uuid>>().into(),
+        cfg.weight_association.into(),
+        cfg.weight_temporal.into(),
+        n_seeds.into(),
     ]);
     let lent = select_prepared(
-        &format!("{EXPANSION_SQL} SELECT {columns}, lent.n, lent.association, lent.temporal FROM lent \
+        &format!("{EXPANSION_SQL}, \
+                  known AS (SELECT lent.*, lent.n = ANY($12) AS known FROM lent), \
+                  chosen AS (SELECT * FROM known WHERE known \
+                             UNION ALL \
+                             (SELECT * FROM known WHERE NOT known \
+                              ORDER BY greatest($13 * association, $14 * temporal) DESC, n LIMIT $15)) \
+                  SELECT {columns}, lent.n, lent.association, lent.temporal FROM chosen lent \
                   LEFT JOIN dionysus.memories m \
-                         ON m.id = (CASE WHEN lent.n = ANY($12) THEN NULL ELSE lent.n END) AND {FILTER_SQL}"),
+                         ON m.id = (CASE WHEN lent.known THEN NULL ELSE lent.n END) AND {FILTER_SQL}"),
         &args,
         |t| Some((t.get::<Uuid>(9).ok()??, t.get::<f64>(10).ok()??, t.get::<f64>(11).ok()??, read(t))),
     );
@@ -627,8 +640,9 @@ enum Found {
 /// its `to_id`).
 const EXPANSION_SQL: &str = "WITH s AS (SELECT * FROM unnest($8::uuid[], $9::float8[]) AS s(seed, strength)), \
     links AS ( \
-      SELECT u.n, s.strength * least(greatest(u.w / 1.5, 0), 1) AS association, 0::float8 AS temporal \
-        FROM s JOIN dionysus.memory_neighborhoods nb ON nb.memory_id = s.seed, unnest(nb.neighbor_ids, nb.neighbor_weights) AS u(n, w) \
+      SELECT u.n, u.strength * least(greatest(u.w / 1.5, 0), 1) AS association, 0::float8 AS temporal \
+        FROM (SELECT s.strength, unnest(nb.neighbor_ids) AS n, unnest(nb.neighbor_weights) AS w \
+                FROM s JOIN dionysus.memory_neighborhoods nb ON nb.memory_id = s.seed) u \
        WHERE u.n IS NOT NULL AND u.w IS NOT NULL \
       UNION ALL \
       SELECT CASE WHEN e.from_id = s.seed THEN e.to_id ELSE e.from_id END, s.strength * least(greatest(e.weight / 1.5, 0), 1), 0 \

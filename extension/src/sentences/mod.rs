@@ -162,13 +162,13 @@ pub fn closest(query: &[f32], ids: Vec<Uuid>) -> Vec<(Uuid, f64)> {
     }
     select_prepared(
         &format!(
-            "SELECT u.id, (SELECT max(1 - (s.embedding {op} q.v)) FROM dionysus.memory_sentences s \
-                            WHERE s.memory_id = u.id AND vector_dims(s.embedding) = cardinality($1))::float8 \
-             FROM (SELECT $1::real[]::{vt} AS v OFFSET 0) q, unnest($2::uuid[]) AS u(id)",
+            "SELECT u.id, (SELECT max(1 - (s.embedding {op} $1)) FROM dionysus.memory_sentences s \
+                            WHERE s.memory_id = u.id AND vector_dims(s.embedding) = {dims})::float8 \
+             FROM unnest($2::uuid[]) AS u(id)",
             op = crate::spi_util::cosine_op(),
-            vt = vector_type()
+            dims = query.len()
         ),
-        &[query.to_vec().into(), ids.into()],
+        &[crate::spi_util::vector_arg(query), ids.into()],
         |t| Some((t.get::<Uuid>(1).ok()??, t.get::<f64>(2).ok()??)),
     )
 }
