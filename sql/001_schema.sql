@@ -70,8 +70,6 @@ CREATE TABLE memories (
     status        memory_status NOT NULL DEFAULT 'active',
     source        text,
     metadata      jsonb NOT NULL DEFAULT '{}'::jsonb CHECK (jsonb_typeof(metadata) = 'object'),
-    access_count  integer NOT NULL DEFAULT 0,
-    last_accessed timestamptz,
     superseded_by uuid REFERENCES memories (id) ON DELETE SET NULL,
     created_at    timestamptz NOT NULL DEFAULT now(),
     updated_at    timestamptz NOT NULL DEFAULT now(),
@@ -100,8 +98,6 @@ CREATE INDEX memories_speaker_words ON memories USING gin (dionysus_internal.spe
     WHERE status = 'active';
 CREATE INDEX memories_created ON memories (created_at DESC);
 CREATE INDEX memories_type_status ON memories (type, status);
--- Recently recalled memories (activated themes of the heartbeat).
-CREATE INDEX memories_last_accessed ON memories (last_accessed DESC) WHERE last_accessed IS NOT NULL;
 
 -- ---------------------------------------------------------------------------------------
 -- Episode membership, in order.
@@ -237,7 +233,7 @@ CREATE INDEX embedding_cache_created ON embedding_cache (created_at);
 
 -- ---------------------------------------------------------------------------------------
 -- Access log: recall appends here instead of updating memories, so readers never take row
--- locks; the worker folds it into memories.access_count / last_accessed. No foreign key: its
+-- locks; the worker folds it into memory_access (below). No foreign key: its
 -- check would lock each recalled memory (FOR KEY SHARE, a write to the memory's row, and a
 -- multixact when two recalls meet), which is the row lock the log exists to avoid. A row for
 -- a memory since deleted matches nothing and goes with the next fold.
@@ -253,6 +249,20 @@ CREATE UNLOGGED TABLE memory_access_log (
 );
 CREATE INDEX memory_access_log_memory ON memory_access_log (memory_id);
 CREATE INDEX memory_access_log_at ON memory_access_log (accessed_at DESC);
+
+-- How often and how lately each memory was recalled, as the worker folds the access log.
+-- Beside memories, not in it: a memory's row is 1.9 KB (its vector), its page has no room for
+-- a second version, so every change to its row is a new row in every index, HNSW included.
+-- Folded into memories (until 0.17.0), each recalled memory went into the vector index again
+-- (1 to 14 ms of the worker's time each at 100k memories, ten per recall) and left a dead
+-- entry there that every kNN walked past until a vacuum. Here a fold changes a narrow row.
+CREATE TABLE memory_access (
+    memory_id     uuid PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
+    access_count  integer NOT NULL DEFAULT 0 CHECK (access_count >= 0),
+    last_accessed timestamptz
+);
+-- Recently recalled memories (activated themes of the heartbeat).
+CREATE INDEX memory_access_last ON memory_access (last_accessed DESC) WHERE last_accessed IS NOT NULL;
 
 -- ---------------------------------------------------------------------------------------
 -- Recall configuration: every weight and knob of recall, in one place.

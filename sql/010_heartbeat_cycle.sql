@@ -109,8 +109,8 @@ CREATE FUNCTION activated_themes(max_items integer DEFAULT 5) RETURNS jsonb
     WITH touched AS (
         (SELECT r.memory_id FROM dionysus_internal.recently_recalled(now() - interval '1 day', 200) AS r(memory_id))
         UNION
-        (SELECT id FROM dionysus.memories WHERE last_accessed > now() - interval '1 day'
-          ORDER BY last_accessed DESC LIMIT 200)),
+        (SELECT a.memory_id FROM dionysus.memory_access a WHERE a.last_accessed > now() - interval '1 day'
+          ORDER BY a.last_accessed DESC LIMIT 200)),
     concepts AS (
         SELECT c.name, count(*) AS hits FROM touched t
           JOIN dionysus.memory_concepts mc ON mc.memory_id = t.memory_id JOIN dionysus.concepts c ON c.id = mc.concept_id
@@ -119,7 +119,8 @@ CREATE FUNCTION activated_themes(max_items integer DEFAULT 5) RETURNS jsonb
                 THEN (SELECT jsonb_agg(jsonb_build_object('theme', name, 'hits', hits)) FROM concepts)
                 ELSE coalesce((SELECT jsonb_agg(jsonb_build_object('memory', left(m.content, 160)))
                                  FROM (SELECT m.content FROM touched t JOIN dionysus.memories m ON m.id = t.memory_id
-                                        ORDER BY m.last_accessed DESC NULLS LAST LIMIT max_items) m), '[]'::jsonb)
+                                         LEFT JOIN dionysus.memory_access a ON a.memory_id = m.id
+                                        ORDER BY a.last_accessed DESC NULLS LAST LIMIT max_items) m), '[]'::jsonb)
            END
 $$;
 
@@ -195,7 +196,7 @@ BEGIN
             SELECT (e ->> 'id')::uuid FROM jsonb_array_elements(ctx -> 'recent_memories') e
             UNION (SELECT memory_id FROM dionysus.memory_access_log WHERE accessed_at > now() - interval '1 day'
                     ORDER BY accessed_at DESC LIMIT 200)
-            UNION (SELECT id FROM dionysus.memories WHERE last_accessed > now() - interval '1 day'
+            UNION (SELECT memory_id FROM dionysus.memory_access WHERE last_accessed > now() - interval '1 day'
                     ORDER BY last_accessed DESC LIMIT 200))),
         dionysus_internal.privacy_union(
             (SELECT array_agg(DISTINCT p) FROM dionysus.goals g, unnest(g.private_to) p WHERE g.priority IN ('active', 'queued')),

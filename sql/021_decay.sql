@@ -122,9 +122,10 @@ SELECT m.id AS memory_id,
             ELSE 'fresh' END AS due,
        c.enabled
   FROM dionysus.memories m
+  LEFT JOIN dionysus.memory_access a ON a.memory_id = m.id
  CROSS JOIN dionysus.decay_config c
  CROSS JOIN LATERAL (
-       SELECT (1 + c.recall_slowdown * ln(1 + m.access_count))
+       SELECT (1 + c.recall_slowdown * ln(1 + coalesce(a.access_count, 0)))
             * (1 + c.importance_slowdown * m.importance)
             * (1 + c.emotion_slowdown * abs(m.valence)) AS slowdown) s
  CROSS JOIN LATERAL (
@@ -258,7 +259,9 @@ BEGIN
         PERFORM 1 FROM dionysus.memories y WHERE y.id = cand.memory_id FOR UPDATE SKIP LOCKED;
         CONTINUE WHEN NOT FOUND;
         SELECT d.memory_id, d.stage::text AS stage, d.due, d.effective_days, d.slowdown, d.reinforced_at,
-               x.content, x.summary, x.micro, x.access_count, x.importance, x.valence, x.source, x.type
+               x.content, x.summary, x.micro,
+               coalesce((SELECT a.access_count FROM dionysus.memory_access a WHERE a.memory_id = x.id), 0) AS access_count,
+               x.importance, x.valence, x.source, x.type
           INTO m
           FROM dionysus.memory_decay d JOIN dionysus.memories x ON x.id = d.memory_id
          WHERE d.memory_id = cand.memory_id AND d.exempt IS NULL AND d.stage::text = cand.stage

@@ -103,7 +103,8 @@ COMMENT ON TABLE memory_neighborhoods IS 'Precomputed top-20 associations of eac
 COMMENT ON TABLE neighborhood_queue IS
     'Append-only queue of stale neighborhoods; rows that failed wait with back-off (not_before).';
 COMMENT ON TABLE embedding_cache IS 'Embeddings by (model, sha256 of the text).';
-COMMENT ON TABLE memory_access_log IS 'Recall hits not yet folded into memories.access_count by the worker. No foreign key, so that recall locks no memory: the rows of a memory since deleted go with the next fold. Unlogged, so that a recall''s commit waits for no disk: a crash or failover loses the hits since the last fold, and a hot standby cannot read it.';
+COMMENT ON TABLE memory_access_log IS 'Recall hits not yet folded into memory_access by the worker. No foreign key, so that recall locks no memory: the rows of a memory since deleted go with the next fold. Unlogged, so that a recall''s commit waits for no disk: a crash or failover loses the hits since the last fold, and a hot standby cannot read it.';
+COMMENT ON TABLE memory_access IS 'How often and how lately each memory was recalled (recall_by_id adds the hits not yet folded; decay slows with the count). Beside memories, not in it: changing a memory''s row puts it into every index again, the vector index included.';
 COMMENT ON TABLE memory_sentences IS
     'A vector per sentence of a memory of several (at most 16, in runs of consecutive sentences), made by the maintenance pass with the store''s model; recall raises a memory''s vector score towards its closest sentence''s (recall_config.sentence_share). Emptied by a re-index swap, which queues them all again.';
 COMMENT ON TABLE sentence_queue IS

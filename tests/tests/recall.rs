@@ -163,18 +163,33 @@ async fn recall_counts_access_but_never_inflates_importance() {
     let c = &db.client;
     let id: uuid::Uuid =
         c.query_one("SELECT dionysus.remember('Favourite number is 7', 'semantic', importance => 1.0)", &[]).await.unwrap().get(0);
+    // The memory's row as written: the fold must leave it alone (a new version of it is a new
+    // entry in every index, the vector index included; 0.16.0's fold made one per recalled memory).
+    let version = "SELECT xmin::text || ctid::text FROM dionysus.memories WHERE id = $1";
+    let before: String = c.query_one(version, &[&id]).await.unwrap().get(0);
     for _ in 0..25 {
         c.query("SELECT * FROM dionysus.recall('favourite number', 1)", &[]).await.unwrap();
     }
     c.query_one("SELECT dionysus.run_maintenance()", &[]).await.unwrap();
     let row = c
-        .query_one("SELECT access_count, importance, last_accessed IS NOT NULL FROM dionysus.memories WHERE id = $1", &[&id])
+        .query_one(
+            "SELECT a.access_count, m.importance, a.last_accessed IS NOT NULL \
+               FROM dionysus.memories m JOIN dionysus.memory_access a ON a.memory_id = m.id WHERE m.id = $1",
+            &[&id],
+        )
         .await
         .unwrap();
     assert_eq!(row.get::<_, i32>(0), 25);
     assert_eq!(row.get::<_, f32>(1), 1.0);
     assert!(row.get::<_, bool>(2));
     assert_eq!(count(c, "memory_access_log").await, 0, "the log is folded");
+    let after: String = c.query_one(version, &[&id]).await.unwrap().get(0);
+    assert_eq!(after, before, "folding recalls rewrote the memory's row");
+    let by_id: i32 = c.query_one("SELECT access_count FROM dionysus.recall_by_id($1)", &[&id]).await.unwrap().get(0);
+    assert_eq!(by_id, 25);
+    // Forgetting the memory takes its counts with it.
+    c.query_one("SELECT dionysus.forget($1)", &[&id]).await.unwrap();
+    assert_eq!(count(c, "memory_access").await, 0);
 }
 
 /// Reading takes no row lock: a memory recalled in a transaction still open can be forgotten at

@@ -36,6 +36,8 @@ const PAIRED_WORD_SEARCH: &str = "0.13.0";
 const LOCKING_ACCESS_LOG: &str = "0.14.0";
 /// The last release whose access log was WAL-logged (every recall's commit waited for the disk).
 const LOGGED_ACCESS_LOG: &str = "0.15.0";
+/// The last release that folded recall counts into the memory's own row.
+const COUNTS_IN_MEMORIES: &str = "0.16.0";
 
 /// Everything about the extension's objects that a person or the driver could notice, one
 /// line per fact, with no OIDs and no column order (ALTER TABLE ADD COLUMN appends).
@@ -904,6 +906,61 @@ async fn an_update_from_0_15_keeps_the_log_unlogged_and_splits_old_memories() {
     assert_eq!(fresh, 2, "a memory written after the update is counted");
     old.batch_execute("SELECT pg_advisory_unlock(hashtextextended('dionysus.fold_access_log', 0))").await.unwrap();
     same_as_a_fresh_install(&old, "after_0_15").await;
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// 0.16.0's recall counts (folded into memories, and the hits not yet folded) move to
+/// memory_access with the update; folding after it leaves the memory's row as it was, and what
+/// reads the counts (recall_by_id, decay, the heartbeat's themes) reads them there.
+#[tokio::test]
+async fn an_update_from_0_16_moves_recall_counts_beside_memories() {
+    let admin = connect("postgres").await;
+    let (name, old) = install_release(&admin, COUNTS_IN_MEMORIES).await;
+    // Not the worker's to fold while this test watches the log.
+    old.batch_execute("SELECT pg_advisory_lock(hashtextextended('dionysus.fold_access_log', 0))").await.unwrap();
+    let key: uuid::Uuid =
+        old.query_one("SELECT dionysus.remember('The spare key is under the blue flowerpot')", &[]).await.expect("fill 0.16.0").get(0);
+    old.query_one("SELECT dionysus.remember('The boiler is serviced every October')", &[]).await.expect("fill 0.16.0");
+    for _ in 0..3 {
+        old.query("SELECT * FROM dionysus.recall('where is the spare key?', 1)", &[]).await.expect("recall on 0.16.0");
+    }
+    old.query_one("SELECT dionysus.run_maintenance()", &[]).await.expect("fold on 0.16.0");
+    let folded: (i32, bool) = {
+        let r = old.query_one("SELECT access_count, last_accessed IS NOT NULL FROM dionysus.memories WHERE id = $1", &[&key]).await.unwrap();
+        (r.get(0), r.get(1))
+    };
+    assert_eq!(folded, (3, true), "0.16.0 folds into the memory's row");
+    old.query("SELECT * FROM dionysus.recall('where is the spare key?', 1)", &[]).await.expect("a hit left unfolded");
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let moved: i32 = old.query_one("SELECT access_count FROM dionysus.memory_access WHERE memory_id = $1", &[&key]).await.unwrap().get(0);
+    assert_eq!(moved, 3, "the folded count moved");
+    let by_id = "SELECT access_count, last_accessed IS NOT NULL FROM dionysus.recall_by_id($1)";
+    let r = old.query_one(by_id, &[&key]).await.unwrap();
+    assert_eq!((r.get::<_, i32>(0), r.get::<_, bool>(1)), (4, true), "recall_by_id adds the hit not yet folded");
+    let version = "SELECT xmin::text || ctid::text FROM dionysus.memories WHERE id = $1";
+    let before: String = old.query_one(version, &[&key]).await.unwrap().get(0);
+    old.query_one("SELECT dionysus.run_maintenance()", &[]).await.expect("fold after the update");
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.memory_access_log").await, 0, "folded");
+    let after: String = old.query_one(version, &[&key]).await.unwrap().get(0);
+    assert_eq!(after, before, "the fold leaves the memory's row alone");
+    let r = old.query_one(by_id, &[&key]).await.unwrap();
+    assert_eq!(r.get::<_, i32>(0), 4);
+    // Decay's slowdown reads the count: ln(1 + 4) of recall_slowdown.
+    let slowdown: bool = old
+        .query_one(
+            "SELECT abs(d.slowdown - (1 + c.recall_slowdown * ln(5)) * (1 + c.importance_slowdown * m.importance) * (1 + c.emotion_slowdown * abs(m.valence))) < 1e-9 \
+               FROM dionysus.memory_decay d JOIN dionysus.memories m ON m.id = d.memory_id CROSS JOIN dionysus.decay_config c WHERE d.memory_id = $1",
+            &[&key],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(slowdown, "decay counts the recalls");
+    let themes: serde_json::Value = old.query_one("SELECT dionysus.activated_themes()", &[]).await.unwrap().get(0);
+    assert!(themes.to_string().contains("spare key"), "the recalled memory is a theme: {themes}");
+    old.batch_execute("SELECT pg_advisory_unlock(hashtextextended('dionysus.fold_access_log', 0))").await.unwrap();
+    same_as_a_fresh_install(&old, "after_0_16").await;
     drop(old);
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
 }

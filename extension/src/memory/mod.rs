@@ -355,6 +355,15 @@ fn supersede(
     new_id
 }
 
+thread_local! {
+    static ACCESS_TABLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this database's schema keeps recall counts in memory_access (0.17.0 on).
+pub fn access_table() -> bool {
+    crate::spi_util::has_relation(&ACCESS_TABLE, "dionysus.memory_access")
+}
+
 /// One memory with every field, or P0002 if it does not exist.
 #[pg_extern(stable, parallel_safe)]
 fn recall_by_id(
@@ -381,13 +390,24 @@ fn recall_by_id(
     ),
 > {
     let id = require_memory("memory_id", memory_id);
-    // With the recalls not yet folded in, from the access log; not on a hot standby, which
-    // cannot read the (unlogged) log: there, the counts as last folded.
-    let accessed = if unsafe { pg_sys::RecoveryInProgress() } {
-        "m.access_count, m.last_accessed"
+    // As folded (memory_access; in the memory's row before 0.17.0) and with the recalls not yet
+    // folded in, from the access log; not on a hot standby, which cannot read the (unlogged)
+    // log: there, the counts as last folded.
+    let (count, last) = if access_table() {
+        (
+            "coalesce((SELECT a.access_count FROM dionysus.memory_access a WHERE a.memory_id = m.id), 0)",
+            "(SELECT a.last_accessed FROM dionysus.memory_access a WHERE a.memory_id = m.id)",
+        )
     } else {
-        "m.access_count + (SELECT count(*)::int FROM dionysus.memory_access_log l WHERE l.memory_id = m.id), \
-         greatest(m.last_accessed, (SELECT max(accessed_at) FROM dionysus.memory_access_log l WHERE l.memory_id = m.id))"
+        ("m.access_count", "m.last_accessed")
+    };
+    let accessed = if unsafe { pg_sys::RecoveryInProgress() } {
+        format!("{count}, {last}")
+    } else {
+        format!(
+            "{count} + (SELECT count(*)::int FROM dionysus.memory_access_log l WHERE l.memory_id = m.id), \
+             greatest({last}, (SELECT max(accessed_at) FROM dionysus.memory_access_log l WHERE l.memory_id = m.id))"
+        )
     };
     let row = Spi::connect(|c| {
         let t = c

@@ -655,7 +655,7 @@ const EXPANSION_SQL: &str = "WITH s AS (SELECT * FROM unnest($8::uuid[], $9::flo
        WHERE $10 > 0), \
     lent AS (SELECT n, max(association)::float8 AS association, max(temporal)::float8 AS temporal FROM links GROUP BY n)";
 
-/// Records that memories were recalled (folded into access_count by the worker).
+/// Records that memories were recalled (folded into memory_access by the worker).
 fn log_access(ids: &[Uuid]) {
     let writable = unsafe { !pg_sys::XactReadOnly && !pg_sys::RecoveryInProgress() };
     if ids.is_empty() || !writable {

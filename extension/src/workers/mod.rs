@@ -392,7 +392,7 @@ fn record_pass(done: i64, elapsed_ms: f64, error: Option<String>) {
     );
 }
 
-/// Folds recall's access log into memories.access_count / last_accessed.
+/// Folds recall's access log into memory_access (access_count, last_accessed).
 pub fn fold_access_log() {
     // One fold at a time (the worker's, a run_maintenance() call's): two DELETEs of the same
     // log rows in different orders would deadlock; the other fold gets the rows next time.
@@ -400,9 +400,23 @@ pub fn fold_access_log() {
         return;
     }
     // A memory's row before its log rows, as forget takes them (the global lock order in
-    // sql/002_heartbeat.sql); one another transaction holds (a forget, a decay step) is skipped,
-    // its recalls folded next time. The rows of a memory since deleted go.
-    Spi::run(
+    // sql/002_heartbeat.sql); one another transaction is deleting is skipped, its recalls folded
+    // next time (FOR KEY SHARE: a decay step changing the memory does not hold the fold up).
+    // The rows of a memory since deleted go. The counts go to memory_access, never to the
+    // memory's own row (sql/001_schema.sql says why); a schema from before 0.17.0, until ALTER
+    // EXTENSION UPDATE, still keeps them in memories.
+    let fold = if crate::memory::access_table() {
+        "WITH held AS (SELECT m.id FROM dionysus.memories m \
+                        WHERE m.id IN (SELECT DISTINCT memory_id FROM dionysus.memory_access_log) \
+                        FOR KEY SHARE SKIP LOCKED), \
+              taken AS (DELETE FROM dionysus.memory_access_log l WHERE l.memory_id IN (SELECT id FROM held) \
+                        RETURNING memory_id, accessed_at), \
+              agg AS (SELECT memory_id, count(*)::int AS n, max(accessed_at) AS at FROM taken GROUP BY memory_id) \
+         INSERT INTO dionysus.memory_access AS a (memory_id, access_count, last_accessed) \
+         SELECT memory_id, n, at FROM agg ORDER BY memory_id \
+         ON CONFLICT (memory_id) DO UPDATE SET access_count = a.access_count + excluded.access_count, \
+                last_accessed = greatest(a.last_accessed, excluded.last_accessed)"
+    } else {
         "WITH held AS (SELECT m.id FROM dionysus.memories m \
                         WHERE m.id IN (SELECT DISTINCT memory_id FROM dionysus.memory_access_log) \
                         FOR NO KEY UPDATE SKIP LOCKED), \
@@ -411,9 +425,9 @@ pub fn fold_access_log() {
               agg AS (SELECT memory_id, count(*)::int AS n, max(accessed_at) AS at FROM taken GROUP BY memory_id) \
          UPDATE dionysus.memories m SET access_count = m.access_count + agg.n, \
                 last_accessed = greatest(m.last_accessed, agg.at) \
-         FROM agg WHERE m.id = agg.memory_id",
-    )
-    .expect("fold access log");
+         FROM agg WHERE m.id = agg.memory_id"
+    };
+    Spi::run(fold).expect("fold access log");
     Spi::run(
         "DELETE FROM dionysus.memory_access_log l \
           WHERE NOT EXISTS (SELECT 1 FROM dionysus.memories m WHERE m.id = l.memory_id)",

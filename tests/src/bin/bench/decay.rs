@@ -16,15 +16,17 @@ pub async fn decay(n: usize) {
         "SELECT dionysus.set_clock('2026-06-01 12:00+00');
          UPDATE dionysus.decay_config SET pass_interval = '100 years', last_pass_at = dionysus.clock_now();
          DROP INDEX dionysus.memories_embedding_hnsw;
-         INSERT INTO dionysus.memories (type, content, summary, micro, embedding, importance, valence, access_count, created_at, reinforced_at)
+         INSERT INTO dionysus.memories (type, content, summary, micro, embedding, importance, valence, created_at, reinforced_at)
          SELECT 'episodic',
                 'Memory ' || i || ': ' || repeat('an afternoon by the water with friends, talking about work and plans. ', 4 + i % 3),
                 CASE WHEN i % 2 = 0 THEN 'Memory ' || i || ': an afternoon by the water with friends.' END,
                 CASE WHEN i % 2 = 0 THEN 'Water, friends.' END,
                 (SELECT array_agg(random() - 0.5)::real[] FROM generate_series(1, 384 + 0 * i))::vector,
-                random() * 0.8, random() * 2 - 1, (random() * 4)::int,
+                random() * 0.8, random() * 2 - 1,
                 dionysus.clock_now() - random() * interval '200 days', dionysus.clock_now()
            FROM generate_series(1, {n}) i;
+         INSERT INTO dionysus.memory_access (memory_id, access_count)
+         SELECT id, (random() * 4)::int FROM dionysus.memories;
          CREATE INDEX memories_embedding_hnsw ON dionysus.memories USING hnsw (embedding vector_cosine_ops);
          TRUNCATE dionysus.decay_mentions;"
     ))
