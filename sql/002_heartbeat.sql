@@ -31,9 +31,10 @@
 --      an episode's row FOR SHARE before its working memory (chat_context, complete_work's focus and threads,
 --      activate_procedure); a feedback row before the censors its heartbeat lesson proposed (028: FOR SHARE
 --      in complete_work's censor_candidates, deleted by /undo, which then retires them); a memory's row
---      before its access-log rows and then its memory_access row (forget, whose delete cascades to
---      it; the access-log fold, which takes the memory FOR KEY SHARE and skips one another
---      transaction is deleting; recall only appends to the log and locks no memory)
+--      before its access-log and memory_access rows (forget, whose delete cascades to its
+--      memory_access row; the access-log fold, which takes the memory FOR KEY SHARE and skips one
+--      another transaction holds for update or delete; recall only appends to the log and locks
+--      no memory)
 --   9. a person's working-memory lock 'dionysus.working_memory:<person>' (025: chat_context, complete_work's
 --                                   focus and threads at its very end, an episode's close after its row,
 --                                   close_open_thread, activate_procedure; then only working-memory,

@@ -13,7 +13,7 @@ CREATE TABLE memory_access (
 );
 CREATE INDEX memory_access_last ON memory_access (last_accessed DESC) WHERE last_accessed IS NOT NULL;
 INSERT INTO memory_access (memory_id, access_count, last_accessed)
-SELECT id, access_count, last_accessed FROM memories WHERE access_count > 0 OR last_accessed IS NOT NULL;
+SELECT id, greatest(access_count, 0), last_accessed FROM memories WHERE access_count > 0 OR last_accessed IS NOT NULL;
 GRANT SELECT, INSERT, UPDATE ON memory_access TO dionysus_driver;
 COMMENT ON TABLE memory_access IS 'How often and how lately each memory was recalled (recall_by_id adds the hits not yet folded; decay slows with the count). Beside memories, not in it: changing a memory''s row puts it into every index again, the vector index included.';
 COMMENT ON TABLE memory_access_log IS

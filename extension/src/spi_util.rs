@@ -30,20 +30,41 @@ pub fn vector_type() -> String {
 }
 
 thread_local! {
-    static VECTOR_OID: OnceCell<pg_sys::Oid> = const { OnceCell::new() };
+    static VECTOR_OID: std::cell::Cell<pg_sys::Oid> = const { std::cell::Cell::new(pg_sys::InvalidOid) };
 }
 
 /// A query vector as a parameter of pgvector's own type, built here in one allocation: a
 /// statement compares it as it is, where `$1::real[]::vector` would convert an array of its
 /// 384 floats (pgrx builds that array element by element) and then cast it, in every statement.
+/// The value lives in the current memory context: build it for the statement that uses it (as
+/// an argument list is built), never keep it beyond.
 pub fn vector_arg(v: &[f32]) -> pgrx::datum::DatumWithOid<'static> {
+    debug_assert!((1..=16_000).contains(&v.len()), "pgvector's dimensions");
     let oid = VECTOR_OID.with(|cell| {
-        *cell.get_or_init(|| {
-            first_or_none::<pg_sys::Oid>(&format!("SELECT '{}'::regtype::oid", vector_type().replace('\'', "''")), &[])
-                .expect("pgvector's vector type")
-        })
+        let cached = cell.get();
+        let exists = |oid: pg_sys::Oid| unsafe {
+            pg_sys::SearchSysCacheExists(
+                pg_sys::SysCacheIdentifier::TYPEOID as _,
+                pg_sys::Datum::from(oid),
+                pg_sys::Datum::from(0),
+                pg_sys::Datum::from(0),
+                pg_sys::Datum::from(0),
+            )
+        };
+        if cached != pg_sys::InvalidOid && exists(cached) {
+            return cached;
+        }
+        // First use, or pgvector was dropped and created again in this session: the plans made
+        // for the old type's parameters go with it.
+        if cached != pg_sys::InvalidOid {
+            PLANS.with(|plans| plans.borrow_mut().clear());
+        }
+        let oid = first_or_none::<pg_sys::Oid>(&format!("SELECT '{}'::regtype::oid", vector_type().replace('\'', "''")), &[])
+            .expect("pgvector's vector type");
+        cell.set(oid);
+        oid
     });
-    // pgvector's Vector: a 4-byte varlena header, int16 dim, int16 unused, float4 x[dim].
+    // pgvector's Vector: a 4-byte varlena header, int16 dim, int16 unused (zero), float4 x[dim].
     let size = 8 + 4 * v.len();
     unsafe {
         let p = pg_sys::palloc0(size) as *mut u8;

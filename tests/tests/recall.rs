@@ -171,6 +171,8 @@ async fn recall_counts_access_but_never_inflates_importance() {
         c.query("SELECT * FROM dionysus.recall('favourite number', 1)", &[]).await.unwrap();
     }
     c.query_one("SELECT dionysus.run_maintenance()", &[]).await.unwrap();
+    // (This call's fold or the worker's, whichever took the log.)
+    until(c, "NOT EXISTS (SELECT 1 FROM dionysus.memory_access_log)", "the log folded").await;
     let row = c
         .query_one(
             "SELECT a.access_count, m.importance, a.last_accessed IS NOT NULL \

@@ -416,12 +416,14 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     // 3. Expansion: neighborhoods, graph edges, episode-adjacent turns. Each candidate keeps
     //    the most it is lent by any one seed (max, never a sum: ten near-duplicates do not add
     //    up). A neighbour not met before is read in the same query, if it passes the filters
-    //    (one met before is not looked up again: the key is NULL for it). Of those, no more are
-    //    read than there were vector seeds, the most lent first: one that no seed query found
-    //    has little evidence of its own (its meaning is below the seeds', its rare words matched
-    //    nothing), so what it is lent is what can lift it. At 100k memories the ten seeds have
-    //    about a hundred such neighbours, and reading them was a third of recall's search part;
-    //    a store of a few hundred has far fewer (LoCoMo's recall is the same with or without).
+    //    (one met before is not looked up again: its columns come back NULL). Of those that pass
+    //    the filters, no more are read than there were vector seeds, the most lent first (taken
+    //    in that order until there are enough, so a memory the filters hide takes no one's
+    //    place): one that no seed query found has little evidence of its own (its meaning is
+    //    below the seeds', its rare words matched nothing), so what it is lent is what can lift
+    //    it. At 100k memories the ten seeds have about a hundred such neighbours, and reading
+    //    them was a third of recall's search part; a store of a few hundred has far fewer
+    //    (LoCoMo's recall is the same with or without).
     let window = cfg.temporal_window.clamp(0.0, 100.0) as usize;
     let mut args = base_args();
     args.extend([
@@ -441,13 +443,14 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     let lent = select_prepared(
         &format!("{EXPANSION_SQL}, \
                   known AS (SELECT lent.*, lent.n = ANY($12) AS known FROM lent), \
-                  chosen AS (SELECT * FROM known WHERE known \
-                             UNION ALL \
-                             (SELECT * FROM known WHERE NOT known \
-                              ORDER BY greatest($13 * association, $14 * temporal) DESC, n LIMIT $15)) \
-                  SELECT {columns}, lent.n, lent.association, lent.temporal FROM chosen lent \
-                  LEFT JOIN dionysus.memories m \
-                         ON m.id = (CASE WHEN lent.known THEN NULL ELSE lent.n END) AND {FILTER_SQL}"),
+                  unread AS (SELECT {columns}, u.n, u.association, u.temporal \
+                               FROM (SELECT k.*, $13 * k.association + $14 * k.temporal AS lend FROM known k \
+                                      WHERE NOT k.known ORDER BY lend DESC, k.n) u \
+                               JOIN dionysus.memories m ON m.id = u.n AND {FILTER_SQL} \
+                              ORDER BY u.lend DESC, u.n LIMIT $15) \
+                  SELECT * FROM unread \
+                  UNION ALL \
+                  SELECT {UNREAD_NULLS}, k.n, k.association, k.temporal FROM known k WHERE k.known"),
         &args,
         |t| Some((t.get::<Uuid>(9).ok()??, t.get::<f64>(10).ok()??, t.get::<f64>(11).ok()??, read(t))),
     );
@@ -629,6 +632,10 @@ enum Found {
     Time,
     Words,
 }
+
+/// The columns recall reads of a memory (`columns` in search), empty: for a neighbour that was
+/// read before the expansion.
+const UNREAD_NULLS: &str = "NULL::uuid, NULL::text, NULL::timestamptz, NULL::float8, NULL::float8, NULL::int8, NULL::tsvector, NULL::int4";
 
 /// What the strongest seeds lend the memories one hop from them, as `lent(n, association,
 /// temporal)`: through their precomputed neighborhoods and their graph edges (either way;

@@ -400,9 +400,9 @@ pub fn fold_access_log() {
         return;
     }
     // A memory's row before its log rows, as forget takes them (the global lock order in
-    // sql/002_heartbeat.sql); one another transaction is deleting is skipped, its recalls folded
-    // next time (FOR KEY SHARE: a decay step changing the memory does not hold the fold up).
-    // The rows of a memory since deleted go. The counts go to memory_access, never to the
+    // sql/002_heartbeat.sql); one another transaction holds for update or delete (a forget, a
+    // decay step) is skipped, its recalls folded next time (FOR KEY SHARE: a plain update of its
+    // other columns does not hold the fold up). The rows of a memory since deleted go. The counts go to memory_access, never to the
     // memory's own row (sql/001_schema.sql says why); a schema from before 0.17.0, until ALTER
     // EXTENSION UPDATE, still keeps them in memories.
     let fold = if crate::memory::access_table() {
