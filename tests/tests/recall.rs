@@ -536,3 +536,66 @@ async fn the_answer_in_one_sentence_of_a_long_turn_counts_that_sentence() {
         .unwrap();
     assert_eq!((left.get::<_, i64>(0), left.get::<_, i64>(1)), (0, 12));
 }
+
+/// The expansion reads at most as many neighbours not yet met as there were vector seeds, the
+/// most lent first; a neighbour the caller may not see takes no one's place among them. Here a
+/// seed's neighbourhood holds 45 memories private to someone else, lent the most, and one the
+/// caller may see, lent a little less and found by nothing else (its vector is far from the
+/// question's, beyond 45 closer fillers): it must still be read, and lifted by what it is lent.
+/// (Vectors made from the question's own, so the geometry is exact; one transaction, so the
+/// worker computes no neighbourhood of its own meanwhile.)
+#[tokio::test]
+async fn a_neighbour_the_filters_hide_takes_no_place_in_the_expansion() {
+    let db = TestDb::new("expansion_cap").await;
+    let c = &db.client;
+    let question = "where did the lighthouse keeper retire to?";
+    c.batch_execute("BEGIN; SELECT setseed(0.42)").await.unwrap();
+    let insert = "INSERT INTO dionysus.memories (type, content, embedding, private_to) \
+                  SELECT 'episodic', $1, (SELECT array_agg(x * $2::real + (random() - 0.5)::real) \
+                                          FROM unnest(dionysus.embed($3)::real[]) x)::vector, $4 RETURNING id";
+    let none: Option<Vec<String>> = None;
+    // The seed: the question's own vector (and a noise of nothing).
+    let seed: uuid::Uuid = c
+        .query_one(
+            "INSERT INTO dionysus.memories (type, content, embedding) \
+             SELECT 'episodic', 'Ann: the lighthouse keeper retired to a cottage', dionysus.embed($1) RETURNING id",
+            &[&question],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    // Closer to the question than the visible neighbour (cosine about 0.3), sharing none of its words.
+    for i in 0..45 {
+        c.query_one(insert, &[&format!("Ann: filler note {i} about nothing much"), &1.8f32, &question, &none]).await.unwrap();
+    }
+    let hidden: Vec<uuid::Uuid> = {
+        let mut v = Vec::new();
+        for i in 0..45 {
+            let bob = Some(vec!["discord:bob".to_string()]);
+            v.push(c.query_one(insert, &[&format!("Bob: private thing {i}"), &0f32, &question, &bob]).await.unwrap().get(0));
+        }
+        v
+    };
+    let visible: uuid::Uuid =
+        c.query_one(insert, &[&"Ann: the parcel tracking code is 4471", &0f32, &question, &none]).await.unwrap().get(0);
+    let mut ids = hidden.clone();
+    ids.push(visible);
+    let mut weights = vec![1.5f32; hidden.len()];
+    weights.push(1.2);
+    c.execute(
+        "INSERT INTO dionysus.memory_neighborhoods (memory_id, neighbor_ids, neighbor_weights, computed_at) VALUES ($1, $2, $3, now())",
+        &[&seed, &ids, &weights],
+    )
+    .await
+    .unwrap();
+    let rows = c
+        .query("SELECT memory_id, found_by FROM dionysus.recall($1, 10, person => 'discord:alice')", &[&question])
+        .await
+        .unwrap();
+    c.batch_execute("ROLLBACK").await.unwrap();
+    let got: Vec<(uuid::Uuid, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(got.first().map(|g| g.0), Some(seed), "{got:?}");
+    assert!(got.iter().all(|g| !hidden.contains(&g.0)), "someone else's private memory recalled: {got:?}");
+    let lifted = got.iter().find(|g| g.0 == visible);
+    assert_eq!(lifted.map(|g| g.1.as_str()), Some("association"), "the visible neighbour was not read: {got:?}");
+}
