@@ -402,32 +402,35 @@ pub fn fold_access_log() {
     // A memory's row before its log rows, as forget takes them (the global lock order in
     // sql/002_heartbeat.sql); one another transaction holds for update or delete (a forget, a
     // decay step) is skipped, its recalls folded next time (FOR KEY SHARE: a plain update of its
-    // other columns does not hold the fold up). The rows of a memory since deleted go. The counts go to memory_access, never to the
-    // memory's own row (sql/001_schema.sql says why); a schema from before 0.17.0, until ALTER
-    // EXTENSION UPDATE, still keeps them in memories.
-    let fold = if crate::memory::access_table() {
-        "WITH held AS (SELECT m.id FROM dionysus.memories m \
-                        WHERE m.id IN (SELECT DISTINCT memory_id FROM dionysus.memory_access_log) \
-                        FOR KEY SHARE SKIP LOCKED), \
-              taken AS (DELETE FROM dionysus.memory_access_log l WHERE l.memory_id IN (SELECT id FROM held) \
-                        RETURNING memory_id, accessed_at), \
-              agg AS (SELECT memory_id, count(*)::int AS n, max(accessed_at) AS at FROM taken GROUP BY memory_id) \
-         INSERT INTO dionysus.memory_access AS a (memory_id, access_count, last_accessed) \
-         SELECT memory_id, n, at FROM agg ORDER BY memory_id \
-         ON CONFLICT (memory_id) DO UPDATE SET access_count = a.access_count + excluded.access_count, \
-                last_accessed = greatest(a.last_accessed, excluded.last_accessed)"
+    // other columns does not hold the fold up). The rows of a memory since deleted go. The
+    // counts go to memory_access, never to the memory's own row (sql/001_schema.sql says why);
+    // a schema from before 0.17.0, until ALTER EXTENSION UPDATE, still keeps them in memories.
+    let (lock, into) = if crate::memory::access_table() {
+        (
+            "FOR KEY SHARE",
+            "INSERT INTO dionysus.memory_access AS a (memory_id, access_count, last_accessed) \
+             SELECT memory_id, n, at FROM agg ORDER BY memory_id \
+             ON CONFLICT (memory_id) DO UPDATE SET access_count = a.access_count + excluded.access_count, \
+                    last_accessed = greatest(a.last_accessed, excluded.last_accessed)",
+        )
     } else {
+        (
+            "FOR NO KEY UPDATE",
+            "UPDATE dionysus.memories m SET access_count = m.access_count + agg.n, \
+                    last_accessed = greatest(m.last_accessed, agg.at) \
+             FROM agg WHERE m.id = agg.memory_id",
+        )
+    };
+    let fold = format!(
         "WITH held AS (SELECT m.id FROM dionysus.memories m \
                         WHERE m.id IN (SELECT DISTINCT memory_id FROM dionysus.memory_access_log) \
-                        FOR NO KEY UPDATE SKIP LOCKED), \
+                        {lock} SKIP LOCKED), \
               taken AS (DELETE FROM dionysus.memory_access_log l WHERE l.memory_id IN (SELECT id FROM held) \
                         RETURNING memory_id, accessed_at), \
               agg AS (SELECT memory_id, count(*)::int AS n, max(accessed_at) AS at FROM taken GROUP BY memory_id) \
-         UPDATE dionysus.memories m SET access_count = m.access_count + agg.n, \
-                last_accessed = greatest(m.last_accessed, agg.at) \
-         FROM agg WHERE m.id = agg.memory_id"
-    };
-    Spi::run(fold).expect("fold access log");
+         {into}"
+    );
+    Spi::run(&fold).expect("fold access log");
     Spi::run(
         "DELETE FROM dionysus.memory_access_log l \
           WHERE NOT EXISTS (SELECT 1 FROM dionysus.memories m WHERE m.id = l.memory_id)",
