@@ -415,53 +415,37 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
 
     // 3. Expansion: neighborhoods, graph edges, episode-adjacent turns. Each candidate keeps
     //    the most it is lent by any one seed (max, never a sum: ten near-duplicates do not add
-    //    up). A neighbour not met before is read in the same query, if it passes the filters
-    //    (one met before is not looked up again: its columns come back NULL). Of those that pass
-    //    the filters, no more are read than there were vector seeds, the most lent first (taken
-    //    in that order until there are enough, so a memory the filters hide takes no one's
-    //    place): one that no seed query found has little evidence of its own (its meaning is
-    //    below the seeds', its rare words matched nothing), so what it is lent is what can lift
-    //    it. At 100k memories the ten seeds have about a hundred such neighbours, and reading
-    //    them was a third of recall's search part; a store of a few hundred has far fewer
-    //    (LoCoMo's recall is the same with or without).
+    //    up).
     let window = cfg.temporal_window.clamp(0.0, 100.0) as usize;
-    let mut args = base_args();
-    args.extend([
-        seeds.iter().map(|s| s.0).collect::<Vec<Uuid>>().into(),
-        seeds.iter().map(|s| meaning(&rows[&s.0]).max(0.0)).collect::<Vec<f64>>().into(),
-        (window as i32).into(),
-        // What a turn `d` positions away is lent, d = 1..window: decay^(d-1), computed here
-        // (SQL's power() raises an error where the result underflows).
-        (0..window).map(|d| cfg.temporal_decay.powi(d as i32)).map(|v| if v.abs() < 1e-12 { 0.0 } else { v }).collect::<Vec<f64>>().into(),
-        // $12 the memories already read, $13 and $14 the weights of what is lent, $15 how many
-        // not yet read are.
-        rows.keys().copied().collect::<Vec<Uuid>>().into(),
-        cfg.weight_association.into(),
-        cfg.weight_temporal.into(),
-        n_seeds.into(),
-    ]);
-    let lent = select_prepared(
-        &format!("{EXPANSION_SQL}, \
-                  known AS (SELECT lent.*, lent.n = ANY($12) AS known FROM lent), \
-                  unread AS (SELECT {columns}, u.n, u.association, u.temporal \
-                               FROM (SELECT k.*, $13 * k.association + $14 * k.temporal AS lend FROM known k \
-                                      WHERE NOT k.known ORDER BY lend DESC, k.n) u \
-                               JOIN dionysus.memories m ON m.id = u.n AND {FILTER_SQL} \
-                              ORDER BY u.lend DESC, u.n LIMIT $15) \
-                  SELECT * FROM unread \
-                  UNION ALL \
-                  SELECT {UNREAD_NULLS}, k.n, k.association, k.temporal FROM known k WHERE k.known"),
-        &args,
-        |t| Some((t.get::<Uuid>(9).ok()??, t.get::<f64>(10).ok()??, t.get::<f64>(11).ok()??, read(t))),
+    let lent: Vec<(Uuid, f64, f64)> = select_prepared(
+        &format!("{EXPANSION_SQL} SELECT n, association, temporal FROM lent"),
+        &[
+            seeds.iter().map(|s| s.0).collect::<Vec<Uuid>>().into(),
+            seeds.iter().map(|s| meaning(&rows[&s.0]).max(0.0)).collect::<Vec<f64>>().into(),
+            (window as i32).into(),
+            // What a turn `d` positions away is lent, d = 1..window: decay^(d-1), computed here
+            // (SQL's power() raises an error where the result underflows).
+            (0..window).map(|d| cfg.temporal_decay.powi(d as i32)).map(|v| if v.abs() < 1e-12 { 0.0 } else { v }).collect::<Vec<f64>>().into(),
+        ],
+        |t| Some((t.get::<Uuid>(1).ok()??, t.get::<f64>(2).ok()??, t.get::<f64>(3).ok()??)),
     );
-    for (id, association, temporal, row) in lent {
-        if let Some(row) = row {
-            rows.insert(id, row);
-        } else if !rows.contains_key(&id) {
-            continue; // hidden by the filters
+    //    A neighbour no seed query found has little evidence of its own: its meaning is below
+    //    the vector seeds', its rare words matched nothing. What it is lent is what can lift it,
+    //    so of those that pass the filters no more are read than the answer holds (k), the most
+    //    lent first, taken in that order (first_found: a memory the filters hide takes no one's
+    //    place). At 100k memories the ten seeds have about a hundred such neighbours, and
+    //    reading them all was a third of recall's search part.
+    let lend = |association: f64, temporal: f64| cfg.weight_association * association + cfg.weight_temporal * temporal;
+    let mut unread: Vec<(Uuid, f64)> =
+        lent.iter().filter(|l| !rows.contains_key(&l.0)).map(|&(id, association, temporal)| (id, lend(association, temporal))).collect();
+    unread.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.as_bytes().cmp(b.0.as_bytes())));
+    let unread: Vec<Uuid> = unread.into_iter().map(|u| u.0).collect();
+    rows.extend(first_found(&unread, k, |ids| read_ids(ids).into_iter().map(|r| (r.id, r)).collect()));
+    for (id, association, temporal) in lent {
+        if rows.contains_key(&id) {
+            let c = cands.entry(id).or_default();
+            (c.association, c.temporal) = (association, temporal);
         }
-        let c = cands.entry(id).or_default();
-        (c.association, c.temporal) = (association, temporal);
     }
 
     let several: std::collections::HashSet<Uuid> = rows.values().filter(|r| r.sentences >= 2).map(|r| r.id).collect();
@@ -518,7 +502,8 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     //    (by sentence_share). Only the score: what it lent and how its words are corroborated
     //    stay with the whole text's meaning. The raise can only lift scores, and is at most
     //    weight_vector × share × (1 − cosine); so the k + 5th best score so far is a floor, and
-    //    a candidate that could not reach it even so is not looked up.
+    //    a candidate that could not reach it even so is not looked up (five to spare, for
+    //    those the final read may find gone).
     if cfg.sentence_share > 0.0 && !several.is_empty() {
         let mut scores: Vec<f64> = hits.iter().map(|h| h.score).collect();
         scores.sort_by(|a, b| b.total_cmp(a));
@@ -539,16 +524,20 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     });
     // What the k returned are: their text, type and stage, read with the filters again. One that
     // a transaction committed meanwhile deleted, archived or made private is gone from the
-    // answer, and the next in rank takes its place (a few more are read for that).
-    hits.truncate(k + 5);
+    // answer, and the next in rank takes its place (first_found).
     let stage = if crate::decay::installed() { "m.stage::text" } else { "'fresh'::text" };
-    let mut args = base_args();
-    args.push(hits.iter().filter_map(|h| h.id).collect::<Vec<Uuid>>().into());
-    let mut told: HashMap<Uuid, (String, String, String)> = select_prepared(
-        &format!("SELECT m.id, m.content, m.type::text, {stage} FROM dionysus.memories m WHERE m.id = ANY($8) AND {FILTER_SQL}"),
-        &args,
-        |t| Some((t.get::<Uuid>(1).ok()??, (t.get::<String>(2).ok()??, t.get::<String>(3).ok()??, t.get::<String>(4).ok()??))),
-    )
+    let ranked: Vec<Uuid> = hits.iter().filter_map(|h| h.id).collect();
+    let mut told: HashMap<Uuid, (String, String, String)> = first_found(&ranked, k, |ids| {
+        let mut args = base_args();
+        args.push(ids.into());
+        select_prepared(
+            &format!("SELECT m.id, m.content, m.type::text, {stage} FROM dionysus.memories m WHERE m.id = ANY($8) AND {FILTER_SQL}"),
+            &args,
+            |t| Some((t.get::<Uuid>(1).ok()??, (t.get::<String>(2).ok()??, t.get::<String>(3).ok()??, t.get::<String>(4).ok()??))),
+        )
+        .into_iter()
+        .collect()
+    })
     .into_iter()
     .collect();
     hits.retain_mut(|h| match told.remove(&h.id.unwrap()) {
@@ -560,6 +549,31 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     });
     hits.truncate(k);
     hits
+}
+
+/// The first `want` of `ranked` (best first) that `read` returns: one it leaves out (hidden by
+/// the filters, or gone since it was ranked) is skipped, and takes no one's place. Read in
+/// rounds: as many as are wanted, then, for as many as are still missing, twice as many each
+/// round (usually there is one).
+fn first_found<T>(ranked: &[Uuid], want: usize, mut read: impl FnMut(Vec<Uuid>) -> HashMap<Uuid, T>) -> Vec<(Uuid, T)> {
+    let mut found = Vec::with_capacity(want.min(ranked.len()));
+    let (mut at, mut round) = (0, 0);
+    while found.len() < want && at < ranked.len() {
+        let width = (want - found.len()).saturating_mul(1 << round.min(20));
+        let ids = &ranked[at..at.saturating_add(width).min(ranked.len())];
+        let mut read = read(ids.to_vec());
+        for id in ids {
+            if found.len() == want {
+                break;
+            }
+            if let Some(v) = read.remove(id) {
+                found.push((*id, v));
+            }
+        }
+        at += ids.len();
+        round += 1;
+    }
+    found
 }
 
 /// The words of `m`'s "Name: " label, lowercased: the expression of memories_speaker_words
@@ -633,19 +647,14 @@ enum Found {
     Words,
 }
 
-/// The columns recall reads of a memory (`columns` in search), empty: for a neighbour that was
-/// read before the expansion.
-const UNREAD_NULLS: &str = "NULL::uuid, NULL::text, NULL::timestamptz, NULL::float8, NULL::float8, NULL::int8, NULL::tsvector, NULL::int4";
-
 /// What the strongest seeds lend the memories one hop from them, as `lent(n, association,
 /// temporal)`: through their precomputed neighborhoods and their graph edges (either way;
 /// edges added since the last recompute count at once), a share of the seed's strength by the
 /// link's weight, and to the turns within `temporal_window` positions in the same episode, the
-/// strength decayed by `temporal_decay` a step; of all the seeds, the most. Parameters: $8 the
-/// seeds, $9 their strengths, $10 the window, $11 the share lent at each distance (the filters'
-/// $2..$7 are the caller's). An edge between two seeds lends both ways (until 0.15.0 only to
-/// its `to_id`).
-const EXPANSION_SQL: &str = "WITH s AS (SELECT * FROM unnest($8::uuid[], $9::float8[]) AS s(seed, strength)), \
+/// strength decayed by `temporal_decay` a step; of all the seeds, the most. Parameters: $1 the
+/// seeds, $2 their strengths, $3 the window, $4 the share lent at each distance. An edge
+/// between two seeds lends both ways (until 0.15.0 only to its `to_id`).
+const EXPANSION_SQL: &str = "WITH s AS (SELECT * FROM unnest($1::uuid[], $2::float8[]) AS s(seed, strength)), \
     links AS ( \
       SELECT u.n, u.strength * least(greatest(u.w / 1.5, 0), 1) AS association, 0::float8 AS temporal \
         FROM (SELECT s.strength, unnest(nb.neighbor_ids) AS n, unnest(nb.neighbor_weights) AS w \
@@ -655,11 +664,11 @@ const EXPANSION_SQL: &str = "WITH s AS (SELECT * FROM unnest($8::uuid[], $9::flo
       SELECT CASE WHEN e.from_id = s.seed THEN e.to_id ELSE e.from_id END, s.strength * least(greatest(e.weight / 1.5, 0), 1), 0 \
         FROM s JOIN dionysus.memory_edges e ON e.from_id = s.seed OR e.to_id = s.seed \
       UNION ALL \
-      SELECT b.memory_id, 0, s.strength * ($11::float8[])[abs(a.sequence_order - b.sequence_order)] \
+      SELECT b.memory_id, 0, s.strength * ($4::float8[])[abs(a.sequence_order - b.sequence_order)] \
         FROM s JOIN dionysus.episode_memories a ON a.memory_id = s.seed \
         JOIN dionysus.episode_memories b ON b.episode_id = a.episode_id \
-         AND b.sequence_order BETWEEN a.sequence_order - $10 AND a.sequence_order + $10 AND b.memory_id <> a.memory_id \
-       WHERE $10 > 0), \
+         AND b.sequence_order BETWEEN a.sequence_order - $3 AND a.sequence_order + $3 AND b.memory_id <> a.memory_id \
+       WHERE $3 > 0), \
     lent AS (SELECT n, max(association)::float8 AS association, max(temporal)::float8 AS temporal FROM links GROUP BY n)";
 
 /// Records that memories were recalled (folded into memory_access by the worker).
@@ -795,5 +804,42 @@ mod tests {
         )
         .unwrap();
         assert_eq!(pending, Some(0));
+    }
+
+    /// first_found takes the first `want` that the read returns, in rank order, whatever it
+    /// skips: read in rounds as wide as the number still missing, doubling, each id once.
+    #[pg_test]
+    fn the_first_found_are_taken_in_rank_order_in_doubling_rounds() {
+        use pgrx::Uuid;
+        use std::collections::HashMap;
+        let ranked: Vec<Uuid> = (0..40u8).map(|i| Uuid::from_bytes([i; 16])).collect();
+        let run = |want: usize, hidden: &dyn Fn(usize) -> bool| {
+            let mut rounds: Vec<usize> = Vec::new();
+            let mut asked: Vec<Uuid> = Vec::new();
+            let found = super::first_found(&ranked, want, |ids| {
+                rounds.push(ids.len());
+                asked.extend(&ids);
+                ids.into_iter().filter(|id| !hidden(id.as_bytes()[0] as usize)).map(|id| (id, id.as_bytes()[0] as usize)).collect::<HashMap<_, _>>()
+            });
+            (found.into_iter().map(|(_, rank)| rank).collect::<Vec<usize>>(), rounds, asked)
+        };
+        // Nothing hidden: one round of exactly `want`.
+        let (found, rounds, _) = run(5, &|_| false);
+        assert_eq!((found, rounds), ((0..5).collect(), vec![5]));
+        // The first twelve hidden: 3 missing after each round until found, in rank order.
+        let (found, rounds, asked) = run(3, &|r| r < 12);
+        assert_eq!(found, vec![12, 13, 14]);
+        assert_eq!(rounds, vec![3, 6, 12], "three, then twice as many each round");
+        assert_eq!(asked.len(), asked.iter().collect::<std::collections::HashSet<_>>().len(), "no id read twice");
+        // A round that finds more than are missing keeps the best ranked of them.
+        let (found, rounds, _) = run(2, &|r| r == 0);
+        assert_eq!((found, rounds), (vec![1, 2], vec![2, 2]));
+        // Fewer than wanted: all there are, and the list is read to its end once.
+        let (found, rounds, _) = run(10, &|r| r % 10 != 3);
+        assert_eq!(found, vec![3, 13, 23, 33]);
+        assert_eq!(rounds.iter().sum::<usize>(), 40);
+        // Nothing wanted, nothing read.
+        let (found, rounds, _) = run(0, &|_| false);
+        assert!(found.is_empty() && rounds.is_empty());
     }
 }
