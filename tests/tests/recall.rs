@@ -537,8 +537,8 @@ async fn the_answer_in_one_sentence_of_a_long_turn_counts_that_sentence() {
     assert_eq!((left.get::<_, i64>(0), left.get::<_, i64>(1)), (0, 12));
 }
 
-/// The expansion reads at most as many neighbours not yet met as there were vector seeds, the
-/// most lent first; a neighbour the caller may not see takes no one's place among them. Here a
+/// The expansion reads at most k neighbours not yet met (at least ten), the most lent first; a
+/// neighbour the caller may not see takes no one's place among them. Here a
 /// seed's neighbourhood holds 45 memories private to someone else, lent the most, and one the
 /// caller may see, lent a little less and found by nothing else (its vector is far from the
 /// question's, beyond 45 closer fillers): it must still be read, and lifted by what it is lent.

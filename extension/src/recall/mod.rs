@@ -276,8 +276,9 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     // The query's words, weighted by how rare they are: every candidate is scored by them.
     let scorer = lexical::Scorer::new(query, cfg);
     // Every memory recall considers is read once, with what its score needs, by whichever query
-    // finds it first (a seed query, or the one for the best word matches and the neighbours);
-    // the rest of what recall returns (text, type, stage) only for the k it returns. Its text is
+    // finds it first (a seed query, the read of the word matches no seed query found, or the
+    // expansion's read of neighbours); the rest of what recall returns (text, type, stage) only
+    // for the k it returns. Its text is
     // read for its label only when the question names someone, its local time only when the
     // question asks about a time.
     let columns = format!(
@@ -430,17 +431,22 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
         |t| Some((t.get::<Uuid>(1).ok()??, t.get::<f64>(2).ok()??, t.get::<f64>(3).ok()??)),
     );
     //    A neighbour no seed query found has little evidence of its own: its meaning is below
-    //    the vector seeds', its rare words matched nothing. What it is lent is what can lift it,
-    //    so of those that pass the filters no more are read than the answer holds (k), the most
-    //    lent first, taken in that order (first_found: a memory the filters hide takes no one's
-    //    place). At 100k memories the ten seeds have about a hundred such neighbours, and
-    //    reading them all was a third of recall's search part.
+    //    the vector seeds', its rare words matched nothing. What it is lent is mostly what can
+    //    lift it, so of those that pass the filters no more are read than the answer holds (k,
+    //    and at least MIN_EXPANSION_READS), the most lent first, taken in that order
+    //    (first_found: a memory the filters hide takes no one's place). A bound, not a proof:
+    //    one lent a little less but with more of its own (importance, recency, the person or
+    //    time asked about) can be left out. At 100k memories the ten seeds have about a hundred
+    //    such neighbours, and reading them all was a third of recall's search part.
     let lend = |association: f64, temporal: f64| cfg.weight_association * association + cfg.weight_temporal * temporal;
     let mut unread: Vec<(Uuid, f64)> =
         lent.iter().filter(|l| !rows.contains_key(&l.0)).map(|&(id, association, temporal)| (id, lend(association, temporal))).collect();
     unread.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.as_bytes().cmp(b.0.as_bytes())));
     let unread: Vec<Uuid> = unread.into_iter().map(|u| u.0).collect();
-    rows.extend(first_found(&unread, k, |ids| read_ids(ids).into_iter().map(|r| (r.id, r)).collect()));
+    for (id, row) in first_found(&unread, k.max(MIN_EXPANSION_READS), |ids| read_ids(ids).into_iter().map(|r| (r.id, r)).collect()) {
+        cands.entry(id).or_default();
+        rows.insert(id, row);
+    }
     for (id, association, temporal) in lent {
         if rows.contains_key(&id) {
             let c = cands.entry(id).or_default();
@@ -503,7 +509,8 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     //    stay with the whole text's meaning. The raise can only lift scores, and is at most
     //    weight_vector × share × (1 − cosine); so the k + 5th best score so far is a floor, and
     //    a candidate that could not reach it even so is not looked up (five to spare, for
-    //    those the final read may find gone).
+    //    those the final read may find gone; should more than five go at once, the ones taken
+    //    in their place are ranked by scores that may lack their raise).
     if cfg.sentence_share > 0.0 && !several.is_empty() {
         let mut scores: Vec<f64> = hits.iter().map(|h| h.score).collect();
         scores.sort_by(|a, b| b.total_cmp(a));
@@ -553,8 +560,8 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
 
 /// The first `want` of `ranked` (best first) that `read` returns: one it leaves out (hidden by
 /// the filters, or gone since it was ranked) is skipped, and takes no one's place. Read in
-/// rounds: as many as are wanted, then, for as many as are still missing, twice as many each
-/// round (usually there is one).
+/// rounds, each taking the next `missing × 2^r` of the list (round r from 0, the doubling
+/// capped at 2^20), so usually there is one.
 fn first_found<T>(ranked: &[Uuid], want: usize, mut read: impl FnMut(Vec<Uuid>) -> HashMap<Uuid, T>) -> Vec<(Uuid, T)> {
     let mut found = Vec::with_capacity(want.min(ranked.len()));
     let (mut at, mut round) = (0, 0);
@@ -575,6 +582,10 @@ fn first_found<T>(ranked: &[Uuid], want: usize, mut read: impl FnMut(Vec<Uuid>) 
     }
     found
 }
+
+/// The fewest neighbours not yet met that the expansion reads (the default answer's size), so
+/// that a short answer's first places are a longer one's up to ten.
+const MIN_EXPANSION_READS: usize = 10;
 
 /// The words of `m`'s "Name: " label, lowercased: the expression of memories_speaker_words
 /// (dionysus_internal.speaker_words in sql/001_schema.sql, which the planner inlines to this),
