@@ -3,7 +3,7 @@
 use super::{validate, NewMemory};
 use crate::embed::{self, check_text};
 use crate::errors;
-use crate::spi_util::{cosine_op, vector_type, with_iterative_scan};
+use crate::spi_util::{cosine_op, vector_arg, with_iterative_scan};
 use pgrx::prelude::*;
 use pgrx::Uuid;
 
@@ -20,17 +20,16 @@ fn nearest_fact(embedding: &[f32], private_to: &Option<Vec<String>>) -> Option<(
                 .select(
                     &format!(
                         "SELECT id, sim FROM ( \
-                           SELECT m.id, 1 - (m.embedding {op} $1::real[]::{vt}) AS sim \
+                           SELECT m.id, 1 - (m.embedding {op} $1) AS sim \
                            FROM dionysus.memories m JOIN dionysus.facts f ON f.memory_id = m.id \
                            WHERE m.status = 'active' AND f.state IN ('learned', 'confirmed') \
                              AND m.private_to IS NOT DISTINCT FROM $2 \
-                           ORDER BY m.embedding {op} $1::real[]::{vt} LIMIT 5) s \
+                           ORDER BY m.embedding {op} $1 LIMIT 5) s \
                          ORDER BY sim DESC LIMIT 1",
                         op = cosine_op(),
-                        vt = vector_type()
                     ),
                     None,
-                    &[embedding.to_vec().into(), private_to.clone().into()],
+                    &[vector_arg(embedding), private_to.clone().into()],
                 )
                 .expect("nearest fact");
             t.into_iter().next().and_then(|r| Some((r.get::<Uuid>(1).ok()??, r.get::<f64>(2).ok()??)))

@@ -7,7 +7,7 @@
 //! recomputation fails is retried with exponential back-off and never blocks the others.
 use crate::errors;
 use crate::memory::episodes::TEMPORAL_SPAN;
-use crate::spi_util::{cosine_op, in_subtransaction, select_prepared, vector_type, with_iterative_scan, write_prepared};
+use crate::spi_util::{cosine_op, in_subtransaction, select_prepared, vector_arg, with_iterative_scan, write_prepared};
 use pgrx::prelude::*;
 use pgrx::{PgMemoryContexts, Uuid};
 use std::collections::HashMap;
@@ -87,13 +87,12 @@ fn vector_neighbors(id: Uuid, embedding: &[f32]) -> Vec<(Uuid, f64)> {
     with_iterative_scan(40, || {
         select_prepared(
             &format!(
-                "SELECT id, 1 - (embedding {op} $1::real[]::{vt}) FROM dionysus.memories \
+                "SELECT id, 1 - (embedding {op} $1) FROM dionysus.memories \
                  WHERE status = 'active' AND id <> $2 \
-                 ORDER BY embedding {op} $1::real[]::{vt} LIMIT $3",
+                 ORDER BY embedding {op} $1 LIMIT $3",
                 op = cosine_op(),
-                vt = vector_type()
             ),
-            &[embedding.to_vec().into(), id.into(), VECTOR_NEIGHBORS.into()],
+            &[vector_arg(embedding), id.into(), VECTOR_NEIGHBORS.into()],
             |t| Some((t.get::<Uuid>(1).ok()??, t.get::<f64>(2).ok()??)),
         )
     })
