@@ -373,8 +373,8 @@ BEGIN
                 + 0.5 * CASE WHEN coalesce(day_peak, 0) > 0 THEN least(1.0, day_here / day_peak) ELSE 0 END)
                * (1 - least(0.8, dionysus_internal.proactive_setting('miss_weight') * missed));
     confidence := least(1.0, coalesce(total, 0) / dionysus_internal.proactive_setting('rhythm_confident_after'))
-                  * power(0.5, greatest(0, extract(epoch FROM at - coalesce(p.last_message_at, at)) / 86400.0)
-                               / dionysus_internal.proactive_setting('rhythm_confidence_days'));
+                  * power(0.5, least(1000, greatest(0, extract(epoch FROM at - coalesce(p.last_message_at, at)) / 86400.0)
+                                           / dionysus_internal.proactive_setting('rhythm_confidence_days')));
     belief := confidence * learned + (1 - confidence) * prior;
     RETURN NEXT;
 END $$;

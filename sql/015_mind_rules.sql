@@ -379,7 +379,10 @@ BEGIN
             after := least(1, greatest(0, CASE
                 WHEN it ? 'by' THEN before + w * (it ->> 'by')::float8
                 WHEN it ? 'to' THEN before + w * ((it ->> 'to')::float8 - before)
-                ELSE (it ->> 'toward')::float8 + (before - (it ->> 'toward')::float8) * exp(-w * (it ->> 'per_hour')::float8 * hours) END));
+                -- (The exponent bounded: exp() raises an error where it underflows, so a tick after
+                -- two months without one, the server down, failed, and failed again every tick.)
+                ELSE (it ->> 'toward')::float8 + (before - (it ->> 'toward')::float8)
+                     * exp(-least(700, greatest(-700, w * (it ->> 'per_hour')::float8 * hours))) END));
             st := jsonb_set(st, ARRAY[target], to_jsonb(after));
             effects := effects || jsonb_build_object('adjust', target, 'before', round(before::numeric, 4), 'after', round(after::numeric, 4));
         END LOOP;
@@ -440,8 +443,10 @@ DECLARE
     n integer;
 BEGIN
     UPDATE dionysus.mind_rules m
-       SET weight = m.weight * power(1 - dionysus_internal.proactive_setting('rule_decay_per_day'),
-                                     extract(epoch FROM t - coalesce(m.decayed_at, m.last_used_at, m.created_at)) / 86400),
+       SET weight = m.weight * CASE WHEN dionysus_internal.proactive_setting('rule_decay_per_day') >= 1 THEN 0
+                                    -- (power() raises an error where it underflows: bounded.)
+                                    ELSE exp(greatest(-700, ln(1 - dionysus_internal.proactive_setting('rule_decay_per_day'))
+                                                            * extract(epoch FROM t - coalesce(m.decayed_at, m.last_used_at, m.created_at)) / 86400)) END,
            decayed_at = t
      WHERE m.status = 'active' AND m.learned AND coalesce(m.last_used_at, m.created_at) < t - interval '1 day'
        AND coalesce(m.decayed_at, m.last_used_at, m.created_at) < t - interval '1 day';

@@ -835,3 +835,22 @@ async fn reactions_answer_contacts_and_the_organs_send_events() {
         assert!(n >= 1, "no processed {kind} event");
     }
 }
+
+/// The server down for months (or the clock driven ahead): the first tick after the gap runs,
+/// and so do the ones after it. Until 0.18.0 a rule's "toward" step raised an underflow error
+/// after about two months without a tick, and every later tick failed the same way.
+#[tokio::test]
+async fn a_tick_after_months_without_one_still_runs() {
+    let db = TestDb::new("pro_long_gap").await;
+    let c = &db.client;
+    at(c, "2026-03-02 10:00+00").await;
+    say(c, "g1", "Good morning! How are you today?").await;
+    tick(c).await;
+    for gap in ["70 days", "400 days", "50 years"] {
+        advance(c, gap).await;
+        let ticked = tick(c).await;
+        assert!(ticked.is_object(), "after {gap}: {ticked}");
+        let debt = count(c, "SELECT round(100 * social_debt) FROM dionysus.people WHERE person = 'test:alice'").await;
+        assert_eq!(debt, 100, "after {gap} of silence social debt has reached 1");
+    }
+}

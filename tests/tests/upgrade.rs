@@ -38,6 +38,8 @@ const LOCKING_ACCESS_LOG: &str = "0.14.0";
 const LOGGED_ACCESS_LOG: &str = "0.15.0";
 /// The last release that folded recall counts into the memory's own row.
 const COUNTS_IN_MEMORIES: &str = "0.16.0";
+/// The last release whose proactive tick failed for good after a long gap (exp() underflowing).
+const UNDERFLOWING_TICK: &str = "0.17.0";
 
 /// Everything about the extension's objects that a person or the driver could notice, one
 /// line per fact, with no OIDs and no column order (ALTER TABLE ADD COLUMN appends).
@@ -1009,4 +1011,31 @@ async fn the_api_schema_lists_exactly_the_documented_api() {
     client.query_one("SELECT dionysus.create_goal('Read about bees')", &[]).await.expect("the API as the driver");
     client.query_one("SELECT dionysus.heartbeat_begin()", &[]).await.expect("a heartbeat as the driver (its helpers are internal)");
     client.batch_execute("RESET ROLE").await.unwrap();
+}
+
+/// 0.17.0's proactive tick failed for good once its clock had gone two months without a tick
+/// (exp() underflowing in a rule's "toward" step; a failed tick moves nothing, so the next one
+/// failed the same way). The update mends it in place: the very tick that failed then runs.
+#[tokio::test]
+async fn an_update_from_0_17_lets_the_proactive_mind_tick_after_a_long_silence() {
+    let admin = connect("postgres").await;
+    let (name, old) = install_release(&admin, UNDERFLOWING_TICK).await;
+    old.batch_execute(
+        "SELECT dionysus.set_clock('2026-03-02 10:00+00'); \
+         SELECT dionysus.log_message('test', 'm1', 'dm:alice', 'alice', 'Good morning! How are you today?'); \
+         SELECT dionysus.proactive_tick(); \
+         SELECT dionysus.set_clock('2026-05-12 10:00+00')",
+    )
+    .await
+    .expect("fill 0.17.0");
+    let failed = old.query_one("SELECT dionysus.proactive_tick()", &[]).await.expect_err("0.17.0's tick after ten weeks");
+    assert_eq!(failed.code(), Some(&tokio_postgres::error::SqlState::NUMERIC_VALUE_OUT_OF_RANGE), "{failed}");
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let ticked: serde_json::Value = old.query_one("SELECT dionysus.proactive_tick()", &[]).await.expect("the tick after the update").get(0);
+    assert!(ticked.is_object(), "{ticked}");
+    let last: String = old.query_one("SELECT last_tick_at::text FROM dionysus.agent_state", &[]).await.unwrap().get(0);
+    assert!(last.starts_with("2026-05-12 10:00"), "the tick moved the clock's mark: {last}");
+    same_as_a_fresh_install(&old, "after_0_17").await;
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
 }
