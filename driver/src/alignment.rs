@@ -110,6 +110,7 @@ pub async fn feedback(mind: &Mind, m: &Incoming) -> Feedback {
         };
     } else if crate::censors::command(mind, &m.channel_id, &m.author_id, words, &nonce(m), m.private).await
         || crate::people::command(mind, &m.channel_id, &m.author_id, words, &nonce(m), m.private).await
+        || crate::forgetme::command(mind, &m.channel_id, &m.author_id, words, &nonce(m)).await
     {
         return Feedback::Command;
     } else if command(words, "/northstars").is_some_and(str::is_empty) || command(words, "/retire").is_some() {

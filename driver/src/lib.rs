@@ -24,6 +24,7 @@ pub mod conversation;
 pub mod db;
 pub mod doctor;
 pub mod fallback;
+pub mod forgetme;
 pub mod heartbeat;
 pub mod import;
 pub mod jsonish;

@@ -1,7 +1,7 @@
 //! `dionysus`: the thin driver beside PostgreSQL.
 use dionysus_driver::channel::{discord::Discord, terminal::Terminal, Channel};
 use dionysus_driver::config::{Config, LogFormat};
-use dionysus_driver::{alignment, doctor, heartbeat, import, mcp, reindex, runtime, status, Mind};
+use dionysus_driver::{alignment, doctor, forgetme, heartbeat, import, mcp, reindex, runtime, status, Mind};
 use std::fs::File;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -23,6 +23,9 @@ commands:
   proposals         what the nightly dream proposes, waiting for your word
   approve ID        a proposal takes effect (a template's new version, an archetype)
   reject ID [WHY]   a proposal is declined
+  export PERSON [--out FILE]
+                    everything stored about one person as JSON (what they said, what was learned
+                    from it, why each contact was made): what /forgetme would erase
   import PATH [--person KEY] [--author ID] [--dry-run]
                     bring a history in: a Discord data package, a chat JSON file (see the README)
                     or LoCoMo JSON, with original times and authors; resumable, idempotent
@@ -156,6 +159,7 @@ async fn main() -> ExitCode {
         Some("why") => status::why(&config, args.get(1).map(String::as_str)).await,
         Some("rules") => status::rules(&config, args.get(1).map(String::as_str)).await,
         Some("proposals") => alignment::proposals(&config).await,
+        Some("export") => forgetme::export(&config, &args[1..]).await,
         Some("approve") => alignment::decide(&config, true, args.get(1).map(String::as_str), None).await,
         Some("reject") => {
             let why = (args.len() > 2).then(|| args[2..].join(" "));

@@ -20,6 +20,7 @@ mod driver;
 mod episodes;
 mod heartbeat;
 mod heartbeat_lessons;
+mod erasure;
 mod http_embeddings;
 mod import;
 mod lifecycle;
