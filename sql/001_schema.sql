@@ -49,8 +49,11 @@ CREATE TABLE episodes (
         CHECK (jsonb_typeof(metadata) = 'object'),
     CHECK (ended_at IS NULL OR ended_at >= started_at)
 );
--- At most one open episode per source; writers of different sources never wait on each other.
-CREATE UNIQUE INDEX episodes_one_open_per_source ON episodes (source) WHERE ended_at IS NULL;
+-- Whose words it holds apart from anyone else's: the one person its memories are private to
+-- (their own episode of the source), NULL for the source's shared one (episodes.rs).
+ALTER TABLE episodes ADD COLUMN person text;
+-- At most one open episode per source and person; writers of different sources never wait on each other.
+CREATE UNIQUE INDEX episodes_one_open_per_source ON episodes (source, person) NULLS NOT DISTINCT WHERE ended_at IS NULL;
 CREATE INDEX episodes_started ON episodes (started_at DESC);
 
 -- ---------------------------------------------------------------------------------------

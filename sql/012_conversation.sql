@@ -292,13 +292,15 @@ BEGIN
     -- memories, similarity threshold and triple depth, within the arguments (the operator's
     -- caps); the arguments alone when no archetype is near enough.
     IF use_archetype THEN
-        shape := dionysus.match_archetype((SELECT x.embedding FROM dionysus.memories x WHERE x.id = m.memory_id));
+        shape := dionysus.match_archetype((SELECT x.embedding FROM dionysus.memories x WHERE x.id = m.memory_id), m.person);
         IF shape ->> 'name' IS NOT NULL THEN
             max_turns := least(max_turns, (shape ->> 'turns')::int);
             max_memories := least(max_memories, (shape ->> 'memories')::int);
             threshold := (shape ->> 'similarity_threshold')::float8;
             depth := (shape ->> 'triple_depth')::int;
-            task := coalesce((SELECT a.budget_task FROM dionysus.context_archetypes a WHERE a.name = shape ->> 'name'), task);
+            task := coalesce((SELECT a.budget_task FROM dionysus.context_archetypes a
+                               WHERE a.name = shape ->> 'name' AND a.active AND (a.person IS NULL OR a.person = m.person)
+                               ORDER BY a.person NULLS LAST LIMIT 1), task);
         END IF;
     END IF;
 

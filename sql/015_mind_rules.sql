@@ -457,9 +457,10 @@ BEGIN
 END $$;
 
 -- A rule in the person's words, as the fast model proposed it: checked against the vocabulary,
--- stored as theirs. Returns the rule as stored.
+-- stored as theirs. Returns the rule as stored. SECURITY DEFINER: the driver's role inserts no
+-- rules itself, so what it adds is always one person's own, never a built-in.
 CREATE FUNCTION add_rule(person text, words text, rule jsonb) RETURNS jsonb
-    LANGUAGE plpgsql AS $$
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     who text := btrim(add_rule.person);
     r dionysus.mind_rules;
@@ -504,6 +505,7 @@ BEGIN
     RETURN jsonb_build_object('rule_id', r.id, 'name', r.name, 'trigger', r.trigger, 'condition', r.condition, 'intents', r.intents,
                               'description', r.description);
 END $$;
+REVOKE EXECUTE ON FUNCTION add_rule(text, text, jsonb) FROM PUBLIC;
 
 -- A person's rules (active first), and the built-ins that apply to everyone.
 CREATE FUNCTION person_rules(for_person text)
@@ -784,6 +786,20 @@ BEGIN
 END $$;
 CREATE TRIGGER mind_rules_check BEFORE INSERT OR UPDATE OF condition, intents ON mind_rules
     FOR EACH ROW EXECUTE FUNCTION dionysus_internal.mind_rules_check();
+
+-- The built-in rules (person NULL) are the owner's: a role that may not write rules outright
+-- (the driver's, which only moves a rule's use, weight and status) counts a built-in's use and
+-- changes nothing else of it.
+CREATE FUNCTION dionysus_internal.protect_built_in_rules() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF (NEW.weight, NEW.status, NEW.ended_at, NEW.decayed_at) IS DISTINCT FROM (OLD.weight, OLD.status, OLD.ended_at, OLD.decayed_at)
+       AND NOT has_table_privilege('dionysus.mind_rules', 'INSERT') THEN
+        RAISE EXCEPTION 'dionysus: rule % is a built-in: only the owner changes it', OLD.id USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER mind_rules_built_in BEFORE UPDATE ON mind_rules
+    FOR EACH ROW WHEN (OLD.person IS NULL) EXECUTE FUNCTION dionysus_internal.protect_built_in_rules();
 
 -- ---------------------------------------------------------------------------------------
 -- Reactions: a 👍 on a contact is an answer too

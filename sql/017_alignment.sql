@@ -360,7 +360,7 @@ END $$;
 -- ---------------------------------------------------------------------------------------
 CREATE TABLE context_archetypes (
     id                   uuid PRIMARY KEY DEFAULT gen_random_uuid(),
-    name                 text NOT NULL UNIQUE CHECK (name ~ '^[a-z][a-z0-9_]*$'),
+    name                 text NOT NULL CHECK (name ~ '^[a-z][a-z0-9_]*$'),
     description          text,
     example_messages     text[] NOT NULL CHECK (cardinality(example_messages) BETWEEN 1 AND 50),
     centroid             vector(384),
@@ -377,6 +377,10 @@ CREATE TABLE context_archetypes (
     avg_similarity       double precision
 );
 CREATE INDEX context_archetypes_active ON context_archetypes (active) WHERE active;
+-- Whose archetype it is: NULL, everyone's; a person's (an approved dream proposal of theirs) is
+-- matched only for their messages, and one of the same name stands in for the shared one.
+ALTER TABLE context_archetypes ADD COLUMN person text,
+    ADD CONSTRAINT context_archetypes_name_key UNIQUE NULLS NOT DISTINCT (name, person);
 
 CREATE FUNCTION dionysus_internal.invalidate_centroid() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -397,8 +401,9 @@ $$;
 
 -- The archetype whose centroid is nearest to a message's embedding, when it is at least
 -- archetype_min_similarity near; its match is counted (not on a standby, which cannot write).
--- Centroids missing after a change of examples are computed first.
-CREATE FUNCTION match_archetype(embedding vector) RETURNS jsonb
+-- Centroids missing after a change of examples are computed first. Among the shared archetypes
+-- and the person's own (theirs stands in for a shared one of the same name); nobody else's.
+CREATE FUNCTION match_archetype(embedding vector, person text) RETURNS jsonb
     LANGUAGE plpgsql AS $$
 DECLARE
     a dionysus.context_archetypes;
@@ -415,7 +420,10 @@ BEGIN
     END IF;
     SELECT c.id, 1 - (coalesce(c.centroid, dionysus_internal.archetype_centroid(c.example_messages)) <=> embedding)
       INTO a.id, sim
-      FROM dionysus.context_archetypes c WHERE c.active
+      FROM dionysus.context_archetypes c
+     WHERE c.active AND (c.person IS NULL OR c.person = match_archetype.person)
+       AND NOT (c.person IS NULL AND EXISTS (SELECT 1 FROM dionysus.context_archetypes o
+                                              WHERE o.active AND o.person = match_archetype.person AND o.name = c.name))
      ORDER BY 2 DESC, c.name LIMIT 1;
     IF a.id IS NOT NULL THEN
         SELECT * INTO a FROM dionysus.context_archetypes c WHERE c.id = a.id;
@@ -434,6 +442,10 @@ BEGIN
                               'memories', a.context_memories, 'similarity_threshold', a.similarity_threshold,
                               'triple_depth', a.triple_depth);
 END $$;
+
+-- The shared archetypes only (a message of nobody's).
+CREATE FUNCTION match_archetype(embedding vector) RETURNS jsonb
+    LANGUAGE sql AS $$ SELECT dionysus.match_archetype(embedding, NULL::text) $$;
 
 INSERT INTO context_archetypes (name, description, example_messages, context_turns, context_memories, similarity_threshold, triple_depth) VALUES
     ('small_talk', 'greetings and light chat: recent turns matter, memory little',
@@ -485,6 +497,84 @@ CREATE TABLE proposals (
     base_version integer
 );
 CREATE INDEX proposals_pending ON proposals (created_at) WHERE status IN ('pending', 'discussing');
+-- Whose dream wrote it (record_dream): only they decide it, and what it changes is theirs alone.
+-- And their own version of the template it was written against (NULL: they had none).
+ALTER TABLE proposals ADD COLUMN person text, ADD COLUMN base_own_version integer;
+
+-- A decision stands: status moves pending → discussing → approved | rejected, never back, and a
+-- decided proposal's decision (who, when, what it applied) does not change afterwards, whoever
+-- writes (the owner too). Its words may still be erased (forget_person).
+CREATE FUNCTION dionysus_internal.proposal_one_way() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.person IS DISTINCT FROM OLD.person THEN
+        RAISE EXCEPTION 'dionysus: proposal %: whose it is was fixed by its dream', OLD.id USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF (OLD.status IN ('approved', 'rejected')
+        AND (NEW.status, NEW.decided_at, NEW.decided_by, NEW.applied)
+            IS DISTINCT FROM (OLD.status, OLD.decided_at, OLD.decided_by, OLD.applied))
+       OR (OLD.status = 'discussing' AND NEW.status = 'pending') THEN
+        RAISE EXCEPTION 'dionysus: proposal % is % already: a decision is not taken back (a new dream can propose again)', OLD.id, OLD.status
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER proposals_one_way BEFORE UPDATE ON proposals FOR EACH ROW EXECUTE FUNCTION dionysus_internal.proposal_one_way();
+
+-- A person's own version of a prompt template, made by approving a dream proposal of theirs: used
+-- for them instead of the shared one (prompt_template(key, person)), and for nobody else. A
+-- dream reads one person's words, so what it proposes may carry them: as a shared template it
+-- would put them in everyone's prompts and in the next person's dream. Versions count per person.
+CREATE TABLE person_prompt_templates (
+    person      text NOT NULL CHECK (length(btrim(person)) > 0),
+    key         text NOT NULL CHECK (key ~ '^[a-z][a-z0-9_]*$'),
+    version     integer NOT NULL CHECK (version >= 1),
+    template    text NOT NULL CHECK (length(btrim(template)) > 0),
+    temperature double precision NOT NULL CHECK (temperature >= 0 AND temperature <= 2),
+    active      boolean NOT NULL DEFAULT true,
+    note        text,
+    proposal_id uuid REFERENCES proposals (id) ON DELETE SET NULL,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (person, key, version)
+);
+CREATE UNIQUE INDEX person_prompt_templates_one_active ON person_prompt_templates (person, key) WHERE active;
+
+-- The template as used for this person: their own active version, else the shared one.
+CREATE FUNCTION prompt_template(key text, person text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    o dionysus.person_prompt_templates;
+BEGIN
+    SELECT * INTO o FROM dionysus.person_prompt_templates t
+     WHERE t.person = prompt_template.person AND t.key = prompt_template.key AND t.active;
+    IF NOT FOUND THEN
+        RETURN dionysus.prompt_template(key);
+    END IF;
+    RETURN jsonb_build_object('key', o.key, 'version', o.version, 'template', o.template, 'temperature', o.temperature, 'person', o.person);
+END $$;
+
+-- The person's word: one of their own versions of a template becomes theirs again (version
+-- NULL: none, the shared template is theirs again). Rollback in one call, relayed by the driver
+-- as approve_proposal is; only their own versions.
+CREATE FUNCTION activate_own_template(person text, key text, version integer) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF coalesce(btrim(person), '') = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "person": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF version IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dionysus.person_prompt_templates t
+                                            WHERE t.person = activate_own_template.person AND t.key = activate_own_template.key
+                                              AND t.version = activate_own_template.version) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "version": % has no version % of template "%"', person, version, key
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.prompt:' || key || ':' || person, 0));
+    UPDATE dionysus.person_prompt_templates t SET active = false
+     WHERE t.person = activate_own_template.person AND t.key = activate_own_template.key AND t.active;
+    UPDATE dionysus.person_prompt_templates t SET active = true
+     WHERE t.person = activate_own_template.person AND t.key = activate_own_template.key AND t.version = activate_own_template.version;
+    RETURN true;
+END $$;
+REVOKE EXECUTE ON FUNCTION activate_own_template(text, text, integer) FROM PUBLIC;
 ALTER TABLE feedback ADD CONSTRAINT feedback_about_proposal_fkey FOREIGN KEY (about_proposal_id) REFERENCES proposals (id) ON DELETE SET NULL;
 
 -- Queues tonight's dream when it is past dream_hour in the time zone of the person who wrote
@@ -574,14 +664,19 @@ BEGIN
                                                'answered', count(*) FILTER (WHERE c.feedback IS NOT NULL AND (c.feedback ->> 'signal')::float8 > -0.5),
                                                'ignored', count(*) FILTER (WHERE c.feedback ->> 'by' = 'silence'))
                        FROM dionysus.contact_evaluations c WHERE c.person = d.person AND c.at >= d.since AND c.at < d.started_at),
-        'templates', (SELECT jsonb_object_agg(t.key, jsonb_build_object('version', t.version, 'template', t.template))
-                        FROM dionysus.prompt_templates t WHERE t.active AND t.key IN ('chat_system', 'extract_message', 'contact_compose')),
+        -- As used for this person (their own versions), and nobody else's.
+        'templates', (SELECT jsonb_object_agg(k.key, jsonb_build_object('version', t -> 'version', 'template', t -> 'template'))
+                        FROM unnest(ARRAY['chat_system', 'extract_message', 'proactive_compose']) k(key),
+                             dionysus.prompt_template(k.key, d.person) t),
         'archetypes', (SELECT jsonb_agg(jsonb_build_object('name', a.name, 'description', a.description, 'turns', a.context_turns,
                                                           'memories', a.context_memories, 'similarity_threshold', a.similarity_threshold,
                                                           'triple_depth', a.triple_depth, 'match_count', a.match_count,
                                                           'avg_similarity', a.avg_similarity) ORDER BY a.name)
-                         FROM dionysus.context_archetypes a WHERE a.active),
-        'pending_proposals', (SELECT count(*) FROM dionysus.proposals p WHERE p.status IN ('pending', 'discussing')));
+                         FROM dionysus.context_archetypes a
+                        WHERE a.active AND (a.person IS NULL OR a.person = d.person)
+                          AND NOT (a.person IS NULL AND EXISTS (SELECT 1 FROM dionysus.context_archetypes o
+                                                                 WHERE o.active AND o.person = d.person AND o.name = a.name))),
+        'pending_proposals', (SELECT count(*) FROM dionysus.proposals p WHERE p.status IN ('pending', 'discussing') AND p.person = d.person));
 END $$;
 
 -- A proposal's shape is checked before it is stored: a template proposal names an existing
@@ -603,6 +698,11 @@ BEGIN
     IF kind IN ('prompt_template', 'extraction') THEN
         IF NOT EXISTS (SELECT 1 FROM dionysus.prompt_templates t WHERE t.key = target) THEN
             RAISE EXCEPTION 'dionysus: invalid argument "proposals[].target": no prompt template "%"', target USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        -- What an approval changes is the person's own version: only a template used for one person.
+        IF target NOT IN ('chat_system', 'extract_message', 'proactive_compose') THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "proposals[].target": "%" is not one person''s template (chat_system, extract_message or proactive_compose)', target
+                USING ERRCODE = 'invalid_parameter_value';
         END IF;
         IF kind = 'extraction' AND target <> 'extract_message' THEN
             RAISE EXCEPTION 'dionysus: invalid argument "proposals[].target": an extraction proposal changes extract_message' USING ERRCODE = 'invalid_parameter_value';
@@ -635,17 +735,27 @@ END $$;
 
 -- Writes down what a dream found: its proposals (pending, announced on dionysus_dream) or,
 -- with none, why it proposes nothing. Called through complete_work's `dream` result.
+-- The only writer of proposals (SECURITY DEFINER: the driver's role inserts none itself), and
+-- only for a dream whose own work item is claimed and not yet recorded: each is the dream's
+-- person's, for them alone to decide.
 CREATE FUNCTION dionysus_internal.record_dream(dream_id uuid, result jsonb) RETURNS jsonb
-    LANGUAGE plpgsql AS $$
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
+    night dionysus.dreams;
     item jsonb;
     made uuid[] := '{}';
     pid uuid;
     why text;
     refused jsonb := '[]';
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM dionysus.dreams d WHERE d.id = dream_id) THEN
+    SELECT * INTO night FROM dionysus.dreams x WHERE x.id = dream_id FOR UPDATE;
+    IF NOT FOUND THEN
         RAISE EXCEPTION 'dionysus: invalid argument "dream_id": no dream with id %', dream_id USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF night.finished_at IS NOT NULL OR night.person IS NULL
+       OR NOT EXISTS (SELECT 1 FROM dionysus.work_queue q WHERE q.id = night.work_id AND q.status = 'claimed') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "dream_id": dream % is not waiting for its result (recorded already, or its work item is not claimed)', dream_id
+            USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF jsonb_typeof(result -> 'proposals') IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "result.dream.proposals": must be an array' USING ERRCODE = 'invalid_parameter_value';
@@ -662,10 +772,11 @@ BEGIN
             refused := refused || jsonb_build_object('target', left(item ->> 'target', 100), 'reason', why);
             CONTINUE;
         END;
-        INSERT INTO dionysus.proposals (dream_id, kind, target, proposal, rationale, evidence, created_at, base_version)
+        INSERT INTO dionysus.proposals (dream_id, kind, target, proposal, rationale, evidence, created_at, base_version, person, base_own_version)
         VALUES (dream_id, item ->> 'kind', item ->> 'target', item -> 'proposal', left(item ->> 'rationale', 4000),
                 CASE WHEN jsonb_typeof(item -> 'evidence') = 'array' THEN item -> 'evidence' ELSE '[]' END, dionysus.clock_now(),
-                (SELECT t.version FROM dionysus.prompt_templates t WHERE t.key = item ->> 'target' AND t.active))
+                (SELECT t.version FROM dionysus.prompt_templates t WHERE t.key = item ->> 'target' AND t.active), night.person,
+                (SELECT t.version FROM dionysus.person_prompt_templates t WHERE t.person = night.person AND t.key = item ->> 'target' AND t.active))
         RETURNING id INTO pid;
         made := made || pid;
         PERFORM pg_notify('dionysus_dream', pid::text);
@@ -686,6 +797,7 @@ BEGIN
     END;
     RETURN jsonb_build_object('dream_id', dream_id, 'proposals', to_jsonb(made), 'refused', refused);
 END $$;
+REVOKE EXECUTE ON FUNCTION dionysus_internal.record_dream(uuid, jsonb) FROM PUBLIC;
 
 -- Pending and discussed proposals, oldest first.
 CREATE FUNCTION pending_proposals()
@@ -695,8 +807,11 @@ CREATE FUNCTION pending_proposals()
       FROM dionysus.proposals p WHERE p.status IN ('pending', 'discussing') ORDER BY p.created_at
 $$;
 
--- The person's approval: the proposal takes effect (a template becomes its new active version;
--- an archetype is added or retuned). The only way a dream changes anything.
+-- The person's approval: the proposal takes effect for them (their own version of the template
+-- becomes active; their own archetype is added or retuned). The only way a dream changes anything.
+-- Only the person whose dream wrote it decides it (`decided_by`, their person key, as
+-- mirror_decide's button press gives it); anyone else gets 42501. Nobody else's prompts or
+-- dreams change: a dream reads one person's words, and what it proposes may carry them.
 -- It runs with the extension owner's rights (the driver's role may not write templates
 -- itself, but relays the person's word: their button, their command); PUBLIC may not call it.
 CREATE FUNCTION approve_proposal(proposal_id uuid, decided_by text) RETURNS jsonb
@@ -705,6 +820,7 @@ DECLARE
     p dionysus.proposals;
     v integer;
     done jsonb;
+    used jsonb;
 BEGIN
     IF coalesce(btrim(decided_by), '') = '' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "decided_by": who approves must be named' USING ERRCODE = 'invalid_parameter_value';
@@ -713,31 +829,45 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'dionysus: argument "proposal_id": no proposal with id %', proposal_id USING ERRCODE = 'no_data_found';
     END IF;
+    IF p.person IS DISTINCT FROM btrim(decided_by) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "decided_by": proposal % is not %''s to decide (only the person its dream was for decides it)',
+            proposal_id, decided_by USING ERRCODE = 'insufficient_privilege';
+    END IF;
     IF p.status NOT IN ('pending', 'discussing') THEN
         RETURN jsonb_build_object('approved', false, 'reason', 'already ' || p.status, 'applied', p.applied);
     END IF;
     PERFORM dionysus_internal.check_proposal(p.kind, p.target, p.proposal);
-    IF p.kind IN ('prompt_template', 'extraction')
-       AND p.base_version IS DISTINCT FROM (SELECT t.version FROM dionysus.prompt_templates t WHERE t.key = p.target AND t.active) THEN
-        RETURN jsonb_build_object('approved', false,
-            'reason', format('%s changed since this proposal (it was written against version %s): the next dream can propose again', p.target, p.base_version));
-    END IF;
     IF p.kind IN ('prompt_template', 'extraction') THEN
-        v := dionysus.set_prompt_template(p.target, p.proposal ->> 'template', (p.proposal ->> 'temperature')::float8,
-                                          'dream proposal ' || p.id || ', approved by ' || decided_by);
-        UPDATE dionysus.prompt_templates t SET created_by = 'ai_dream_cycle' WHERE t.key = p.target AND t.version = v;
-        done := jsonb_build_object('template', p.target, 'version', v);
+        PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.prompt:' || p.target || ':' || p.person, 0));
+        -- Written against the template as it was for them then: their own version, else the shared one.
+        v := (SELECT t.version FROM dionysus.person_prompt_templates t WHERE t.person = p.person AND t.key = p.target AND t.active);
+        IF v IS DISTINCT FROM p.base_own_version
+           OR (v IS NULL AND p.base_version IS DISTINCT FROM (SELECT t.version FROM dionysus.prompt_templates t WHERE t.key = p.target AND t.active)) THEN
+            RETURN jsonb_build_object('approved', false,
+                'reason', format('%s changed since this proposal (it was written against version %s): the next dream can propose again',
+                                 p.target, coalesce(p.base_own_version, p.base_version)));
+        END IF;
+        used := dionysus.prompt_template(p.target, p.person);
+        SELECT coalesce(max(t.version), 0) + 1 INTO v FROM dionysus.person_prompt_templates t WHERE t.person = p.person AND t.key = p.target;
+        UPDATE dionysus.person_prompt_templates t SET active = false WHERE t.person = p.person AND t.key = p.target AND t.active;
+        INSERT INTO dionysus.person_prompt_templates (person, key, version, template, temperature, note, proposal_id, created_at)
+        VALUES (p.person, p.target, v, p.proposal ->> 'template', coalesce((p.proposal ->> 'temperature')::float8, (used ->> 'temperature')::float8, 0.7),
+                'dream proposal ' || p.id || ', approved by ' || decided_by, p.id, dionysus.clock_now());
+        done := jsonb_build_object('template', p.target, 'version', v, 'person', p.person);
     ELSE
-        INSERT INTO dionysus.context_archetypes AS c (name, description, example_messages, context_turns, context_memories,
-                                                      similarity_threshold, triple_depth, created_by, approved_by)
-        VALUES (p.target, p.proposal ->> 'description', ARRAY(SELECT jsonb_array_elements_text(p.proposal -> 'example_messages')),
+        -- A retune of a shared archetype is their own copy of it (the shared one stays everyone else's).
+        INSERT INTO dionysus.context_archetypes AS c (name, person, description, example_messages, context_turns, context_memories,
+                                                      similarity_threshold, triple_depth, created_by, approved_by, budget_task)
+        VALUES (p.target, p.person, p.proposal ->> 'description', ARRAY(SELECT jsonb_array_elements_text(p.proposal -> 'example_messages')),
                 (p.proposal ->> 'turns')::int, (p.proposal ->> 'memories')::int, (p.proposal ->> 'similarity_threshold')::float8,
-                (p.proposal ->> 'triple_depth')::int, 'ai_dream_cycle', decided_by)
-        ON CONFLICT (name) DO UPDATE SET description = coalesce(EXCLUDED.description, c.description),
+                (p.proposal ->> 'triple_depth')::int, 'ai_dream_cycle', decided_by,
+                coalesce((SELECT s.budget_task FROM dionysus.context_archetypes s WHERE s.name = p.target AND s.person IS NULL), 'chat'))
+        ON CONFLICT ON CONSTRAINT context_archetypes_name_key
+        DO UPDATE SET description = coalesce(EXCLUDED.description, c.description),
                example_messages = EXCLUDED.example_messages, context_turns = EXCLUDED.context_turns,
                context_memories = EXCLUDED.context_memories, similarity_threshold = EXCLUDED.similarity_threshold,
                triple_depth = EXCLUDED.triple_depth, approved_by = EXCLUDED.approved_by, active = true, updated_at = now();
-        done := jsonb_build_object('archetype', p.target);
+        done := jsonb_build_object('archetype', p.target, 'person', p.person);
     END IF;
     UPDATE dionysus.proposals x SET status = 'approved', decided_at = dionysus.clock_now(), decided_by = approve_proposal.decided_by,
            applied = done
@@ -747,11 +877,20 @@ END $$;
 REVOKE EXECUTE ON FUNCTION approve_proposal(uuid, text) FROM PUBLIC;
 
 -- The person declines (or wants to talk about it first: status 'discussing', still pending).
+-- Only the person whose dream wrote it (42501 for anyone else); SECURITY DEFINER as
+-- approve_proposal is, since the driver's role may not write a proposal's status itself.
 CREATE FUNCTION reject_proposal(proposal_id uuid, decided_by text, note text DEFAULT NULL, discuss boolean DEFAULT false) RETURNS boolean
-    LANGUAGE plpgsql AS $$
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    p dionysus.proposals;
 BEGIN
     IF coalesce(btrim(decided_by), '') = '' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "decided_by": who decides must be named' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT * INTO p FROM dionysus.proposals x WHERE x.id = proposal_id FOR UPDATE;
+    IF FOUND AND p.person IS DISTINCT FROM btrim(decided_by) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "decided_by": proposal % is not %''s to decide (only the person its dream was for decides it)',
+            proposal_id, decided_by USING ERRCODE = 'insufficient_privilege';
     END IF;
     UPDATE dionysus.proposals x
        SET status = CASE WHEN discuss THEN 'discussing' ELSE 'rejected' END,
@@ -760,6 +899,7 @@ BEGIN
      WHERE x.id = proposal_id AND x.status IN ('pending', 'discussing');
     RETURN FOUND;
 END $$;
+REVOKE EXECUTE ON FUNCTION reject_proposal(uuid, text, text, boolean) FROM PUBLIC;
 
 -- Rolling back (or forward) to any version of a template is one call (the person's, relayed
 -- by the driver as approve_proposal is).

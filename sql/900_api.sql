@@ -27,7 +27,7 @@ DECLARE
     f text;
 BEGIN
     FOREACH f IN ARRAY ARRAY['dionysus.heartbeat_warnings()', 'dionysus.chat_context(uuid, integer, integer, boolean, integer)',
-                             'dionysus_internal.web_only_basis(text)', 'dionysus.match_archetype(vector)',
+                             'dionysus_internal.web_only_basis(text)', 'dionysus.match_archetype(vector)', 'dionysus.match_archetype(vector, text)',
                              'dionysus_internal.archetype_centroid(text[])',
                              'dionysus_internal.note_objective(text, text, double precision, text, uuid)',
                              'dionysus_internal.reindex_embed_missing(uuid, integer)', 'dionysus_internal.reindex_vector(uuid, text, uuid)',
@@ -484,8 +484,9 @@ COMMENT ON FUNCTION person_objectives(text, boolean) IS 'A person''s pending obj
 COMMENT ON FUNCTION set_objective_status(text, uuid, text) IS 'The person marks one of their objectives pending, completed or archived; false if it is not theirs.';
 COMMENT ON FUNCTION dionysus_internal.invalidate_centroid() IS 'Trigger: an archetype''s centroid is forgotten when its examples change (recomputed at the next match).';
 COMMENT ON FUNCTION dionysus_internal.archetype_centroid(text[]) IS 'The mean embedding of an archetype''s example messages.';
-COMMENT ON FUNCTION match_archetype(vector) IS
-    'The active archetype nearest a message''s embedding with its context shape, when at least archetype_min_similarity near (else only the nearest name); counts the match unless on a standby.';
+COMMENT ON FUNCTION match_archetype(vector, text) IS
+    'The active archetype nearest a message''s embedding with its context shape, among the shared ones and the person''s own (theirs stands in for a shared one of its name), when at least archetype_min_similarity near (else only the nearest name); counts the match unless on a standby.';
+COMMENT ON FUNCTION match_archetype(vector) IS 'match_archetype among the shared archetypes only (a message of nobody''s).';
 COMMENT ON FUNCTION dionysus_internal.schedule_dream() IS
     'Queues tonight''s dream (a dream work item) once per local date, from dream_hour to dream_window_hours after it, in the time zone of whoever wrote last.';
 COMMENT ON FUNCTION dream_evidence(uuid) IS
@@ -494,8 +495,14 @@ COMMENT ON FUNCTION dionysus_internal.check_proposal(text, text, jsonb) IS 'A pr
 COMMENT ON FUNCTION dionysus_internal.record_dream(uuid, jsonb) IS 'Stores a dream''s proposals as pending (NOTIFY dionysus_dream each), or its note that nothing is worth proposing.';
 COMMENT ON FUNCTION pending_proposals() IS 'Proposals waiting for the person (pending or under discussion), oldest first.';
 COMMENT ON FUNCTION approve_proposal(uuid, text) IS
-    'The person''s approval: a template proposal becomes the template''s new active version, an archetype is added or retuned. The only way a dream changes anything.';
-COMMENT ON FUNCTION reject_proposal(uuid, text, text, boolean) IS 'The person rejects a proposal (discuss: keeps it open as under discussion); false if it is no longer open.';
+    'The person''s approval (decided_by: the person its dream was for, else 42501): a template proposal becomes their own active version of the template, an archetype their own. The only way a dream changes anything, and for nobody else.';
+COMMENT ON FUNCTION reject_proposal(uuid, text, text, boolean) IS
+    'The person rejects a proposal (decided_by: the person its dream was for, else 42501; discuss: keeps it open as under discussion); false if it is no longer open.';
+COMMENT ON TABLE person_prompt_templates IS 'A person''s own versions of a prompt template (approved dream proposals of theirs): used for them instead of the shared one, for nobody else.';
+COMMENT ON FUNCTION prompt_template(text, text) IS 'The template as used for a person: their own active version, else the shared one ({key, version, template, temperature[, person]}).';
+COMMENT ON FUNCTION activate_own_template(text, text, integer) IS 'Makes one of a person''s own versions of a template theirs again (version NULL: the shared one): rollback in one call.';
+COMMENT ON FUNCTION dionysus_internal.proposal_one_way() IS 'Trigger: a proposal''s status moves one way and a decision stands, whoever writes (42501).';
+COMMENT ON FUNCTION dionysus_internal.protect_built_in_rules() IS 'Trigger: a built-in rule''s weight and status change only by a role that may write rules (the owner), not the driver''s (42501).';
 COMMENT ON FUNCTION activate_prompt_template(text, integer) IS 'Makes any stored version of a template the active one: rollback (or forward) in one call.';
 
 -- ---------------------------------------------------------------------------------------
@@ -759,11 +766,12 @@ END $$;
 GRANT DELETE ON feedback TO dionysus_driver;
 REVOKE INSERT, UPDATE ON cue_phrases FROM dionysus_driver;
 -- The alignment loop's records: the driver writes what its calls need and nothing the person
--- decides. A proposal's content cannot change after it was shown; archetypes change only by an
--- approval (approve_proposal runs as the owner); a north star only by retiring it.
+-- decides. Proposals are written only by the dream (record_dream) and decided only through
+-- approve_proposal and reject_proposal (all run as the owner); archetypes and a person's own
+-- templates change only by an approval; a north star only by retiring it.
 REVOKE UPDATE ON proposals, north_stars, context_archetypes, dreams FROM dionysus_driver;
-REVOKE INSERT ON context_archetypes, dreams FROM dionysus_driver;
-GRANT UPDATE (status, decided_at, decided_by, decision_note) ON proposals TO dionysus_driver;
+REVOKE INSERT ON proposals, context_archetypes, dreams FROM dionysus_driver;
+REVOKE INSERT, UPDATE ON person_prompt_templates FROM dionysus_driver;
 GRANT UPDATE (status, retired_at) ON north_stars TO dionysus_driver;
 GRANT UPDATE (centroid, match_count, avg_similarity) ON context_archetypes TO dionysus_driver;
 GRANT UPDATE (finished_at, note) ON dreams TO dionysus_driver;
@@ -824,3 +832,9 @@ REVOKE EXECUTE ON FUNCTION store_procedure(text, text[], text[], text, text[], t
     FROM PUBLIC, dionysus_driver;
 -- Context budgets: the owner's settings, like heartbeat_config; the driver only reads them.
 REVOKE INSERT, UPDATE ON context_budgets FROM dionysus_driver;
+-- Mind rules: the driver adds a person's own (add_rule, as the owner) and moves a rule's use,
+-- weight and status; it writes no rule outright, and a built-in's weight and status are the
+-- owner's (a trigger).
+REVOKE INSERT, UPDATE ON mind_rules FROM dionysus_driver;
+GRANT UPDATE (use_count, last_used_at, weight, decayed_at, status, ended_at) ON mind_rules TO dionysus_driver;
+

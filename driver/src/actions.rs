@@ -248,7 +248,11 @@ fn people_shape(v: &Value) -> (Vec<Value>, Vec<Value>) {
 async fn extract_message(mind: &Mind, p: &Value, mirrored: bool) -> Step<Outcome> {
     let message = uuid_param(p, "message_id")?;
     let ctx = json_of(&mind.work_db, "SELECT dionysus.chat_context($1, 0, 6, use_archetype => false)", &[&message]).await?;
-    let t = template(&mind.work_db, "extract_message").await?;
+    // Theirs when the turn is a person's (their own version of the extraction, if they approved one).
+    let t = match p["person"].as_str() {
+        Some(person) => prompt::load_for(&mind.work_db, "extract_message", person).await.map_err(from_db)?,
+        None => template(&mind.work_db, "extract_message").await?,
+    };
     let system = render(
         &t.text,
         &[

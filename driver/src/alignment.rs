@@ -245,8 +245,11 @@ pub async fn dream(mind: &Mind, dream_id: Uuid) -> Result<Value, crate::work::Ou
 // `dionysus proposals | approve ID | reject ID [WHY]`: the person's word, from the terminal
 // ---------------------------------------------------------------------------------------
 
+/// Who decides at the terminal: the owner's person, as `dionysus mcp` acts (mcp.person, else
+/// the only allowed Discord user, else the terminal's person). A proposal is decided only by the
+/// person whose dream wrote it: anyone else's is refused (42501).
 fn who(config: &Config) -> String {
-    format!("terminal:{}", config.terminal_user)
+    config.mcp_person()
 }
 
 pub async fn proposals(config: &Config) -> ExitCode {

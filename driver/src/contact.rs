@@ -133,7 +133,7 @@ async fn ask_decision(mind: &Mind, ctx: &Value, person: &str, turns: &str, shown
 }
 
 async fn compose(mind: &Mind, ctx: &Value, person: &str, intent: &str, turns: &str, shown: &mut Vec<String>) -> Result<String, String> {
-    let t = prompt::load(&mind.work_db, "proactive_compose").await.map_err(|e| e.to_string())?;
+    let t = prompt::load_for(&mind.work_db, "proactive_compose", person).await.map_err(|e| e.to_string())?;
     let system = render(
         &t.text,
         &[

@@ -253,7 +253,7 @@ async fn compose(mind: &Mind, message_id: Uuid, person: &str, content: &str, pri
     let north_stars = prompt::north_stars(&ctx["north_stars"]);
     let objectives: Vec<String> = ctx["objectives"].as_array().into_iter().flatten().filter_map(|o| o["description"].as_str().map(str::to_string)).collect();
 
-    let reply = match prompt::load(&mind.chat_db, "chat_system").await {
+    let reply = match prompt::load_for(&mind.chat_db, "chat_system", person).await {
         Ok(t) => {
             let objectives = bullets(objectives, "(none known)");
             let system = render(

@@ -13,12 +13,23 @@ pub struct Template {
 
 pub async fn load(db: &Db, key: &str) -> Result<Template, DbError> {
     let v = db.json("SELECT dionysus.prompt_template($1)", &[&key]).await?;
-    Ok(Template {
+    Ok(template(key, v))
+}
+
+/// The template as used for one person: their own version (an approved dream proposal of
+/// theirs), else the shared one.
+pub async fn load_for(db: &Db, key: &str, person: &str) -> Result<Template, DbError> {
+    let v = db.json("SELECT dionysus.prompt_template($1, $2)", &[&key, &person]).await?;
+    Ok(template(key, v))
+}
+
+fn template(key: &str, v: Value) -> Template {
+    Template {
         key: key.to_string(),
         version: v["version"].as_i64().unwrap_or(0),
         text: v["template"].as_str().unwrap_or_default().to_string(),
         temperature: v["temperature"].as_f64().unwrap_or(0.7),
-    })
+    }
 }
 
 /// Replaces each `{{name}}` with its value; unknown placeholders become empty.

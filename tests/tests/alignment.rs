@@ -314,15 +314,19 @@ async fn a_dream_proposes_and_nothing_changes_until_the_person_approves() {
     assert!(note.to_string().contains("answers run long") && note.to_string().contains("no_such_template") && note.to_string().contains("venting_badly"), "{note}");
     assert_eq!(one(c, "SELECT version FROM dionysus.prompt_templates WHERE key = 'chat_system' AND active").await, json!(1));
 
-    // Approval: the new version is active and the next reply is composed with it.
+    // Approval (the terminal decides as the owner's person; someone else's word is refused): her
+    // own version is active for her, and her next reply is composed with it.
     let id = pending[0]["proposal_id"].as_str().unwrap().to_string();
     let mut cfg = config(driver_conninfo(&db.name), &llm);
-    cfg.terminal_user = "ada".into();
+    cfg.mcp.person = Some("test:bob".into());
+    assert_eq!(alignment::decide(&cfg, true, Some(&id), None).await, std::process::ExitCode::FAILURE);
+    cfg.mcp.person = Some(ADA.into());
     assert_eq!(alignment::decide(&cfg, true, Some(&id), None).await, std::process::ExitCode::SUCCESS);
-    let active = one(c, "SELECT t FROM dionysus.prompt_templates t WHERE key = 'chat_system' AND active").await;
-    assert_eq!(active["version"], 2);
-    assert_eq!(active["created_by"], "ai_dream_cycle");
-    assert_eq!(one(c, &format!("SELECT decided_by FROM dionysus.proposals WHERE id = '{id}'")).await, json!("terminal:ada"));
+    let active = one(c, &format!("SELECT t FROM dionysus.person_prompt_templates t WHERE person = '{ADA}' AND key = 'chat_system' AND active")).await;
+    assert_eq!(active["version"], 1);
+    assert_eq!(active["proposal_id"], json!(id));
+    assert_eq!(one(c, "SELECT version FROM dionysus.prompt_templates WHERE key = 'chat_system' AND active").await, json!(1), "the shared template changed");
+    assert_eq!(one(c, &format!("SELECT decided_by FROM dionysus.proposals WHERE id = '{id}'")).await, json!(ADA));
     conversation::handle(&mind, said("ada", "d3", "And rye?"), &mut ex).await;
     let prompt = llm.requests_with("TASK: chat").last().cloned();
     let system = llm.requests().last().unwrap()["messages"][0]["content"].as_str().unwrap_or_default().to_string();
@@ -334,17 +338,17 @@ async fn a_dream_proposes_and_nothing_changes_until_the_person_approves() {
     let (code, _) = dionysus_tests::expect_error(c, "INSERT INTO dionysus.context_archetypes (name, example_messages, context_turns, context_memories, similarity_threshold, triple_depth) VALUES ('x', ARRAY['x'], 1, 0, 0.5, 0)").await;
     assert_eq!(code, "42501");
     c.batch_execute("RESET ROLE").await.unwrap();
-    // A proposal written against an older version is refused, not applied over the newer one.
-    c.execute("INSERT INTO dionysus.proposals (kind, target, proposal, rationale, base_version) VALUES ('prompt_template', 'chat_system', '{\"template\": \"STALE\"}', 'old', 1)", &[])
+    // A proposal written against an older version (the shared one, before hers) is refused, not applied over the newer one.
+    c.execute("INSERT INTO dionysus.proposals (kind, target, proposal, rationale, base_version, person) VALUES ('prompt_template', 'chat_system', '{\"template\": \"STALE\"}', 'old', 1, 'test:ada')", &[])
         .await
         .unwrap();
     let stale = one(c, "SELECT dionysus.approve_proposal((SELECT id FROM dionysus.proposals WHERE rationale = 'old'), 'test:ada')").await;
     assert_eq!(stale["approved"], false, "{stale}");
-    assert_eq!(one(c, "SELECT version FROM dionysus.prompt_templates WHERE key = 'chat_system' AND active").await, json!(2));
-    // A second approval changes nothing; rollback is one call.
-    assert_eq!(one(c, &format!("SELECT dionysus.approve_proposal('{id}', 'x') -> 'approved'")).await, json!(false));
-    assert_eq!(one(c, "SELECT dionysus.activate_prompt_template('chat_system', 1)").await, json!(true));
-    assert_eq!(one(c, "SELECT version FROM dionysus.prompt_templates WHERE key = 'chat_system' AND active").await, json!(1));
+    assert_eq!(one(c, &format!("SELECT dionysus.prompt_template('chat_system', '{ADA}') -> 'version'")).await, json!(1));
+    // A second approval changes nothing; rollback (to the shared template) is one call.
+    assert_eq!(one(c, &format!("SELECT dionysus.approve_proposal('{id}', 'test:ada') -> 'approved'")).await, json!(false));
+    assert_eq!(one(c, &format!("SELECT dionysus.activate_own_template('{ADA}', 'chat_system', NULL)")).await, json!(true));
+    assert!(!one(c, &format!("SELECT dionysus.prompt_template('chat_system', '{ADA}') ->> 'template'")).await.to_string().starts_with("\"SHORTER"));
 
     // The next night finds nothing worth proposing, and says so.
     llm.on_times("TASK: dream", 1, Answer::Text(json!({"proposals": [], "note": ""}).to_string()));
@@ -367,8 +371,8 @@ async fn a_dream_proposes_and_nothing_changes_until_the_person_approves() {
 
     // Rejecting: the proposal stays as history and changes nothing.
     c.execute(
-        "INSERT INTO dionysus.proposals (kind, target, proposal, rationale) VALUES ('archetype', 'venting', \
-         '{\"example_messages\": [\"ugh\"], \"turns\": 8, \"memories\": 4, \"similarity_threshold\": 0.6, \"triple_depth\": 1}', 'test')",
+        "INSERT INTO dionysus.proposals (kind, target, proposal, rationale, person) VALUES ('archetype', 'venting', \
+         '{\"example_messages\": [\"ugh\"], \"turns\": 8, \"memories\": 4, \"similarity_threshold\": 0.6, \"triple_depth\": 1}', 'test', 'test:ada')",
         &[],
     )
     .await
@@ -377,4 +381,93 @@ async fn a_dream_proposes_and_nothing_changes_until_the_person_approves() {
     assert_eq!(alignment::decide(&cfg, false, Some(&rid.to_string()), Some("not now")).await, std::process::ExitCode::SUCCESS);
     assert_eq!(count(c, "SELECT count(*) FROM dionysus.context_archetypes WHERE name = 'venting'").await, 0);
     assert_eq!(one(c, &format!("SELECT status FROM dionysus.proposals WHERE id = '{rid}'")).await, json!("rejected"));
+}
+
+/// Approval belongs to the person (issue #33 §3). The driver's role writes no proposal and moves
+/// no decision itself; a proposal is decided only by the person whose dream wrote it (42501 for
+/// anyone else); a decision stands, even against the owner's UPDATE; and what Ada approves is
+/// hers alone: her template and her archetype reach neither Bob's prompts nor Bob's dream.
+#[tokio::test]
+async fn approval_belongs_to_the_person_and_changes_only_theirs() {
+    let db = TestDb::new("al_approval").await;
+    let c = &db.client;
+    // Ada's night: her dream, claimed and completed with three proposals.
+    let proposals = json!([
+        {"kind": "prompt_template", "target": "chat_system", "proposal": {"template": "ADA-ONLY: she is grieving her sister Mireille.\n{{memories}}"},
+         "rationale": "she told me about Mireille"},
+        {"kind": "archetype", "target": "whiskers_talk", "rationale": "she talks about Whiskers",
+         "proposal": {"description": "Ada about her cat Whiskers", "example_messages": ["my cat Whiskers knocked the vase over again"],
+                      "turns": 3, "memories": 2, "similarity_threshold": 0.6, "triple_depth": 0}},
+        {"kind": "archetype", "target": "small_talk", "rationale": "to be rejected",
+         "proposal": {"example_messages": ["hey"], "turns": 2, "memories": 0, "similarity_threshold": 0.7, "triple_depth": 0}}
+    ]);
+    c.batch_execute(&format!(
+        "DO $$ DECLARE d uuid; w uuid; BEGIN \
+           INSERT INTO dionysus.dreams (local_date, person, since) VALUES ('2026-11-24', 'test:ada', now() - interval '1 day') RETURNING id INTO d; \
+           INSERT INTO dionysus.work_queue (idempotency_key, action, params) VALUES ('dream:2026-11-24', 'dream', jsonb_build_object('dream_id', d)) \
+             RETURNING id INTO w; \
+           UPDATE dionysus.dreams SET work_id = w WHERE id = d; \
+           PERFORM dionysus.claim_work('t', ARRAY['dream']); \
+           PERFORM dionysus.complete_work(w, jsonb_build_object('dream', jsonb_build_object('proposals', '{}'::jsonb, 'note', ''))); END $$",
+        proposals.to_string().replace('\'', "''")
+    ))
+    .await
+    .unwrap();
+    let id = |target: &str| format!("(SELECT id FROM dionysus.proposals WHERE target = '{target}')");
+    let (template, archetype, small) = (id("chat_system"), id("whiskers_talk"), id("small_talk"));
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.proposals WHERE person = 'test:ada' AND status = 'pending'").await, 3);
+
+    c.batch_execute("SET ROLE dionysus_driver").await.unwrap();
+    // No proposal that no dream wrote, no status moved by hand, no second recording of the dream.
+    for sql in [
+        "INSERT INTO dionysus.proposals (kind, target, proposal, rationale) VALUES ('prompt_template', 'chat_system', '{\"template\": \"forged\"}', 'forged')".to_string(),
+        format!("UPDATE dionysus.proposals SET status = 'approved' WHERE id = {template}"),
+        format!("SELECT dionysus.approve_proposal({template}, 'test:bob')"),
+        format!("SELECT dionysus.reject_proposal({template}, 'test:bob')"),
+    ] {
+        let (code, msg) = dionysus_tests::expect_error(c, &sql).await;
+        assert_eq!(code, "42501", "{sql}: {msg}");
+    }
+    let (code, msg) = dionysus_tests::expect_error(
+        c,
+        &format!("SELECT dionysus_internal.record_dream((SELECT id FROM dionysus.dreams), '{{\"proposals\": {}}}')", proposals.to_string().replace('\'', "''")),
+    )
+    .await;
+    assert!(code == "22023" && msg.contains("\"dream_id\""), "{code} {msg}");
+    // Ada's own word.
+    assert_eq!(one(c, &format!("SELECT dionysus.approve_proposal({template}, 'test:ada') -> 'approved'")).await, json!(true));
+    assert_eq!(one(c, &format!("SELECT dionysus.approve_proposal({archetype}, 'test:ada') -> 'approved'")).await, json!(true));
+    assert_eq!(one(c, &format!("SELECT dionysus.reject_proposal({small}, 'test:ada')")).await, json!(true));
+    c.batch_execute("RESET ROLE").await.unwrap();
+    assert_eq!(one(c, &format!("SELECT decided_by FROM dionysus.proposals WHERE id = {template}")).await, json!("test:ada"));
+
+    // A decision stands, whoever writes.
+    for sql in [
+        format!("UPDATE dionysus.proposals SET status = 'pending', decided_at = NULL WHERE id = {small}"),
+        format!("UPDATE dionysus.proposals SET status = 'approved' WHERE id = {small}"),
+        format!("UPDATE dionysus.proposals SET status = 'pending' WHERE id = {template}"),
+    ] {
+        let (code, msg) = dionysus_tests::expect_error(c, &sql).await;
+        assert_eq!(code, "42501", "{sql}: {msg}");
+    }
+    assert_eq!(one(c, &format!("SELECT dionysus.approve_proposal({small}, 'test:ada') ->> 'reason'")).await, json!("already rejected"));
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.context_archetypes WHERE name = 'small_talk'").await, 1, "a rejected proposal took effect");
+
+    // Hers alone: her prompt has her template, the shared one and Bob's do not.
+    let shared = one(c, "SELECT template FROM dionysus.prompt_templates WHERE key = 'chat_system' AND active").await;
+    assert!(!shared.to_string().contains("Mireille"), "her words became everyone's template: {shared}");
+    assert!(one(c, "SELECT dionysus.prompt_template('chat_system', 'test:ada') ->> 'template'").await.to_string().contains("Mireille"));
+    assert!(!one(c, "SELECT dionysus.prompt_template('chat_system', 'test:bob') ->> 'template'").await.to_string().contains("Mireille"));
+    // Her archetype shapes her messages only.
+    let whiskers = "dionysus.embed('my cat Whiskers knocked the vase over again')";
+    assert_eq!(one(c, &format!("SELECT dionysus.match_archetype({whiskers}, 'test:ada') ->> 'name'")).await, json!("whiskers_talk"));
+    assert_ne!(one(c, &format!("SELECT coalesce(dionysus.match_archetype({whiskers}, 'test:bob') ->> 'name', '')")).await, json!("whiskers_talk"));
+    assert_ne!(one(c, &format!("SELECT coalesce(dionysus.match_archetype({whiskers}) ->> 'name', '')")).await, json!("whiskers_talk"));
+    // Bob's dream is shown neither.
+    c.batch_execute("INSERT INTO dionysus.dreams (local_date, person, since) VALUES ('2026-11-25', 'test:bob', now() - interval '1 day')")
+        .await
+        .unwrap();
+    let bob = one(c, "SELECT dionysus.dream_evidence(id) FROM dionysus.dreams WHERE person = 'test:bob'").await.to_string();
+    assert!(!bob.contains("Mireille") && !bob.contains("Whiskers") && !bob.contains("whiskers_talk"), "Ada's words in Bob's dream: {bob}");
+    assert!(bob.contains("chat_system"), "{bob}");
 }

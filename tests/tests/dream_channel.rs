@@ -270,12 +270,14 @@ async fn a_proposal_on_the_channel_changes_nothing_until_its_person_approves() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(one(c, "SELECT version FROM dionysus.prompt_templates WHERE key = 'chat_system' AND active").await, json!(2));
+    // Hers: her own version of the template; the shared one is everyone else's still.
+    assert_eq!(one(c, "SELECT dionysus.prompt_template('chat_system', 'test:ada') -> 'person'").await, json!("test:ada"));
+    assert_eq!(one(c, "SELECT version FROM dionysus.prompt_templates WHERE key = 'chat_system' AND active").await, json!(1));
     assert_eq!(one(c, "SELECT decided_by FROM dionysus.proposals").await, json!("test:ada"));
     assert!(private_text(&run.press("p-again", "ada", &button(&card, "Approve")).await).contains("already approved"));
     // Rollback is one call.
-    assert_eq!(one(c, "SELECT dionysus.activate_prompt_template('chat_system', 1)").await, json!(true));
-    assert_eq!(one(c, "SELECT version FROM dionysus.prompt_templates WHERE key = 'chat_system' AND active").await, json!(1));
+    assert_eq!(one(c, "SELECT dionysus.activate_own_template('test:ada', 'chat_system', NULL)").await, json!(true));
+    assert_eq!(one(c, "SELECT dionysus.prompt_template('chat_system', 'test:ada') -> 'person'").await, Value::Null);
 
     // The next night proposes nothing, and the channel says so.
     llm.on_times("TASK: dream", 1, Llm::Text(json!({"proposals": [], "note": "all well"}).to_string()));

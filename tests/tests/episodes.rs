@@ -157,3 +157,41 @@ async fn episode_outcomes_are_checked_and_only_a_failure_proposes() {
         .unwrap();
     assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.proposed_censors('test:ada')").await, 0, "an imported failure proposed a censor");
 }
+
+/// Two people whose MCP clients share a name (or who both write to the default source) never
+/// share an episode, so no summary's prompt holds both people's words (issue #33 §3): episodes
+/// are kept by person as well as source. One person's memories still make one episode, and a
+/// conversation's channel stays its people's shared one.
+#[tokio::test]
+async fn two_peoples_memories_of_one_source_are_two_episodes() {
+    let db = TestDb::new("episodes_person").await;
+    let c = &db.client;
+    let episode = |words: &str| {
+        format!("SELECT em.episode_id FROM dionysus.episode_memories em JOIN dionysus.memories m ON m.id = em.memory_id WHERE m.content = '{words}'")
+    };
+    for source in ["'mcp:claude'", "NULL"] {
+        let tag = if source == "NULL" { "default" } else { "mcp" };
+        c.batch_execute(&format!(
+            "SELECT dionysus.remember('Ada {tag} one', 'episodic', source => {source}, private_to => ARRAY['test:ada']); \
+             SELECT dionysus.remember('Bob {tag} one', 'episodic', source => {source}, private_to => ARRAY['test:bob']); \
+             SELECT dionysus.remember('Ada {tag} two', 'episodic', source => {source}, private_to => ARRAY['test:ada']); \
+             SELECT dionysus.remember('Bob {tag} two', 'episodic', source => {source}, private_to => ARRAY['test:bob']);"
+        ))
+        .await
+        .unwrap();
+        let (ada, ada2): (uuid::Uuid, uuid::Uuid) = (one(c, &episode(&format!("Ada {tag} one"))).await, one(c, &episode(&format!("Ada {tag} two"))).await);
+        let (bob, bob2): (uuid::Uuid, uuid::Uuid) = (one(c, &episode(&format!("Bob {tag} one"))).await, one(c, &episode(&format!("Bob {tag} two"))).await);
+        assert_ne!(ada, bob, "Ada's and Bob's words in one episode of {source}");
+        assert_eq!((ada, bob), (ada2, bob2), "one person's memories of {source} split");
+        let transcript: Value = one(c, &format!("SELECT dionysus.episode_transcript('{ada}')")).await;
+        assert!(!transcript.to_string().contains("Bob"), "{transcript}");
+    }
+    // A group's channel: one episode of its people.
+    c.batch_execute(
+        "SELECT dionysus.log_message('test', 'g1', 'group', 'ada', 'Who brings the cake?'); \
+         SELECT dionysus.log_message('test', 'g2', 'group', 'bob', 'I will.');",
+    )
+    .await
+    .unwrap();
+    assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.episodes WHERE source = 'conversation:test:group'").await, 1);
+}

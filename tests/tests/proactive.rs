@@ -854,3 +854,46 @@ async fn a_tick_after_months_without_one_still_runs() {
         assert_eq!(debt, 100, "after {gap} of silence social debt has reached 1");
     }
 }
+
+/// The built-in rules are the owner's (issue #33 §3): the driver's role adds only a person's own
+/// rule (add_rule), cannot insert a rule for everyone nor raise a built-in's rate ("silence grows
+/// social debt", 0.0278 an hour, to 10), and cannot switch a built-in off or weaken it; it still
+/// counts a built-in's use when a tick fires it, and its own rules are removed as before.
+#[tokio::test]
+async fn the_drivers_role_writes_only_a_persons_own_rules() {
+    let db = TestDb::new("pro_builtins").await;
+    let c = &db.client;
+    at(c, "2026-11-23 10:00+00").await;
+    say(c, "a1", "Hello there").await;
+    advance(c, "2 hours").await;
+    c.batch_execute("SET ROLE dionysus_driver").await.unwrap();
+    for sql in [
+        "INSERT INTO dionysus.mind_rules (name, trigger, intents, origin, description, created_at) \
+         VALUES ('everyone, always', 'tick', '[{\"request_contact\": \"hi\"}]', 'built_in', 'x', now())",
+        "INSERT INTO dionysus.mind_rules (name, person, trigger, intents, origin, description, created_at) \
+         VALUES ('not through add_rule', 'test:alice', 'tick', '[{\"request_contact\": \"hi\"}]', 'person', 'x', now())",
+        "UPDATE dionysus.mind_rules SET intents = '[{\"adjust\": \"person.social_debt\", \"toward\": 1, \"per_hour\": 10}]' \
+         WHERE name = 'silence grows social debt'",
+        "UPDATE dionysus.mind_rules SET person = 'test:alice' WHERE name = 'silence grows social debt'",
+        "UPDATE dionysus.mind_rules SET status = 'removed', ended_at = now() WHERE name = 'night suppression'",
+        "UPDATE dionysus.mind_rules SET weight = 0 WHERE person IS NULL",
+    ] {
+        let (code, msg) = expect_error(c, sql).await;
+        assert_eq!(code, "42501", "{sql}: {msg}");
+    }
+    let rule = json!({"name": "always curious", "trigger": "tick", "intents": [{"adjust": "person.curiosity", "to": 1}]});
+    let stored: Value = c.query_one("SELECT dionysus.add_rule($1, 'be curious', $2)", &[&ALICE, &rule]).await.unwrap().get(0);
+    let t = tick(c).await;
+    assert!(t["rules_fired"].as_i64().unwrap() >= 1, "{t}");
+    let removed: bool = c.query_one("SELECT dionysus.remove_rule($1, $2)", &[&ALICE, &stored["rule_id"].as_i64().unwrap()]).await.unwrap().get(0);
+    assert!(removed);
+    c.batch_execute("RESET ROLE").await.unwrap();
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.mind_rules WHERE person IS NULL").await, 8, "a built-in was added");
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.mind_rules WHERE person IS NULL AND status = 'active' AND weight = 1").await, 8);
+    let debt = c.query_one("SELECT intents::text, use_count FROM dionysus.mind_rules WHERE name = 'silence grows social debt'", &[]).await.unwrap();
+    assert!(debt.get::<_, String>(0).contains("0.0278"), "{}", debt.get::<_, String>(0));
+    assert!(debt.get::<_, i64>(1) >= 1, "a tick by the driver's role did not count the built-in's use");
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.mind_rules WHERE person = 'test:alice' AND status = 'removed' AND origin = 'person'").await, 1);
+    // The owner still tunes a built-in.
+    c.batch_execute("UPDATE dionysus.mind_rules SET weight = 0.9 WHERE name = 'curiosity fades'").await.unwrap();
+}

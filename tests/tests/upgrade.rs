@@ -404,7 +404,9 @@ async fn an_update_from_the_imports_release_keeps_imports_and_posts_waiting_prop
         old.query_one(&format!("SELECT dionysus.mirror_decide('{item}', 'discord', '1001', 'approve')"), &[]).await.expect("approve from the card").get(0);
     assert_eq!(done["approved"], serde_json::json!(true), "{done}");
     old.batch_execute("RESET ROLE").await.unwrap();
-    assert_eq!(count(&old, "SELECT version::bigint FROM dionysus.prompt_templates WHERE key = 'chat_system' AND active").await, 2);
+    // Its person's own version (0.19.0: an approval changes only theirs); the shared one stays.
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.person_prompt_templates WHERE person = 'discord:1001' AND key = 'chat_system' AND active").await, 1);
+    assert_eq!(count(&old, "SELECT version::bigint FROM dionysus.prompt_templates WHERE key = 'chat_system' AND active").await, 1);
     drop(old);
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
 }

@@ -1,5 +1,6 @@
 //! Episodes: episodic memories of one source, grouped until a gap of more than
-//! `dionysus.episode_gap_minutes` (default 30), or opened and closed explicitly.
+//! `dionysus.episode_gap_minutes` (default 30), or opened and closed explicitly. A memory
+//! private to one person joins that person's episode of its source (see [`episode_person`]).
 //!
 //! Writers of one source serialise on a transaction-scoped advisory lock keyed by the source;
 //! writers of different sources never wait on each other.
@@ -23,18 +24,62 @@ pub fn lock_source(source: &str) {
     );
 }
 
-/// Adds an episodic memory to its source's open episode, opening a new one after a gap.
-/// Returns the members within [`TEMPORAL_SPAN`] positions before it (their neighborhoods change).
-pub fn assign(memory_id: Uuid, source: Option<&str>, at: TimestampWithTimeZone) -> Vec<Uuid> {
+/// Whose episode a memory joins: the one person it is private to, so that two people's words
+/// never share an episode (nor its summary's prompt) because their sources share a name (two
+/// MCP clients called alike, the default source). A conversation's channel is the exception:
+/// its people share it, and its episode is theirs together. None: the source's shared episode.
+pub fn episode_person<'a>(source: &str, private_to: Option<&'a [String]>) -> Option<&'a str> {
+    match private_to {
+        Some([one]) if !source.starts_with("conversation:") => Some(one.as_str()),
+        _ => None,
+    }
+}
+
+thread_local! {
+    static KEYED_BY_PERSON: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this database's episodes carry their person (0.19.0 on); an older schema's are keyed
+/// by source alone until ALTER EXTENSION UPDATE. Cached once true.
+fn keyed_by_person() -> bool {
+    if KEYED_BY_PERSON.get() {
+        return true;
+    }
+    let found = first_or_none::<bool>(
+        "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('dionysus.episodes') AND attname = 'person' AND NOT attisdropped)",
+        &[],
+    )
+    .unwrap_or(false);
+    KEYED_BY_PERSON.set(found);
+    found
+}
+
+/// The condition on an episode's person, as parameter `$n` (always NULL on an older schema).
+fn whose(n: u8) -> String {
+    if keyed_by_person() {
+        format!("person IS NOT DISTINCT FROM ${n}")
+    } else {
+        format!("${n}::text IS NULL")
+    }
+}
+
+/// Adds an episodic memory to its source's open episode (its person's, [`episode_person`]),
+/// opening a new one after a gap. Returns the members within [`TEMPORAL_SPAN`] positions before
+/// it (their neighborhoods change).
+pub fn assign(memory_id: Uuid, source: Option<&str>, private_to: Option<&[String]>, at: TimestampWithTimeZone) -> Vec<Uuid> {
     let source = source.unwrap_or(DEFAULT_SOURCE);
+    let person = episode_person(source, private_to).filter(|_| keyed_by_person());
     lock_source(source);
     let gap_minutes = EPISODE_GAP_MINUTES.get();
     // The open episode, if the memory falls within the gap (or the episode is explicit).
     let open: Option<Uuid> = select_prepared(
-        "SELECT id FROM dionysus.episodes \
-         WHERE source = $1 AND ended_at IS NULL \
-           AND (explicit OR $2 - last_event_at <= make_interval(mins => $3))",
-        &[source.into(), at.into(), gap_minutes.into()],
+        &format!(
+            "SELECT id FROM dionysus.episodes \
+             WHERE source = $1 AND {} AND ended_at IS NULL \
+               AND (explicit OR $2 - last_event_at <= make_interval(mins => $3))",
+            whose(4)
+        ),
+        &[source.into(), at.into(), gap_minutes.into(), person.into()],
         |t| t.get::<Uuid>(1).ok()?,
     )
     .pop();
@@ -43,17 +88,26 @@ pub fn assign(memory_id: Uuid, source: Option<&str>, at: TimestampWithTimeZone) 
         None => {
             // Close the stale one at its last event, then start afresh at this memory.
             Spi::run_with_args(
-                "UPDATE dionysus.episodes SET ended_at = greatest(last_event_at, started_at) \
-                 WHERE source = $1 AND ended_at IS NULL",
-                &[source.into()],
+                &format!(
+                    "UPDATE dionysus.episodes SET ended_at = greatest(last_event_at, started_at) \
+                     WHERE source = $1 AND {} AND ended_at IS NULL",
+                    whose(2)
+                ),
+                &[source.into(), person.into()],
             )
             .expect("close episode");
-            Spi::get_one_with_args::<Uuid>(
-                "INSERT INTO dionysus.episodes (source, started_at, last_event_at) VALUES ($1, $2, $2) RETURNING id",
-                &[source.into(), at.into()],
-            )
-            .expect("open episode")
-            .expect("new episode id")
+            let opened = if keyed_by_person() {
+                Spi::get_one_with_args::<Uuid>(
+                    "INSERT INTO dionysus.episodes (source, person, started_at, last_event_at) VALUES ($1, $3, $2, $2) RETURNING id",
+                    &[source.into(), at.into(), person.into()],
+                )
+            } else {
+                Spi::get_one_with_args::<Uuid>(
+                    "INSERT INTO dionysus.episodes (source, started_at, last_event_at) VALUES ($1, $2, $2) RETURNING id",
+                    &[source.into(), at.into()],
+                )
+            };
+            opened.expect("open episode").expect("new episode id")
         }
     };
     let seq = write_prepared(
@@ -80,7 +134,8 @@ pub fn assign(memory_id: Uuid, source: Option<&str>, at: TimestampWithTimeZone) 
 }
 
 /// Opens an episode for a source explicitly, closing the one open before. Episodic memories
-/// of that source join it until `close_episode`, whatever the gap.
+/// of that source join it until `close_episode`, whatever the gap (those of its shared episode:
+/// a memory private to one person joins that person's own, [`episode_person`]).
 #[pg_extern(volatile, parallel_unsafe)]
 fn open_episode(
     source: default!(Option<&str>, "'default'"),
@@ -92,9 +147,12 @@ fn open_episode(
     let started_at = validate::timestamp("started_at", started_at);
     lock_source(&source);
     Spi::run_with_args(
-        "UPDATE dionysus.episodes SET ended_at = greatest(last_event_at, started_at) \
-         WHERE source = $1 AND ended_at IS NULL",
-        &[source.clone().into()],
+        &format!(
+            "UPDATE dionysus.episodes SET ended_at = greatest(last_event_at, started_at) \
+             WHERE source = $1 AND {} AND ended_at IS NULL",
+            whose(2)
+        ),
+        &[source.clone().into(), None::<&str>.into()],
     )
     .expect("close previous episode");
     Spi::get_one_with_args::<Uuid>(

@@ -81,7 +81,7 @@ pub fn store(m: &NewMemory, embedding: &[f32]) -> Uuid {
         crate::sentences::enqueue(id);
     }
     let episode_neighbors = if m.kind == "episodic" {
-        episodes::assign(id, m.source.as_deref(), created_at)
+        episodes::assign(id, m.source.as_deref(), m.private_to.as_deref(), created_at)
     } else {
         Vec::new()
     };
