@@ -6,7 +6,9 @@
 //! - the LoCoMo layout (a list of samples, or one), each speaker's turns by that speaker.
 //!
 //! The whole input is read and checked before anything is written: a malformed file is refused
-//! with its line and the reason. Then the turns go to `dionysus.import_messages` in batches, in
+//! with its line and the reason; a turn the database could not take (an id that is not one, a
+//! text of nothing but control characters, ...) is left out and reported with its file and line,
+//! and control characters are taken out of texts and names. Then the turns go to `dionysus.import_messages` in batches, in
 //! order; the database keeps the position, so a second run of the same input resumes where
 //! the first stopped, and a finished one is not imported twice (platform ids are unique too).
 //! Extraction and summaries follow through the work queue, behind the live conversation.
@@ -17,7 +19,7 @@ use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -59,6 +61,9 @@ pub struct Turn {
     pub role: Role,
     pub text: String,
     pub at: DateTime<Utc>,
+    /// Where it was read, for the report of what was left out or cleaned.
+    pub file: PathBuf,
+    pub line: Option<usize>,
 }
 
 impl Turn {
@@ -82,9 +87,27 @@ pub struct History {
     pub turns: Vec<Turn>,
     /// Turns with nothing to keep (no text, no attachment).
     pub empty: usize,
+    /// Turns left out: the database could not take them.
+    pub skipped: Vec<Malformed>,
+    /// Turns kept with control characters taken out of their text or name.
+    pub cleaned: Vec<Malformed>,
 }
 
 impl History {
+    /// Leaves out (and reports) the turns longer than the database's dionysus.max_content_length,
+    /// as import_messages measures them: someone else's words with their name.
+    pub fn fit(&mut self, longest: usize) {
+        for t in std::mem::take(&mut self.turns) {
+            let named = (t.role == Role::Other).then(|| t.name.as_deref().unwrap_or(&t.author).chars().count() + 2).unwrap_or(0);
+            if named + t.text.chars().count() > longest {
+                let reason = format!("turn {} of conversation {}: it is longer than the database's dionysus.max_content_length ({longest})", shown(&t.id), shown(&t.channel));
+                self.skipped.push(Malformed { file: t.file, line: t.line, reason });
+            } else {
+                self.turns.push(t);
+            }
+        }
+    }
+
     /// What identifies this input: the same turns for the same person resume the same import.
     pub fn fingerprint(&self) -> String {
         let mut h = Sha256::new();
@@ -123,6 +146,160 @@ fn from_json_error(file: &Path, e: serde_json::Error) -> Malformed {
     let msg = e.to_string();
     let reason = msg.rsplit_once(" at line ").map_or(msg.as_str(), |(r, _)| r).to_string();
     malformed(file, (e.line() > 0).then_some(e.line()), reason)
+}
+
+/// Line numbers of byte offsets in a text.
+struct Lines(Vec<usize>);
+
+impl Lines {
+    fn new(src: &str) -> Lines {
+        Lines(src.match_indices('\n').map(|(i, _)| i).collect())
+    }
+
+    fn at(&self, offset: usize) -> usize {
+        self.0.partition_point(|&n| n < offset) + 1
+    }
+}
+
+/// Where each element of each array of a JSON text starts, by the array's path ("/conversations/0/messages",
+/// "" for a top-level array): serde_json keeps no positions, and a turn left out is reported with
+/// its line. `src` has been parsed already, so it is valid JSON.
+fn element_offsets(src: &str) -> HashMap<String, Vec<usize>> {
+    enum Frame {
+        Object { path: String, key: String },
+        Array { path: String, index: usize },
+    }
+    let b = src.as_bytes();
+    let string_end = |mut i: usize| {
+        i += 1;
+        while i < b.len() && b[i] != b'"' {
+            i += if b[i] == b'\\' { 2 } else { 1 };
+        }
+        (i + 1).min(b.len())
+    };
+    let (mut out, mut stack): (HashMap<String, Vec<usize>>, Vec<Frame>) = (HashMap::new(), vec![]);
+    let (mut i, mut want_key) = (0, false);
+    while i < b.len() {
+        match b[i] {
+            b' ' | b'\n' | b'\r' | b'\t' | b':' => i += 1,
+            b',' => {
+                want_key = matches!(stack.last(), Some(Frame::Object { .. }));
+                i += 1;
+            }
+            b'}' | b']' => {
+                stack.pop();
+                want_key = false;
+                i += 1;
+            }
+            b'"' if want_key => {
+                let end = string_end(i);
+                if let Some(Frame::Object { key, .. }) = stack.last_mut() {
+                    *key = src[i + 1..end - 1].to_string();
+                }
+                want_key = false;
+                i = end;
+            }
+            c => {
+                // A value starts here.
+                let path = match stack.last_mut() {
+                    None => String::new(),
+                    Some(Frame::Object { path, key }) => format!("{path}/{key}"),
+                    Some(Frame::Array { path, index }) => {
+                        out.entry(path.clone()).or_default().push(i);
+                        *index += 1;
+                        format!("{path}/{}", *index - 1)
+                    }
+                };
+                match c {
+                    b'{' => {
+                        stack.push(Frame::Object { path, key: String::new() });
+                        want_key = true;
+                        i += 1;
+                    }
+                    b'[' => {
+                        stack.push(Frame::Array { path, index: 0 });
+                        i += 1;
+                    }
+                    b'"' => i = string_end(i),
+                    _ => {
+                        while i < b.len() && !b" \n\r\t,]}".contains(&b[i]) {
+                            i += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The line of the `n`th element of the array at `path`, if the text has one there.
+fn element_line(offsets: &HashMap<String, Vec<usize>>, lines: &Lines, path: &str, n: usize) -> Option<usize> {
+    offsets.get(path).and_then(|o| o.get(n)).map(|&o| lines.at(o))
+}
+
+/// A value as a report shows it: quoted, escaped, and short.
+fn shown(s: &str) -> String {
+    let short: String = s.chars().take(60).collect();
+    format!("\"{}{}\"", short.escape_debug(), if short.len() < s.len() { "..." } else { "" })
+}
+
+fn codes(cs: &BTreeSet<char>) -> String {
+    cs.iter().map(|c| format!("U+{:04X}", *c as u32)).collect::<Vec<_>>().join(", ")
+}
+
+/// Control characters but line breaks and tabs: PostgreSQL cannot store NUL at all, and none of
+/// them is words.
+fn unwanted(c: char) -> bool {
+    c.is_control() && !matches!(c, '\n' | '\r' | '\t')
+}
+
+/// A turn as the database takes it (control characters out of its text and name, with a note of
+/// what was taken out), or why it is left out. Every check import_messages makes is made here:
+/// a batch it refused would stop the import at that turn on every run.
+fn check(mut t: Turn, kind: Kind, latest: DateTime<Utc>) -> Result<(Turn, Option<Malformed>), Malformed> {
+    let at = format!("turn {} of conversation {}", shown(&t.id), shown(&t.channel));
+    let report = |t: &Turn, reason: String| Malformed { file: t.file.clone(), line: t.line, reason: format!("{at}: {reason}") };
+    for (what, v) in [("id", &t.id), ("conversation", &t.channel), ("author", &t.author)] {
+        let bad: BTreeSet<char> = v.chars().filter(|c| c.is_control()).collect();
+        if !bad.is_empty() {
+            return Err(report(&t, format!("its {what} contains a control character ({})", codes(&bad))));
+        }
+        if v.trim().is_empty() {
+            return Err(report(&t, format!("its {what} is empty")));
+        }
+        if v.chars().count() > 200 {
+            return Err(report(&t, format!("its {what} is longer than 200 characters")));
+        }
+    }
+    if kind == Kind::Discord && !(t.id.len() <= 20 && t.id.bytes().all(|b| b.is_ascii_digit())) {
+        return Err(report(&t, format!("{} is not a Discord message id (a number)", shown(&t.id))));
+    }
+    let mut cleaned = vec![];
+    let bad: BTreeSet<char> = t.text.chars().filter(|c| unwanted(*c)).collect();
+    if !bad.is_empty() {
+        t.text = t.text.chars().filter(|c| !unwanted(*c)).collect();
+        if t.text.trim().is_empty() {
+            return Err(report(&t, format!("its text is nothing but control characters and spaces ({})", codes(&bad))));
+        }
+        cleaned.push(format!("its text ({})", codes(&bad)));
+    }
+    if let Some(n) = &t.name {
+        let bad: BTreeSet<char> = n.chars().filter(|c| c.is_control()).collect();
+        if !bad.is_empty() {
+            cleaned.push(format!("its display name ({})", codes(&bad)));
+        }
+        let n: String = n.chars().filter(|c| !c.is_control()).collect::<String>().trim().chars().take(100).collect();
+        t.name = Some(n).filter(|n| !n.is_empty());
+    }
+    if t.text.chars().count() > LONGEST_TURN {
+        return Err(report(&t, format!("it is longer than {LONGEST_TURN} characters")));
+    }
+    if t.at.year() < 1900 || t.at > latest {
+        return Err(report(&t, format!("it is dated {}, before 1900 or in the future", t.at.to_rfc3339())));
+    }
+    let note = (!cleaned.is_empty()).then(|| report(&t, format!("control characters taken out of {}", cleaned.join(" and "))));
+    Ok((t, note))
 }
 
 /// Who the input is about and how it is read.
@@ -211,22 +388,19 @@ pub fn read(path: &Path, opts: &Options) -> Result<History, Malformed> {
             }
         }
     };
-    // What the database would refuse half-way is refused now, before anything is written.
+    // Whose it all is must be a key the database takes, or nothing can be imported.
+    if h.person.chars().any(|c| c.is_control()) {
+        return Err(malformed(path, None, format!("the person key {} contains a control character", shown(&h.person))));
+    }
+    // What the database would refuse half-way is left out now, before anything is written, and reported.
     let latest = Utc::now() + chrono::Duration::days(1);
-    for t in &mut h.turns {
-        // PostgreSQL's text cannot hold NUL.
-        if t.text.contains('\0') {
-            t.text = t.text.replace('\0', "");
-        }
-        let at = format!("turn {} of conversation {}", t.id, t.channel);
-        if t.text.chars().count() > LONGEST_TURN {
-            return Err(malformed(path, None, format!("{at} is longer than {LONGEST_TURN} characters")));
-        }
-        if t.at.year() < 1900 || t.at > latest {
-            return Err(malformed(path, None, format!("{at} is dated {}, before 1900 or in the future", t.at.to_rfc3339())));
-        }
-        if [&t.id, &t.channel, &t.author].iter().any(|v| v.chars().count() > 200 || v.contains('\0')) {
-            return Err(malformed(path, None, format!("{at}: its id, conversation or author is longer than 200 characters")));
+    for t in std::mem::take(&mut h.turns) {
+        match check(t, h.kind, latest) {
+            Ok((t, note)) => {
+                h.cleaned.extend(note);
+                h.turns.push(t);
+            }
+            Err(m) => h.skipped.push(m),
         }
     }
     // Oldest first; equal times keep a fixed order, so the same input always reads the same.
@@ -283,11 +457,16 @@ struct ChatMessage {
 
 fn chat(path: &Path, src: &str, opts: &Options) -> Result<History, Malformed> {
     let f: ChatFile = serde_json::from_str(src).map_err(|e| from_json_error(path, e))?;
+    if f.platform.chars().any(|c| c.is_control()) {
+        return Err(malformed(path, Some(1), format!("the platform {} contains a control character", shown(&f.platform))));
+    }
     let person = opts.person.clone().unwrap_or_else(|| person_key(&f.platform, &f.person));
     let mut turns = vec![];
     let mut empty = 0;
-    for c in f.conversations {
-        for m in c.messages {
+    let (offsets, lines) = (element_offsets(src), Lines::new(src));
+    for (ci, c) in f.conversations.into_iter().enumerate() {
+        let list = format!("/conversations/{ci}/messages");
+        for (mi, m) in c.messages.into_iter().enumerate() {
             if m.text.trim().is_empty() {
                 empty += 1;
                 continue;
@@ -300,10 +479,12 @@ fn chat(path: &Path, src: &str, opts: &Options) -> Result<History, Malformed> {
                 Role::Other
             };
             let name = m.name.map(|n| n.trim().chars().take(100).collect::<String>()).filter(|n| !n.is_empty());
-            turns.push(Turn { platform: f.platform.clone(), id: m.id, channel: c.channel.clone(), author: m.author, name, role, text: m.text, at: m.time });
+            let line = element_line(&offsets, &lines, &list, mi);
+            turns.push(Turn { platform: f.platform.clone(), id: m.id, channel: c.channel.clone(), author: m.author, name, role, text: m.text, at: m.time,
+                              file: path.to_path_buf(), line });
         }
     }
-    Ok(History { kind: Kind::Chat, person, turns, empty })
+    Ok(History { kind: Kind::Chat, person, turns, empty, skipped: vec![], cleaned: vec![] })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -332,6 +513,8 @@ fn locomo(path: &Path, src: &str, samples: &[Value], opts: &Options) -> Result<H
     let mut turns = vec![];
     let mut empty = 0;
     let mut person: Option<String> = None;
+    let (offsets, lines) = (element_offsets(src), Lines::new(src));
+    let listed = src.trim_start().starts_with('[');
     for (i, s) in samples.iter().enumerate() {
         let sample = s.get("sample_id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("sample-{}", i + 1));
         let conv = s["conversation"].as_object().expect("checked by read");
@@ -353,6 +536,7 @@ fn locomo(path: &Path, src: &str, samples: &[Value], opts: &Options) -> Result<H
         let mut sessions: Vec<(usize, &Value)> = conv.iter().filter_map(|(k, v)| Some((k.strip_prefix("session_")?.parse().ok()?, v))).collect();
         sessions.sort_by_key(|s| s.0);
         for (n, v) in sessions {
+            let array = if listed { format!("/{i}/conversation/session_{n}") } else { format!("/conversation/session_{n}") };
             let at_session = || line_of(src, here, &format!("\"session_{n}\""));
             let when_key = format!("session_{n}_date_time");
             let when = conv.get(&when_key).and_then(Value::as_str).ok_or_else(|| {
@@ -381,12 +565,13 @@ fn locomo(path: &Path, src: &str, samples: &[Value], opts: &Options) -> Result<H
                     return Err(malformed(path, at_session(), format!("sample {sample}: session_{n}'s turns run past the last representable time")));
                 };
                 let at = at.and_utc();
-                turns.push(Turn { platform: "locomo".into(), id: format!("{sample}:{}", t.dia_id), channel: sample.clone(), author: t.speaker.clone(), name: Some(t.speaker), role, text, at });
+                turns.push(Turn { platform: "locomo".into(), id: format!("{sample}:{}", t.dia_id), channel: sample.clone(), author: t.speaker.clone(), name: Some(t.speaker), role, text, at,
+                                  file: path.to_path_buf(), line: element_line(&offsets, &lines, &array, k) });
             }
         }
     }
     let person = person.ok_or_else(|| malformed(path, Some(1), "no samples"))?;
-    Ok(History { kind: Kind::Locomo, person, turns, empty })
+    Ok(History { kind: Kind::Locomo, person, turns, empty, skipped: vec![], cleaned: vec![] })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -496,10 +681,14 @@ fn discord(root: &Path, opts: &Options) -> Result<History, Malformed> {
         } else {
             folder.strip_prefix('c').filter(|r| r.chars().all(|ch| ch.is_ascii_digit())).unwrap_or(&folder).to_string()
         };
-        let rows: Vec<DiscordMessage> = if c.join("messages.json").is_file() {
+        // Each message with the line it starts on.
+        let (file, rows): (PathBuf, Vec<(Option<usize>, DiscordMessage)>) = if c.join("messages.json").is_file() {
             let file = c.join("messages.json");
             let src = read_text(&file)?;
-            serde_json::from_str(&src).map_err(|e| from_json_error(&file, e))?
+            let rows: Vec<DiscordMessage> = serde_json::from_str(&src).map_err(|e| from_json_error(&file, e))?;
+            let (offsets, lines) = (element_offsets(&src), Lines::new(&src));
+            let rows = rows.into_iter().enumerate().map(|(k, m)| (element_line(&offsets, &lines, "", k), m)).collect();
+            (file, rows)
         } else {
             let file = c.join("messages.csv");
             let src = read_text(&file)?;
@@ -520,11 +709,11 @@ fn discord(root: &Path, opts: &Options) -> Result<History, Malformed> {
                 let id = get(Some(ci)).filter(|s| !s.trim().is_empty()).ok_or_else(|| malformed(&file, Some(line), "no ID"))?;
                 let ts = get(Some(ct)).unwrap_or_default();
                 let at = parse_time(&ts).ok_or_else(|| malformed(&file, Some(line), format!("\"{ts}\" is not a time")))?;
-                rows.push(DiscordMessage { id: id.trim().to_string(), at, contents: get(cc), attachments: get(ca) });
+                rows.push((Some(line), DiscordMessage { id: id.trim().to_string(), at, contents: get(cc), attachments: get(ca) }));
             }
-            rows
+            (file, rows)
         };
-        for m in rows {
+        for (line, m) in rows {
             let words = m.contents.unwrap_or_default().trim().to_string();
             let files = m.attachments.unwrap_or_default().split_whitespace().map(|u| format!("[attachment: {u}]")).collect::<Vec<_>>().join(" ");
             let text = [words, files].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join(" ");
@@ -532,11 +721,12 @@ fn discord(root: &Path, opts: &Options) -> Result<History, Malformed> {
                 empty += 1;
                 continue;
             }
-            turns.push(Turn { platform: "discord".into(), id: m.id, channel: channel.clone(), author: owner.clone(), name: None, role: Role::Person, text, at: m.at });
+            turns.push(Turn { platform: "discord".into(), id: m.id, channel: channel.clone(), author: owner.clone(), name: None, role: Role::Person, text, at: m.at,
+                              file: file.clone(), line });
         }
     }
     let person = opts.person.clone().unwrap_or_else(|| person_key("discord", &owner));
-    Ok(History { kind: Kind::Discord, person, turns, empty })
+    Ok(History { kind: Kind::Discord, person, turns, empty, skipped: vec![], cleaned: vec![] })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -599,13 +789,32 @@ pub async fn run(config: &Config, args: &[String]) -> ExitCode {
     };
     let batch: usize = std::env::var("DIONYSUS_IMPORT_BATCH").ok().and_then(|v| v.parse().ok()).filter(|n| (1..=1000).contains(n)).unwrap_or(100);
     let opts = Options { person, author };
-    let history = match read(Path::new(path), &opts) {
+    let mut history = match read(Path::new(path), &opts) {
         Ok(h) => h,
         Err(m) => {
             eprintln!("dionysus import: refused: {m}\nnothing was imported");
             return ExitCode::from(2);
         }
     };
+    let dry = args.iter().any(|a| a == "--dry-run");
+    let db = Db::new(&config.database_url, "import").with_patience(std::time::Duration::from_secs(30));
+    if !dry {
+        // The database's own limit may be below its default: a turn over it is left out as well.
+        match db.json("SELECT to_jsonb(coalesce(nullif(current_setting('dionysus.max_content_length', true), '')::int, 100000))", &[]).await {
+            Ok(v) => history.fit(v.as_u64().unwrap_or(100_000) as usize),
+            Err(e) => {
+                eprintln!("dionysus import: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    // Every turn left out or cleaned, with its file, line and why (on every run: the input is read again).
+    for m in &history.cleaned {
+        eprintln!("dionysus import: cleaned {m}");
+    }
+    for m in &history.skipped {
+        eprintln!("dionysus import: left out {m}");
+    }
     let channels: BTreeSet<&str> = history.turns.iter().map(|t| t.channel.as_str()).collect();
     let span = match (history.turns.first(), history.turns.last()) {
         (Some(a), Some(b)) => format!(", {} to {}", a.at.format("%Y-%m-%d"), b.at.format("%Y-%m-%d")),
@@ -619,11 +828,17 @@ pub async fn run(config: &Config, args: &[String]) -> ExitCode {
         history.person,
         if history.empty > 0 { format!(" ({} empty ones left out)", history.empty) } else { String::new() }
     );
-    if args.iter().any(|a| a == "--dry-run") {
+    if !history.skipped.is_empty() || !history.cleaned.is_empty() {
+        println!(
+            "{} turns the database could not take are left out, {} kept with control characters taken out (each listed above, with its file and line)",
+            thousands(history.skipped.len() as i64),
+            thousands(history.cleaned.len() as i64)
+        );
+    }
+    if dry {
         println!("dry run: nothing written");
         return ExitCode::SUCCESS;
     }
-    let db = Db::new(&config.database_url, "import").with_patience(std::time::Duration::from_secs(30));
     let total = history.turns.len() as i32;
     let begun = match db
         .json("SELECT dionysus.begin_import($1, $2, $3, $4, $5)", &[&history.person, &history.kind.as_str(), &path.as_str(), &history.fingerprint(), &total])
@@ -783,10 +998,74 @@ mod tests {
         let long = "x".repeat(LONGEST_TURN + 1);
         let f = write(&d, "long.json", &json!({"person": "ann", "conversations": [{"channel": "c", "messages": [
             {"id": 1, "author": "ann", "time": "2020-01-01T00:00:00Z", "text": long}]}]}).to_string());
-        assert!(read(&f, &Options::default()).unwrap_err().reason.contains("longer than"));
+        let h = read(&f, &Options::default()).unwrap();
+        assert!(h.turns.is_empty() && h.skipped[0].reason.contains("longer than"), "{:?}", h.skipped);
         let f = write(&d, "old.json", r#"{"person": "ann", "conversations": [{"channel": "c", "messages": [
             {"id": 1, "author": "ann", "time": "1850-01-01T00:00:00Z", "text": "old"}]}]}"#);
-        assert!(read(&f, &Options::default()).unwrap_err().reason.contains("before 1900"));
+        let h = read(&f, &Options::default()).unwrap();
+        assert!(h.turns.is_empty() && h.skipped[0].reason.contains("before 1900"), "{:?}", h.skipped);
+        let f = write(&d, "who.json", r#"{"platform": "x\u0001", "person": "ann", "conversations": []}"#);
+        assert!(read(&f, &Options::default()).unwrap_err().reason.contains("platform"));
+        let f = write(&d, "whose.json", r#"{"person": "a\u0000nn", "conversations": []}"#);
+        assert!(read(&f, &Options::default()).unwrap_err().reason.contains("person key"));
+    }
+
+    #[test]
+    fn what_the_database_cannot_take_is_left_out_or_cleaned_with_its_file_and_line() {
+        let d = scratch("unstorable");
+        // One message a line (message k on line k + 1); the database cannot store NUL at all.
+        let msgs = [json!({"text": "fine"}), json!({"text": "\u{0}"}), json!({"text": "\u{0} \u{1b}"}), json!({"text": "a\u{0}b\u{7}"}),
+                    json!({"name": "B\u{0}o"}), json!({"author": "b\u{0}o"})];
+        let body: Vec<String> = msgs.iter().enumerate()
+            .map(|(k, m)| {
+                let mut v = json!({"id": format!("m{k}"), "author": "bo", "time": format!("2023-05-08T10:0{k}:00Z"), "text": "hi"});
+                for (key, x) in m.as_object().unwrap() {
+                    v[key] = x.clone();
+                }
+                v.to_string()
+            })
+            .collect();
+        let f = write(&d, "c.json", &format!("{{\"person\": \"ann\", \"conversations\": [{{\"channel\": \"fam\", \"messages\": [\n{}\n]}}]}}", body.join(",\n")));
+        let h = read(&f, &Options::default()).unwrap();
+        let got: Vec<(&str, &str, Option<&str>)> = h.turns.iter().map(|t| (t.id.as_str(), t.text.as_str(), t.name.as_deref())).collect();
+        assert_eq!(got, vec![("m0", "fine", None), ("m3", "ab", None), ("m4", "hi", Some("Bo"))]);
+        let show = |v: &[Malformed]| v.iter().map(|m| (m.line, m.reason.clone())).collect::<Vec<_>>();
+        assert_eq!(show(&h.skipped), vec![
+            (Some(3), "turn \"m1\" of conversation \"fam\": its text is nothing but control characters and spaces (U+0000)".into()),
+            (Some(4), "turn \"m2\" of conversation \"fam\": its text is nothing but control characters and spaces (U+0000, U+001B)".into()),
+            (Some(7), "turn \"m5\" of conversation \"fam\": its author contains a control character (U+0000)".into()),
+        ], "{:?}", h.skipped);
+        assert_eq!(show(&h.cleaned), vec![
+            (Some(5), "turn \"m3\" of conversation \"fam\": control characters taken out of its text (U+0000, U+0007)".into()),
+            (Some(6), "turn \"m4\" of conversation \"fam\": control characters taken out of its display name (U+0000)".into()),
+        ]);
+        assert!(h.skipped.iter().chain(&h.cleaned).all(|m| m.file == f));
+
+        // A Discord package's message ids are Discord's: a number, in JSON and in CSV.
+        write(&d, "pkg/account/user.json", r#"{"id": "4242"}"#);
+        let json = write(&d, "pkg/messages/c1/messages.json", "[\n{\"ID\": 10, \"Timestamp\": \"2023-01-01 10:00:00\", \"Contents\": \"ok\"},\n  {\"ID\": \"x1\", \"Timestamp\": \"2023-01-01 10:01:00\", \"Contents\": \"bad id\"},\n{\"ID\": 12, \"Timestamp\": \"2023-01-01 10:02:00\", \"Contents\": \"\\u0000\"}]");
+        let csv = write(&d, "pkg/messages/c2/messages.csv", "ID,Timestamp,Contents\n20,2023-01-02 10:00:00,ok\n\"2-1\",2023-01-02 10:01:00,\"two\nlines\"\n");
+        let h = read(&d.join("pkg"), &Options::default()).unwrap();
+        assert_eq!(h.turns.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), vec!["10", "20"]);
+        let got: Vec<(PathBuf, Option<usize>, String)> = h.skipped.iter().map(|m| (m.file.clone(), m.line, m.reason.clone())).collect();
+        assert_eq!(got, vec![
+            (json.clone(), Some(3), "turn \"x1\" of conversation \"1\": \"x1\" is not a Discord message id (a number)".into()),
+            (json, Some(4), "turn \"12\" of conversation \"1\": its text is nothing but control characters and spaces (U+0000)".into()),
+            (csv, Some(3), "turn \"2-1\" of conversation \"2\": \"2-1\" is not a Discord message id (a number)".into()),
+        ]);
+    }
+
+    #[test]
+    fn element_offsets_find_each_array_element_by_its_path() {
+        let src = "{\"a\": [1, \"x]\\\"\", {\"b\": [[], {}]}],\n \"c\": {\"a\": [ true ]}, \"d\": [{}, \"e\"]}";
+        let o = element_offsets(src);
+        let at = |path: &str| o[path].iter().map(|&i| &src[i..i + 1]).collect::<String>();
+        assert_eq!(at("/a"), "1\"{");
+        assert_eq!(at("/a/2/b"), "[{");
+        assert_eq!(at("/c/a"), "t");
+        assert_eq!(at("/d"), "{\"");
+        let lines = Lines::new(src);
+        assert_eq!((element_line(&o, &lines, "/c/a", 0), element_line(&o, &lines, "/c/a", 1)), (Some(2), None));
     }
 
     #[test]
