@@ -8,9 +8,10 @@
 //! The whole input is read and checked before anything is written: a malformed file is refused
 //! with its line and the reason; a turn the database could not take (an id that is not one, a
 //! text of nothing but control characters, ...) is left out and reported with its file and line,
-//! and control characters are taken out of texts and names. Then the turns go to `dionysus.import_messages` in batches, in
-//! order; the database keeps the position, so a second run of the same input resumes where
-//! the first stopped, and a finished one is not imported twice (platform ids are unique too).
+//! and control characters are taken out of texts and names. Then the turns go to
+//! `dionysus.import_messages` in batches, in order; the database keeps the position, so a
+//! second run of the same input resumes where the first stopped, and a finished one is not
+//! imported twice (platform ids are unique too).
 //! Extraction and summaries follow through the work queue, behind the live conversation.
 use crate::config::Config;
 use crate::db::Db;
@@ -194,7 +195,7 @@ fn element_offsets(src: &str) -> HashMap<String, Vec<usize>> {
             b'"' if want_key => {
                 let end = string_end(i);
                 if let Some(Frame::Object { key, .. }) = stack.last_mut() {
-                    *key = src[i + 1..end - 1].to_string();
+                    *key = src.get(i + 1..end.saturating_sub(1)).unwrap_or_default().to_string();
                 }
                 want_key = false;
                 i = end;
@@ -405,8 +406,12 @@ pub fn read(path: &Path, opts: &Options) -> Result<History, Malformed> {
     }
     // Oldest first; equal times keep a fixed order, so the same input always reads the same.
     h.turns.sort_by(|a, b| (a.at, &a.channel, &a.id).cmp(&(b.at, &b.channel, &b.id)));
+    // A turn twice in the input comes in once, as import_messages keys it: a Discord message by
+    // its id, any other input's turn by its conversation and id (a file may number each chat's
+    // turns 1, 2, ...).
     let mut seen = BTreeSet::new();
-    h.turns.retain(|t| seen.insert((t.platform.clone(), t.id.clone())));
+    let discord = h.kind == Kind::Discord;
+    h.turns.retain(|t| seen.insert((t.platform.clone(), if discord { String::new() } else { t.channel.clone() }, t.id.clone())));
     Ok(h)
 }
 
@@ -982,6 +987,13 @@ mod tests {
         assert_eq!(h.turns.iter().map(|t| t.role).collect::<Vec<_>>(), vec![Role::Person, Role::Bot, Role::Other]);
         let again = read(&f, &Options::default()).unwrap();
         assert_eq!(h.fingerprint(), again.fingerprint());
+        // Each chat numbering its turns from 1: both chats' turns are kept; a turn twice, once.
+        let f = write(&d, "two.json", r#"{"person": "ann", "conversations": [
+            {"channel": "a", "messages": [{"id": 1, "author": "ann", "time": "2023-05-08T13:56:00Z", "text": "in a"}]},
+            {"channel": "b", "messages": [{"id": 1, "author": "ann", "time": "2023-05-08T13:57:00Z", "text": "in b"},
+                                          {"id": 1, "author": "ann", "time": "2023-05-08T13:57:00Z", "text": "in b"}]}]}"#);
+        let texts: Vec<String> = read(&f, &Options::default()).unwrap().turns.into_iter().map(|t| t.text).collect();
+        assert_eq!(texts, vec!["in a", "in b"]);
         let other = read(&f, &Options { person: Some("discord:1".into()), ..Default::default() }).unwrap();
         assert_ne!(h.fingerprint(), other.fingerprint());
     }
