@@ -133,6 +133,8 @@ BEGIN
     -- Heartbeats that saw their words, or named them (whom a reach-out could go to).
     hb_ids := ARRAY(SELECT h.id FROM dionysus.heartbeat_log h
                      WHERE who = ANY (h.private_to) OR dionysus_internal.jsonb_mentions(h.context, keys)
+                        OR dionysus_internal.jsonb_mentions(h.environment_snapshot, keys)
+                        OR dionysus_internal.jsonb_mentions(h.goals_snapshot, keys)
                         OR dionysus_internal.jsonb_mentions(h.decision, keys)
                         OR dionysus_internal.jsonb_mentions(h.actions_taken, keys));
     keys := keys || hb_ids::text[];

@@ -54,7 +54,8 @@ async fn scan(c: &Client, needle: &str) -> Vec<String> {
         let n: i64 = c
             .query_one(&format!("SELECT count(*) FROM {table} WHERE {column}::text ILIKE '%' || $1 || '%'"), &[&needle])
             .await
-            .unwrap_or_else(|e| panic!("{table}.{column}: {e}"));
+            .unwrap_or_else(|e| panic!("{table}.{column}: {e}"))
+            .get(0);
         if n > 0 {
             hits.push(name);
         }
