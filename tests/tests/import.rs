@@ -351,3 +351,121 @@ async fn import_messages_goes_in_order_and_names_what_is_wrong() {
     let e = driver.0.execute("UPDATE dionysus.imports SET person = 'terminal:eve'", &[]).await.unwrap_err();
     assert_eq!(dionysus_tests::sqlstate(&e), "42501");
 }
+
+/// 151 turns, one a line (turn k on line k + 1), the 101st (in the second batch) of the given shape.
+fn chat_with_bad_turn_101(bad: Value) -> String {
+    let mut lines = vec![r#"{"platform": "whatsapp", "person": "ann", "conversations": [{"channel": "fam", "messages": ["#.to_string()];
+    for k in 1..=151 {
+        let mut m = json!({"id": format!("m{k}"), "author": if k % 2 == 0 { "ann" } else { "bo" }, "name": "Bo",
+                           "time": format!("2023-05-08T{:02}:{:02}:00Z", 10 + k / 60, k % 60), "text": format!("turn number {k}")});
+        if k == 101 {
+            for (key, v) in bad.as_object().unwrap() {
+                m[key] = v.clone();
+            }
+        }
+        lines.push(format!("{m}{}", if k < 151 { "," } else { "" }));
+    }
+    lines.push("]}]}".into());
+    lines.join("\n")
+}
+
+#[tokio::test]
+async fn a_bad_record_is_reported_and_skipped_and_a_rerun_finishes() {
+    let db = TestDb::new("import_bad_record").await;
+    let d = scratch("bad-record");
+    // Each shape the database cannot take, as turn 101: the first batch of 100 used to commit and
+    // the second to fail (22023, 22P05) on this run and every rerun, at 100/151 for ever.
+    let shapes = [
+        ("nul.json", json!({"text": "\u{0}"}), "nothing but control characters", 150),
+        ("nul-space.json", json!({"text": "\u{0} "}), "nothing but control characters", 150),
+        ("name.json", json!({"name": "B\u{0}o"}), "display name", 151),
+        ("author.json", json!({"author": "b\u{0}o"}), "its author contains a control character", 150),
+    ];
+    let mut before = 0;
+    for (file, bad, why, kept) in shapes {
+        let f = write(&d, file, &chat_with_bad_turn_101(bad));
+        // Each file's turns are one person's and another person key's: none is a duplicate of another file's.
+        let person = format!("terminal:{file}");
+        for run in 0..2 {
+            let out = import(&db, &[f.to_str().unwrap(), "--person", &person], &[]);
+            let (stdout, stderr) = text(&out);
+            assert!(out.status.success(), "{file}, run {run}: {stdout}\n{stderr}");
+            assert!(stderr.contains(&format!("{}, line 102: turn \"m101\" of conversation \"fam\"", f.display())) && stderr.contains(why),
+                    "{file}, run {run}: the bad record is not reported with its file, line and reason:\n{stderr}");
+            let want = if run == 0 { format!("imported: {kept} new turns") } else { "already imported".into() };
+            assert!(stdout.contains(&want), "{file}, run {run}: {stdout}\n{stderr}");
+            let n: i64 = one(&db, "SELECT count(*) FROM dionysus.messages").await;
+            assert_eq!(n, before + kept, "{file}, run {run}");
+        }
+        before += kept;
+    }
+    // The display name is cleaned, its turn kept.
+    let name: String = one(&db, "SELECT m.content FROM dionysus.messages x JOIN dionysus.memories m ON m.id = x.memory_id \
+                                 WHERE x.person = 'terminal:name.json' AND x.platform_message_id LIKE '%\"m101\"]'").await;
+    assert_eq!(name, "Bo: turn number 101");
+    assert_eq!(one::<i64>(&db, "SELECT count(*) FROM dionysus.imports WHERE finished_at IS NULL").await, 0);
+
+    // A Discord package whose 101st message has an id that is not Discord's.
+    let pkg = d.join("discord");
+    write(&pkg, "account/user.json", r#"{"id": "777"}"#);
+    let rows: Vec<String> = (1..=151)
+        .map(|k| {
+            let id = if k == 101 { json!("abc") } else { json!(9000 + k) };
+            json!({"ID": id, "Timestamp": format!("2023-03-01 {:02}:{:02}:00", 10 + k / 60, k % 60), "Contents": format!("message {k}"), "Attachments": ""})
+                .to_string()
+        })
+        .collect();
+    let file = write(&pkg, "messages/c900/messages.json", &format!("[\n{}\n]", rows.join(",\n")));
+    for run in 0..2 {
+        let out = import(&db, &[pkg.to_str().unwrap()], &[]);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "discord, run {run}: {stdout}\n{stderr}");
+        assert!(stderr.contains(&format!("{}, line 102: turn \"abc\" of conversation \"900\"", file.display())) && stderr.contains("not a Discord message id"),
+                "discord, run {run}: {stderr}");
+        assert!(stdout.contains(if run == 0 { "imported: 150 new turns" } else { "already imported" }), "discord, run {run}: {stdout}\n{stderr}");
+        assert_eq!(one::<i64>(&db, "SELECT count(*) FROM dionysus.messages WHERE platform = 'discord'").await, 150, "discord, run {run}");
+    }
+}
+
+#[tokio::test]
+async fn an_import_stuck_on_a_bad_record_finishes_on_the_next_run_without_doubling() {
+    let db = TestDb::new("import_stuck").await;
+    let d = scratch("stuck");
+    let f = write(&d, "nul.json", &chat_with_bad_turn_101(json!({"text": "\u{0}"})));
+    // Where an older driver left it: the first batch of 100 in, the second refused for ever.
+    let fp = "b".repeat(64);
+    let id: String = one(&db, &format!("SELECT dionysus.begin_import('whatsapp:ann', 'chat', 'nul.json', '{fp}', 151) ->> 'import_id'")).await;
+    let items: Vec<Value> = (1..=100)
+        .map(|k| json!({"platform": "whatsapp", "id": format!("m{k}"), "channel": "fam", "author": if k % 2 == 0 { "ann" } else { "bo" },
+                        "name": "Bo", "role": if k % 2 == 0 { "person" } else { "other" }, "text": format!("turn number {k}"),
+                        "at": format!("2023-05-08T{:02}:{:02}:00Z", 10 + k / 60, k % 60)}))
+        .collect();
+    db.client.execute("SELECT dionysus.import_messages($1::text::uuid, 0, $2)", &[&id, &Value::Array(items)]).await.unwrap();
+    let out = import(&db, &[f.to_str().unwrap()], &[]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success() && stdout.contains("imported: 50 new turns, 100 the log held already"), "{stdout}\n{stderr}");
+    let (n, distinct): (i64, i64) = {
+        let r = db.client.query_one("SELECT count(*), count(DISTINCT platform_message_id) FROM dionysus.messages", &[]).await.unwrap();
+        (r.get(0), r.get(1))
+    };
+    assert_eq!((n, distinct), (150, 150));
+}
+
+#[tokio::test]
+async fn a_turn_over_the_databases_length_limit_is_left_out_and_a_rerun_finishes() {
+    let db = TestDb::new("import_too_long").await;
+    // The limit set lower than its default for this database: the driver's sessions have it.
+    db.client.batch_execute(&format!("ALTER DATABASE {} SET dionysus.max_content_length = 60", db.name)).await.unwrap();
+    let d = scratch("too-long");
+    let f = write(&d, "long.json", &chat_with_bad_turn_101(json!({"text": "x".repeat(57)})));
+    for run in 0..2 {
+        let out = import(&db, &[f.to_str().unwrap()], &[]);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "run {run}: {stdout}\n{stderr}");
+        // "Bo: " and 57 characters: 61, one over.
+        assert!(stderr.contains(&format!("{}, line 102: turn \"m101\" of conversation \"fam\": it is longer than the database's dionysus.max_content_length (60)", f.display())),
+                "run {run}: {stderr}");
+        assert!(stdout.contains(if run == 0 { "imported: 150 new turns" } else { "already imported" }), "run {run}: {stdout}\n{stderr}");
+        assert_eq!(one::<i64>(&db, "SELECT count(*) FROM dionysus.messages").await, 150, "run {run}");
+    }
+}
