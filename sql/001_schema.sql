@@ -329,3 +329,28 @@ CREATE TABLE lexicon_stats (
 );
 INSERT INTO lexicon_stats (id) VALUES (1);
 CREATE INDEX memory_neighborhoods_members ON memory_neighborhoods USING gin (neighbor_ids);
+
+-- ---------------------------------------------------------------------------------------
+-- Text from outside (a person, an agent over MCP, the driver): bounded where it comes in, and
+-- quoted in an error message by a short prefix only, never whole.
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION dionysus_internal.bounded_text(arg text, value text, max_len integer) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF length(value) > max_len THEN
+        RAISE EXCEPTION 'dionysus: argument "%" is % characters, over the limit of %', arg, length(value), max_len
+            USING ERRCODE = 'string_data_right_truncation';
+    END IF;
+    RETURN value;
+END $$;
+COMMENT ON FUNCTION dionysus_internal.bounded_text(text, text, integer) IS
+    'The text unchanged (NULL too), or 22001 string_data_right_truncation naming the argument, its length and the limit when it has more than max_len characters.';
+CREATE FUNCTION dionysus_internal.input_prefix(value text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN value IS NULL THEN 'NULL'
+                ELSE quote_literal(regexp_replace(left(value, 40), '[[:cntrl:]\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]', '?', 'g'))
+                     || CASE WHEN length(value) > 40 THEN '… (' || length(value) || ' characters)' ELSE '' END
+           END
+$$;
+COMMENT ON FUNCTION dionysus_internal.input_prefix(text) IS
+    'Bad input as an error message quotes it: its first 40 characters, quoted, control and direction characters as ?, then "… (N characters)" when it was longer; NULL reads NULL.';

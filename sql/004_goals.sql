@@ -70,9 +70,12 @@ BEGIN
     IF title IS NULL OR btrim(title) = '' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "title": must not be empty' USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- A title is a line, a description a paragraph (an agent may send a megabyte of either).
+    PERFORM dionysus_internal.bounded_text('title', btrim(title), 200);
+    PERFORM dionysus_internal.bounded_text('description', description, 4000);
     IF source IS NULL OR lower(btrim(source)) NOT IN ('curiosity', 'user_request', 'identity', 'derived', 'external') THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "source": unknown goal source % (expected curiosity, user_request, identity, derived, external)', source
-            USING ERRCODE = 'invalid_parameter_value';
+        RAISE EXCEPTION 'dionysus: invalid argument "source": unknown goal source % (expected curiosity, user_request, identity, derived, external)',
+            dionysus_internal.input_prefix(source) USING ERRCODE = 'invalid_parameter_value';
     END IF;
     src := lower(btrim(source))::dionysus.goal_source;
     IF emotional_valence IS NULL OR emotional_valence = 'NaN'::float8 OR emotional_valence < -1 OR emotional_valence > 1 THEN
@@ -96,8 +99,8 @@ BEGIN
     -- Default priority by source (§4.5): user requests are active, derived goals inherit.
     IF priority IS NOT NULL THEN
         IF lower(btrim(priority)) NOT IN ('active', 'queued', 'backburner') THEN
-            RAISE EXCEPTION 'dionysus: invalid argument "priority": a new goal is active, queued or backburner, not %', priority
-                USING ERRCODE = 'invalid_parameter_value';
+            RAISE EXCEPTION 'dionysus: invalid argument "priority": a new goal is active, queued or backburner, not %',
+                dionysus_internal.input_prefix(priority) USING ERRCODE = 'invalid_parameter_value';
         END IF;
         prio := lower(btrim(priority))::dionysus.goal_priority;
     ELSIF src = 'user_request' THEN
@@ -146,7 +149,7 @@ BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
     g := dionysus_internal.require_goal(goal_id);
     IF new_priority IS NULL OR lower(btrim(new_priority)) NOT IN ('active', 'queued', 'backburner', 'completed', 'abandoned') THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "new_priority": unknown priority %', new_priority
+        RAISE EXCEPTION 'dionysus: invalid argument "new_priority": unknown priority %', dionysus_internal.input_prefix(new_priority)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     target := lower(btrim(new_priority))::dionysus.goal_priority;
@@ -242,8 +245,8 @@ BEGIN
         RAISE EXCEPTION 'dionysus: argument "memory_id": no memory with id %', memory_id USING ERRCODE = 'no_data_found';
     END IF;
     IF link_type IS NULL OR link_type NOT IN ('origin', 'progress', 'completion', 'blocker') THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "link_type": % (expected origin, progress, completion, blocker)', link_type
-            USING ERRCODE = 'invalid_parameter_value';
+        RAISE EXCEPTION 'dionysus: invalid argument "link_type": % (expected origin, progress, completion, blocker)',
+            dionysus_internal.input_prefix(link_type) USING ERRCODE = 'invalid_parameter_value';
     END IF;
     INSERT INTO dionysus.goal_memory_links (goal_id, memory_id, link_type) VALUES (goal_id, memory_id, link_type)
     ON CONFLICT DO NOTHING;

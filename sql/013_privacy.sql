@@ -71,7 +71,7 @@ BEGIN
      ORDER BY x.created_at DESC, x.id DESC LIMIT 1;
     IF NOT FOUND THEN
         IF person IS NOT NULL THEN
-            RAISE EXCEPTION 'dionysus: argument "person": nobody called % has talked here', person USING ERRCODE = 'no_data_found';
+            RAISE EXCEPTION 'dionysus: argument "person": nobody called % has talked here', dionysus_internal.input_prefix(person) USING ERRCODE = 'no_data_found';
         END IF;
         RETURN NULL;
     END IF;

@@ -444,11 +444,11 @@ DECLARE
     seen bigint;
 BEGIN
     IF source IS NULL OR source NOT IN ('communication', 'thoughts', 'internal', 'time') THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "source": % (communication, thoughts, internal or time)', source
+        RAISE EXCEPTION 'dionysus: invalid argument "source": % (communication, thoughts, internal or time)', dionysus_internal.input_prefix(source)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF type IS NULL OR type !~ '^[a-z][a-z0-9_.]{0,62}$' THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "type": % (lower-case words joined by _ or .)', type
+        RAISE EXCEPTION 'dionysus: invalid argument "type": % (lower-case words joined by _ or .)', dionysus_internal.input_prefix(type)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF priority IS NULL OR priority NOT BETWEEN 0 AND 4 THEN
@@ -1032,10 +1032,10 @@ DECLARE
     held jsonb := '{}'::jsonb;
 BEGIN
     IF decision IS NULL OR decision NOT IN ('message', 'wait') THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "decision": % (message or wait)', decision USING ERRCODE = 'invalid_parameter_value';
+        RAISE EXCEPTION 'dionysus: invalid argument "decision": % (message or wait)', dionysus_internal.input_prefix(decision) USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF decided_by IS NULL OR decided_by NOT IN ('model', 'default', 'skipped') THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "decided_by": % (model, default or skipped)', decided_by USING ERRCODE = 'invalid_parameter_value';
+        RAISE EXCEPTION 'dionysus: invalid argument "decided_by": % (model, default or skipped)', dionysus_internal.input_prefix(decided_by) USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF decision = 'message' AND (coalesce(btrim(message), '') = '' OR length(message) > 4000) THEN
         RAISE EXCEPTION 'dionysus: invalid argument "message": a contact needs the message to send, at most 4,000 characters'
@@ -1161,7 +1161,7 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "person": must not be empty' USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF time_zone IS NULL OR NOT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = time_zone) THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "time_zone": % is not a time zone name (e.g. Europe/Lisbon)', time_zone
+        RAISE EXCEPTION 'dionysus: invalid argument "time_zone": % is not a time zone name (e.g. Europe/Lisbon)', dionysus_internal.input_prefix(time_zone)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     PERFORM dionysus_internal.person_row(person);

@@ -167,11 +167,11 @@ BEGIN
         nodes := nodes + dionysus_internal.check_rule_condition(cond -> 'not', at_path || '.not', depth + 1);
     ELSIF key = 'var' THEN
         IF NOT (dionysus.rule_vocabulary() -> 'values') ? (cond ->> 'var') THEN
-            RAISE EXCEPTION 'dionysus: invalid rule: %.var "%" is not a value a rule can read (see rule_vocabulary())', at_path, cond ->> 'var'
+            RAISE EXCEPTION 'dionysus: invalid rule: %.var % is not a value a rule can read (see rule_vocabulary())', at_path, dionysus_internal.input_prefix(cond ->> 'var')
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
         IF coalesce(cond ->> 'op', '') NOT IN ('<', '<=', '>', '>=', '=', '!=') THEN
-            RAISE EXCEPTION 'dionysus: invalid rule: %.op "%" is not one of < <= > >= = !=', at_path, cond ->> 'op' USING ERRCODE = 'invalid_parameter_value';
+            RAISE EXCEPTION 'dionysus: invalid rule: %.op % is not one of < <= > >= = !=', at_path, dionysus_internal.input_prefix(cond ->> 'op') USING ERRCODE = 'invalid_parameter_value';
         END IF;
         IF jsonb_typeof(cond -> 'value') IS DISTINCT FROM 'number' THEN
             RAISE EXCEPTION 'dionysus: invalid rule: %.value must be a number', at_path USING ERRCODE = 'invalid_parameter_value';
@@ -206,7 +206,7 @@ BEGIN
         END IF;
         IF it ? 'adjust' THEN
             IF coalesce(it ->> 'adjust', '') NOT IN ('person.social_debt', 'person.curiosity', 'person.task_pressure', 'person.restraint', 'agent.vitality') THEN
-                RAISE EXCEPTION 'dionysus: invalid rule: %.adjust "%" is not a value a rule can move', path, it ->> 'adjust' USING ERRCODE = 'invalid_parameter_value';
+                RAISE EXCEPTION 'dionysus: invalid rule: %.adjust % is not a value a rule can move', path, dionysus_internal.input_prefix(it ->> 'adjust') USING ERRCODE = 'invalid_parameter_value';
             END IF;
             n := (it ? 'by')::int + (it ? 'to')::int + (it ? 'toward')::int;
             IF n <> 1 THEN
@@ -659,7 +659,7 @@ DECLARE
     s double precision;
 BEGIN
     IF sentiment IS NULL OR sentiment NOT IN ('positive', 'neutral', 'negative') THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "sentiment": % (positive, neutral or negative)', sentiment USING ERRCODE = 'invalid_parameter_value';
+        RAISE EXCEPTION 'dionysus: invalid argument "sentiment": % (positive, neutral or negative)', dionysus_internal.input_prefix(sentiment) USING ERRCODE = 'invalid_parameter_value';
     END IF;
     -- Lock order, as everywhere learning happens: agent_state, the evaluation, the personality rows.
     PERFORM 1 FROM dionysus.agent_state WHERE id = 1 FOR UPDATE;

@@ -114,7 +114,7 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "reason": 1 to 500 characters' USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF severity IS NULL OR severity NOT IN ('warn', 'block', 'absolute') THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "severity": % (warn, block or absolute)', coalesce(severity, 'NULL')
+        RAISE EXCEPTION 'dionysus: invalid argument "severity": % (warn, block or absolute)', dionysus_internal.input_prefix(severity)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF pattern IS NOT NULL THEN
@@ -124,7 +124,7 @@ BEGIN
         BEGIN
             PERFORM '' ~* pattern;
         EXCEPTION WHEN invalid_regular_expression THEN
-            RAISE EXCEPTION 'dionysus: invalid argument "pattern": % is not a valid regular expression', quote_literal(pattern)
+            RAISE EXCEPTION 'dionysus: invalid argument "pattern": % is not a valid regular expression', dionysus_internal.input_prefix(pattern)
                 USING ERRCODE = 'invalid_parameter_value';
         END;
     END IF;
@@ -159,7 +159,7 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "person": must not be empty' USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF learned_from_kind IS NOT NULL AND learned_from_kind NOT IN ('message', 'episode', 'heartbeat') THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "learned_from_kind": % (message, episode or heartbeat)', learned_from_kind
+        RAISE EXCEPTION 'dionysus: invalid argument "learned_from_kind": % (message, episode or heartbeat)', dionysus_internal.input_prefix(learned_from_kind)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     SELECT c.id INTO id FROM dionysus.censors c
@@ -283,7 +283,7 @@ DECLARE
     raised boolean;
 BEGIN
     IF kind IS NULL OR kind !~ '^[a-z][a-z_]{0,39}$' THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "kind": % (reply, reach_out or a heartbeat action''s name)', coalesce(kind, 'NULL')
+        RAISE EXCEPTION 'dionysus: invalid argument "kind": % (reply, reach_out or a heartbeat action''s name)', dionysus_internal.input_prefix(kind)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF context IS NULL OR jsonb_typeof(context) <> 'object' THEN

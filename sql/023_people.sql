@@ -533,9 +533,11 @@ END $$;
 CREATE FUNCTION person(name text, of_person text DEFAULT NULL) RETURNS jsonb
     LANGUAGE plpgsql STABLE AS $$
 DECLARE
-    k text := dionysus_internal.person_key(person.name);
+    -- Bounded before anything reads them: a name is at most 200 characters, as note_person keeps them.
+    k text := dionysus_internal.person_key(dionysus_internal.bounded_text('name', person.name, 200));
     hits jsonb;
 BEGIN
+    PERFORM dionysus_internal.bounded_text('of_person', person.of_person, 200);
     IF k IS NULL THEN
         RAISE EXCEPTION 'dionysus: argument "name" must be a name' USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -551,7 +553,7 @@ BEGIN
        AND (p.id = dionysus_internal.resolve_person(p.of_person, person.name)
             OR EXISTS (SELECT 1 FROM dionysus.person_aliases a WHERE a.known_person_id = p.id AND a.alias_key = k));
     IF hits = '[]'::jsonb THEN
-        RAISE EXCEPTION 'dionysus: argument "name": nobody called % is known%', person.name,
+        RAISE EXCEPTION 'dionysus: argument "name": nobody called % is known%', dionysus_internal.input_prefix(person.name),
             CASE WHEN person.of_person IS NULL THEN '' ELSE ' to ' || person.of_person END USING ERRCODE = 'no_data_found';
     END IF;
     RETURN hits;

@@ -251,7 +251,7 @@ BEGIN
        AND (p.person IS NULL OR p.person = activate_procedure.person)
      ORDER BY p.person IS NULL, p.id LIMIT 1;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'dionysus: argument "name": no procedure % for %', name, person USING ERRCODE = 'no_data_found';
+        RAISE EXCEPTION 'dionysus: argument "name": no procedure % for %', dionysus_internal.input_prefix(name), person USING ERRCODE = 'no_data_found';
     END IF;
     IF message_id IS NOT NULL THEN
         SELECT * INTO turn FROM dionysus.messages x WHERE x.id = activate_procedure.message_id;

@@ -217,7 +217,8 @@ COMMENT ON FUNCTION review_goals() IS
     'The goal assessment of §4.4: active, queued, blocked, stale, promotion candidates, whether to brainstorm, a promotion to suggest.';
 COMMENT ON FUNCTION create_goal IS
     'Adds a goal. Default priority by source (user_request → active, derived → the parent''s, else queued); over the '
-    'limits a goal is demoted one level, never dropped (a user''s request displaces the stalest active goal).';
+    'limits a goal is demoted one level, never dropped (a user''s request displaces the stalest active goal). '
+    'A title is at most 200 characters, a description 4000 (22001 naming the argument).';
 COMMENT ON FUNCTION change_goal_priority(uuid, text, text) IS
     'Moves a goal: backburner ↔ queued ↔ active, active → completed, any open goal → abandoned (with a reason). '
     'A parent completes when all its children have.';
@@ -639,7 +640,7 @@ COMMENT ON FUNCTION dionysus_internal.note_relation(text, jsonb, uuid) IS 'How t
 COMMENT ON FUNCTION dionysus_internal.store_people(text, jsonb, jsonb, uuid) IS 'complete_work''s people and relations of a person''s turn (which must be theirs, 42501), under their people lock (at most 20 of each); returns the people, the relations and how many relations were skipped.';
 COMMENT ON FUNCTION dionysus_internal.person_json(dionysus.known_persons, boolean) IS 'A known person as JSON with their aliases and relations both ways; with sources, where each thing came from.';
 COMMENT ON FUNCTION person(text, text) IS
-    'What is known about someone: every known person the name means (in of_person''s life; in everyone''s when NULL, a superuser''s view only), with aliases, relation, feeling, traits, topics, relations and the turns each came from (the last 30). P0002 when nobody by that name is known.';
+    'What is known about someone: every known person the name means (in of_person''s life; in everyone''s when NULL, a superuser''s view only), with aliases, relation, feeling, traits, topics, relations and the turns each came from (the last 30). P0002 when nobody by that name is known; a name or of_person of more than 200 characters is 22001.';
 COMMENT ON FUNCTION people_of(text) IS 'The people in one person''s life (never anyone else''s), the most mentioned first, each with aliases and relations.';
 COMMENT ON FUNCTION forget_known_person(text, uuid) IS 'The person''s word: forgets someone in their life with every alias, relation and source; false when that someone is not theirs (or nobody).';
 COMMENT ON FUNCTION dionysus_internal.ship_template(text, text, text, double precision, text) IS

@@ -32,6 +32,19 @@ pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8808";
 pub const MIN_TOKEN_LEN: usize = 16;
 /// Most results one `recall` returns.
 const MAX_K: i32 = 50;
+/// Longest texts an agent may send, in characters, refused before any SQL: a memory or a fact
+/// (dionysus.max_content_length's default), a query, a name (the extension's entities and
+/// people), a goal's title and description (create_goal's), and the short words (a type, a
+/// category, a kind, a priority, an action, a time). The extension bounds them again.
+const MAX_CONTENT: usize = 100_000;
+const MAX_QUERY: usize = 10_000;
+const MAX_ENTITY: usize = 1000;
+const MAX_PERSON_NAME: usize = 200;
+const MAX_TITLE: usize = 200;
+const MAX_DESCRIPTION: usize = 4000;
+const MAX_WORD: usize = 64;
+/// Largest `metadata`, in bytes of JSON.
+const MAX_METADATA_BYTES: usize = 16_384;
 
 #[derive(Clone)]
 pub struct MemoryServer {
@@ -164,6 +177,18 @@ fn bad_arg(arg: &str, why: &str) -> ErrorData {
     ErrorData::invalid_params(format!("invalid argument \"{arg}\": {why}"), None)
 }
 
+/// An over-long text argument: refused with its name, length and limit (never its text).
+fn bounded(arg: &str, v: Option<&str>, max: usize) -> Result<(), ErrorData> {
+    let n = v.map_or(0, |v| v.chars().count());
+    if n > max {
+        return Err(ErrorData::invalid_params(
+            format!("invalid argument \"{arg}\": {n} characters, over the limit of {max}"),
+            Some(json!({ "limit": max })),
+        ));
+    }
+    Ok(())
+}
+
 fn parse_uuid(arg: &str, v: &str) -> Result<uuid::Uuid, ErrorData> {
     uuid::Uuid::parse_str(v.trim()).map_err(|_| bad_arg(arg, "is not a memory id (a UUID)"))
 }
@@ -231,6 +256,11 @@ impl MemoryServer {
     #[tool(description = "Store a memory for this person: something that happened, something known, a way of doing, or a plan. \
         It becomes part of the companion's long-term memory, private to this person. Returns its memory_id.")]
     async fn remember(&self, Parameters(a): Parameters<RememberArgs>, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
+        bounded("content", Some(&a.content), MAX_CONTENT)?;
+        bounded("type", a.kind.as_deref(), MAX_WORD)?;
+        if a.metadata.as_ref().is_some_and(|m| m.to_string().len() > MAX_METADATA_BYTES) {
+            return Err(bad_arg("metadata", &format!("is over {MAX_METADATA_BYTES} bytes of JSON")));
+        }
         let source = Self::source(&ctx);
         let person = self.person.to_string();
         let kind = a.kind.unwrap_or_else(|| "episodic".into());
@@ -248,6 +278,12 @@ impl MemoryServer {
         if !(1..=MAX_K).contains(&k) {
             return Err(bad_arg("k", &format!("must be between 1 and {MAX_K}")));
         }
+        bounded("query", Some(&a.query), MAX_QUERY)?;
+        if a.types.as_ref().is_some_and(|t| t.len() > 8 || t.iter().any(|t| t.chars().count() > MAX_WORD)) {
+            return Err(bad_arg("types", &format!("at most 8 types of at most {MAX_WORD} characters")));
+        }
+        bounded("since", a.since.as_deref(), MAX_WORD)?;
+        bounded("until", a.until.as_deref(), MAX_WORD)?;
         let since = parse_time("since", a.since.as_deref())?;
         let until = parse_time("until", a.until.as_deref())?;
         let person = self.person.to_string();
@@ -265,6 +301,9 @@ impl MemoryServer {
     #[tool(description = "Store a fact about this person or their world (a semantic memory with a subject and category). \
         Returns its memory_id.")]
     async fn learn(&self, Parameters(a): Parameters<LearnArgs>, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
+        bounded("content", Some(&a.content), MAX_CONTENT)?;
+        bounded("subject", a.subject.as_deref(), MAX_ENTITY)?;
+        bounded("category", a.category.as_deref(), MAX_WORD)?;
         let source = Self::source(&ctx);
         let person = self.person.to_string();
         let v = self
@@ -287,6 +326,7 @@ impl MemoryServer {
         The old one is kept as superseded history and points at the new one. Returns the new memory_id.")]
     async fn supersede(&self, Parameters(a): Parameters<SupersedeArgs>, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
         let id = parse_uuid("memory_id", &a.memory_id)?;
+        bounded("new_content", Some(&a.new_content), MAX_CONTENT)?;
         let source = Self::source(&ctx);
         let person = self.person.to_string();
         let v = self
@@ -302,6 +342,11 @@ impl MemoryServer {
     #[tool(description = "Record a relation between two entities (subject, predicate, object), private to this person. \
         Returns its triple_id.")]
     async fn add_triple(&self, Parameters(a): Parameters<TripleArgs>, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
+        bounded("subject", Some(&a.subject), MAX_ENTITY)?;
+        bounded("predicate", Some(&a.predicate), MAX_ENTITY)?;
+        bounded("object", Some(&a.object), MAX_ENTITY)?;
+        bounded("subject_kind", a.subject_kind.as_deref(), MAX_WORD)?;
+        bounded("object_kind", a.object_kind.as_deref(), MAX_WORD)?;
         let source = Self::source(&ctx);
         let person = self.person.to_string();
         let v = self
@@ -313,6 +358,7 @@ impl MemoryServer {
     #[tool(description = "List what is known about an entity: its relations (subject, predicate, object, confidence, source) \
         that this person may see.")]
     async fn triples_about(&self, Parameters(a): Parameters<AboutArgs>) -> Result<CallToolResult, ErrorData> {
+        bounded("entity", Some(&a.entity), MAX_ENTITY)?;
         let person = self.person.to_string();
         let v = self
             .value("SELECT jsonb_build_object('triples', coalesce(jsonb_agg(jsonb_build_object('triple_id', t.triple_id, \
@@ -325,6 +371,7 @@ impl MemoryServer {
         who they are to the person, how the person feels about them, traits, topics, how they relate to the others, and the turns \
         each thing came from. Only this person's people; an error when nobody by that name is known.")]
     async fn person(&self, Parameters(a): Parameters<PersonArgs>) -> Result<CallToolResult, ErrorData> {
+        bounded("name", Some(&a.name), MAX_PERSON_NAME)?;
         let person = self.person.to_string();
         structured(json!({ "people": self.value("SELECT dionysus.person($1, of_person => $2)", &[&a.name, &person]).await? }))
     }
@@ -332,6 +379,10 @@ impl MemoryServer {
     #[tool(description = "The companion's open goals this person may see (action \"list\", the default), or a new goal for it \
         (action \"create\" with a title, source external, private to this person).")]
     async fn goals(&self, Parameters(a): Parameters<GoalsArgs>) -> Result<CallToolResult, ErrorData> {
+        bounded("action", a.action.as_deref(), MAX_WORD)?;
+        bounded("title", a.title.as_deref(), MAX_TITLE)?;
+        bounded("description", a.description.as_deref(), MAX_DESCRIPTION)?;
+        bounded("priority", a.priority.as_deref(), MAX_WORD)?;
         let person = self.person.to_string();
         let action = a.action.as_deref().unwrap_or("list").trim().to_ascii_lowercase();
         let v = match action.as_str() {
@@ -481,8 +532,11 @@ pub mod http {
     use hyper::body::{Bytes, Incoming};
     use hyper::{Request, Response, StatusCode};
     use rmcp::transport::streamable_http_server::{session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService};
+    use std::collections::{BTreeMap, HashMap};
     use std::convert::Infallible;
-    use std::sync::Arc;
+    use std::net::IpAddr;
+    use std::sync::{Arc, Mutex};
+    use tokio::sync::oneshot;
 
     /// Compares in time that depends only on the expected token's length: neither where the
     /// first difference is nor the given token's length shows.
@@ -504,8 +558,15 @@ pub mod http {
             .is_some_and(|(_, given)| same_secret(given.trim().as_bytes(), token.trim().as_bytes()))
     }
 
-    /// Connections served at once; more wait in the kernel's backlog.
-    const MAX_CONNECTIONS: usize = 64;
+    /// Requests with the token served at once (each holds its slot until its answer is sent);
+    /// more wait for a slot. Only a request that carries the token takes one.
+    const MAX_REQUESTS: usize = 64;
+    /// Connections that have not yet shown the token, from one remote address and in all: a
+    /// newcomer past either bound pushes out the oldest such connection (of its address, or of
+    /// all) rather than being refused, so idle or slow sockets never lock the token holder out,
+    /// whose connection shows the token in its first request and is then never pushed out.
+    const MAX_UNPROVEN_PER_ADDR: usize = 32;
+    const MAX_UNPROVEN: usize = 512;
     /// A client that has not sent its request head by then is dropped (slow-header attacks).
     const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -515,8 +576,68 @@ pub mod http {
             .status(StatusCode::UNAUTHORIZED)
             .header(hyper::header::WWW_AUTHENTICATE, "Bearer")
             .header(hyper::header::CONTENT_TYPE, "application/json")
+            // A connection without the token is not kept alive for another try.
+            .header(hyper::header::CONNECTION, "close")
             .body(Full::new(Bytes::from_static(body.as_bytes())).boxed())
             .expect("a static response")
+    }
+
+    /// The connections that have not yet shown the token, oldest first, each with its address
+    /// and the sender that pushes it out.
+    #[derive(Default)]
+    struct Unproven {
+        next: u64,
+        conns: BTreeMap<u64, (IpAddr, oneshot::Sender<()>)>,
+        per_addr: HashMap<IpAddr, usize>,
+    }
+
+    impl Unproven {
+        /// A new connection from `addr`: its id, and what fires when it is pushed out.
+        fn admit(&mut self, addr: IpAddr) -> (u64, oneshot::Receiver<()>) {
+            if self.per_addr.get(&addr).copied().unwrap_or(0) >= MAX_UNPROVEN_PER_ADDR {
+                let oldest = self.conns.iter().find(|(_, (a, _))| *a == addr).map(|(id, _)| *id);
+                self.push_out(oldest);
+            }
+            if self.conns.len() >= MAX_UNPROVEN {
+                let oldest = self.conns.keys().next().copied();
+                self.push_out(oldest);
+            }
+            let (tx, rx) = oneshot::channel();
+            self.next += 1;
+            self.conns.insert(self.next, (addr, tx));
+            *self.per_addr.entry(addr).or_default() += 1;
+            (self.next, rx)
+        }
+
+        fn push_out(&mut self, id: Option<u64>) {
+            if let Some(tx) = id.and_then(|id| self.forget(id)) {
+                let _ = tx.send(());
+            }
+        }
+
+        /// The connection leaves the set (it showed the token, or it ended); its sender is
+        /// dropped without firing.
+        fn forget(&mut self, id: u64) -> Option<oneshot::Sender<()>> {
+            let (addr, tx) = self.conns.remove(&id)?;
+            if let Some(n) = self.per_addr.get_mut(&addr) {
+                *n -= 1;
+                if *n == 0 {
+                    self.per_addr.remove(&addr);
+                }
+            }
+            Some(tx)
+        }
+    }
+
+    /// Takes a connection out of the unproven set when it ends, however it ends.
+    struct Leaves(Arc<Mutex<Unproven>>, u64);
+
+    impl Drop for Leaves {
+        fn drop(&mut self) {
+            if let Ok(mut u) = self.0.lock() {
+                u.forget(self.1);
+            }
+        }
     }
 
     /// Serves until the process ends. Loopback binds keep rmcp's Host check (DNS rebinding);
@@ -530,11 +651,12 @@ pub mod http {
             );
             config = config.disable_allowed_hosts();
         }
-        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_REQUESTS));
+        let unproven = Arc::new(Mutex::new(Unproven::default()));
         let service = StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
         let token: Arc<str> = token.into();
         loop {
-            let Ok(slot) = slots.clone().acquire_owned().await else { return };
+            // Accepting never waits for a slot: a connection is only bounded while unproven.
             let (stream, peer) = match listener.accept().await {
                 Ok(s) => s,
                 Err(e) => {
@@ -543,29 +665,48 @@ pub mod http {
                     continue;
                 }
             };
+            let Ok((id, pushed_out)) = unproven.lock().map(|mut u| u.admit(peer.ip().to_canonical())) else { return };
+            let leaves = Leaves(unproven.clone(), id);
+            let unproven = unproven.clone();
+            let slots = slots.clone();
             let service = service.clone();
             let token = token.clone();
             tokio::spawn(async move {
-                let _slot = slot;
+                let _leaves = leaves;
                 let handler = hyper::service::service_fn(move |req: Request<Incoming>| {
                     let service = service.clone();
                     let token = token.clone();
+                    let slots = slots.clone();
+                    let unproven = unproven.clone();
                     async move {
                         if !authorized(&req, &token) {
                             tracing::debug!(%peer, "MCP request without the bearer token refused");
                             return Ok::<_, Infallible>(refusal());
                         }
-                        Ok(service.handle(req).await)
+                        if let Ok(mut u) = unproven.lock() {
+                            u.forget(id);
+                        }
+                        let Ok(slot) = slots.acquire_owned().await else { return Ok(refusal()) };
+                        // The slot is held until the answer's body is sent or dropped.
+                        Ok(service.handle(req).await.map(|body| body.map_frame(move |f| { let _held = &slot; f }).boxed()))
                     }
                 });
                 let io = hyper_util::rt::TokioIo::new(stream);
                 let served = hyper::server::conn::http1::Builder::new()
                     .timer(hyper_util::rt::TokioTimer::new())
                     .header_read_timeout(HEADER_TIMEOUT)
-                    .serve_connection(io, handler)
-                    .await;
-                if let Err(e) = served {
-                    tracing::debug!(error = %e, "MCP HTTP connection ended");
+                    .serve_connection(io, handler);
+                // Pushed out: the receiver fires; dropped unfired (shown the token): never.
+                let pushed_out = async move {
+                    if pushed_out.await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                };
+                tokio::select! {
+                    served = served => if let Err(e) = served {
+                        tracing::debug!(error = %e, "MCP HTTP connection ended");
+                    },
+                    () = pushed_out => tracing::debug!(%peer, "MCP HTTP connection without the token pushed out by a newer one"),
                 }
             });
         }
@@ -596,6 +737,32 @@ pub mod http {
             assert!(authorized(&req(Some("BEARER  0123456789abcdef ")), &format!(" {t} ")));
             assert!(!authorized(&req(Some("Bearer 0123456789abcdef0")), t));
             assert!(!authorized(&req(Some("Bearer ")), t));
+        }
+
+        #[test]
+        fn a_newcomer_pushes_out_the_oldest_unproven_connection() {
+            let mut u = Unproven::default();
+            let (a, b): (IpAddr, IpAddr) = ("127.0.0.1".parse().unwrap(), "127.0.0.2".parse().unwrap());
+            let mut first: Vec<_> = (0..MAX_UNPROVEN_PER_ADDR).map(|_| u.admit(a)).collect();
+            let (_, mut other) = u.admit(b);
+            // One more from a: a's oldest goes, b's stays.
+            let (_, _newest) = u.admit(a);
+            assert_eq!(first[0].1.try_recv(), Ok(()));
+            assert!(first[1].1.try_recv().is_err());
+            assert!(other.try_recv().is_err());
+            assert_eq!(u.per_addr[&a], MAX_UNPROVEN_PER_ADDR);
+            // A connection that showed the token leaves the set and is never pushed out.
+            let proven = first[1].0;
+            u.forget(proven);
+            assert_eq!(first[1].1.try_recv(), Err(oneshot::error::TryRecvError::Closed));
+            assert_eq!(u.per_addr[&a], MAX_UNPROVEN_PER_ADDR - 1);
+            // In all: past MAX_UNPROVEN the oldest of anyone goes (here b's).
+            while u.conns.len() < MAX_UNPROVEN {
+                u.admit(format!("10.0.{}.{}", u.next / 200, u.next % 200).parse().unwrap());
+            }
+            u.admit("10.1.0.1".parse().unwrap());
+            assert_eq!(first[2].1.try_recv(), Ok(()));
+            assert_eq!(u.conns.len(), MAX_UNPROVEN);
         }
     }
 }

@@ -1001,3 +1001,756 @@ COMMENT ON FUNCTION export_person(text) IS
 GRANT EXECUTE ON FUNCTION forget_person(text), export_person(text), dionysus_internal.person_is_known(text),
     dionysus_internal.require_known_person(text), dionysus_internal.jsonb_mentions(jsonb, text[]) TO dionysus_driver;
 -- (end of: A person can leave)
+
+-- ---------------------------------------------------------------------------------------
+-- MCP and text arguments (§4): text from a person, an agent or the driver is bounded where it
+-- comes in (22001 naming the argument and its limit: a goal's title 200 characters, its
+-- description 4000, a name in person() 200), and an error quotes bad input by its first 40
+-- characters only (dionysus_internal.input_prefix), never whole.
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION dionysus_internal.bounded_text(arg text, value text, max_len integer) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF length(value) > max_len THEN
+        RAISE EXCEPTION 'dionysus: argument "%" is % characters, over the limit of %', arg, length(value), max_len
+            USING ERRCODE = 'string_data_right_truncation';
+    END IF;
+    RETURN value;
+END $$;
+COMMENT ON FUNCTION dionysus_internal.bounded_text(text, text, integer) IS
+    'The text unchanged (NULL too), or 22001 string_data_right_truncation naming the argument, its length and the limit when it has more than max_len characters.';
+CREATE FUNCTION dionysus_internal.input_prefix(value text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN value IS NULL THEN 'NULL'
+                ELSE quote_literal(regexp_replace(left(value, 40), '[[:cntrl:]\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]', '?', 'g'))
+                     || CASE WHEN length(value) > 40 THEN '… (' || length(value) || ' characters)' ELSE '' END
+           END
+$$;
+COMMENT ON FUNCTION dionysus_internal.input_prefix(text) IS
+    'Bad input as an error message quotes it: its first 40 characters, quoted, control and direction characters as ?, then "… (N characters)" when it was longer; NULL reads NULL.';
+GRANT EXECUTE ON FUNCTION dionysus_internal.bounded_text(text, text, integer), dionysus_internal.input_prefix(text) TO dionysus_driver;
+
+CREATE OR REPLACE FUNCTION create_goal(title text, description text DEFAULT NULL, source text DEFAULT 'curiosity',
+                            priority text DEFAULT NULL, parent_goal_id uuid DEFAULT NULL,
+                            emotional_valence double precision DEFAULT 0.0, blocked_by jsonb DEFAULT NULL,
+                            origin_memory_id uuid DEFAULT NULL, private_to text[] DEFAULT NULL)
+    RETURNS uuid LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    src dionysus.goal_source;
+    prio dionysus.goal_priority;
+    parent dionysus.goals;
+    new_id uuid;
+BEGIN
+    IF title IS NULL OR btrim(title) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "title": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- A title is a line, a description a paragraph (an agent may send a megabyte of either).
+    PERFORM dionysus_internal.bounded_text('title', btrim(title), 200);
+    PERFORM dionysus_internal.bounded_text('description', description, 4000);
+    IF source IS NULL OR lower(btrim(source)) NOT IN ('curiosity', 'user_request', 'identity', 'derived', 'external') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "source": unknown goal source % (expected curiosity, user_request, identity, derived, external)',
+            dionysus_internal.input_prefix(source) USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    src := lower(btrim(source))::dionysus.goal_source;
+    IF emotional_valence IS NULL OR emotional_valence = 'NaN'::float8 OR emotional_valence < -1 OR emotional_valence > 1 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "emotional_valence": % is outside [-1, 1]', emotional_valence
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF blocked_by IS NOT NULL AND jsonb_typeof(blocked_by) <> 'array' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "blocked_by": must be a JSON array of goal ids or texts'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- Goal limits are counted under one lock so concurrent creators cannot both overflow; it
+    -- comes before any goal row (the global lock order in 002_heartbeat.sql).
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
+    IF parent_goal_id IS NOT NULL THEN
+        parent := dionysus_internal.require_goal(parent_goal_id, 'parent_goal_id');
+        IF parent.priority IN ('completed', 'abandoned') THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "parent_goal_id": goal % is %', parent_goal_id, parent.priority
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END IF;
+    -- Default priority by source (§4.5): user requests are active, derived goals inherit.
+    IF priority IS NOT NULL THEN
+        IF lower(btrim(priority)) NOT IN ('active', 'queued', 'backburner') THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "priority": a new goal is active, queued or backburner, not %',
+                dionysus_internal.input_prefix(priority) USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        prio := lower(btrim(priority))::dionysus.goal_priority;
+    ELSIF src = 'user_request' THEN
+        prio := 'active';
+    ELSIF src = 'derived' AND parent.id IS NOT NULL THEN
+        prio := parent.priority;
+    ELSE
+        prio := 'queued';
+    END IF;
+    IF origin_memory_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dionysus.memories WHERE id = origin_memory_id) THEN
+        RAISE EXCEPTION 'dionysus: argument "origin_memory_id": no memory with id %', origin_memory_id USING ERRCODE = 'no_data_found';
+    END IF;
+    -- A newcomer that does not fit takes the overflow itself, one level down at a time;
+    -- only a user's request displaces the stalest active goal instead.
+    IF src <> 'user_request' THEN
+        IF prio = 'active' AND (SELECT count(*) FROM dionysus.goals WHERE priority = 'active') >= dionysus_internal.heartbeat_setting('max_active_goals') THEN
+            prio := 'queued';
+        END IF;
+        IF prio = 'queued' AND (SELECT count(*) FROM dionysus.goals WHERE priority = 'queued') >= dionysus_internal.heartbeat_setting('max_queued_goals') THEN
+            prio := 'backburner';
+        END IF;
+    END IF;
+    INSERT INTO dionysus.goals (title, description, priority, source, parent_goal_id, emotional_valence, blocked_by, private_to)
+    VALUES (btrim(title), description, prio, src, parent_goal_id, emotional_valence, blocked_by,
+            dionysus_internal.privacy_union(private_to, NULL))
+    RETURNING id INTO new_id;
+    IF origin_memory_id IS NOT NULL THEN
+        INSERT INTO dionysus.goal_memory_links (goal_id, memory_id, link_type) VALUES (new_id, origin_memory_id, 'origin');
+    END IF;
+    PERFORM dionysus_internal.enforce_goal_limits(new_id);
+    -- The proactive mind hears of it (an event; a goal one person asked for is about them).
+    PERFORM dionysus.push_event('internal', 'goal_changed', 2,
+        jsonb_build_object('goal_id', new_id, 'change', 'created', 'priority', prio, 'source', src),
+        (SELECT CASE WHEN cardinality(g.private_to) = 1 THEN g.private_to[1] END FROM dionysus.goals g WHERE g.id = new_id));
+    RETURN new_id;
+END $$;
+
+CREATE OR REPLACE FUNCTION change_goal_priority(goal_id uuid, new_priority text, reason text DEFAULT NULL)
+    RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    g dionysus.goals;
+    target dionysus.goal_priority;
+BEGIN
+    -- The goals lock before the goal's row: the global lock order (002_heartbeat.sql).
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
+    g := dionysus_internal.require_goal(goal_id);
+    IF new_priority IS NULL OR lower(btrim(new_priority)) NOT IN ('active', 'queued', 'backburner', 'completed', 'abandoned') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "new_priority": unknown priority %', dionysus_internal.input_prefix(new_priority)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    target := lower(btrim(new_priority))::dionysus.goal_priority;
+    IF target = g.priority THEN
+        RETURN target::text;
+    END IF;
+    IF g.priority IN ('completed', 'abandoned') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "new_priority": goal % is % and cannot become %', goal_id, g.priority, target
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF target = 'completed' AND g.priority <> 'active' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "new_priority": only an active goal can be completed (goal % is %)', goal_id, g.priority
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF target IN ('active', 'queued', 'backburner') AND abs(dionysus_internal.goal_level(target) - dionysus_internal.goal_level(g.priority)) <> 1 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "new_priority": % → % skips a level (backburner ↔ queued ↔ active)', g.priority, target
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF target = 'abandoned' AND (reason IS NULL OR btrim(reason) = '') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "reason": abandoning a goal needs a reason' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.goals SET
+        priority = target,
+        last_touched = now(),
+        completed_at = CASE WHEN target = 'completed' THEN now() ELSE completed_at END,
+        abandoned_at = CASE WHEN target = 'abandoned' THEN now() ELSE abandoned_at END,
+        abandonment_reason = CASE WHEN target = 'abandoned' THEN reason ELSE abandonment_reason END,
+        progress = progress || jsonb_build_array(jsonb_build_object('at', now(),
+                     'note', format('%s → %s%s', g.priority, target, coalesce(': ' || reason, ''))))
+    WHERE id = goal_id;
+    IF target = 'completed' THEN
+        PERFORM dionysus_internal.complete_parent_goals(goal_id);
+    END IF;
+    PERFORM dionysus_internal.enforce_goal_limits(goal_id);
+    PERFORM dionysus.push_event('internal', 'goal_changed', 2,
+        jsonb_build_object('goal_id', goal_id, 'change', g.priority || ' → ' || target, 'priority', target, 'source', g.source),
+        CASE WHEN cardinality(g.private_to) = 1 THEN g.private_to[1] END);
+    RETURN target::text;
+END $$;
+
+CREATE OR REPLACE FUNCTION link_goal_memory(goal_id uuid, memory_id uuid, link_type text) RETURNS void
+    LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM dionysus_internal.require_goal(goal_id);
+    IF memory_id IS NULL OR NOT EXISTS (SELECT 1 FROM dionysus.memories m WHERE m.id = memory_id) THEN
+        RAISE EXCEPTION 'dionysus: argument "memory_id": no memory with id %', memory_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF link_type IS NULL OR link_type NOT IN ('origin', 'progress', 'completion', 'blocker') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "link_type": % (expected origin, progress, completion, blocker)',
+            dionysus_internal.input_prefix(link_type) USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO dionysus.goal_memory_links (goal_id, memory_id, link_type) VALUES (goal_id, memory_id, link_type)
+    ON CONFLICT DO NOTHING;
+END $$;
+
+CREATE OR REPLACE FUNCTION reach_out_target(person text DEFAULT NULL) RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE m dionysus.messages;
+BEGIN
+    SELECT * INTO m FROM dionysus.messages x
+     WHERE NOT x.is_bot AND x.person IS NOT NULL AND x.import_id IS NULL  -- an imported author is nobody to reach here
+       AND (reach_out_target.person IS NULL OR x.person = reach_out_target.person)
+     ORDER BY x.created_at DESC, x.id DESC LIMIT 1;
+    IF NOT FOUND THEN
+        IF person IS NOT NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "person": nobody called % has talked here', dionysus_internal.input_prefix(person) USING ERRCODE = 'no_data_found';
+        END IF;
+        RETURN NULL;
+    END IF;
+    RETURN jsonb_build_object('person', m.person, 'platform', m.platform, 'author_id', m.author_id);
+END $$;
+
+CREATE OR REPLACE FUNCTION push_event(source text, type text, priority integer DEFAULT 2, payload jsonb DEFAULT '{}',
+                           person text DEFAULT NULL, channel text DEFAULT NULL) RETURNS bigint
+    LANGUAGE plpgsql AS $$
+DECLARE
+    t timestamptz := dionysus.clock_now();
+    merged_into bigint;
+    new_id bigint;
+    pat dionysus.event_patterns;
+    seen bigint;
+BEGIN
+    IF source IS NULL OR source NOT IN ('communication', 'thoughts', 'internal', 'time') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "source": % (communication, thoughts, internal or time)', dionysus_internal.input_prefix(source)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF type IS NULL OR type !~ '^[a-z][a-z0-9_.]{0,62}$' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "type": % (lower-case words joined by _ or .)', dionysus_internal.input_prefix(type)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF priority IS NULL OR priority NOT BETWEEN 0 AND 4 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "priority": % (0 CRITICAL … 4 IDLE)', priority
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF payload IS NULL OR jsonb_typeof(payload) <> 'object' OR octet_length(payload::text) > 8192 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "payload": must be a JSON object of at most 8 kB' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- Lock order: agent_state (which a HIGH or CRITICAL event updates below) before any event row.
+    IF priority <= 1 THEN
+        PERFORM 1 FROM dionysus.agent_state WHERE id = 1 FOR UPDATE;
+    END IF;
+    -- Layer 1 of overload: the same thing again within seconds is one event, counted.
+    UPDATE dionysus.events e SET merged = e.merged + 1, payload = push_event.payload
+     WHERE e.id = (SELECT x.id FROM dionysus.events x
+                    WHERE x.status = 'queued' AND x.type = push_event.type AND x.source = push_event.source
+                      AND x.priority = push_event.priority
+                      AND x.person IS NOT DISTINCT FROM push_event.person
+                      AND x.at >= t - make_interval(secs => dionysus_internal.proactive_setting('event_merge_seconds'))
+                    ORDER BY x.at DESC LIMIT 1 FOR UPDATE SKIP LOCKED)
+    RETURNING e.id INTO merged_into;
+    IF merged_into IS NOT NULL THEN
+        PERFORM dionysus_internal.count_event('merged', priority::smallint);
+        RETURN merged_into;
+    END IF;
+    INSERT INTO dionysus.events (source, channel, type, priority, person, payload, at)
+    VALUES (source, channel, type, priority, person, payload, t) RETURNING id INTO new_id;
+    -- Pattern accumulation: many of a kind in a window become one event worth thinking about.
+    SELECT * INTO pat FROM dionysus.event_patterns p WHERE p.event_type = push_event.type FOR UPDATE;
+    IF FOUND AND (pat.last_hoisted_at IS NULL OR pat.last_hoisted_at < t - make_interval(secs => pat.window_seconds)) THEN
+        SELECT coalesce(sum(merged), 0) INTO seen FROM dionysus.events e
+         WHERE e.type = push_event.type AND e.at > t - make_interval(secs => pat.window_seconds);
+        IF seen >= pat.threshold THEN
+            UPDATE dionysus.event_patterns p SET last_hoisted_at = t WHERE p.event_type = pat.event_type;
+            INSERT INTO dionysus.events (source, type, priority, person, payload, at)
+            VALUES ('internal', pat.hoisted_type, 1, push_event.person,
+                    jsonb_build_object('pattern', pat.event_type, 'count', seen, 'window_seconds', pat.window_seconds), t);
+        END IF;
+    END IF;
+    -- What matters now shortens the wait for the next tick (lock order: agent_state before people).
+    IF priority <= 1 THEN
+        UPDATE dionysus.agent_state
+           SET next_tick_at = least(coalesce(next_tick_at, t), t + make_interval(secs => dionysus_internal.proactive_setting('min_tick_seconds')))
+         WHERE id = 1 AND (mode <> 'asleep' OR push_event.priority = 0);
+    END IF;
+    RETURN new_id;
+END $$;
+
+CREATE OR REPLACE FUNCTION decide_contact(evaluation_id uuid, decision text, message text DEFAULT NULL, reason text DEFAULT NULL,
+                               decided_by text DEFAULT 'model') RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    e dionysus.contact_evaluations;
+    p dionysus.people;
+    t timestamptz := dionysus.clock_now();
+    target jsonb;
+    msg_id uuid;
+    cost double precision;
+    backoff double precision;
+    censored jsonb;
+    held jsonb := '{}'::jsonb;
+BEGIN
+    IF decision IS NULL OR decision NOT IN ('message', 'wait') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "decision": % (message or wait)', dionysus_internal.input_prefix(decision) USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF decided_by IS NULL OR decided_by NOT IN ('model', 'default', 'skipped') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "decided_by": % (model, default or skipped)', dionysus_internal.input_prefix(decided_by) USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF decision = 'message' AND (coalesce(btrim(message), '') = '' OR length(message) > 4000) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "message": a contact needs the message to send, at most 4,000 characters'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- Lock order: the state row (energy), agent_state, then the evaluation and the person.
+    PERFORM 1 FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
+    PERFORM 1 FROM dionysus.agent_state WHERE id = 1 FOR UPDATE;
+    SELECT * INTO e FROM dionysus.contact_evaluations c WHERE c.id = evaluation_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "evaluation_id": no contact evaluation with id %', evaluation_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF e.outcome <> 'opportunity' THEN
+        RAISE EXCEPTION 'dionysus: evaluation % was %, not an opportunity to contact', evaluation_id, e.outcome
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF e.decision IS NOT NULL THEN
+        -- Decided already (a redelivered NOTIFY): the first decision stands.
+        RETURN jsonb_build_object('decision', e.decision, 'outbox_id', e.outbox_id, 'duplicate', true);
+    END IF;
+    SELECT * INTO p FROM dionysus.people x WHERE x.person = e.person FOR UPDATE;
+    -- Censors (022) read the words: a blocked message is decided as a wait (its activation
+    -- counted), and takes the wait's path below.
+    IF decision = 'message' THEN
+        censored := dionysus.censor_gate('reach_out', message, e.person, jsonb_build_object('evaluation_id', e.id));
+        IF censored ->> 'verdict' = 'block' THEN
+            decision := 'wait';
+            reason := left('censored: ' || (SELECT string_agg(r, '; ') FROM jsonb_array_elements_text(censored -> 'reasons') r), 1000);
+            held := jsonb_build_object('censored', censored -> 'censors');
+        END IF;
+    END IF;
+    IF decision = 'wait' AND e.solicited THEN
+        -- A contact they asked for is not dropped for a "wait": it is weighed again at the next
+        -- check, until it goes out or lapses.
+        UPDATE dionysus.contact_evaluations c SET decision = 'wait', decided_by = decide_contact.decided_by, decided_at = t,
+               reason = decide_contact.reason WHERE c.id = e.id;
+        RETURN jsonb_build_object('decision', 'wait', 'next_check_at', p.next_check_at, 'duplicate', false) || held;
+    ELSIF decision = 'wait' THEN
+        -- Exponential back-off of the check-in cadence, longer for a patient personality.
+        backoff := least(dionysus_internal.proactive_setting('check_backoff_max_minutes'),
+                         coalesce(p.check_interval_minutes, dionysus_internal.proactive_setting('check_interval_minutes'))
+                         * (1.5 + dionysus_internal.trait('patience')));
+        UPDATE dionysus.people x SET check_interval_minutes = backoff, next_check_at = t + make_interval(secs => backoff * 60)
+         WHERE x.person = e.person;
+        UPDATE dionysus.contact_evaluations c SET decision = 'wait', decided_by = decide_contact.decided_by, decided_at = t,
+               reason = decide_contact.reason WHERE c.id = e.id;
+        UPDATE dionysus.agent_state SET model_calls = model_calls + CASE WHEN decide_contact.decided_by = 'model' THEN 1 ELSE 0 END,
+               vitality = greatest(0, vitality - CASE WHEN decide_contact.decided_by = 'model' THEN dionysus_internal.proactive_setting('vitality_drain_model') ELSE 0 END)
+         WHERE id = 1;
+        RETURN jsonb_build_object('decision', 'wait', 'next_check_at', t + make_interval(secs => backoff * 60), 'duplicate', false) || held;
+    END IF;
+    -- The gates are checked again: time passed while the model thought.
+    IF EXISTS (SELECT 1 FROM dionysus.outbox o WHERE o.person = e.person AND o.contact_id IS NOT NULL AND o.status = 'pending') THEN
+        RAISE EXCEPTION 'dionysus: contact refused: a message to % is already on its way', e.person USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF EXISTS (SELECT 1 FROM dionysus.person_signals s WHERE s.person = e.person AND s.ended_at IS NULL AND (s.until IS NULL OR s.until > t)
+                                                           AND (NOT e.solicited OR s.kind <> 'stop_checkins')) THEN
+        RAISE EXCEPTION 'dionysus: contact refused: % asked not to be contacted now', e.person USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    -- What they asked for (a reminder) has no cooldown and is not held back by energy: it
+    -- spends what there is.
+    IF NOT e.solicited AND p.last_contact_at IS NOT NULL AND t - p.last_contact_at < make_interval(secs => dionysus_internal.heartbeat_setting('reach_out_cooldown_hours') * 3600) THEN
+        RAISE EXCEPTION 'dionysus: contact refused: % was contacted less than the cooldown ago', e.person USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    cost := dionysus.get_action_cost('reach_out_user');
+    IF e.solicited THEN
+        cost := least(cost, greatest(0, (SELECT current_energy FROM dionysus.heartbeat_state WHERE id = 1)));
+    ELSIF (SELECT current_energy FROM dionysus.heartbeat_state WHERE id = 1) < cost THEN
+        RAISE EXCEPTION 'dionysus: contact refused: energy below the % a contact costs', cost USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF dionysus_internal.web_only_basis(message) THEN
+        RAISE EXCEPTION 'dionysus: contact refused: it rests on web content alone' USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    target := dionysus.reach_out_target(e.person);
+    PERFORM dionysus.update_energy(-cost, NULL, 'reach_out_user',
+                                   CASE WHEN e.solicited THEN 'contact they asked for: ' ELSE 'contact born of pressure: ' END || left(e.explanation, 200));
+    INSERT INTO dionysus.outbox (audience, content, person, platform, contact_id)
+    VALUES ('user', message, target ->> 'person', target ->> 'platform', e.id)
+    RETURNING id INTO msg_id;
+    UPDATE dionysus.contact_evaluations c SET decision = 'message', decided_by = decide_contact.decided_by, decided_at = t,
+           reason = decide_contact.reason, outbox_id = msg_id WHERE c.id = e.id;
+    IF e.solicited THEN
+        UPDATE dionysus.people x SET contact_request = NULL WHERE x.person = e.person;
+    ELSE
+        UPDATE dionysus.people x SET
+            check_interval_minutes = dionysus_internal.proactive_setting('check_interval_minutes'),
+            cause_at_last_contact = jsonb_build_object(
+                'open_requests', (SELECT count(*) FROM dionysus.goals g WHERE g.source = 'user_request' AND g.priority IN ('active', 'queued')
+                                                                          AND g.private_to = ARRAY[e.person]),
+                'task_pressure', x.task_pressure, 'curiosity', x.curiosity)
+         WHERE x.person = e.person;
+    END IF;
+    -- Two model calls (decide, compose); one for a contact they asked for (compose only).
+    UPDATE dionysus.agent_state SET model_calls = model_calls + CASE WHEN decide_contact.decided_by <> 'model' THEN 0 WHEN e.solicited THEN 1 ELSE 2 END,
+           vitality = greatest(0, vitality - CASE WHEN decide_contact.decided_by <> 'model' THEN 0 WHEN e.solicited THEN 1 ELSE 2 END
+                                             * dionysus_internal.proactive_setting('vitality_drain_model'))
+     WHERE id = 1;
+    PERFORM pg_notify('dionysus_outbox', msg_id::text);
+    RETURN jsonb_build_object('decision', 'message', 'outbox_id', msg_id, 'duplicate', false);
+END $$;
+
+CREATE OR REPLACE FUNCTION set_person_time_zone(person text, time_zone text) RETURNS void
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF person IS NULL OR btrim(person) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "person": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF time_zone IS NULL OR NOT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = time_zone) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "time_zone": % is not a time zone name (e.g. Europe/Lisbon)', dionysus_internal.input_prefix(time_zone)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM dionysus_internal.person_row(person);
+    UPDATE dionysus.people x SET time_zone = set_person_time_zone.time_zone, updated_at = now() WHERE x.person = set_person_time_zone.person;
+END $$;
+
+CREATE OR REPLACE FUNCTION dionysus_internal.check_rule_condition(cond jsonb, at_path text DEFAULT 'condition', depth integer DEFAULT 0)
+    RETURNS integer LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    nodes integer := 1;
+    c jsonb;
+    i integer := 0;
+    key text;
+BEGIN
+    IF depth > 6 THEN
+        RAISE EXCEPTION 'dionysus: invalid rule: % is nested more than 6 deep', at_path USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF cond IS NULL OR jsonb_typeof(cond) <> 'object' THEN
+        RAISE EXCEPTION 'dionysus: invalid rule: % must be a JSON object', at_path USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF cond = '{}'::jsonb THEN
+        RETURN 1;
+    END IF;
+    SELECT k INTO key FROM jsonb_object_keys(cond) k WHERE k IN ('all', 'any', 'not', 'var') LIMIT 1;
+    IF key IN ('all', 'any') THEN
+        IF (SELECT count(*) FROM jsonb_object_keys(cond)) <> 1 OR jsonb_typeof(cond -> key) <> 'array' OR jsonb_array_length(cond -> key) = 0 THEN
+            RAISE EXCEPTION 'dionysus: invalid rule: %.% must be the only key, with a non-empty list', at_path, key USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        FOR c IN SELECT * FROM jsonb_array_elements(cond -> key) LOOP
+            nodes := nodes + dionysus_internal.check_rule_condition(c, format('%s.%s[%s]', at_path, key, i), depth + 1);
+            i := i + 1;
+        END LOOP;
+    ELSIF key = 'not' THEN
+        IF (SELECT count(*) FROM jsonb_object_keys(cond)) <> 1 THEN
+            RAISE EXCEPTION 'dionysus: invalid rule: %.not must be the only key', at_path USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        nodes := nodes + dionysus_internal.check_rule_condition(cond -> 'not', at_path || '.not', depth + 1);
+    ELSIF key = 'var' THEN
+        IF NOT (dionysus.rule_vocabulary() -> 'values') ? (cond ->> 'var') THEN
+            RAISE EXCEPTION 'dionysus: invalid rule: %.var % is not a value a rule can read (see rule_vocabulary())', at_path, dionysus_internal.input_prefix(cond ->> 'var')
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF coalesce(cond ->> 'op', '') NOT IN ('<', '<=', '>', '>=', '=', '!=') THEN
+            RAISE EXCEPTION 'dionysus: invalid rule: %.op % is not one of < <= > >= = !=', at_path, dionysus_internal.input_prefix(cond ->> 'op') USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF jsonb_typeof(cond -> 'value') IS DISTINCT FROM 'number' THEN
+            RAISE EXCEPTION 'dionysus: invalid rule: %.value must be a number', at_path USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF (SELECT count(*) FROM jsonb_object_keys(cond)) <> 3 THEN
+            RAISE EXCEPTION 'dionysus: invalid rule: % has keys other than var, op and value', at_path USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    ELSE
+        RAISE EXCEPTION 'dionysus: invalid rule: % must be {}, or have one of all, any, not, var', at_path USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF depth = 0 AND nodes > 32 THEN
+        RAISE EXCEPTION 'dionysus: invalid rule: % has % parts (at most 32)', at_path, nodes USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN nodes;
+END $$;
+
+CREATE OR REPLACE FUNCTION dionysus_internal.check_rule_intents(intents jsonb) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    it jsonb;
+    i integer := 0;
+    n integer;
+    path text;
+BEGIN
+    IF intents IS NULL OR jsonb_typeof(intents) <> 'array' OR jsonb_array_length(intents) NOT BETWEEN 1 AND 8 THEN
+        RAISE EXCEPTION 'dionysus: invalid rule: intents must be a list of 1 to 8 intents' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR it IN SELECT * FROM jsonb_array_elements(intents) LOOP
+        path := format('intents[%s]', i);
+        IF jsonb_typeof(it) <> 'object' THEN
+            RAISE EXCEPTION 'dionysus: invalid rule: % must be an object', path USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF it ? 'adjust' THEN
+            IF coalesce(it ->> 'adjust', '') NOT IN ('person.social_debt', 'person.curiosity', 'person.task_pressure', 'person.restraint', 'agent.vitality') THEN
+                RAISE EXCEPTION 'dionysus: invalid rule: %.adjust % is not a value a rule can move', path, dionysus_internal.input_prefix(it ->> 'adjust') USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            n := (it ? 'by')::int + (it ? 'to')::int + (it ? 'toward')::int;
+            IF n <> 1 THEN
+                RAISE EXCEPTION 'dionysus: invalid rule: % needs exactly one of by, to, toward', path USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            IF it ? 'by' AND (jsonb_typeof(it -> 'by') <> 'number' OR abs((it ->> 'by')::float8) > 1) THEN
+                RAISE EXCEPTION 'dionysus: invalid rule: %.by must be a number in [-1, 1]', path USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            IF it ? 'to' AND (jsonb_typeof(it -> 'to') <> 'number' OR (it ->> 'to')::float8 NOT BETWEEN 0 AND 1) THEN
+                RAISE EXCEPTION 'dionysus: invalid rule: %.to must be a number in [0, 1]', path USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            IF it ? 'toward' AND (jsonb_typeof(it -> 'toward') <> 'number' OR (it ->> 'toward')::float8 NOT BETWEEN 0 AND 1
+                                  OR jsonb_typeof(it -> 'per_hour') IS DISTINCT FROM 'number' OR (it ->> 'per_hour')::float8 <= 0
+                                  OR (it ->> 'per_hour')::float8 > 10) THEN
+                RAISE EXCEPTION 'dionysus: invalid rule: %.toward must be in [0, 1], with per_hour in (0, 10]', path USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF it ? 'create_objective' THEN
+            IF jsonb_typeof(it -> 'create_objective') <> 'string' OR length(btrim(it ->> 'create_objective')) NOT BETWEEN 1 AND 200 THEN
+                RAISE EXCEPTION 'dionysus: invalid rule: %.create_objective must be a text of 1 to 200 characters', path USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF it ? 'schedule_event' THEN
+            IF jsonb_typeof(it -> 'schedule_event') <> 'string' OR (it ->> 'schedule_event') !~ '^[a-z][a-z0-9_.]{0,62}$'
+               OR (it ->> 'schedule_event') LIKE 'time.%' THEN
+                RAISE EXCEPTION 'dionysus: invalid rule: %.schedule_event must be an event type (lower-case words joined by _ or ., not time.*)', path
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            IF jsonb_typeof(it -> 'in_minutes') IS DISTINCT FROM 'number' OR (it ->> 'in_minutes')::float8 NOT BETWEEN 0 AND 527040 THEN
+                RAISE EXCEPTION 'dionysus: invalid rule: %.in_minutes must be a number of minutes up to a year', path USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            IF it ? 'priority' AND (jsonb_typeof(it -> 'priority') <> 'number' OR (it ->> 'priority')::float8 NOT IN (0, 1, 2, 3, 4)) THEN
+                RAISE EXCEPTION 'dionysus: invalid rule: %.priority must be 0 … 4', path USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF it ? 'request_contact' THEN
+            IF jsonb_typeof(it -> 'request_contact') <> 'string' OR length(btrim(it ->> 'request_contact')) NOT BETWEEN 1 AND 300 THEN
+                RAISE EXCEPTION 'dionysus: invalid rule: %.request_contact must be a text of 1 to 300 characters', path USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSE
+            RAISE EXCEPTION 'dionysus: invalid rule: % must be one of adjust, create_objective, schedule_event, request_contact', path
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        i := i + 1;
+    END LOOP;
+END $$;
+
+CREATE OR REPLACE FUNCTION contact_feedback(evaluation_id uuid, sentiment text, reason text DEFAULT NULL) RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    c dionysus.contact_evaluations;
+    s double precision;
+BEGIN
+    IF sentiment IS NULL OR sentiment NOT IN ('positive', 'neutral', 'negative') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "sentiment": % (positive, neutral or negative)', dionysus_internal.input_prefix(sentiment) USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- Lock order, as everywhere learning happens: agent_state, the evaluation, the personality rows.
+    PERFORM 1 FROM dionysus.agent_state WHERE id = 1 FOR UPDATE;
+    SELECT * INTO c FROM dionysus.contact_evaluations x WHERE x.id = evaluation_id AND x.decision = 'message' FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "evaluation_id": no contact that was sent has id %', evaluation_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF c.feedback_at IS NOT NULL THEN
+        RETURN 0; -- judged once already
+    END IF;
+    s := CASE sentiment WHEN 'positive' THEN 0.6 WHEN 'negative' THEN -0.6 ELSE 0 END;
+    UPDATE dionysus.contact_evaluations x
+       SET feedback = jsonb_build_object('signal', s, 'by', 'model', 'sentiment', sentiment, 'reason', left(contact_feedback.reason, 300)),
+           feedback_at = dionysus.clock_now()
+     WHERE x.id = c.id;
+    RETURN dionysus_internal.learn_from_contact(c.person, c.id, c.decided_at, s,
+        'the fast model read their reply as ' || sentiment || coalesce(': ' || left(contact_feedback.reason, 200), ''));
+END $$;
+
+CREATE OR REPLACE FUNCTION dionysus_internal.censor_checked(trigger text, reason text, severity text, pattern text, kinds text[],
+                                                 from_hour integer, to_hour integer, any_content boolean) RETURNS dionysus.censor_severity
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF trigger IS NULL OR length(btrim(trigger)) NOT BETWEEN 1 AND 500 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "trigger": 1 to 500 characters' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF reason IS NULL OR length(btrim(reason)) NOT BETWEEN 1 AND 500 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "reason": 1 to 500 characters' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF severity IS NULL OR severity NOT IN ('warn', 'block', 'absolute') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "severity": % (warn, block or absolute)', dionysus_internal.input_prefix(severity)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pattern IS NOT NULL THEN
+        IF length(pattern) NOT BETWEEN 1 AND 200 THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "pattern": 1 to 200 characters' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        BEGIN
+            PERFORM '' ~* pattern;
+        EXCEPTION WHEN invalid_regular_expression THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "pattern": % is not a valid regular expression', dionysus_internal.input_prefix(pattern)
+                USING ERRCODE = 'invalid_parameter_value';
+        END;
+    END IF;
+    IF kinds IS NOT NULL AND (cardinality(kinds) NOT BETWEEN 1 AND 20
+                              OR EXISTS (SELECT 1 FROM unnest(kinds) k WHERE k IS NULL OR k !~ '^[a-z][a-z_]{0,39}$')) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "kinds": 1 to 20 names such as reply, reach_out or a heartbeat action''s'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF (from_hour IS NULL) <> (to_hour IS NULL) OR from_hour NOT BETWEEN 0 AND 23 OR to_hour NOT BETWEEN 0 AND 24
+       OR from_hour = to_hour OR (from_hour = 0 AND to_hour = 24) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "from_hour": from_hour (0–23) and to_hour (0–24), both or neither, not the whole day; from_hour > to_hour wraps past midnight'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF coalesce(any_content, false) AND kinds IS NULL AND from_hour IS NULL THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "any_content": a censor of every word needs kinds or hours to narrow it'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN severity::dionysus.censor_severity;
+END $$;
+
+CREATE OR REPLACE FUNCTION add_censor(trigger text, reason text, severity text DEFAULT 'warn', person text DEFAULT NULL,
+                           pattern text DEFAULT NULL, kinds text[] DEFAULT NULL, from_hour integer DEFAULT NULL, to_hour integer DEFAULT NULL,
+                           any_content boolean DEFAULT false, learned_from_kind text DEFAULT NULL, learned_from_id uuid DEFAULT NULL)
+    RETURNS uuid LANGUAGE plpgsql AS $$
+DECLARE
+    sev dionysus.censor_severity := dionysus_internal.censor_checked(trigger, reason, severity, pattern, kinds, from_hour, to_hour, any_content);
+    id uuid;
+BEGIN
+    IF person IS NOT NULL AND length(btrim(person)) = 0 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "person": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF learned_from_kind IS NOT NULL AND learned_from_kind NOT IN ('message', 'episode', 'heartbeat') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "learned_from_kind": % (message, episode or heartbeat)', dionysus_internal.input_prefix(learned_from_kind)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT c.id INTO id FROM dionysus.censors c
+     WHERE coalesce(c.person, '') = coalesce(add_censor.person, '') AND lower(btrim(c.trigger)) = lower(btrim(add_censor.trigger))
+       AND c.status = 'active';
+    IF FOUND THEN
+        RETURN id;
+    END IF;
+    IF person IS NOT NULL AND (SELECT count(*) FROM dionysus.censors c WHERE c.person = add_censor.person AND c.status = 'active')
+                              >= (SELECT max_per_person FROM dionysus.censor_config WHERE censor_config.id = 1) THEN
+        RAISE EXCEPTION 'dionysus: % has % active censors, the most censor_config.max_per_person allows', person,
+            (SELECT max_per_person FROM dionysus.censor_config WHERE censor_config.id = 1) USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+    INSERT INTO dionysus.censors (person, trigger, embedding, model_key, pattern, kinds, from_hour, to_hour, any_content, reason, severity,
+                                  origin, learned_from_kind, learned_from_id)
+    VALUES (person, btrim(trigger), dionysus.embed(btrim(trigger)), dionysus_internal.store_model_key(), pattern, kinds, from_hour, to_hour,
+            coalesce(any_content, false), btrim(reason), sev,
+            CASE WHEN person IS NULL THEN 'owner' ELSE 'person' END, learned_from_kind, learned_from_id)
+    RETURNING censors.id INTO id;
+    INSERT INTO dionysus.censor_events (censor_id, event, severity, context)
+    VALUES (id, 'added', sev, jsonb_build_object('origin', CASE WHEN person IS NULL THEN 'owner' ELSE 'person' END,
+                                                 'learned_from', learned_from_kind, 'learned_from_id', learned_from_id));
+    RETURN id;
+END $$;
+
+CREATE OR REPLACE FUNCTION censor_record(kind text, person text, hits jsonb, context jsonb DEFAULT '{}')
+    RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    hit jsonb;
+    verdict text := 'pass';
+    c dionysus.censors;
+    raised boolean;
+BEGIN
+    IF kind IS NULL OR kind !~ '^[a-z][a-z_]{0,39}$' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "kind": % (reply, reach_out or a heartbeat action''s name)', dionysus_internal.input_prefix(kind)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF context IS NULL OR jsonb_typeof(context) <> 'object' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "context": must be a JSON object' USING ERRCODE = 'invalid_text_representation';
+    END IF;
+    IF hits IS NULL OR jsonb_typeof(hits) <> 'array' OR EXISTS (
+           SELECT 1 FROM jsonb_array_elements(hits) e
+            WHERE jsonb_typeof(e) <> 'object' OR (e ->> 'censor_id') !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "hits": an array of {censor_id, …} as censor_hits gives' USING ERRCODE = 'invalid_text_representation';
+    END IF;
+    -- Rows by id (the global lock order's last step): two gates never wait on each other in a cycle.
+    PERFORM 1 FROM dionysus.censors x WHERE x.id IN (SELECT (e ->> 'censor_id')::uuid FROM jsonb_array_elements(hits) e)
+     ORDER BY x.id FOR UPDATE;
+    FOR hit IN SELECT * FROM jsonb_array_elements(hits) LOOP
+        SELECT * INTO c FROM dionysus.censors x WHERE x.id = (hit ->> 'censor_id')::uuid AND x.status = 'active'
+           AND (x.person IS NULL OR x.person = censor_record.person);
+        CONTINUE WHEN NOT FOUND; -- retired meanwhile, or not this person's
+        raised := c.severity = 'warn' AND c.activations_since_change + 1 >= c.escalation_threshold;
+        UPDATE dionysus.censors x
+           SET activation_count = x.activation_count + 1,
+               activations_since_change = CASE WHEN raised THEN 0 ELSE x.activations_since_change + 1 END,
+               severity = CASE WHEN raised THEN 'block' ELSE x.severity END,
+               last_activated = dionysus.clock_now(), updated_at = dionysus.clock_now()
+         WHERE x.id = c.id;
+        INSERT INTO dionysus.censor_events (censor_id, event, severity, context)
+        VALUES (c.id, 'activated', c.severity,
+                jsonb_build_object('kind', kind, 'person', person, 'matched_by', hit ->> 'matched_by',
+                                   'similarity', hit -> 'similarity', 'context', censor_record.context));
+        IF raised THEN
+            INSERT INTO dionysus.censor_events (censor_id, event, severity, context)
+            VALUES (c.id, 'escalated', 'block', jsonb_build_object('from', c.severity, 'activations_since_change', c.activations_since_change + 1,
+                                                                   'escalation_threshold', c.escalation_threshold));
+        END IF;
+        IF c.severity <> 'warn' THEN
+            verdict := 'block';
+        ELSIF verdict = 'pass' THEN
+            verdict := 'warn';
+        END IF;
+    END LOOP;
+    -- A re-index moved the store to another model: these triggers are embedded again for good.
+    UPDATE dionysus.censors x SET embedding = dionysus.embed(x.trigger), model_key = dionysus_internal.store_model_key()
+     WHERE x.id IN (SELECT (e ->> 'censor_id')::uuid FROM jsonb_array_elements(hits) e)
+       AND x.model_key IS DISTINCT FROM dionysus_internal.store_model_key();
+    RETURN jsonb_build_object('verdict', verdict, 'censors', hits,
+                              'reasons', (SELECT coalesce(jsonb_agg(DISTINCT f ->> 'reason'), '[]') FROM jsonb_array_elements(hits) f));
+END $$;
+
+CREATE OR REPLACE FUNCTION person(name text, of_person text DEFAULT NULL) RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    -- Bounded before anything reads them: a name is at most 200 characters, as note_person keeps them.
+    k text := dionysus_internal.person_key(dionysus_internal.bounded_text('name', person.name, 200));
+    hits jsonb;
+BEGIN
+    PERFORM dionysus_internal.bounded_text('of_person', person.of_person, 200);
+    IF k IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "name" must be a name' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- Everyone's people at once is the owner's view (a superuser's session), never the driver's.
+    IF person.of_person IS NULL AND NOT (SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = session_user) THEN
+        RAISE EXCEPTION 'dionysus: argument "of_person": whose life to look in (everyone''s is the owner''s view)'
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    SELECT coalesce(jsonb_agg(dionysus_internal.person_json(p, true) ORDER BY p.of_person, p.mentions DESC), '[]')
+      INTO hits
+      FROM dionysus.known_persons p
+     WHERE (person.of_person IS NULL OR p.of_person = person.of_person)
+       AND (p.id = dionysus_internal.resolve_person(p.of_person, person.name)
+            OR EXISTS (SELECT 1 FROM dionysus.person_aliases a WHERE a.known_person_id = p.id AND a.alias_key = k));
+    IF hits = '[]'::jsonb THEN
+        RAISE EXCEPTION 'dionysus: argument "name": nobody called % is known%', dionysus_internal.input_prefix(person.name),
+            CASE WHEN person.of_person IS NULL THEN '' ELSE ' to ' || person.of_person END USING ERRCODE = 'no_data_found';
+    END IF;
+    RETURN hits;
+END $$;
+
+CREATE OR REPLACE FUNCTION activate_procedure(name text, person text, message_id uuid DEFAULT NULL) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    proc dionysus.procedures;
+    turn dionysus.messages;
+    ep uuid;
+    wm dionysus.working_memories;
+BEGIN
+    IF name IS NULL OR btrim(name) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "name": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF person IS NULL OR btrim(person) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "person": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT * INTO proc FROM dionysus.procedures p
+     WHERE p.name_key = dionysus_internal.thread_key(activate_procedure.name) AND p.status = 'active'
+       AND (p.person IS NULL OR p.person = activate_procedure.person)
+     ORDER BY p.person IS NULL, p.id LIMIT 1;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "name": no procedure % for %', dionysus_internal.input_prefix(name), person USING ERRCODE = 'no_data_found';
+    END IF;
+    IF message_id IS NOT NULL THEN
+        SELECT * INTO turn FROM dionysus.messages x WHERE x.id = activate_procedure.message_id;
+        IF NOT FOUND OR turn.person IS DISTINCT FROM activate_procedure.person THEN
+            RAISE EXCEPTION 'dionysus: argument "message_id": the turn is not %''s', person USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        ep := dionysus_internal.turn_episode(message_id, true);
+    ELSE
+        SELECT e.id INTO ep FROM dionysus.working_memories w JOIN dionysus.episodes e ON e.id = w.episode_id
+         WHERE w.person = activate_procedure.person AND e.ended_at IS NULL
+         ORDER BY w.last_turn_at DESC NULLS LAST, w.id LIMIT 1 FOR SHARE OF e;
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.working_memory:' || person, 0));
+    IF ep IS NOT NULL THEN
+        wm := dionysus_internal.working_memory_of(person, ep);
+    END IF;
+    PERFORM dionysus_internal.procedure_activate(proc.id, person, wm, message_id, 'asked', NULL, 1.0);
+    SELECT * INTO proc FROM dionysus.procedures p WHERE p.id = proc.id;
+    RETURN dionysus_internal.procedure_json(proc) || jsonb_build_object('working_memory', wm.id IS NOT NULL);
+END $$;
+
+COMMENT ON FUNCTION create_goal IS
+    'Adds a goal. Default priority by source (user_request → active, derived → the parent''s, else queued); over the '
+    'limits a goal is demoted one level, never dropped (a user''s request displaces the stalest active goal). '
+    'A title is at most 200 characters, a description 4000 (22001 naming the argument).';
+
+COMMENT ON FUNCTION person(text, text) IS
+    'What is known about someone: every known person the name means (in of_person''s life; in everyone''s when NULL, a superuser''s view only), with aliases, relation, feeling, traits, topics, relations and the turns each came from (the last 30). P0002 when nobody by that name is known; a name or of_person of more than 200 characters is 22001.';
+-- (end of: MCP and text arguments)

@@ -170,3 +170,46 @@ async fn a_missing_model_names_the_path_and_the_fix() {
     let (state, _) = expect_error(c, "SET dionysus.embedding_provider = 'carrier-pigeon'; SELECT dionysus.embed('x')").await;
     assert_eq!(state, "22023");
 }
+
+/// Trust III: a text argument from outside is bounded (22001 naming it and its limit) before
+/// anything is written, and an error quotes bad input by its first 40 characters only: a
+/// megabyte goal title used to be stored, and a 100 kB name came back whole in person()'s error.
+#[tokio::test]
+async fn long_text_is_refused_and_never_echoed_whole() {
+    let db = TestDb::new("longtext").await;
+    let c = &db.client;
+    for (sql, arg, limit) in [
+        ("SELECT dionysus.create_goal(repeat('x', 1000000))", "title", 200),
+        ("SELECT dionysus.create_goal('Learn the violin', repeat('x', 4001))", "description", 4000),
+        ("SELECT dionysus.person(repeat('y', 100000), of_person => 'test:ada')", "name", 200),
+        ("SELECT dionysus.person('Lea', of_person => repeat('t', 100000))", "of_person", 200),
+    ] {
+        let (code, msg) = expect_error(c, sql).await;
+        assert_eq!(code, "22001", "{sql}: {msg}");
+        assert!(msg.contains(&format!("\"{arg}\"")) && msg.contains(&format!("limit of {limit}")), "{sql}: {msg}");
+        assert!(msg.len() < 120, "{sql}: a message of {} bytes", msg.len());
+    }
+    assert_eq!(count(c, "goals").await, 0, "nothing stored");
+    c.batch_execute("SELECT dionysus.create_goal(repeat('x', 200), repeat('x', 4000))").await.unwrap();
+
+    // Refused values are quoted by a prefix, with their length; control characters as ?.
+    let long = "repeat('z', 100000)";
+    for (sql, arg) in [
+        ("SELECT dionysus.person(repeat('y', 200), of_person => 'test:ada')".to_string(), "name"),
+        (format!("SELECT dionysus.create_goal('t', source => {long})"), "source"),
+        (format!("SELECT dionysus.create_goal('t', priority => {long})"), "priority"),
+        (format!("SELECT dionysus.push_event('internal', {long})"), "type"),
+        (format!("SELECT dionysus.push_event({long}, 'x')"), "source"),
+        (format!("SELECT dionysus.set_person_time_zone('test:ada', {long})"), "time_zone"),
+        (format!("SELECT dionysus.reach_out_target({long})"), "person"),
+        (format!("SELECT dionysus.add_censor('t', 'r', severity => {long})"), "severity"),
+        ("SELECT dionysus_internal.check_rule_condition(jsonb_build_object('var', repeat('z', 3000), 'op', '<', 'value', 1))".to_string(), "var"),
+    ] {
+        let (_, msg) = expect_error(c, &sql).await;
+        assert!(msg.contains(arg), "{sql}: {msg}");
+        assert!(msg.len() < 250, "{sql}: a message of {} bytes: {}…", msg.len(), msg.chars().take(200).collect::<String>());
+        assert!(msg.contains(" characters)"), "{sql}: {msg}");
+    }
+    let (_, msg) = expect_error(c, "SELECT dionysus.create_goal('t', priority => E'urgent\\n\\u202eFAKE')").await;
+    assert!(msg.contains("'urgent??FAKE'") && !msg.contains('\n'), "{msg}");
+}

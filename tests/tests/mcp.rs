@@ -259,6 +259,20 @@ async fn bad_arguments_and_a_dead_database_are_clean_errors() {
     // A missing required argument is refused by the schema before any SQL.
     let (message, _) = refused(&client, "remember", json!({"importance": 0.5})).await;
     assert!(message.contains("content"), "{message}");
+    // Over-long texts are refused before any SQL, by name and limit, never quoted back: a
+    // megabyte goal title used to be stored.
+    for (tool, args, named, limit) in [
+        ("goals", json!({"action": "create", "title": "x".repeat(1_000_000)}), "title", 200),
+        ("goals", json!({"action": "create", "title": "t", "description": "x".repeat(4001)}), "description", 4000),
+        ("person", json!({"name": "y".repeat(100_000)}), "name", 200),
+        ("remember", json!({"content": "x".repeat(100_001)}), "content", 100_000),
+        ("add_triple", json!({"subject": "s".repeat(1001), "predicate": "p", "object": "o"}), "subject", 1000),
+    ] {
+        let (message, data) = refused(&client, tool, args).await;
+        assert!(message.contains(&format!("\"{named}\"")) && message.contains(&format!("limit of {limit}")), "{tool}: {message}");
+        assert!(message.len() < 120, "{tool}: a message of {} bytes", message.len());
+        assert_eq!(data["limit"], limit, "{tool}: {data}");
+    }
     assert_eq!(dionysus_tests::count(&db.client, "memories").await, 0, "nothing half-written");
     assert_eq!(dionysus_tests::count(&db.client, "goals").await, 0);
     client.cancel().await.unwrap();
@@ -397,4 +411,120 @@ async fn the_http_transport_requires_its_bearer_token() {
     let body = rpc_body(&post(recall, bearer, session).await.unwrap().text().await.unwrap());
     let text = body.to_string();
     assert!(text.contains("basil") && !text.contains("diary"), "{text}");
+}
+
+/// `dionysus mcp --http` for Ada with `token` on a free port, once it answers (401 without the
+/// token): the child (killed on drop) and the port.
+async fn http_server(db: &TestDb, token: &str, base_port: u16) -> (tokio::process::Child, u16) {
+    let port = dionysus_tests::free_port(base_port);
+    let child = tokio::process::Command::new(binary())
+        .args(["mcp", "--http", &format!("127.0.0.1:{port}")])
+        .env("DIONYSUS_DATABASE_URL", driver_conninfo(&db.name))
+        .env("DIONYSUS_MCP_PERSON", ADA)
+        .env("DIONYSUS_MCP_TOKEN", token)
+        .env("DIONYSUS_LOG", "warn")
+        .env_remove("DIONYSUS_CONFIG")
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    for _ in 0..100 {
+        if reqwest::Client::new().post(&url).body("{}").send().await.is_ok_and(|r| r.status().as_u16() == 401) {
+            return (child, port);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("the HTTP server did not come up");
+}
+
+/// A socket to the server from a loopback address of its own (Linux routes all of 127/8 to lo).
+async fn socket_from(from: [u8; 4], port: u16) -> tokio::net::TcpStream {
+    let s = tokio::net::TcpSocket::new_v4().unwrap();
+    s.bind(std::net::SocketAddr::from((from, 0))).unwrap();
+    s.connect(std::net::SocketAddr::from(([127, 0, 0, 1], port))).await.unwrap()
+}
+
+/// Which of the sockets the server acted on first (closed it, reset it or wrote to it).
+async fn first_touched(sockets: &[tokio::net::TcpStream]) -> usize {
+    let waits = sockets.iter().enumerate().map(|(i, s)| Box::pin(async move {
+        s.readable().await.unwrap();
+        i
+    }));
+    futures_util::future::select_all(waits).await.0
+}
+
+/// Idle sockets and sockets that send their request head slowly, all without the token, do not
+/// keep the token holder out: its request is answered while every one of them is still open.
+/// (The server used to give each connection one of 64 slots before looking at the token, so the
+/// holder waited for hostile sockets to be dropped at their header timeout, 10 s a round.) Past
+/// 32 connections without the token from one address, each newcomer pushes out that address's
+/// oldest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sockets_without_the_token_do_not_keep_its_holder_out() {
+    let db = TestDb::new("mcp_http_flood").await;
+    let token = "s3cret-token-for-the-flood-test";
+    let (_server, port) = http_server(&db, token, 28400).await;
+
+    // 228 hostile sockets: 25 from each of 127.0.0.2–9 and 28 from the holder's own 127.0.0.1,
+    // one in two sending half a request head and then nothing.
+    let mut hostile = Vec::new();
+    for (from, n) in (2..=9).map(|d| ([127, 0, 0, d], 25)).chain([([127, 0, 0, 1], 28)]) {
+        for i in 0..n {
+            let mut s = socket_from(from, port).await;
+            if i % 2 == 1 {
+                use tokio::io::AsyncWriteExt;
+                s.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: appl").await.unwrap();
+            }
+            hostile.push(s);
+        }
+    }
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "holder", "version": "1"}}});
+    let holder = async {
+        let r = reqwest::Client::new()
+            .post(format!("http://127.0.0.1:{port}/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", format!("Bearer {token}"))
+            .json(&init)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        rpc_body(&r.text().await.unwrap())
+    };
+    // The answer must come while the server has touched none of them (a hang guard only).
+    let answer = tokio::time::timeout(Duration::from_secs(120), async {
+        tokio::select! {
+            body = holder => body,
+            i = first_touched(&hostile) => panic!("hostile socket {i} was closed before the token holder was answered"),
+        }
+    })
+    .await
+    .expect("the token holder answered");
+    assert_eq!(answer["result"]["serverInfo"]["name"], "dionysus", "{answer}");
+    assert_eq!(hostile.len(), 228);
+
+    // Thirty-five more from 127.0.0.10: the three oldest are pushed out by the three past 32.
+    let mut crowd = Vec::new();
+    for _ in 0..35 {
+        crowd.push(socket_from([127, 0, 0, 10], port).await);
+    }
+    for i in 0..3 {
+        let s = &crowd[i];
+        let mut buf = [0u8; 64];
+        let gone = tokio::time::timeout(Duration::from_secs(120), async {
+            loop {
+                s.readable().await.unwrap();
+                match s.try_read(&mut buf) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    Ok(0) | Err(_) => return true,
+                    Ok(_) => return false,
+                }
+            }
+        })
+        .await
+        .expect("pushed out");
+        assert!(gone, "socket {i} was written to, not closed");
+    }
+    drop(hostile);
 }
