@@ -245,3 +245,74 @@ async fn forgetme_asks_first_and_erases_only_the_speaker() {
     say(&mind, "dm:ada", "ada", "f5", "/forgetme confirm", true).await;
     assert_eq!(last(&channel), forgetme::NOT_ASKED);
 }
+
+/// The real binary on the terminal: `/forgetme`, then `/forgetme confirm`, erases the terminal's
+/// person; before that, `dionysus export PERSON --out FILE` writes their record, readable by its
+/// owner only, and a person of whom nothing is stored is an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_exports_and_forgets_the_terminals_person() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::time::Duration;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let db = TestDb::new("forgetme_bin").await;
+    let c = &db.client;
+    c.batch_execute("SELECT dionysus.pause_heartbeats(true)").await.unwrap();
+    let llm = FakeLlm::start().await;
+    llm.on("TASK: chat", Answer::Text("Noted, thank you.".into()));
+    llm.json("TASK: extract", json!({"facts": [{"content": "Their friend Zorblax lives in Vexmoor", "subject": "Zorblax"}], "triples": [], "goals": []}));
+    let bin = env!("CARGO_BIN_EXE_dionysus-bench").replace("dionysus-bench", "dionysus");
+    assert!(std::path::Path::new(&bin).exists(), "build the driver first: {bin}");
+    let dionysus = |args: &[&str]| {
+        let mut cmd = tokio::process::Command::new(&bin);
+        cmd.args(args)
+            .env("DIONYSUS_DATABASE_URL", driver_conninfo(&db.name))
+            .env("DIONYSUS_LLM_BASE_URL", &llm.base_url)
+            .env("DIONYSUS_TERMINAL_USER", "ada")
+            .env("DIONYSUS_LOG", "info")
+            .env_remove("DIONYSUS_DISCORD_TOKEN")
+            .env_remove("DISCORD_TOKEN")
+            .env_remove("DIONYSUS_CONFIG")
+            .kill_on_drop(true);
+        cmd
+    };
+    let mut child = dionysus(&["chat", "--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn dionysus");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut say = async |id: &str, text: &str| -> String {
+        stdin.write_all(format!("{}\n", json!({"id": id, "text": text})).as_bytes()).await.unwrap();
+        let line = tokio::time::timeout(Duration::from_secs(60), out.next_line()).await.expect("no answer").unwrap().unwrap();
+        serde_json::from_str::<Value>(&line).unwrap()["text"].as_str().unwrap_or_default().to_string()
+    };
+    assert_eq!(say("t1", "My friend Zorblax lives in Vexmoor.").await, "Noted, thank you.");
+    let person = "terminal:ada";
+
+    // The export, before: their words, in a file only its owner may read.
+    let file = std::env::temp_dir().join(format!("{}.json", db.name));
+    let done = dionysus(&["export", person, "--out", file.to_str().unwrap()]).output().await.unwrap();
+    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+    let exported: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(exported["person"], json!(person));
+    assert!(exported["messages"].to_string().contains("My friend Zorblax lives in Vexmoor."), "{exported}");
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    std::fs::remove_file(&file).unwrap();
+    let stranger = dionysus(&["export", "terminal:nobody"]).output().await.unwrap();
+    assert!(!stranger.status.success() && String::from_utf8_lossy(&stranger.stderr).contains("\"person\""),
+            "{}", String::from_utf8_lossy(&stranger.stderr));
+
+    // Asked, then confirmed: nothing of theirs is left.
+    assert_eq!(say("t2", "/forgetme").await, forgetme::ASK);
+    assert_eq!(one::<i64>(c, &format!("SELECT count(*) FROM dionysus.messages WHERE person = '{person}'")).await, 2);
+    assert_eq!(say("t3", "/forgetme confirm").await, forgetme::DONE);
+    assert_eq!(one::<i64>(c, &format!("SELECT count(*) FROM dionysus.messages WHERE person = '{person}'")).await, 0);
+    drop(stdin);
+    let _ = tokio::time::timeout(Duration::from_secs(30), child.wait()).await;
+    for needle in HERS {
+        let left = scan(c, needle).await;
+        assert!(left.is_empty(), "{needle} is still in {left:?}");
+    }
+}
