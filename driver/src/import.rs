@@ -835,7 +835,7 @@ pub async fn run(config: &Config, args: &[String]) -> ExitCode {
     );
     if !history.skipped.is_empty() || !history.cleaned.is_empty() {
         println!(
-            "{} turns the database could not take are left out, {} kept with control characters taken out (each listed above, with its file and line)",
+            "left out (the database could not take them): {}; cleaned of control characters: {} (each listed above with its file and line)",
             thousands(history.skipped.len() as i64),
             thousands(history.cleaned.len() as i64)
         );
