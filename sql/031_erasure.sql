@@ -29,8 +29,8 @@
 --   - the embedding cache is keyed by a hash of each text embedded, their questions (recall,
 --     MCP) among them, and which were theirs is not recorded: it is emptied (it refills).
 -- Not theirs and kept: what other people said (their own turns may quote or answer them), the
--- companion's own self-model (identity, worldview), templates and archetypes a dream proposal
--- changed once approved (the proposal's rationale and evidence are erased).
+-- companion's own self-model (identity, worldview), the shared templates and archetypes (a dream
+-- changes only its person's own versions, which go with them).
 --
 -- Who may call it: the owner, and the driver's role on the person's own confirmed request
 -- (`/forgetme`, then `/forgetme confirm`): SECURITY DEFINER with a pinned search_path, so the
@@ -128,7 +128,7 @@ BEGIN
             || ARRAY(SELECT f.id::text FROM dionysus.feedback f WHERE f.person = who)
             || ARRAY(SELECT c.id::text FROM dionysus.contact_evaluations c WHERE c.person = who)
             || ARRAY(SELECT o.id::text FROM dionysus.outbox o WHERE o.person = who)
-            || ARRAY(SELECT p.id::text FROM dionysus.proposals p WHERE p.dream_id = ANY (dream_ids))
+            || ARRAY(SELECT p.id::text FROM dionysus.proposals p WHERE p.dream_id = ANY (dream_ids) OR p.person = who)
             || ARRAY(SELECT c.id::text FROM dionysus.censors c WHERE c.person = who);
     -- Heartbeats that saw their words, or named them (whom a reach-out could go to).
     hb_ids := ARRAY(SELECT h.id FROM dionysus.heartbeat_log h
@@ -255,10 +255,11 @@ BEGIN
     DELETE FROM dionysus.rule_firings x WHERE x.person = who OR dionysus_internal.jsonb_mentions(x.inputs, keys);
     DELETE FROM dionysus.learning_log x WHERE x.person = who;
     DELETE FROM dionysus.events x WHERE x.person = who OR dionysus_internal.jsonb_mentions(x.payload, keys);
-    -- Dream proposals made from their night: one already applied keeps what it changed, not why.
-    UPDATE dionysus.proposals p SET rationale = '(erased: its person left)', evidence = '[]', decision_note = NULL
-     WHERE p.dream_id = ANY (dream_ids) AND p.status = 'approved';
-    DELETE FROM dionysus.proposals p WHERE p.dream_id = ANY (dream_ids) AND p.status <> 'approved';
+    -- Their dreams' proposals, decided or not, and what an approval made theirs alone (017):
+    -- their own template versions and archetypes.
+    DELETE FROM dionysus.person_prompt_templates t WHERE t.person = who;
+    DELETE FROM dionysus.context_archetypes a WHERE a.person = who;
+    DELETE FROM dionysus.proposals p WHERE p.dream_id = ANY (dream_ids) OR p.person = who;
     DELETE FROM dionysus.dreams d WHERE d.id = ANY (dream_ids);
     GET DIAGNOSTICS k = ROW_COUNT;
     gone := gone || jsonb_build_object('dreams', k);
@@ -301,7 +302,7 @@ BEGIN
 END $$;
 REVOKE EXECUTE ON FUNCTION forget_person(text) FROM PUBLIC;
 COMMENT ON FUNCTION forget_person(text) IS
-    'Erases, in one transaction, everything one person said and everything derived from it (turns, memories, facts, triples, goals, sentence vectors, people in their life, north stars, objectives, feedback, censors, rules, evaluations, learning, dreams, threads, working memory, work items, outbox, mirror items, re-index staging, tombstones); what mixed them with others is redacted (heartbeats) or re-derived (episodes: summary cleared and queued again); the embedding cache is emptied. Owner, or the driver on the person''s own confirmed request (/forgetme). Returns counts. P0002 for a person of whom nothing is stored.';
+    'Erases, in one transaction, everything one person said and everything derived from it (turns, memories, facts, triples, goals, sentence vectors, people in their life, north stars, objectives, feedback, censors, rules, evaluations, learning, dreams and their proposals, their own templates and archetypes, threads, working memory, work items, outbox, mirror items, re-index staging, tombstones); what mixed them with others is redacted (heartbeats) or re-derived (episodes: summary cleared and queued again); the embedding cache is emptied. Owner, or the driver on the person''s own confirmed request (/forgetme). Returns counts. P0002 for a person of whom nothing is stored.';
 COMMENT ON FUNCTION dionysus_internal.person_is_known(text) IS 'Whether anything of a person is stored (their row, turns, memories, north stars, objectives, feedback, censors, rules, people, imports).';
 COMMENT ON FUNCTION dionysus_internal.require_known_person(text) IS 'The person argument trimmed, or 22023 (empty) / P0002 (nothing of them stored), naming the argument.';
 COMMENT ON FUNCTION dionysus_internal.jsonb_mentions(jsonb, text[]) IS 'Whether a jsonb value holds, at any depth, a string equal to one of the keys (an id, a person key).';
@@ -364,9 +365,11 @@ BEGIN
         'open_threads', (SELECT coalesce(jsonb_agg(to_jsonb(t) - 'person' - 'embedding' ORDER BY t.opened_at), '[]') FROM dionysus.open_threads t WHERE t.person = who),
         'working_memory_sessions', (SELECT coalesce(jsonb_agg(to_jsonb(s) - 'person' ORDER BY s.started_at), '[]') FROM dionysus.working_memory_sessions s WHERE s.person = who),
         'procedures', (SELECT coalesce(jsonb_agg(to_jsonb(p) - 'person' - 'embedding' ORDER BY p.created_at), '[]') FROM dionysus.procedures p WHERE p.person = who),
-        'dreams', (SELECT coalesce(jsonb_agg(to_jsonb(d) - 'person' || jsonb_build_object('proposals',
-                                                (SELECT coalesce(jsonb_agg(to_jsonb(p) ORDER BY p.created_at), '[]') FROM dionysus.proposals p WHERE p.dream_id = d.id))
-                                             ORDER BY d.local_date), '[]') FROM dionysus.dreams d WHERE d.person = who),
+        'dreams', (SELECT coalesce(jsonb_agg(to_jsonb(d) - 'person' ORDER BY d.local_date), '[]') FROM dionysus.dreams d WHERE d.person = who),
+        'proposals', (SELECT coalesce(jsonb_agg(to_jsonb(p) - 'person' ORDER BY p.created_at), '[]') FROM dionysus.proposals p
+                       WHERE p.person = who OR p.dream_id IN (SELECT d.id FROM dionysus.dreams d WHERE d.person = who)),
+        'own_templates', (SELECT coalesce(jsonb_agg(to_jsonb(t) - 'person' ORDER BY t.key, t.version), '[]') FROM dionysus.person_prompt_templates t WHERE t.person = who),
+        'own_archetypes', (SELECT coalesce(jsonb_agg(to_jsonb(a) - 'person' - 'centroid' ORDER BY a.name), '[]') FROM dionysus.context_archetypes a WHERE a.person = who),
         'imports', (SELECT coalesce(jsonb_agg(to_jsonb(i) - 'person' ORDER BY i.started_at), '[]') FROM dionysus.imports i WHERE i.person = who),
         'outbox', (SELECT coalesce(jsonb_agg(to_jsonb(o) - 'person' ORDER BY o.created_at), '[]') FROM dionysus.outbox o WHERE o.person = who),
         'events', (SELECT coalesce(jsonb_agg(to_jsonb(x) - 'person' ORDER BY x.at, x.id), '[]') FROM dionysus.events x WHERE x.person = who),

@@ -125,6 +125,18 @@ async fn a_person_who_leaves_leaves_no_word_behind_and_the_others_keep_theirs() 
     ))
     .await
     .unwrap();
+    // A night of hers: the dream's proposal from her feedback, approved as her own template version.
+    c.batch_execute(&format!(
+        "WITH d AS (INSERT INTO dionysus.dreams (local_date, person, since, finished_at, note)
+                    VALUES (current_date, '{ADA}', now() - interval '1 day', now(), 'she found the Zorblax answer long') RETURNING id),
+              p AS (INSERT INTO dionysus.proposals (dream_id, kind, target, proposal, rationale, evidence, person)
+                    SELECT d.id, 'prompt_template', 'chat_system', jsonb_build_object('template', 'Be brief about Zorblax.'),
+                           'Ada said the Zorblax answer was too long', '[]', '{ADA}' FROM d RETURNING id)
+         INSERT INTO dionysus.person_prompt_templates (person, key, version, template, temperature, proposal_id)
+         SELECT '{ADA}', 'chat_system', 1, 'Be brief about Zorblax in Vexmoor.', 0.7, p.id FROM p;"
+    ))
+    .await
+    .unwrap();
     // The episodes close and are summarised; the maintenance pass and the lexicon catch up.
     c.batch_execute(
         "UPDATE dionysus.episodes SET ended_at = now() - interval '1 hour', last_event_at = now() - interval '1 hour',
@@ -145,7 +157,8 @@ async fn a_person_who_leaves_leaves_no_word_behind_and_the_others_keep_theirs() 
     let before = scan(c, HERS[0]).await;
     for place in ["dionysus.messages.content", "dionysus.memories.content", "dionysus.entities.name", "dionysus.known_persons.name",
                   "dionysus.objectives.description", "dionysus.north_stars.content", "dionysus.feedback.content", "dionysus.censors.trigger",
-                  "dionysus.mind_rules.words", "dionysus.episodes.summary", "dionysus.lexicon.lexeme", "dionysus.work_queue.result"] {
+                  "dionysus.mind_rules.words", "dionysus.episodes.summary", "dionysus.lexicon.lexeme", "dionysus.work_queue.result",
+                  "dionysus.proposals.rationale", "dionysus.person_prompt_templates.template", "dionysus.dreams.note"] {
         assert!(before.contains(&place.to_string()), "{place} does not hold her words before: {before:?}");
     }
     assert!(cached(c, "where does zorblax live").await, "her question is not in the embedding cache");
