@@ -18,6 +18,15 @@
 CREATE SCHEMA dionysus_internal;
 COMMENT ON SCHEMA dionysus_internal IS 'Dionysus internals: helpers of the API in schema dionysus; not for direct use, may change in any release.';
 
+-- True while this session restores a dump (or runs an extension script) as a superuser: the
+-- triggers that derive or stamp rows let a restored row in as it was (sql/030_backup.sql).
+CREATE FUNCTION dionysus_internal.restoring() RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT current_setting('check_function_bodies') = 'off'
+       AND coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = current_user), false)
+$$;
+COMMENT ON FUNCTION dionysus_internal.restoring() IS
+    'True while this session restores a dump (pg_dump''s scripts and pg_restore set check_function_bodies off, as extension scripts do) as a superuser: triggers that derive or stamp rows then let a restored row in as it was.';
+
 -- ---------------------------------------------------------------------------------------
 -- Enumerations
 -- ---------------------------------------------------------------------------------------

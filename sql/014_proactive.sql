@@ -263,7 +263,9 @@ CREATE TABLE contact_evaluations (
     decided_by  text CHECK (decided_by IN ('model', 'default', 'skipped')),
     decided_at  timestamptz,
     reason      text,
-    outbox_id   uuid REFERENCES outbox (id) ON DELETE SET NULL,
+    -- (This and outbox.contact_id refer to each other: both are checked at commit, so a
+    -- restore, which writes one table and then the other in one transaction, can.)
+    outbox_id   uuid REFERENCES outbox (id) ON DELETE SET NULL DEFERRABLE INITIALLY DEFERRED,
     -- A contact the person asked for (one of their rules): no cooldown, no pressure needed.
     solicited   boolean NOT NULL DEFAULT false,
     request     jsonb,
@@ -275,7 +277,7 @@ CREATE TABLE contact_evaluations (
 );
 CREATE INDEX contact_evaluations_person ON contact_evaluations (person, at DESC);
 CREATE INDEX contact_evaluations_open ON contact_evaluations (at) WHERE outcome = 'opportunity' AND decision IS NULL;
-ALTER TABLE outbox ADD COLUMN contact_id uuid UNIQUE REFERENCES contact_evaluations (id) ON DELETE SET NULL;
+ALTER TABLE outbox ADD COLUMN contact_id uuid UNIQUE REFERENCES contact_evaluations (id) ON DELETE SET NULL DEFERRABLE INITIALLY DEFERRED;
 
 -- ---------------------------------------------------------------------------------------
 -- Helpers

@@ -384,6 +384,9 @@ ALTER TABLE context_archetypes ADD COLUMN person text,
 
 CREATE FUNCTION dionysus_internal.invalidate_centroid() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    IF dionysus_internal.restoring() THEN
+        RETURN NEW;   -- a restored archetype, as it was (sql/030_backup.sql)
+    END IF;
     IF TG_OP = 'INSERT' OR OLD.example_messages IS DISTINCT FROM NEW.example_messages THEN
         NEW.centroid := NULL;
         NEW.updated_at := now();

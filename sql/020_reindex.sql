@@ -129,6 +129,9 @@ CREATE FUNCTION dionysus_internal.reindex_runs_guard() RETURNS trigger LANGUAGE 
 DECLARE
     model jsonb;
 BEGIN
+    IF TG_OP = 'INSERT' AND dionysus_internal.restoring() THEN
+        RETURN NEW;   -- a restored run, as it was (sql/030_backup.sql)
+    END IF;
     IF TG_OP = 'INSERT' THEN
         model := dionysus.embedding_settings();
         NEW.target := model - 'model_key';

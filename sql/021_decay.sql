@@ -86,6 +86,9 @@ CREATE TABLE decay_mentions (
 
 CREATE FUNCTION dionysus_internal.queue_decay_mentions() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    IF dionysus_internal.restoring() THEN
+        RETURN NULL;   -- a restore brings its queue with it (sql/030_backup.sql)
+    END IF;
     INSERT INTO dionysus.decay_mentions (memory_id) SELECT n.id FROM new_memories n WHERE n.status = 'active'
     ON CONFLICT DO NOTHING;
     RETURN NULL;

@@ -38,8 +38,8 @@ DECLARE
     sent uuid;
     hb uuid;
 BEGIN
-    IF NEW.sentiment <> 'negative' THEN
-        RETURN NULL;
+    IF NEW.sentiment <> 'negative' OR dionysus_internal.restoring() THEN
+        RETURN NULL;   -- (a restore brings its queue with it: sql/030_backup.sql)
     END IF;
     SELECT x.outbox_id, x.heartbeat_id INTO sent, hb FROM dionysus_internal.feedback_reach_out(NEW) x;
     IF hb IS NOT NULL THEN

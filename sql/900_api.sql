@@ -839,3 +839,6 @@ REVOKE INSERT, UPDATE ON context_budgets FROM dionysus_driver;
 REVOKE INSERT, UPDATE ON mind_rules FROM dionysus_driver;
 GRANT UPDATE (use_count, last_used_at, weight, decayed_at, status, ended_at) ON mind_rules TO dionysus_driver;
 
+-- Last of all, once every table and shipped row is in place: every table with data is marked
+-- for pg_dump, and the shipped rows are recorded (sql/030_backup.sql).
+SELECT dionysus_internal.mark_for_dump();

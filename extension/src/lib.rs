@@ -32,6 +32,7 @@ pub mod recall;
 pub mod sentences;
 pub mod settings;
 pub mod spi_util;
+pub mod version_guard;
 pub mod workers;
 pub mod working_memory;
 
@@ -84,6 +85,10 @@ pgrx::extension_sql_file!("../../sql/027_context_budget.sql", name = "context_bu
 pgrx::extension_sql_file!("../../sql/028_heartbeat_lessons.sql", name = "heartbeat_lessons", requires = ["context_budget"]);
 // Sentence vectors (issue #10): a vector per sentence of a long memory, made by the maintenance pass.
 pgrx::extension_sql_file!("../../sql/029_sentences.sql", name = "sentences", requires = ["heartbeat_lessons"]);
+// Backups (issue #33): every table with data marked for pg_dump, shipped rows a restore keeps tuned.
+pgrx::extension_sql_file!("../../sql/030_backup.sql", name = "backup", requires = ["sentences"]);
+// A person can leave (issue #33): everything they said and what was derived from it, erased or exported.
+pgrx::extension_sql_file!("../../sql/031_erasure.sql", name = "erasure", requires = ["backup"]);
 // Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 
@@ -96,6 +101,7 @@ pub extern "C-unwind" fn _PG_init() {
     // Set before any thread exists and before the first capture caches the setting.
     unsafe { std::env::set_var("RUST_LIB_BACKTRACE", "0") };
     settings::register();
+    version_guard::install();
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         embed::preload_in_postmaster();
     }

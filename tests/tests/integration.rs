@@ -9,6 +9,8 @@
 //! cluster to itself (stopping, restarting, reconfiguring it) starts one of its own
 //! (`dionysus_tests::own_cluster`), as lifecycle.rs, replica.rs and driver.rs's restart test do.
 mod alignment;
+mod backup;
+mod bounds;
 mod bad_input;
 mod censors;
 mod concurrency_and_worker;
@@ -18,9 +20,9 @@ mod discord_wire;
 mod dream_channel;
 mod driver;
 mod episodes;
+mod erasure;
 mod heartbeat;
 mod heartbeat_lessons;
-mod erasure;
 mod http_embeddings;
 mod import;
 mod lifecycle;
