@@ -13,6 +13,8 @@ pub static EMBEDDING_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000
 pub static MAX_CONTENT_LENGTH: GucSetting<i32> = GucSetting::<i32>::new(100_000);
 pub static EPISODE_GAP_MINUTES: GucSetting<i32> = GucSetting::<i32>::new(30);
 pub static WORKER_ENABLED: GucSetting<bool> = GucSetting::<bool>::new(true);
+pub static WORKER_PAUSED: GucSetting<bool> = GucSetting::<bool>::new(false);
+pub static ALLOW_OLD_SCHEMA: GucSetting<bool> = GucSetting::<bool>::new(false);
 pub static WORKER_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(30);
 pub static WORKER_PASS_SECONDS: GucSetting<i32> = GucSetting::<i32>::new(20);
 pub static SCHEDULER_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(10);
@@ -95,6 +97,26 @@ pub fn register() {
         c"",
         &WORKER_ENABLED,
         GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    // For the update tests: a superuser's session may call an older schema's functions
+    // (src/version_guard.rs), which otherwise refuse with the hint to update.
+    GucRegistry::define_bool_guc(
+        c"dionysus.allow_old_schema",
+        c"Let this session call the functions of a database whose dionysus is at another version than the library.",
+        c"Only to fill an old release before updating it; its declarations may not match this library.",
+        &ALLOW_OLD_SCHEMA,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    // Per database (ALTER DATABASE … SET, superuser only): a pass reads it once connected. Held
+    // on while a dump is restored into the database, so no pass writes between its steps.
+    GucRegistry::define_bool_guc(
+        c"dionysus.worker_paused",
+        c"Background passes skip this database (set per database with ALTER DATABASE ... SET).",
+        c"",
+        &WORKER_PAUSED,
+        GucContext::Suset,
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(

@@ -101,11 +101,13 @@ async fn catalog(c: &tokio_postgres::Client) -> BTreeSet<String> {
 }
 
 /// A database of its own with `version` installed (the release's frozen script): its name and
-/// a connection.
+/// a connection. Its sessions may call the old release's functions (dionysus.allow_old_schema),
+/// as the fills before an update do; without it, they refuse until the update.
 async fn install_release(admin: &tokio_postgres::Client, version: &str) -> (String, tokio_postgres::Client) {
     let name = format!("t_upgrade_{}_{}", version.replace('.', ""), std::process::id());
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
     admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+    admin.batch_execute(&format!("ALTER DATABASE {name} SET dionysus.allow_old_schema = on")).await.unwrap();
     let old = connect(&name).await;
     old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{version}'"))
         .await
@@ -1041,3 +1043,36 @@ async fn an_update_from_0_17_lets_the_proactive_mind_tick_after_a_long_silence()
     drop(old);
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
 }
+
+/// Trust III §6: a database left at an old release under a newer library. 0.1.0 declares
+/// remember() with fewer arguments than the library reads, and every remember() failed with
+/// XX000 ("unboxing private_to_ argument failed"). Now every function of the library refuses
+/// with 55000 and the hint to update, before reading an argument; after the update it works.
+#[tokio::test]
+async fn an_old_schema_refuses_with_the_hint_to_update_never_xx000() {
+    let admin = connect("postgres").await;
+    let name = format!("t_upgrade_stale_{}", std::process::id());
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+    let old = connect(&name).await;
+    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{OLDEST}'")).await.expect("install 0.1.0");
+    for call in [
+        "SELECT dionysus.remember('The user keeps bees')",
+        "SELECT dionysus.embed('bees')",
+        "SELECT count(*) FROM dionysus.recall('bees', 3)",
+    ] {
+        let e = old.batch_execute(call).await.expect_err(&format!("{call} ran on an old schema"));
+        let db = e.as_db_error().unwrap_or_else(|| panic!("{call}: not a database error: {e}"));
+        assert_eq!(db.code().code(), "55000", "{call}: {} ({})", db.message(), db.code().code());
+        assert!(db.message().contains(OLDEST) && db.message().contains(env!("CARGO_PKG_VERSION")), "{}", db.message());
+        assert!(db.hint().unwrap_or("").contains("ALTER EXTENSION dionysus UPDATE"), "{:?}", db.hint());
+    }
+    // Nothing was half-written by the refused calls.
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.memories").await, 0);
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("update");
+    let id: uuid::Uuid = old.query_one("SELECT dionysus.remember('The user keeps bees')", &[]).await.expect("remember after the update").get(0);
+    assert_eq!(count(&old, &format!("SELECT count(*) FROM dionysus.memories WHERE id = '{id}'")).await, 1);
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+

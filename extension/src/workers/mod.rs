@@ -13,7 +13,7 @@
 //! worker exit, never a server restart. SIGTERM stops both cleanly.
 use crate::neighborhoods;
 use crate::recall::lexical;
-use crate::settings::{SCHEDULER_INTERVAL, WORKER_ENABLED, WORKER_INTERVAL, WORKER_PASS_SECONDS};
+use crate::settings::{SCHEDULER_INTERVAL, WORKER_ENABLED, WORKER_INTERVAL, WORKER_PASS_SECONDS, WORKER_PAUSED};
 use crate::spi_util::in_subtransaction;
 use pgrx::bgworkers::*;
 use pgrx::prelude::*;
@@ -337,6 +337,11 @@ fn open_pass(duty: Duty) -> Option<String> {
         })
     });
     let (owner, schema, version, db) = installed?;
+    if WORKER_PAUSED.get() {
+        // ALTER DATABASE … SET dionysus.worker_paused = on (a restore in progress, say).
+        debug1!("dionysus {}: {db} is paused (dionysus.worker_paused); skipped", duty.name());
+        return None;
+    }
     if version != env!("CARGO_PKG_VERSION") {
         // The schema lags (or leads) this library: ALTER EXTENSION dionysus UPDATE first.
         debug1!("dionysus {}: {db} has dionysus {version}, the library is {}; skipped", duty.name(), env!("CARGO_PKG_VERSION"));
