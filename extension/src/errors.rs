@@ -39,6 +39,15 @@ pub fn too_long(arg: &str, len: usize, limit: usize) -> ! {
     )
 }
 
+/// 54000 program_limit_exceeded: a call asks for more than one call may do, naming the argument.
+pub fn limit_exceeded(arg: &str, msg: impl std::fmt::Display) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+        format!("dionysus: argument \"{arg}\": {msg}"),
+        Some("Split the work into several calls.".into()),
+    )
+}
+
 /// P0002 no_data_found for ids that do not exist.
 pub fn not_found(arg: &str, what: &str, id: impl std::fmt::Display) -> ! {
     raise(

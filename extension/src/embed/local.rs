@@ -87,6 +87,9 @@ impl LocalModel {
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
         let mut out = Vec::with_capacity(texts.len());
         for chunk in texts.chunks(BATCH) {
+            // A cancel, statement_timeout or shutdown is honoured between chunks (a chunk is at
+            // most a few hundred milliseconds), not after the whole batch.
+            pgrx::check_for_interrupts!();
             out.extend(self.embed_chunk(chunk).map_err(|e| e.to_string())?);
         }
         Ok(out)

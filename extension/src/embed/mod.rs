@@ -337,14 +337,34 @@ fn embed_real(content: Option<&str>) -> Vec<f32> {
 fn embed_batch_real(
     contents: Option<Vec<Option<String>>>,
 ) -> TableIterator<'static, (name!(ord, i32), name!(embedding, Vec<f32>))> {
-    let texts = checked_texts(contents);
+    let texts = bounded_texts(contents);
     numbered(embed_texts(&texts.iter().map(String::as_str).collect::<Vec<_>>()))
 }
+
+/// At most this many texts, and this many bytes in all, in one call of a batch function: the
+/// embeddings of a batch are held in memory until it returns (and each text is already bounded
+/// by dionysus.max_content_length). Larger work goes in several calls.
+pub const MAX_BATCH_TEXTS: usize = 4096;
+pub const MAX_BATCH_BYTES: usize = 16 << 20;
 
 /// A `contents` argument, each text checked (`contents[i]` named in the error).
 fn checked_texts(contents: Option<Vec<Option<String>>>) -> Vec<String> {
     let Some(contents) = contents else { errors::null_arg("contents") };
     contents.into_iter().enumerate().map(|(i, t)| check_text(&format!("contents[{}]", i + 1), t.as_deref()).to_string()).collect()
+}
+
+/// `checked_texts` within the batch bounds (54000 past them, before anything is embedded).
+fn bounded_texts(contents: Option<Vec<Option<String>>>) -> Vec<String> {
+    if let Some(c) = &contents {
+        if c.len() > MAX_BATCH_TEXTS {
+            errors::limit_exceeded("contents", format!("{} texts, at most {MAX_BATCH_TEXTS} in one call", c.len()));
+        }
+        let bytes: usize = c.iter().map(|t| t.as_ref().map_or(0, String::len)).sum();
+        if bytes > MAX_BATCH_BYTES {
+            errors::limit_exceeded("contents", format!("{bytes} bytes of text, at most {MAX_BATCH_BYTES} in one call"));
+        }
+    }
+    checked_texts(contents)
 }
 
 /// Vectors with their 1-based position, as the batch functions return them.
