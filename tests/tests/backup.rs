@@ -285,3 +285,23 @@ async fn a_database_updated_from_0_18_dumps_and_restores_whole() {
     }
     let _ = std::fs::remove_file(script);
 }
+
+/// Only a superuser's session with check_function_bodies off (a dump's restore) passes for a
+/// restore: the driver's role setting it off still meets every guard.
+#[tokio::test]
+async fn only_a_superusers_restore_passes_for_one() {
+    let db = TestDb::new("backup_guard").await;
+    let c = &db.client;
+    let restoring = |sql: &'static str| async move {
+        c.batch_execute(sql).await.unwrap();
+        c.query_one("SELECT dionysus_internal.restoring()", &[]).await.unwrap().get::<_, bool>(0)
+    };
+    assert!(!restoring("SET check_function_bodies = on").await, "a superuser's ordinary session");
+    assert!(restoring("SET check_function_bodies = off").await, "a superuser's restore");
+    assert!(!restoring("SET ROLE dionysus_driver").await, "the driver's role with check_function_bodies off");
+    // And so the re-index guard still stamps what the driver's role inserts.
+    c.batch_execute("INSERT INTO dionysus.reindex_runs (requested_by) VALUES ('x')").await.unwrap();
+    let stamped: bool = c.query_one("SELECT target_key IS NOT NULL AND started_at IS NOT NULL FROM dionysus.reindex_runs", &[]).await.unwrap().get(0);
+    assert!(stamped, "the guard did not stamp the run's model");
+    c.batch_execute("RESET ROLE").await.unwrap();
+}
