@@ -104,6 +104,15 @@ async fn recall_answer(c: &impl GenericClient) -> Vec<String> {
         .collect()
 }
 
+/// A plain dump, written to `script`, restored into `db` by psql in one transaction.
+fn restore_plain(script: &std::path::Path, plain: Vec<u8>, db: &str) {
+    std::fs::write(script, plain).unwrap();
+    run(Command::new(pg_tool("psql"))
+        .args(["-X", "-q", "--single-transaction", "-v", "ON_ERROR_STOP=1", "-o", "/dev/null", "-f"])
+        .arg(script)
+        .arg(conninfo(db)));
+}
+
 /// A fresh database the background passes leave alone (a restore is written into it).
 async fn paused_database(admin: &tokio_postgres::Client, name: &str) {
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
@@ -211,11 +220,7 @@ async fn a_dump_restores_every_table_and_recall_in_both_formats() {
     run(Command::new(pg_tool("pg_restore")).args(["--single-transaction", "--exit-on-error", "-d"]).arg(conninfo(&by_restore)).arg(&custom));
     paused_database(&admin, &by_psql).await;
     let script = std::env::temp_dir().join(format!("{}.sql", db.name));
-    std::fs::write(&script, plain).unwrap();
-    run(Command::new(pg_tool("psql"))
-        .args(["-X", "-q", "--single-transaction", "-v", "ON_ERROR_STOP=1", "-o", "/dev/null", "-f"])
-        .arg(&script)
-        .arg(conninfo(&by_psql)));
+    restore_plain(&script, plain, &by_psql);
 
     for restored in [&by_restore, &by_psql] {
         let r = connect(restored).await;
@@ -267,11 +272,7 @@ async fn a_database_updated_from_0_18_dumps_and_restores_whole() {
     let restored = format!("{name}_r");
     paused_database(&admin, &restored).await;
     let script = std::env::temp_dir().join(format!("{name}.sql"));
-    std::fs::write(&script, plain).unwrap();
-    run(Command::new(pg_tool("psql"))
-        .args(["-X", "-q", "--single-transaction", "-v", "ON_ERROR_STOP=1", "-o", "/dev/null", "-f"])
-        .arg(&script)
-        .arg(conninfo(&restored)));
+    restore_plain(&script, plain, &restored);
     let r = connect(&restored).await;
     let after = digests(&r).await;
     let differ: Vec<String> =
