@@ -1,0 +1,2 @@
+-- dionysus 0.19.0 -> 0.20.0: one schema, one history (#34). Unreleased: may change until 0.20.0 is released.
+-- Each section names its change; every catalog change a fresh 0.20.0 install has is here too.
