@@ -333,6 +333,19 @@ impl Db {
         Ok(rows.first().and_then(|r| r.get::<_, Option<Value>>(0)).unwrap_or(Value::Null))
     }
 
+    /// The first column of the first row (a jsonb answer of an API function) read into its
+    /// documented shape `T`; a shape that does not match is an error naming what was read.
+    pub async fn one<T: serde::de::DeserializeOwned>(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<T, DbError> {
+        shape(self.json(sql, params).await?, sql)
+    }
+
+    /// Every row's first column (jsonb, e.g. `SELECT to_jsonb(f) FROM dionysus.fn(...) f`) read
+    /// into `T`.
+    pub async fn all<T: serde::de::DeserializeOwned>(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<T>, DbError> {
+        let rows = self.query(sql, params).await?;
+        rows.iter().map(|r| shape(r.get::<_, Option<Value>>(0).unwrap_or(Value::Null), sql)).collect()
+    }
+
     /// Runs `f` inside one transaction on this connection (for locks held across a send).
     /// Not retried: a lost connection rolls the transaction back, and the caller tries later.
     pub async fn transaction<T>(&self, f: impl AsyncFnOnce(&Client) -> Result<T, DbError>) -> Result<T, DbError> {
@@ -355,6 +368,16 @@ impl Db {
             }
         }
     }
+}
+
+/// An API function's answer read into its documented Rust shape. A mismatch means the extension
+/// and the driver disagree about the contract (e.g. an extension of another version): an error
+/// that names the call, never a silent default.
+fn shape<T: serde::de::DeserializeOwned>(v: Value, sql: &str) -> Result<T, DbError> {
+    serde_json::from_value(v).map_err(|e| DbError::Sql {
+        code: "DNY01".into(),
+        message: format!("the answer of `{}` does not have its documented shape: {e}", sql.split_whitespace().collect::<Vec<_>>().join(" ")),
+    })
 }
 
 pub fn map_err(e: tokio_postgres::Error) -> DbError {
