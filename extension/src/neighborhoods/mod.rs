@@ -252,13 +252,18 @@ fn recompute_queued(id: Uuid) -> Option<Result<(), String>> {
     }
 }
 
+/// Neighborhoods one `run_maintenance()` call recomputes at most: every row runs in a
+/// subtransaction whose memory, and an advisory lock in the shared lock table, live until the
+/// call's transaction ends, so a call is bounded (the worker commits every 50 rows).
+pub const MAINTENANCE_CALL_LIMIT: i64 = 1_000;
+
 /// Recomputes up to `batch` (at most 1,000: see MAINTENANCE_CALL_LIMIT) stale neighborhoods
 /// now (the worker does this on its own). Returns how many were recomputed.
 #[pg_extern(volatile, parallel_unsafe)]
 fn recompute_neighborhoods(batch: default!(Option<i32>, 50)) -> i64 {
     let Some(batch) = batch else { errors::null_arg("batch") };
-    if !(1..=crate::workers::MAINTENANCE_CALL_LIMIT as i32).contains(&batch) {
-        errors::invalid_arg("batch", format!("{batch} is outside [1, {}]", crate::workers::MAINTENANCE_CALL_LIMIT));
+    if !(1..=MAINTENANCE_CALL_LIMIT as i32).contains(&batch) {
+        errors::invalid_arg("batch", format!("{batch} is outside [1, {}]", MAINTENANCE_CALL_LIMIT));
     }
     process_queue(batch as i64, None).done
 }

@@ -459,17 +459,12 @@ fn prune_history() {
     Spi::run("SELECT dionysus.prune_history()").expect("prune history");
 }
 
-/// Neighborhoods one `run_maintenance()` call recomputes at most: every row runs in a
-/// subtransaction whose memory, and an advisory lock in the shared lock table, live until the
-/// call's transaction ends, so a call is bounded (the worker commits every 50 rows).
-pub const MAINTENANCE_CALL_LIMIT: i64 = 1_000;
-
 /// Runs the worker's maintenance steps once, now, in this session (for tests and for servers
 /// without the preloaded worker). Returns what was done, and how many stale neighborhoods and
 /// memories not yet split into sentences remain (call again while either is above zero).
 #[pg_extern(volatile, parallel_unsafe)]
 fn run_maintenance() -> pgrx::JsonB {
-    let pass = neighborhoods::process_queue(MAINTENANCE_CALL_LIMIT, None);
+    let pass = neighborhoods::process_queue(neighborhoods::MAINTENANCE_CALL_LIMIT, None);
     // (A model that fails leaves the sentences for later; the rest goes on.)
     let (split, sentence_error) = match in_subtransaction(|| crate::sentences::step(crate::sentences::MAINTENANCE_CALL_LIMIT)) {
         Ok(n) => (n, None),
