@@ -21,8 +21,10 @@ page=docs/src/reference/sql.md
 db="dionysus_sql_reference_$$"
 
 psql -X -q -v ON_ERROR_STOP=1 "$conninfo dbname=postgres" -c "CREATE DATABASE $db" >/dev/null
-trap 'psql -X -q "$conninfo dbname=postgres" -c "DROP DATABASE IF EXISTS $db" >/dev/null' EXIT
-psql -X -q -v ON_ERROR_STOP=1 "$conninfo dbname=$db" -c "CREATE EXTENSION dionysus CASCADE" 2>/dev/null
+# FORCE: a background pass of a preloaded dionysus may be connected to it at that moment.
+trap 'psql -X -q "$conninfo dbname=postgres" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null' EXIT
+PGOPTIONS="-c client_min_messages=warning" \
+  psql -X -q -v ON_ERROR_STOP=1 "$conninfo dbname=$db" -c "CREATE EXTENSION dionysus CASCADE"
 
 generated="$(mktemp)"
 psql -X -q -At -v ON_ERROR_STOP=1 "$conninfo dbname=$db" >"$generated" <<'SQL'

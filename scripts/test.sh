@@ -7,6 +7,9 @@
 #      then a throw-away cluster with dionysus preloaded, the integration tests (tests/) and
 #      the driver's tests against it
 #   4. the major docker/ ships must be one of those tested fully here   scripts/check-docker-major.sh
+#   and the manual: README.md's length, the book's pages and links, its build   scripts/check-docs.sh
+#   (after set-up), and on the first full major the SQL reference against the installed catalog
+#   (scripts/sql-reference.sh --check)
 # Every suite runs even when an earlier one failed; a summary closes the run, and the exit
 # status is non-zero when any suite failed. A major whose source the package mirror cannot give
 # now (scripts/postgres-versions.sh exits 3) is left out, and the summary names it.
@@ -52,6 +55,10 @@ record() {  # record LABEL STATUS: the time since the last record (or since `sta
   started=$SECONDS
 }
 is_full() { case " $FULL " in *" $1 "*) return 0 ;; esac; return 1; }
+
+log "the manual: README.md, the book's pages and links, mdbook build"
+scripts/check-docs.sh
+record "docs: README at most 200 lines, the book's pages and links, mdbook build" $?
 
 # As a developer's shell often has it: errors must stay one clean line anyway (tests/trust.rs).
 export RUST_BACKTRACE=1
@@ -132,6 +139,11 @@ for major in $MAJORS; do
   log "PostgreSQL $major: driver tests"
   cargo test --release --no-fail-fast -p dionysus-driver
   record "pg$major driver tests" $?
+  if [ -z "${sql_reference_checked:-}" ]; then
+    scripts/sql-reference.sh --check "$DIONYSUS_TEST_CONNINFO"
+    record "docs: the SQL reference names every function, view and table (pg$major)" $?
+    sql_reference_checked=1
+  fi
   [ "${DIONYSUS_SKIP_PG_TEST:-0}" = 1 ] || tested_full="$tested_full $major"
   scripts/cluster.sh stop "$DATA"
   DATA=""; port=$((port + 1))
