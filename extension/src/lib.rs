@@ -65,23 +65,23 @@ pgrx::extension_sql_file!("../../sql/017_alignment.sql", name = "alignment", req
 pgrx::extension_sql_file!("../../sql/018_import.sql", name = "import", requires = ["alignment"]);
 // The dream channel: every autonomous activity mirrored as a card to open, judge and decide.
 pgrx::extension_sql_file!("../../sql/019_dream_channel.sql", name = "dream_channel", requires = ["import"]);
-// Re-indexing from the message log (seed 004 §7): the store's model, runs, staging, the swap.
+// Re-indexing from the message log: the store's model, runs, staging, the swap.
 pgrx::extension_sql_file!("../../sql/020_reindex.sql", name = "reindex", requires = ["dream_channel"]);
-// Memory that fades (seed 003 §8): stages by effective age, reinforcement, compress before delete.
+// Memory that fades: stages by effective age, reinforcement, compress before delete.
 pgrx::extension_sql_file!("../../sql/021_decay.sql", name = "decay", requires = ["reindex"]);
-// Censors (seed 002): things not to do, checked before actions, reach-outs and replies.
+// Censors: things not to do, checked before actions, reach-outs and replies.
 pgrx::extension_sql_file!("../../sql/022_censors.sql", name = "censors", requires = ["decay"]);
-// The people in a person's life (seed 003 §9): known persons, aliases, relations, sources.
+// The people in a person's life: known persons, aliases, relations, sources.
 pgrx::extension_sql_file!("../../sql/023_people.sql", name = "people", requires = ["censors"]);
-// Episodes that end with what they meant (seed 002): participants, outcome, surprise, lessons, censor candidates.
+// Episodes that end with what they meant: participants, outcome, surprise, lessons, censor candidates.
 pgrx::extension_sql_file!("../../sql/024_episodes.sql", name = "episodes", requires = ["people"]);
-// Working memory (seed 002): a session's focus, open threads and the items it holds, by relevance.
+// Working memory: a session's focus, open threads and the items it holds, by relevance.
 pgrx::extension_sql_file!("../../sql/025_working_memory.sql", name = "working_memory", requires = ["episodes"]);
-// Procedures (seed 002's K-lines): how-to knowledge, activated into working memory, scored by episodes.
+// Procedures: how-to knowledge (goals, core, implementation notes), activated, scored by episodes.
 pgrx::extension_sql_file!("../../sql/026_procedures.sql", name = "procedures", requires = ["working_memory"]);
-// Context budgets and detail levels (issue #13 §4, seed 002).
+// Context budgets and detail levels (issue #13 §4): 3K chat, 6K deep, 8K heartbeat, 12K reflection.
 pgrx::extension_sql_file!("../../sql/027_context_budget.sql", name = "context_budget", requires = ["procedures"]);
-// What an unwelcome heartbeat proposes not to do again (issue #13 §1, seed 002).
+// What an unwelcome heartbeat proposes not to do again (issue #13 §1).
 pgrx::extension_sql_file!("../../sql/028_heartbeat_lessons.sql", name = "heartbeat_lessons", requires = ["context_budget"]);
 // Sentence vectors (issue #10): a vector per sentence of a long memory, made by the maintenance pass.
 pgrx::extension_sql_file!("../../sql/029_sentences.sql", name = "sentences", requires = ["heartbeat_lessons"]);

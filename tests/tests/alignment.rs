@@ -1,4 +1,4 @@
-//! The alignment loop (seed 004), end to end through the driver with the scripted model and
+//! The alignment loop, end to end through the driver with the scripted model and
 //! the test channel: north stars, invisible feedback, the person's objectives, context
 //! archetypes, and a nightly dream whose proposal changes nothing until the person approves.
 use dionysus_driver::alignment::{self, Feedback, SALUTE};

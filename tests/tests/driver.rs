@@ -141,7 +141,8 @@ async fn a_full_heartbeat_reflects_brainstorms_and_reaches_out_once() {
     assert_eq!(r.actions, vec!["reflect", "brainstorm_goals", "reach_out_user"]);
     assert_eq!(r.rejected, 0);
     assert_eq!(r.work_settled, 3);
-    // The decision prompt is seed §5.2's, filled from the context, with the costs.
+    // The decision prompt (time, environment, goals, recent experience, themes, identity,
+    // beliefs, energy), filled from the context, with the costs.
     let prompt = &llm.requests_with("TASK: heartbeat")[0];
     let text = prompt["messages"].to_string();
     let energy: f64 = db.client.query_one("SELECT energy_start FROM dionysus.heartbeat_log", &[]).await.unwrap().get(0);
@@ -198,7 +199,7 @@ async fn inquiry_searches_the_web_reads_pages_and_remembers_the_answer() {
         count(&db.client, "SELECT count(*) FROM dionysus.memories WHERE type = 'semantic' AND content LIKE 'Question: How much exercise%About two hours a day.%'").await,
         1
     );
-    // §3.2.4 deep: several searches the model planned, a confidence evaluation, stored with it.
+    // inquire_deep: several searches the model planned, a confidence evaluation, stored with it.
     let searches = llm.requests().iter().filter(|r| r.get("search").is_some()).count();
     assert!(searches >= 3, "inquire_deep searched {searches} times");
     assert_eq!(llm.requests_with("TASK: inquiry_confidence").len(), 1);
@@ -218,7 +219,7 @@ async fn inquiry_searches_the_web_reads_pages_and_remembers_the_answer() {
     assert!(prompt.contains("two hours of exercise a day"), "inquire_shallow read no page: {prompt}");
 }
 
-/// §3.2.3: maintain loads a belief with its evidence, the model judges it, and the change is
+/// maintain loads a belief with its evidence, the model judges it, and the change is
 /// applied and recorded with its reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn maintain_judges_a_belief_against_the_evidence_and_records_the_change() {
@@ -799,7 +800,8 @@ async fn the_binary_keeps_its_heartbeats_after_stdin_closes() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Trust II: exactly once, and the model's failures per seed 000 §9.6.
+// Trust II: exactly once, and the model's failures: an unusable answer takes the default
+// decision (reflect, rest), a refusal the minimal one, an unreachable model skips the heartbeat.
 // ---------------------------------------------------------------------------------------
 
 /// A driver killed after the platform took a part but before it recorded it: the next driver
@@ -850,7 +852,7 @@ async fn a_driver_killed_between_send_and_confirm_never_sends_twice() {
     assert_eq!(channel.sent().len(), 3);
 }
 
-/// §9.6: a refusal gives the minimal decision (observe and remember only); an unreachable
+/// A refusal gives the minimal decision (observe and remember only); an unreachable
 /// model skips the heartbeat, recording why, without calling the model for a narrative.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refusal_is_minimal_and_an_unreachable_model_skips_the_heartbeat() {

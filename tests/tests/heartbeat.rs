@@ -1,4 +1,5 @@
-//! Whole heartbeats from SQL: the seed's energy examples, appendix B, goals, the cooldown, the
+//! Whole heartbeats from SQL: the energy examples (regain 10 up to 20, costs 0-7), a recorded
+//! transcript of heartbeats replayed turn by turn, goals, the cooldown, the
 //! queue and outbox, the scheduler's NOTIFY, concurrency, a killed commit, hostile decisions.
 use dionysus_tests::*;
 use serde_json::{json, Value};
@@ -819,8 +820,8 @@ async fn one_broken_recovery_neither_blocks_the_others_nor_the_tick() {
     assert_eq!(in_flight, None);
 }
 
-/// §5.1: the walk stops at the first action that does not fit (no skipping ahead to a
-/// cheaper one); §3.1: one explicit remember per heartbeat.
+/// The walk stops at the first action that does not fit (no skipping ahead to a
+/// cheaper one); one explicit remember per heartbeat.
 #[tokio::test]
 async fn the_budget_walk_stops_at_the_first_action_that_does_not_fit() {
     let db = TestDb::new("hb_break").await;
@@ -842,7 +843,7 @@ async fn the_budget_walk_stops_at_the_first_action_that_does_not_fit() {
     assert!(r["actions_rejected"][0]["reason"].as_str().unwrap().contains("one remember"), "{r}");
 }
 
-/// §9.2: hoarding is judged over 24 heartbeats, not 3.
+/// Hoarding (average unused energy over 5) is judged over 24 heartbeats, not 3.
 #[tokio::test]
 async fn hoarding_needs_twenty_four_heartbeats() {
     let db = TestDb::new("hb_hoard").await;

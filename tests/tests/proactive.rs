@@ -1,4 +1,4 @@
-//! The proactive mind (seed 003): pressure builds from state, gates hold it back and say why,
+//! The proactive mind: pressure builds from state, gates hold it back and say why,
 //! the cadence backs off, events are merged, dropped, filtered and hoisted, and the thinking
 //! layer is asked only at a crossing. Time comes from the extension's clock, driven here, so
 //! days pass in milliseconds against the real extension.
@@ -502,7 +502,7 @@ async fn one_contact_at_a_time() {
     assert_eq!(code, "22023");
 }
 
-/// Rules are data (seed 003 §4): the built-ins move state each tick and every pass is logged; a
+/// Rules are data: the built-ins move state each tick and every pass is logged; a
 /// person's own rule is checked against the vocabulary (no SQL, no code), acts on them alone,
 /// and a reminder it asks for goes out at its hour with no cooldown and no pressure, even after
 /// "stop checking in". Learned rules decay unused and are forgotten; used ones strengthen.
@@ -640,7 +640,7 @@ async fn rules_are_data_and_a_persons_rule_reminds_them() {
     assert!(count(c, "SELECT count(*) FROM dionysus.mind_rules WHERE origin = 'built_in'").await >= 7);
 }
 
-/// Learning from implicit feedback (seed 003 §6): a quick warm answer marks the hour and the
+/// Learning from implicit feedback: a quick warm answer marks the hour and the
 /// reason as good ones; silence marks them poor and teaches patience; mixed cues are left to
 /// the fast model, once. Every change is logged with its cause, personality moving least.
 #[tokio::test]

@@ -1,5 +1,5 @@
-//! Context budgets (sql/027_context_budget.sql; issue #13 §4, seed 002's frame-adaptive
-//! budgets): a context is assembled within a token budget chosen by its task, each item at the
+//! Context budgets (sql/027_context_budget.sql; issue #13 §4, budgets that adapt to the
+//! task): a context is assembled within a token budget chosen by its task, each item at the
 //! richest of its detail levels (full → summary → micro) that fits, in rank order, and it says
 //! what it included, at which level, and what the budget cut.
 //!

@@ -1,4 +1,4 @@
-//! The action taxonomy of seed 000 §3: who performs each action, and its parameter schema.
+//! The action taxonomy: who performs each action (the database or the driver), and its parameter schema.
 use serde_json::{Map, Value};
 
 /// Who carries an action out.

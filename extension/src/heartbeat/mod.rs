@@ -1,4 +1,4 @@
-//! The heartbeat organ (seed 000 §2–5, §9). Energy, goals, the queue, the outbox, sessions,
+//! The heartbeat organ. Energy, goals, the queue, the outbox, sessions,
 //! `heartbeat_begin` and `heartbeat_finish` are SQL (`sql/003_heartbeat_api.sql`); this module
 //! holds the part that needs a real parser: `heartbeat_commit`, which validates the LLM's
 //! decision action by action, trims it to the energy available, applies what the database can
@@ -127,13 +127,13 @@ fn goal_change(item: &Value) -> Result<Value, String> {
     )
 }
 
-/// The action taxonomy (seed 000 §3) as jsonb: performer and parameter kinds per action.
+/// The action taxonomy as jsonb: performer and parameter kinds per action.
 #[pg_extern(immutable, parallel_safe)]
 fn action_schema() -> JsonB {
     JsonB(actions::schema())
 }
 
-/// Validates, trims and applies a decision (§5.1: reasoning, actions[], goal_changes[]) for the
+/// Validates, trims and applies a decision ({reasoning, actions[], goal_changes[]}) for the
 /// heartbeat in flight. Bad actions are rejected one by one with their reason; the list is
 /// walked in order and an action that no longer fits the energy is dropped; reach_out_user is
 /// refused inside the cooldown unless the user spoke since. Committing twice is an error.
@@ -230,7 +230,7 @@ fn heartbeat_commit(
     let mut judgements: Vec<crate::censors::Judged> = Vec::new();
     for (index, item) in actions.iter().enumerate() {
         let mut reject = |action: Value, reason: String| rejected.push(json!({"index": index, "action": action, "reason": reason}));
-        // §5.1: the walk stops at the first action that does not fit; the rest are not done.
+        // The walk stops at the first action that does not fit; the rest are not done.
         if let Some(why) = &out_of_energy {
             reject(item.get("action").cloned().unwrap_or(Value::Null), why.clone());
             continue;
@@ -309,7 +309,7 @@ fn heartbeat_commit(
             crate::censors::Verdict::Pass => None,
         };
         if name == "remember" {
-            // §3.1: the heartbeat is remembered through its narrative; one explicit memory at most.
+            // The heartbeat is remembered through its narrative; one explicit memory at most.
             if remembered {
                 reject(json!(name), "one remember per heartbeat (its narrative is remembered anyway)".into());
                 continue;
