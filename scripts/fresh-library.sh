@@ -6,7 +6,7 @@
 # After this, what gets overwritten is a file no process maps; a running server keeps the code
 # it loaded until it is restarted. (`cargo pgrx install` itself removes the file first.) A
 # server that loads the library on demand rather than at start can still map it while the
-# tests build: stop such a server, or preload the library (the README's set-up does).
+# tests build: stop such a server, or preload the library (scripts/cluster.sh's clusters do).
 set -euo pipefail
 PG_CONFIG="/usr/lib/postgresql/${PG_MAJOR:-15}/bin/pg_config"
 LIB="$($PG_CONFIG --pkglibdir)/dionysus.so"
