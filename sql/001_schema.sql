@@ -11,7 +11,7 @@
 -- as their caller) but nothing lists them as something to call.
 --
 -- Organisation:
---   enumerations · episodes · memories · episode membership · facts · entities/triples
+--   enumerations · the clock · episodes · memories · episode membership · facts · entities/triples
 --   graph edges · concepts · neighborhoods (+ their stale queue) · embedding cache
 --   access log · recall configuration · worker status
 
@@ -38,6 +38,47 @@ CREATE TYPE edge_relation AS ENUM (
     'TEMPORAL_NEXT', 'CAUSES', 'DERIVED_FROM', 'CONTRADICTS',
     'SUPPORTS', 'INSTANCE_OF', 'PARENT_OF', 'ASSOCIATED'
 );
+-- Decay's stages of a memory (021): full detail, its summary only, its residue.
+CREATE TYPE decay_stage AS ENUM ('fresh', 'fading', 'distant');
+
+-- ---------------------------------------------------------------------------------------
+-- The clock: one time source a test can drive, so days replay in minutes. The heartbeat's
+-- schedule, the proactive mind (014) and decay (021) run on it; liveness and leases stay on
+-- real time. First, as memories' decay clock (reinforced_at) starts on it.
+-- ---------------------------------------------------------------------------------------
+CREATE TABLE clock (
+    id        integer PRIMARY KEY DEFAULT 1 CHECK (id = 1),
+    -- Set: time stands at this instant (tests replay days by advancing it).
+    frozen_at timestamptz,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO clock DEFAULT VALUES;
+
+CREATE FUNCTION clock_now() RETURNS timestamptz
+    LANGUAGE sql STABLE AS $$
+    SELECT coalesce((SELECT frozen_at FROM dionysus.clock WHERE id = 1), now())
+$$;
+
+CREATE FUNCTION set_clock(at timestamptz) RETURNS timestamptz
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF at IS NOT NULL AND NOT isfinite(at) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "at": % is not a finite time', at USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.clock SET frozen_at = at, updated_at = now() WHERE id = 1;
+    RETURN dionysus.clock_now();
+END $$;
+
+CREATE FUNCTION advance_clock(by_interval interval) RETURNS timestamptz
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF by_interval IS NULL OR by_interval < interval '0' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "by_interval": % (time only moves forward)', by_interval
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE dionysus.clock SET frozen_at = coalesce(frozen_at, now()) + by_interval, updated_at = now() WHERE id = 1;
+    RETURN dionysus.clock_now();
+END $$;
 
 -- ---------------------------------------------------------------------------------------
 -- Episodes: a run of episodic memories from one source without a long gap.
@@ -56,11 +97,17 @@ CREATE TABLE episodes (
     summary_embedding vector(384),
     metadata          jsonb NOT NULL DEFAULT '{}'::jsonb
         CHECK (jsonb_typeof(metadata) = 'object'),
+    -- Whose words it holds apart from anyone else's: the one person its memories are private to
+    -- (their own episode of the source), NULL for the source's shared one (episodes.rs).
+    person            text,
+    -- What the episode meant, written with its summary (024): the people whose turns it holds,
+    -- how it went, how unexpected that was, and at most five lessons.
+    participants      text[] NOT NULL DEFAULT '{}',
+    outcome           text CHECK (outcome IN ('success', 'failure', 'mixed', 'neutral')),
+    surprise          real CHECK (surprise BETWEEN 0 AND 1),
+    lessons           text[] NOT NULL DEFAULT '{}' CHECK (cardinality(lessons) <= 5),
     CHECK (ended_at IS NULL OR ended_at >= started_at)
 );
--- Whose words it holds apart from anyone else's: the one person its memories are private to
--- (their own episode of the source), NULL for the source's shared one (episodes.rs).
-ALTER TABLE episodes ADD COLUMN person text;
 -- At most one open episode per source and person; writers of different sources never wait on each other.
 CREATE UNIQUE INDEX episodes_one_open_per_source ON episodes (source, person) NULLS NOT DISTINCT WHERE ended_at IS NULL;
 CREATE INDEX episodes_started ON episodes (started_at DESC);
@@ -91,7 +138,14 @@ CREATE TABLE memories (
     -- Lexical side of recall; 'simple' keeps every word, 'english' stems and drops stop words.
     search        tsvector GENERATED ALWAYS AS (
         to_tsvector('english'::regconfig, coalesce(summary, '') || ' ' || content)
-    ) STORED
+    ) STORED,
+    -- Decay (021): the stage it has faded to, when it was last met (made, or mentioned again) on
+    -- the clock, and pinned: never decayed.
+    stage         decay_stage NOT NULL DEFAULT 'fresh',
+    reinforced_at timestamptz NOT NULL DEFAULT dionysus.clock_now() CHECK (isfinite(reinforced_at)),
+    pinned        boolean NOT NULL DEFAULT false,
+    -- Its sentences (029), counted from the text alone; NULL for memories written before 0.16.0.
+    sentence_count smallint CHECK (sentence_count >= 1)
 );
 CREATE INDEX memories_embedding_hnsw ON memories USING hnsw (embedding vector_cosine_ops);
 -- The GIN indexes recall reads keep no pending list (fastupdate off): with one, every search

@@ -337,50 +337,16 @@ CREATE TABLE outbox (
     platform            text,
     channel_id          text,
     -- A reply to this message (one reply per message: a redelivery never composes a second;
-    -- the foreign key to messages is added with that table, in 004).
+    -- the foreign key to messages is added with that table, in 012).
     reply_to            uuid UNIQUE,
     -- Delivery is reserve → send → confirm: who reserved it, until when, and the platform ids
     -- of the parts already delivered (a resend skips them; each part's nonce is stable).
     reserved_by         text,
     reserved_until      timestamptz,
-    sent_parts          jsonb NOT NULL DEFAULT '[]'::jsonb CHECK (jsonb_typeof(sent_parts) = 'array')
+    sent_parts          jsonb NOT NULL DEFAULT '[]'::jsonb CHECK (jsonb_typeof(sent_parts) = 'array'),
+    -- The proactive mind's contact evaluation that made it (014, which adds the foreign key to
+    -- contact_evaluations; the two refer to each other).
+    contact_id          uuid UNIQUE
 );
 CREATE INDEX outbox_pending ON outbox (created_at) WHERE status = 'pending';
 
--- ---------------------------------------------------------------------------------------
--- The clock: one time source a test can drive, so days replay in minutes. The heartbeat's
--- schedule and the proactive mind (014) run on it; liveness and leases stay on real time.
--- ---------------------------------------------------------------------------------------
-CREATE TABLE clock (
-    id        integer PRIMARY KEY DEFAULT 1 CHECK (id = 1),
-    -- Set: time stands at this instant (tests replay days by advancing it).
-    frozen_at timestamptz,
-    updated_at timestamptz NOT NULL DEFAULT now()
-);
-INSERT INTO clock DEFAULT VALUES;
-
-CREATE FUNCTION clock_now() RETURNS timestamptz
-    LANGUAGE sql STABLE AS $$
-    SELECT coalesce((SELECT frozen_at FROM dionysus.clock WHERE id = 1), now())
-$$;
-
-CREATE FUNCTION set_clock(at timestamptz) RETURNS timestamptz
-    LANGUAGE plpgsql AS $$
-BEGIN
-    IF at IS NOT NULL AND NOT isfinite(at) THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "at": % is not a finite time', at USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    UPDATE dionysus.clock SET frozen_at = at, updated_at = now() WHERE id = 1;
-    RETURN dionysus.clock_now();
-END $$;
-
-CREATE FUNCTION advance_clock(by_interval interval) RETURNS timestamptz
-    LANGUAGE plpgsql AS $$
-BEGIN
-    IF by_interval IS NULL OR by_interval < interval '0' THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "by_interval": % (time only moves forward)', by_interval
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    UPDATE dionysus.clock SET frozen_at = coalesce(frozen_at, now()) + by_interval, updated_at = now() WHERE id = 1;
-    RETURN dionysus.clock_now();
-END $$;

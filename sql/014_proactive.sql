@@ -277,7 +277,10 @@ CREATE TABLE contact_evaluations (
 );
 CREATE INDEX contact_evaluations_person ON contact_evaluations (person, at DESC);
 CREATE INDEX contact_evaluations_open ON contact_evaluations (at) WHERE outcome = 'opportunity' AND decision IS NULL;
-ALTER TABLE outbox ADD COLUMN contact_id uuid UNIQUE REFERENCES contact_evaluations (id) ON DELETE SET NULL DEFERRABLE INITIALLY DEFERRED;
+-- outbox.contact_id (002) names the evaluation that made a message; checked at commit, as the two
+-- refer to each other.
+ALTER TABLE outbox ADD CONSTRAINT outbox_contact_id_fkey
+    FOREIGN KEY (contact_id) REFERENCES contact_evaluations (id) ON DELETE SET NULL DEFERRABLE INITIALLY DEFERRED;
 
 -- ---------------------------------------------------------------------------------------
 -- Helpers

@@ -15,7 +15,8 @@
 -- Cue phrases: cheap recognition before any model is asked. Data, so they can evolve.
 -- ---------------------------------------------------------------------------------------
 CREATE TABLE cue_phrases (
-    kind    text NOT NULL CHECK (kind IN ('north_star_explicit', 'north_star_maybe')),
+    -- A north star declared (explicit) or perhaps (maybe); words that may ask for a censor (022).
+    kind    text NOT NULL CHECK (kind IN ('north_star_explicit', 'north_star_maybe', 'censor_maybe')),
     pattern text NOT NULL CHECK (length(btrim(pattern)) > 0),
     note    text,
     PRIMARY KEY (kind, pattern)
@@ -185,6 +186,9 @@ CREATE TABLE feedback (
     sentiment                 text NOT NULL CHECK (sentiment IN ('positive', 'negative', 'neutral')),
     source                    text NOT NULL CHECK (source IN ('reply', 'command', 'dream')),
     created_at                timestamptz NOT NULL DEFAULT now(),
+    -- Feedback given through a dream-channel item's Feedback button is about that item (019,
+    -- which adds the foreign key to mirror_items).
+    about_mirror_item_id      uuid,
     UNIQUE (platform, platform_message_id)
 );
 CREATE INDEX feedback_recent ON feedback (created_at DESC);
@@ -374,13 +378,16 @@ CREATE TABLE context_archetypes (
     created_at           timestamptz NOT NULL DEFAULT now(),
     updated_at           timestamptz NOT NULL DEFAULT now(),
     match_count          integer NOT NULL DEFAULT 0,
-    avg_similarity       double precision
+    avg_similarity       double precision,
+    -- Whose archetype it is: NULL, everyone's; a person's (an approved dream proposal of theirs) is
+    -- matched only for their messages, and one of the same name stands in for the shared one.
+    person               text,
+    -- The task of its messages, so the kind of message chooses its context budget (027, which
+    -- adds the foreign key to context_budgets).
+    budget_task          text NOT NULL DEFAULT 'chat',
+    CONSTRAINT context_archetypes_name_key UNIQUE NULLS NOT DISTINCT (name, person)
 );
 CREATE INDEX context_archetypes_active ON context_archetypes (active) WHERE active;
--- Whose archetype it is: NULL, everyone's; a person's (an approved dream proposal of theirs) is
--- matched only for their messages, and one of the same name stands in for the shared one.
-ALTER TABLE context_archetypes ADD COLUMN person text,
-    ADD CONSTRAINT context_archetypes_name_key UNIQUE NULLS NOT DISTINCT (name, person);
 
 CREATE FUNCTION dionysus_internal.invalidate_centroid() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -450,22 +457,23 @@ END $$;
 CREATE FUNCTION match_archetype(embedding vector) RETURNS jsonb
     LANGUAGE sql AS $$ SELECT dionysus.match_archetype(embedding, NULL::text) $$;
 
-INSERT INTO context_archetypes (name, description, example_messages, context_turns, context_memories, similarity_threshold, triple_depth) VALUES
+INSERT INTO context_archetypes (name, description, example_messages, context_turns, context_memories, similarity_threshold, triple_depth,
+                                budget_task) VALUES
     ('small_talk', 'greetings and light chat: recent turns matter, memory little',
      ARRAY['hey, how are you?', 'good morning!', 'haha that''s funny', 'not much, just chilling', 'thanks, you too!', 'lol yes'],
-     6, 2, 0.7, 0),
+     6, 2, 0.7, 0, 'chat'),
     ('personal_moment', 'feelings and what is going on in their life: their history and the people around them',
      ARRAY['I''m feeling really down today', 'my mom is in the hospital and I''m scared', 'I finally told her how I feel',
            'I''ve been so stressed about everything lately', 'I''m so happy, I got the job!', 'I miss my grandfather'],
-     12, 8, 0.55, 1),
+     12, 8, 0.55, 1, 'deep_conversation'),
     ('planning_task', 'planning and working on something: their objectives, plans and the things involved',
      ARRAY['can you help me plan my week?', 'I need to finish the report by Friday', 'what should I do first for the move?',
            'let''s make a schedule for studying', 'remind me what''s left on the project', 'how do I break this task down?'],
-     10, 6, 0.6, 2),
+     10, 6, 0.6, 2, 'deep_conversation'),
     ('past_question', 'a question about what was said or happened before: memory first, few turns',
      ARRAY['what did I tell you about my sister?', 'when did I start my new job?', 'do you remember the name of my dog?',
            'what was the restaurant I mentioned last month?', 'where did I say I went on holiday?', 'who did I meet at the conference?'],
-     4, 12, 0.5, 2);
+     4, 12, 0.5, 2, 'deep_conversation');
 
 -- ---------------------------------------------------------------------------------------
 -- The dreaming cycle (seed 004 §4.3): nightly, the smart model reviews the feedback and the
@@ -497,12 +505,15 @@ CREATE TABLE proposals (
     decision_note text,
     applied     jsonb,
     -- The template version the proposal was written against: approving it over a newer one is refused.
-    base_version integer
+    base_version integer,
+    -- Whose dream wrote it (record_dream): only they decide it, and what it changes is theirs alone.
+    person      text,
+    -- Their own version of the template it was written against (NULL: they had none).
+    base_own_version integer
 );
 CREATE INDEX proposals_pending ON proposals (created_at) WHERE status IN ('pending', 'discussing');
--- Whose dream wrote it (record_dream): only they decide it, and what it changes is theirs alone.
--- And their own version of the template it was written against (NULL: they had none).
-ALTER TABLE proposals ADD COLUMN person text, ADD COLUMN base_own_version integer;
+-- Feedback (above) may be about a proposal: its key, now that proposals exist.
+ALTER TABLE feedback ADD CONSTRAINT feedback_about_proposal_fkey FOREIGN KEY (about_proposal_id) REFERENCES proposals (id) ON DELETE SET NULL;
 
 -- A decision stands: status moves pending → discussing → approved | rejected, never back, and a
 -- decided proposal's decision (who, when, what it applied) does not change afterwards, whoever
@@ -578,7 +589,6 @@ BEGIN
     RETURN true;
 END $$;
 REVOKE EXECUTE ON FUNCTION activate_own_template(text, text, integer) FROM PUBLIC;
-ALTER TABLE feedback ADD CONSTRAINT feedback_about_proposal_fkey FOREIGN KEY (about_proposal_id) REFERENCES proposals (id) ON DELETE SET NULL;
 
 -- Queues tonight's dream when it is past dream_hour in the time zone of the person who wrote
 -- last (once per local date). Called by the scheduler's language pass, which wakes the driver.

@@ -38,8 +38,9 @@ CREATE TABLE mirror_items (
 CREATE INDEX mirror_items_pending ON mirror_items (created_at) WHERE status = 'pending';
 CREATE INDEX mirror_items_created ON mirror_items (created_at);
 
--- Feedback given through an item's Feedback button is about that item.
-ALTER TABLE feedback ADD COLUMN about_mirror_item_id uuid REFERENCES mirror_items (id) ON DELETE SET NULL;
+-- Feedback given through an item's Feedback button is about that item (feedback.about_mirror_item_id, 017).
+ALTER TABLE feedback ADD CONSTRAINT feedback_about_mirror_item_id_fkey
+    FOREIGN KEY (about_mirror_item_id) REFERENCES mirror_items (id) ON DELETE SET NULL;
 
 INSERT INTO proactive_config (key, value, description) VALUES
     ('mirror_retention_days', 14, 'dream-channel items (and their prompts) are kept this many days'),

@@ -41,14 +41,8 @@
 -- a memory another transaction holds is skipped until the next pass (SKIP LOCKED). While a
 -- re-index run builds (020), a pass only renews clocks: no text changes under the run.
 
-CREATE TYPE decay_stage AS ENUM ('fresh', 'fading', 'distant');
-
--- Evaluated once for the rows already there (a stable default): an upgraded store's memories
--- start their clock at the upgrade, and an import's history at its import, not at its date.
-ALTER TABLE memories
-    ADD COLUMN stage         decay_stage NOT NULL DEFAULT 'fresh',
-    ADD COLUMN reinforced_at timestamptz NOT NULL DEFAULT dionysus.clock_now() CHECK (isfinite(reinforced_at)),
-    ADD COLUMN pinned        boolean NOT NULL DEFAULT false;
+-- A memory's stage, clock and pin are its columns (memories.stage, reinforced_at, pinned in
+-- 001, with the type decay_stage): an import's history starts its clock at its import.
 
 -- The pass looks at memories old enough for their stage's next step, by stage and clock.
 CREATE INDEX memories_decay_due ON memories (stage, reinforced_at) WHERE status = 'active' AND NOT pinned;

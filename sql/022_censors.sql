@@ -54,8 +54,9 @@ CREATE TABLE censors (
     any_content              boolean NOT NULL DEFAULT false,
     reason                   text NOT NULL CHECK (length(btrim(reason)) BETWEEN 1 AND 500),
     severity                 censor_severity NOT NULL DEFAULT 'warn',
-    -- 'person': their own words; 'owner': set up by whoever runs Dionysus.
-    origin                   text NOT NULL CHECK (origin IN ('person', 'owner')),
+    -- 'person': their own words; 'owner': set up by whoever runs Dionysus; 'episode' (024) and
+    -- 'heartbeat' (028): proposed from what went wrong, waiting for the person's word.
+    origin                   text NOT NULL CHECK (origin IN ('person', 'owner', 'episode', 'heartbeat')),
     learned_from_kind        text CHECK (learned_from_kind IN ('message', 'episode', 'heartbeat')),
     learned_from_id          uuid,
     activation_count         integer NOT NULL DEFAULT 0,
@@ -63,7 +64,8 @@ CREATE TABLE censors (
     false_positive_count     integer NOT NULL DEFAULT 0,
     escalation_threshold     integer NOT NULL DEFAULT 3 CHECK (escalation_threshold BETWEEN 1 AND 1000),
     last_activated           timestamptz,
-    status                   text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'retired')),
+    -- 'proposed': learned (024, 028), matching nothing until the person keeps it.
+    status                   text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'retired', 'proposed')),
     created_at               timestamptz NOT NULL DEFAULT dionysus.clock_now(),
     updated_at               timestamptz NOT NULL DEFAULT dionysus.clock_now(),
     CHECK ((from_hour IS NULL AND to_hour IS NULL) OR (from_hour IS NOT NULL AND to_hour IS NOT NULL AND from_hour <> to_hour)),
@@ -77,15 +79,14 @@ CREATE TABLE censor_events (
     id        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     censor_id uuid NOT NULL REFERENCES censors (id) ON DELETE CASCADE,
     at        timestamptz NOT NULL DEFAULT dionysus.clock_now(),
-    event     text NOT NULL CHECK (event IN ('added', 'activated', 'escalated', 'de_escalated', 'false_positive', 'retired')),
+    event     text NOT NULL
+        CHECK (event IN ('added', 'activated', 'escalated', 'de_escalated', 'false_positive', 'retired', 'proposed', 'accepted')),
     severity  censor_severity NOT NULL,
     context   jsonb NOT NULL DEFAULT '{}'::jsonb
 );
 CREATE INDEX censor_events_censor ON censor_events (censor_id, id);
 
 -- "never …", "don't ever …", "stop …ing": words that may ask for a censor (the fast model decides).
-ALTER TABLE cue_phrases DROP CONSTRAINT cue_phrases_kind_check;
-ALTER TABLE cue_phrases ADD CONSTRAINT cue_phrases_kind_check CHECK (kind IN ('north_star_explicit', 'north_star_maybe', 'censor_maybe'));
 INSERT INTO cue_phrases (kind, pattern, note) VALUES
     ('censor_maybe', '\mnever (message|text|write|call|contact|ping|mention|bring up|talk about|ask|say|tell|remind|send)\M', '"never message me before 9"'),
     ('censor_maybe', '\m(do not|don''t|dont) (ever )?(message|text|write to|call|contact|ping|mention|bring up|talk about|ask me|say|tell|remind me|send)\M', NULL),

@@ -22,21 +22,6 @@
 --
 -- Lock order: the episode's row, then censors' rows (8).
 
-ALTER TABLE episodes
-    ADD COLUMN participants text[] NOT NULL DEFAULT '{}',
-    ADD COLUMN outcome text CHECK (outcome IN ('success', 'failure', 'mixed', 'neutral')),
-    ADD COLUMN surprise real CHECK (surprise BETWEEN 0 AND 1),
-    ADD COLUMN lessons text[] NOT NULL DEFAULT '{}' CHECK (cardinality(lessons) <= 5);
-
--- Censors may wait for the person's word, and may be learned from an episode.
-ALTER TABLE censors DROP CONSTRAINT censors_status_check,
-    ADD CONSTRAINT censors_status_check CHECK (status IN ('active', 'retired', 'proposed'));
-ALTER TABLE censors DROP CONSTRAINT censors_origin_check,
-    ADD CONSTRAINT censors_origin_check CHECK (origin IN ('person', 'owner', 'episode'));
-ALTER TABLE censor_events DROP CONSTRAINT censor_events_event_check,
-    ADD CONSTRAINT censor_events_event_check
-        CHECK (event IN ('added', 'activated', 'escalated', 'de_escalated', 'false_positive', 'retired', 'proposed', 'accepted'));
-
 -- The people whose turns an episode holds (its participants).
 CREATE FUNCTION dionysus_internal.episode_participants(episode_id uuid) RETURNS text[]
     LANGUAGE sql STABLE AS $$
@@ -45,8 +30,6 @@ CREATE FUNCTION dionysus_internal.episode_participants(episode_id uuid) RETURNS 
       JOIN dionysus.messages m ON m.memory_id = em.memory_id
      WHERE em.episode_id = episode_participants.episode_id AND NOT m.is_bot AND m.person IS NOT NULL
 $$;
--- Episodes summarised before this release carry their participants too.
-UPDATE episodes x SET participants = dionysus_internal.episode_participants(x.id) WHERE x.summary IS NOT NULL;
 
 -- Proposes censors to one person (SECURITY DEFINER: the driver's role writes no censors; this
 -- writes only proposals, for the person its callers name from the record, never the model's

@@ -56,11 +56,9 @@ END $$;
 CREATE TRIGGER context_budgets_keep_shipped BEFORE DELETE ON context_budgets
     FOR EACH ROW EXECUTE FUNCTION dionysus_internal.keep_shipped_budgets();
 
--- The task of an archetype's messages, so the kind of message chooses its budget.
-ALTER TABLE context_archetypes
-    ADD COLUMN budget_task text NOT NULL DEFAULT 'chat' REFERENCES context_budgets (task) ON UPDATE CASCADE;
-UPDATE context_archetypes SET budget_task = 'deep_conversation'
- WHERE name IN ('personal_moment', 'planning_task', 'past_question') AND created_by = 'human';
+-- An archetype's budget_task (017) names one of these; the key is added here, where the budgets are.
+ALTER TABLE context_archetypes ADD CONSTRAINT context_archetypes_budget_task_fkey
+    FOREIGN KEY (budget_task) REFERENCES context_budgets (task) ON UPDATE CASCADE;
 
 -- A context fitted into its task's budget (or into budget tokens when given).
 CREATE FUNCTION dionysus_internal.fit_task_context(context jsonb, task text, budget integer DEFAULT NULL) RETURNS jsonb

@@ -15,9 +15,6 @@
 -- Lock order: the feedback's row is written first (its insert fires the queueing), then the
 -- censors' rows (8) when the work completes.
 
-ALTER TABLE censors DROP CONSTRAINT censors_origin_check,
-    ADD CONSTRAINT censors_origin_check CHECK (origin IN ('person', 'owner', 'episode', 'heartbeat'));
-
 -- The heartbeat's reach-out a feedback is about: its outbox row's id and the heartbeat's
 -- (no row: not a heartbeat's doing). The outbox row it names, else the sent one whose bot turn it
 -- names (/feedback without naming a message: Dionysus's last message to them).

@@ -20,8 +20,6 @@
 -- pass embeds the old one queues the memory again once that pass is done (the trigger's insert
 -- waits for the queue row the pass holds), so the old text's vectors are replaced.
 
-ALTER TABLE memories ADD COLUMN sentence_count smallint CHECK (sentence_count >= 1);
-
 CREATE TABLE sentence_queue (
     memory_id  uuid PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
     queued_at  timestamptz NOT NULL DEFAULT now(),
