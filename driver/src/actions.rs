@@ -1,16 +1,52 @@
 //! What each queued action does: the heartbeat's actions that need language or the network
 //! (reflect, maintain, brainstorm_goals, inquire, synthesize, reach_out_user) and the worker's
-//! language jobs (extract_message, reindex_message, summarize_episode, condense_memory, extract_concepts). Each builds its prompt
-//! from what the extension gives it and returns an [`Outcome`]; the queue ([`crate::work`])
-//! claims and settles. No memory logic here: results go back through complete_work.
-use crate::db::Db;
+//! language jobs (extract_message, reindex_message, summarize_episode, condense_memory,
+//! extract_concepts, heartbeat_censors, dream). Each builds its prompt from what the extension
+//! gives it and returns an [`Outcome`]; the queue ([`crate::work`]) claims and settles. No memory logic here: results go back through complete_work.
+use crate::db::{Db, DbError};
 use crate::jsonish::{list, number, text};
-use crate::llm::{Llm, Msg};
+use crate::llm::{Llm, LlmError, Msg};
 use crate::prompt::{self, bullets, contents, render};
-use crate::work::{from_db, from_llm, Outcome, WorkItem};
 use crate::{search, web, Mind};
 use serde_json::{json, Value};
 use uuid::Uuid;
+
+/// A claimed work item: what [`execute`] performs and [`crate::work`] settles.
+#[derive(Clone, Debug)]
+pub struct WorkItem {
+    pub id: Uuid,
+    pub action: String,
+    pub params: Value,
+    pub heartbeat_id: Option<Uuid>,
+    /// The claim's fencing token: settling needs it, so a driver whose lease lapsed and whose
+    /// item was claimed again cannot settle it.
+    pub lease: Option<Uuid>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    Done(Value),
+    /// The item itself went wrong; retry (with back-off) or give up.
+    Fail(String, bool),
+    /// The driver could not work on it now (LLM down, shutting down): no attempt spent.
+    Release(String, i32),
+}
+
+pub(crate) fn from_llm(e: LlmError) -> Outcome {
+    if e.unavailable() {
+        Outcome::Release(format!("LLM {e}"), 60)
+    } else {
+        Outcome::Fail(format!("LLM {e}"), true)
+    }
+}
+
+pub(crate) fn from_db(e: DbError) -> Outcome {
+    match e {
+        DbError::Down(m) => Outcome::Release(format!("database {m}"), 30),
+        other => Outcome::Fail(other.to_string(), false),
+    }
+}
+
 
 /// Performs one item.
 pub async fn execute(mind: &Mind, item: &WorkItem) -> Outcome {
@@ -30,10 +66,7 @@ pub async fn execute(mind: &Mind, item: &WorkItem) -> Outcome {
         "inquire_shallow" | "inquire_deep" => inquire(mind, p, item.action == "inquire_deep").await,
         "synthesize" => synthesize(mind, p).await,
         "reach_out_user" => reach_out(mind, p).await,
-        "dream" => match uuid_param(p, "dream_id") {
-            Ok(id) => crate::alignment::dream(mind, id).await.map(Outcome::Done),
-            Err(o) => Err(o),
-        },
+        "dream" => dream(mind, p).await,
         other => Err(Outcome::Fail(format!("this driver cannot perform \"{other}\""), false)),
     };
     r.unwrap_or_else(|o| o)
@@ -425,6 +458,37 @@ pub(crate) async fn extract_concepts(mind: &Mind, batch: &[WorkItem]) -> Vec<Out
 }
 
 // ---------------------------------------------------------------------------------------
+// The nightly dream (sql/017_alignment.sql decides what a proposal may change)
+// ---------------------------------------------------------------------------------------
+
+/// Keeps the proposals that have the shape of one (the extension checks what they say).
+pub fn dream_shape(v: Value) -> Result<Value, String> {
+    let proposals: Vec<Value> = list(&v, "proposals")?
+        .iter()
+        .filter(|p| text(p, "kind").is_some() && text(p, "target").is_some() && p["proposal"].is_object() && text(p, "rationale").is_some())
+        .take(5)
+        .cloned()
+        .collect();
+    Ok(json!({"proposals": proposals, "note": text(&v, "note").unwrap_or_default()}))
+}
+
+/// The dream's prompt from its evidence; the answer goes back through complete_work.
+async fn dream(mind: &Mind, p: &Value) -> Step<Outcome> {
+    let dream_id = uuid_param(p, "dream_id")?;
+    let evidence = json_of(&mind.work_db, "SELECT dionysus.dream_evidence($1)", &[&dream_id]).await?;
+    let t = template(&mind.work_db, "dream").await?;
+    let system = render(&t.text, &[("evidence", serde_json::to_string_pretty(&evidence).unwrap_or_default())]);
+    let msgs = [Msg::system(system), Msg::user("Answer with the JSON object now.")];
+    let mut v = mind.smart.json(&msgs, t.temperature, dream_shape).await.map_err(from_llm)?;
+    let n = v["proposals"].as_array().map_or(0, Vec::len);
+    if crate::mirror::enabled(mind) {
+        // record_dream posts the proposals to the dream channel with the prompt behind them.
+        v["mirror"] = json!({"prompt": crate::mirror::prompt_text(&msgs)});
+    }
+    Ok(Outcome::Done(json!({"dream": v, "summary": format!("dreamt: {n} proposals")})))
+}
+
+// ---------------------------------------------------------------------------------------
 // Heartbeat actions (seed 000 §3.2)
 // ---------------------------------------------------------------------------------------
 
@@ -776,5 +840,19 @@ mod tests {
         let v = extraction_shape(json!({"focus": long, "threads": {"opened": [long]}})).unwrap();
         assert_eq!(v["focus"].as_str().unwrap().len(), 200);
         assert_eq!(v["threads"]["opened"][0].as_str().unwrap().len(), 300);
+    }
+
+    #[test]
+    fn a_dream_keeps_only_proposals_with_their_parts() {
+        let v = dream_shape(json!({"proposals": [
+            {"kind": "prompt_template", "target": "chat_system", "proposal": {"template": "x"}, "rationale": "shorter"},
+            {"kind": "prompt_template", "target": "chat_system", "proposal": "not an object", "rationale": "?"},
+            {"target": "chat_system", "proposal": {}, "rationale": "no kind"}
+        ], "note": "one idea"}))
+        .unwrap();
+        assert_eq!(v["proposals"].as_array().unwrap().len(), 1);
+        assert_eq!(v["note"], "one idea");
+        assert_eq!(dream_shape(json!({"note": "nothing tonight"})).unwrap()["proposals"], json!([]));
+        assert!(dream_shape(json!({"proposals": "not a list"})).is_err());
     }
 }

@@ -1,16 +1,16 @@
-//! The alignment loop in the driver (seed 004): north stars recognised and acknowledged,
-//! invisible feedback (a reply to one of Dionysus's messages, `/feedback`, `/undo`, 🗑️), the
-//! nightly dream, and the person's word on what it proposes (`dionysus proposals`, `approve`,
-//! `reject`). What is a north star, whose feedback counts, what a proposal may change and when
+//! The alignment loop in the driver: north stars recognised and acknowledged, invisible
+//! feedback (a reply to one of Dionysus's messages, `/feedback`, `/undo`, 🗑️), and the person's
+//! word on what the nightly dream proposes (`dionysus proposals`, `approve`, `reject`; the dream
+//! itself is a queued action, in [`crate::actions`]). What is a north star, whose feedback counts, what a proposal may change and when
 //! it takes effect are the extension's (`sql/017_alignment.sql`); this moves words.
 use crate::channel::{Incoming, Reaction};
 use crate::config::Config;
 use crate::db::Db;
-use crate::jsonish::{list, text};
+use crate::jsonish::text;
 use crate::llm::Msg;
 use crate::prompt::{self, render};
 use crate::Mind;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::process::ExitCode;
 use uuid::Uuid;
 
@@ -211,37 +211,6 @@ pub async fn undo_by_reaction(mind: &Mind, r: &Reaction) -> bool {
 }
 
 // ---------------------------------------------------------------------------------------
-// The nightly dream (a work item the extension queues)
-// ---------------------------------------------------------------------------------------
-
-/// Keeps the proposals that have the shape of one (the extension checks what they say).
-pub fn dream_shape(v: Value) -> Result<Value, String> {
-    let proposals: Vec<Value> = list(&v, "proposals")?
-        .iter()
-        .filter(|p| text(p, "kind").is_some() && text(p, "target").is_some() && p["proposal"].is_object() && text(p, "rationale").is_some())
-        .take(5)
-        .cloned()
-        .collect();
-    Ok(json!({"proposals": proposals, "note": text(&v, "note").unwrap_or_default()}))
-}
-
-/// The dream's prompt from its evidence; the answer goes back through complete_work.
-pub async fn dream(mind: &Mind, dream_id: Uuid) -> Result<Value, crate::work::Outcome> {
-    use crate::work::{from_db, from_llm};
-    let evidence = mind.work_db.json("SELECT dionysus.dream_evidence($1)", &[&dream_id]).await.map_err(from_db)?;
-    let t = prompt::load(&mind.work_db, "dream").await.map_err(from_db)?;
-    let system = render(&t.text, &[("evidence", serde_json::to_string_pretty(&evidence).unwrap_or_default())]);
-    let msgs = [Msg::system(system), Msg::user("Answer with the JSON object now.")];
-    let mut v = mind.smart.json(&msgs, t.temperature, dream_shape).await.map_err(from_llm)?;
-    let n = v["proposals"].as_array().map_or(0, Vec::len);
-    if crate::mirror::enabled(mind) {
-        // record_dream posts the proposals to the dream channel with the prompt behind them.
-        v["mirror"] = json!({"prompt": crate::mirror::prompt_text(&msgs)});
-    }
-    Ok(json!({"dream": v, "summary": format!("dreamt: {n} proposals")}))
-}
-
-// ---------------------------------------------------------------------------------------
 // `dionysus proposals | approve ID | reject ID [WHY]`: the person's word, from the terminal
 // ---------------------------------------------------------------------------------------
 
@@ -328,19 +297,5 @@ mod tests {
     fn the_wastebasket_with_or_without_its_selector() {
         assert!(is_wastebasket("🗑️") && is_wastebasket("🗑"));
         assert!(!is_wastebasket("👍"));
-    }
-
-    #[test]
-    fn a_dream_keeps_only_proposals_with_their_parts() {
-        let v = dream_shape(json!({"proposals": [
-            {"kind": "prompt_template", "target": "chat_system", "proposal": {"template": "x"}, "rationale": "shorter"},
-            {"kind": "prompt_template", "target": "chat_system", "proposal": "not an object", "rationale": "?"},
-            {"target": "chat_system", "proposal": {}, "rationale": "no kind"}
-        ], "note": "one idea"}))
-        .unwrap();
-        assert_eq!(v["proposals"].as_array().unwrap().len(), 1);
-        assert_eq!(v["note"], "one idea");
-        assert_eq!(dream_shape(json!({"note": "nothing tonight"})).unwrap()["proposals"], json!([]));
-        assert!(dream_shape(json!({"proposals": "not a list"})).is_err());
     }
 }

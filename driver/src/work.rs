@@ -2,47 +2,10 @@
 //! [`crate::actions`]) and settling the outcome through the extension's queue functions. A
 //! crash anywhere loses nothing (the lease expires) and repeats nothing (complete_work is
 //! idempotent, and only the holder of the lease can settle).
-use crate::actions::{execute, extract_concepts};
+use crate::actions::{execute, extract_concepts, Outcome, WorkItem};
 use crate::db::{Db, DbError};
-use crate::llm::LlmError;
 use crate::Mind;
-use serde_json::Value;
 use uuid::Uuid;
-
-#[derive(Clone, Debug)]
-pub struct WorkItem {
-    pub id: Uuid,
-    pub action: String,
-    pub params: Value,
-    pub heartbeat_id: Option<Uuid>,
-    /// The claim's fencing token: settling needs it, so a driver whose lease lapsed and whose
-    /// item was claimed again cannot settle it.
-    pub lease: Option<Uuid>,
-}
-
-#[derive(Debug, Clone)]
-pub enum Outcome {
-    Done(Value),
-    /// The item itself went wrong; retry (with back-off) or give up.
-    Fail(String, bool),
-    /// The driver could not work on it now (LLM down, shutting down): no attempt spent.
-    Release(String, i32),
-}
-
-pub(crate) fn from_llm(e: LlmError) -> Outcome {
-    if e.unavailable() {
-        Outcome::Release(format!("LLM {e}"), 60)
-    } else {
-        Outcome::Fail(format!("LLM {e}"), true)
-    }
-}
-
-pub(crate) fn from_db(e: DbError) -> Outcome {
-    match e {
-        DbError::Down(m) => Outcome::Release(format!("database {m}"), 30),
-        other => Outcome::Fail(other.to_string(), false),
-    }
-}
 
 const COLUMNS: &str = "id, action, params, heartbeat_id, lease_token";
 
