@@ -4,8 +4,8 @@
 #   2. per major: #[pg_test] units inside Postgres   cargo pgrx test pgNN
 #   3. on the majors with the full suites: build and install the extension   scripts/install.sh
 #      (after the units: `cargo pgrx test` installs its own build, with the test functions),
-#      then a throw-away cluster with dionysus preloaded, the integration tests (tests/),
-#      the driver's tests and the golden SQL tests (scripts/regress.sh) against it
+#      then a throw-away cluster with dionysus preloaded, the integration tests (tests/) and
+#      the driver's tests against it
 #   4. the major docker/ ships must be one of those tested fully here   scripts/check-docker-major.sh
 #   and the manual: README.md's length, the book's pages and links, its build   scripts/check-docs.sh
 #   (after set-up), and on the first full major the SQL reference against the installed catalog
@@ -56,10 +56,6 @@ record() {  # record LABEL STATUS: the time since the last record (or since `sta
 }
 is_full() { case " $FULL " in *" $1 "*) return 0 ;; esac; return 1; }
 
-# A released update script never changes (extension/releases.toml): a second, before any build.
-scripts/check-released-migrations.sh
-record "released update scripts unchanged (extension/releases.toml)" $?
-
 log "the manual: README.md, the book's pages and links, mdbook build"
 scripts/check-docs.sh
 record "docs: README at most 200 lines, the book's pages and links, mdbook build" $?
@@ -107,10 +103,6 @@ for major in $MAJORS; do
     record "pg$major install (no tests run)" 1
     continue
   fi
-  # The oldest supported release's full script, for the update tests only (scripts/install.sh
-  # installs none: a release is reached from it through the released update scripts).
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO cp tests/upgrade/releases/dionysus--*.sql "$("/usr/lib/postgresql/$major/bin/pg_config" --sharedir)/extension/"
 
   DATA="$DATA_BASE-$port"
   log "PostgreSQL $major: integration cluster on 127.0.0.1:$port ($DATA)"
@@ -147,9 +139,6 @@ for major in $MAJORS; do
   log "PostgreSQL $major: driver tests"
   cargo test --release --no-fail-fast -p dionysus-driver
   record "pg$major driver tests" $?
-  log "PostgreSQL $major: golden SQL tests (tests/regress)"
-  scripts/regress.sh "$port"
-  record "pg$major golden SQL tests" $?
   if [ -z "${sql_reference_checked:-}" ]; then
     scripts/sql-reference.sh --check "$DIONYSUS_TEST_CONNINFO"
     record "docs: the SQL reference names every function, view and table (pg$major)" $?

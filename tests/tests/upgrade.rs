@@ -4,10 +4,25 @@
 use dionysus_tests::*;
 use std::collections::BTreeSet;
 
-/// The oldest release this library updates (its full script is the fixture
-/// tests/upgrade/releases/dionysus--0.10.0.sql); a later release is reached from it through the
-/// released update scripts.
-const OLDEST: &str = "0.10.0";
+/// The releases before this one (their scripts are kept in extension/sql/ and installed beside
+/// the current one by scripts/install.sh). An update from the oldest runs the whole chain.
+const OLDEST: &str = "0.1.0";
+/// The first release with the proactive mind (its arithmetic became rules in 0.3.0).
+const PROACTIVE: &str = "0.2.0";
+/// The first release with rules as data (its state: a person's own rule, what was learned).
+const MIND_RULES: &str = "0.3.0";
+/// The first release with the alignment loop's state (north stars, feedback, objectives).
+const ALIGNMENT: &str = "0.4.0";
+/// The last release before the dream channel.
+const IMPORTS: &str = "0.5.0";
+/// The last release before re-indexing (embedding_store).
+const BEFORE_REINDEX: &str = "0.6.0";
+/// The last release before decay.
+const BEFORE_DECAY: &str = "0.7.0";
+/// The last release before the people in a person's life.
+const BEFORE_PEOPLE: &str = "0.8.0";
+/// The last release before working memory.
+const BEFORE_WORKING_MEMORY: &str = "0.9.0";
 /// The last release before context budgets.
 const BEFORE_CONTEXT_BUDGETS: &str = "0.10.0";
 /// The last release before Recall 2.0.
@@ -85,7 +100,7 @@ async fn catalog(c: &tokio_postgres::Client) -> BTreeSet<String> {
     c.query(CATALOG, &[]).await.expect("catalog").iter().map(|r| r.get::<_, String>(0)).collect()
 }
 
-/// A database of its own with `version` installed (the oldest release's script, then the updates): its name and
+/// A database of its own with `version` installed (the release's frozen script): its name and
 /// a connection. Its sessions may call the old release's functions (dionysus.allow_old_schema),
 /// as the fills before an update do; without it, they refuse until the update.
 async fn install_release(admin: &tokio_postgres::Client, version: &str) -> (String, tokio_postgres::Client) {
@@ -94,16 +109,150 @@ async fn install_release(admin: &tokio_postgres::Client, version: &str) -> (Stri
     admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
     admin.batch_execute(&format!("ALTER DATABASE {name} SET dionysus.allow_old_schema = on")).await.unwrap();
     let old = connect(&name).await;
-    old.batch_execute(&format!(
-        "CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{OLDEST}'; ALTER EXTENSION dionysus UPDATE TO '{version}'"
-    ))
-    .await
-    .unwrap_or_else(|e| panic!("install release {version}: {e}"));
+    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{version}'"))
+        .await
+        .unwrap_or_else(|e| panic!("install release {version}: {e}"));
     (name, old)
 }
 
 async fn count(c: &tokio_postgres::Client, sql: &str) -> i64 {
     c.query_one(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}")).get(0)
+}
+
+#[tokio::test]
+async fn an_update_from_the_first_release_keeps_everything_and_matches_a_fresh_install() {
+    let admin = connect("postgres").await;
+    let (name, old) = install_release(&admin, OLDEST).await;
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, OLDEST);
+
+    // Fill it as a person of the previous release would have. The new library serves the old
+    // declarations until the update, so the fill uses what kept its signature (plpgsql
+    // functions, embed) and plain rows for the rest.
+    old.batch_execute(
+        "INSERT INTO dionysus.memories (type, content, embedding, importance) \
+           SELECT 'semantic', 'The user keeps bees in the garden', dionysus.embed('The user keeps bees in the garden'), 0.8; \
+         INSERT INTO dionysus.memories (type, content, embedding, created_at) \
+           SELECT 'episodic', 'a poisoned time from the old version', dionysus.embed('a poisoned time'), 'infinity'; \
+         INSERT INTO dionysus.facts (memory_id, subject) SELECT id, 'user' FROM dionysus.memories WHERE content LIKE '%bees%'; \
+         INSERT INTO dionysus.entities (name) VALUES ('user'), ('bees'); \
+         INSERT INTO dionysus.triples (subject_id, predicate, object_id) \
+           SELECT s.id, 'keeps', o.id FROM dionysus.entities s, dionysus.entities o WHERE s.name = 'user' AND o.name = 'bees'; \
+         INSERT INTO dionysus.memories (type, content, embedding, source) \
+           SELECT 'episodic', 'I love honey', dionysus.embed('I love honey'), 'conversation:discord:42'; \
+         INSERT INTO dionysus.messages (platform, platform_message_id, channel_id, author_id, content, memory_id) \
+           SELECT 'discord', 'm1', '42', '1001', 'I love honey', id FROM dionysus.memories WHERE content = 'I love honey'; \
+         INSERT INTO dionysus.messages (platform, platform_message_id, channel_id, author_id, content, is_bot, reply_to) \
+           SELECT 'discord', 'm2', '42', 'bot', 'Honey from your own bees must be wonderful.', true, id FROM dionysus.messages WHERE platform_message_id = 'm1'; \
+         SELECT dionysus.create_goal('Learn about beekeeping', source => 'curiosity'); \
+         SELECT dionysus.heartbeat_begin(); \
+         INSERT INTO dionysus.outbox (audience, content) VALUES ('user', 'a reach-out still waiting');",
+    )
+    .await
+    .expect("fill the previous release");
+    let hb: uuid::Uuid = old.query_one("SELECT id FROM dionysus.heartbeat_log", &[]).await.unwrap().get(0);
+    old.query("SELECT dionysus.heartbeat_commit($1, dionysus.heartbeat_default_decision())", &[&hb]).await.expect("commit at 0.1.0");
+    let tables = ["memories", "facts", "entities", "triples", "messages", "goals", "heartbeat_log", "work_queue", "outbox", "energy_ledger", "episodes"];
+    let mut before = Vec::new();
+    for t in tables {
+        before.push(count(&old, &format!("SELECT count(*) FROM dionysus.{t}")).await);
+    }
+
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, env!("CARGO_PKG_VERSION"), "the update did not reach this version");
+
+    // Nothing lost.
+    for (t, n) in tables.iter().zip(before) {
+        assert_eq!(count(&old, &format!("SELECT count(*) FROM dionysus.{t}")).await, n, "rows of {t} changed across the update");
+    }
+    let honey: String = old.query_one("SELECT content FROM dionysus.messages WHERE platform_message_id = 'm1'", &[]).await.unwrap().get(0);
+    assert_eq!(honey, "I love honey");
+    // The new columns were filled from what was there: the turns belong to their person.
+    let people: Vec<Option<String>> =
+        old.query("SELECT person FROM dionysus.messages ORDER BY platform_message_id", &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(people, vec![Some("discord:1001".to_string()), Some("discord:1001".to_string())]);
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.memories WHERE content = 'I love honey' AND private_to = ARRAY['discord:1001']").await, 1);
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.memories WHERE NOT isfinite(created_at)").await, 0, "a poisoned time survived");
+    // And it works at the new version.
+    let top: String = old
+        .query_one("SELECT content FROM dionysus.recall('who keeps bees?', 3, person => 'discord:1001') LIMIT 1", &[])
+        .await
+        .expect("recall after the update")
+        .get(0);
+    assert!(top.contains("bees"), "{top}");
+    old.batch_execute("SELECT dionysus.log_message('discord', 'm3', '42', '1001', 'And I got a new hive')").await.expect("log_message after the update");
+
+    // The same schema as a fresh install.
+    let fresh = TestDb::new("upgrade_fresh").await;
+    let (upgraded, installed) = (catalog(&old).await, catalog(&fresh.client).await);
+    let missing: Vec<_> = installed.difference(&upgraded).collect();
+    let extra: Vec<_> = upgraded.difference(&installed).collect();
+    assert!(missing.is_empty() && extra.is_empty(), "the updated schema differs from a fresh install:\nonly in a fresh install: {missing:#?}\nonly after the update: {extra:#?}");
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// The proactive mind's state of 0.2.0 (a person's beliefs, their word, evaluations, a tuned
+/// rate) survives the update that turns its arithmetic into rules.
+#[tokio::test]
+async fn an_update_from_the_first_proactive_release_keeps_the_proactive_minds_state() {
+    let admin = connect("postgres").await;
+    let (name, old) = install_release(&admin, PROACTIVE).await;
+    old.batch_execute(
+        "SELECT dionysus.set_clock('2026-03-02 12:00+00'); \
+         SELECT dionysus.log_message('discord', 'u1', '42', '1001', 'I am busy right now, talk later'); \
+         UPDATE dionysus.people SET social_debt = 0.62, curiosity = 0.3 WHERE person = 'discord:1001'; \
+         UPDATE dionysus.proactive_config SET value = 0.4 WHERE key = 'contact_threshold'; \
+         UPDATE dionysus.proactive_config SET value = 48 WHERE key = 'social_debt_hours'; \
+         SELECT dionysus.advance_clock('20 minutes'); \
+         SELECT dionysus.proactive_tick();",
+    )
+    .await
+    .expect("fill the previous release");
+    let before: (f64, i64, i64, i64) = {
+        let r = old
+            .query_one(
+                "SELECT (SELECT social_debt FROM dionysus.people WHERE person = 'discord:1001'), \
+                        (SELECT count(*) FROM dionysus.person_rhythm), (SELECT count(*) FROM dionysus.person_signals WHERE ended_at IS NULL), \
+                        (SELECT count(*) FROM dionysus.contact_evaluations)",
+                &[],
+            )
+            .await
+            .unwrap();
+        (r.get(0), r.get(1), r.get(2), r.get(3))
+    };
+    assert!(before.3 >= 1, "the tick evaluated nobody: {before:?}");
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let after = old
+        .query_one(
+            "SELECT (SELECT social_debt FROM dionysus.people WHERE person = 'discord:1001'), \
+                    (SELECT count(*) FROM dionysus.person_rhythm), (SELECT count(*) FROM dionysus.person_signals WHERE ended_at IS NULL), \
+                    (SELECT count(*) FROM dionysus.contact_evaluations), \
+                    (SELECT value FROM dionysus.proactive_config WHERE key = 'contact_threshold')",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!((after.get::<_, f64>(0), after.get::<_, i64>(1), after.get::<_, i64>(2), after.get::<_, i64>(3)), before, "state lost in the update");
+    assert_eq!(after.get::<_, f64>(4), 0.4, "a tuned rate was reset");
+    // The rules took over: time in silence still grows social debt, now as a logged rule.
+    old.batch_execute("SELECT dionysus.advance_clock('6 hours'); SELECT dionysus.proactive_tick();").await.expect("a tick after the update");
+    let (debt, fired): (f64, i64) = {
+        let r = old
+            .query_one(
+                "SELECT (SELECT social_debt FROM dionysus.people WHERE person = 'discord:1001'), \
+                        (SELECT count(*) FROM dionysus.rule_firings WHERE fired @> '[{\"name\": \"silence grows social debt\"}]')",
+                &[],
+            )
+            .await
+            .unwrap();
+        (r.get(0), r.get(1))
+    };
+    assert!(debt > before.0 && fired >= 1, "debt {debt} (was {}), rule passes {fired}", before.0);
+    same_as_a_fresh_install(&old, "upgrade_fresh_02").await;
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
 }
 
 /// The data a release ships (settings, built-in rules, prompts) and the schema are what a
@@ -122,6 +271,338 @@ async fn same_as_a_fresh_install(old: &tokio_postgres::Client, label: &str) {
     let missing: Vec<_> = installed.difference(&upgraded).collect();
     let extra: Vec<_> = upgraded.difference(&installed).collect();
     assert!(missing.is_empty() && extra.is_empty(), "the updated schema differs from a fresh install:\nonly in a fresh install: {missing:#?}\nonly after the update: {extra:#?}");
+}
+
+/// 0.3.0's state (a person's own rule, what was learned from their answers, their private
+/// memories) survives the update, and the new person-scoped functions work on it as the
+/// driver's role.
+#[tokio::test]
+async fn an_update_from_the_rules_release_keeps_rules_learning_and_private_memories() {
+    let admin = connect("postgres").await;
+    let (name, old) = install_release(&admin, MIND_RULES).await;
+    old.batch_execute(
+        "SELECT dionysus.set_clock('2026-03-02 09:00+00'); \
+         SELECT dionysus.log_message('discord', 'u1', '42', '1001', 'Remind me to water the plants on Sundays at 10'); \
+         SELECT dionysus.add_rule('discord:1001', 'remind me to water the plants on Sundays at 10', \
+           '{\"name\": \"water the plants\", \"trigger\": \"time.hour\", \"condition\": {\"var\": \"person.local_hour\", \"op\": \"=\", \"value\": 10}, \
+             \"intents\": [{\"request_contact\": \"water the plants\"}]}'); \
+         SELECT dionysus.remember('Ada keeps her spare key under the blue pot', private_to => ARRAY['discord:1001']); \
+         SELECT dionysus.advance_clock('2 hours'); \
+         SELECT dionysus.proactive_tick();",
+    )
+    .await
+    .expect("fill the previous release");
+    let state = "SELECT (SELECT count(*) FROM dionysus.mind_rules WHERE person = 'discord:1001' AND status = 'active'), \
+                        (SELECT count(*) FROM dionysus.rule_firings), (SELECT count(*) FROM dionysus.contact_evaluations), \
+                        (SELECT count(*) FROM dionysus.memories WHERE private_to = ARRAY['discord:1001']), \
+                        (SELECT count(*) FROM dionysus.events)";
+    let read = |r: tokio_postgres::Row| (r.get::<_, i64>(0), r.get::<_, i64>(1), r.get::<_, i64>(2), r.get::<_, i64>(3), r.get::<_, i64>(4));
+    let before = read(old.query_one(state, &[]).await.unwrap());
+    assert!(before.0 == 1 && before.1 >= 1 && before.3 == 2, "the fill did not take: {before:?}");
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, env!("CARGO_PKG_VERSION"));
+    assert_eq!(read(old.query_one(state, &[]).await.unwrap()), before, "state lost in the update");
+    // The new functions, as the driver's role: Ada's own memory can go, nobody else's can.
+    old.batch_execute("SET ROLE dionysus_driver").await.unwrap();
+    let key: uuid::Uuid =
+        old.query_one("SELECT id FROM dionysus.memories WHERE content LIKE '%spare key%'", &[]).await.unwrap().get(0);
+    let err = old.query_one("SELECT dionysus.forget_own('discord:2002', $1)", &[&key]).await.unwrap_err();
+    assert_eq!(sqlstate(&err), "42501", "{err}");
+    assert!(old.query_one("SELECT dionysus.forget_own('discord:1001', $1)", &[&key]).await.unwrap().get::<_, bool>(0));
+    old.batch_execute("RESET ROLE").await.unwrap();
+    same_as_a_fresh_install(&old, "upgrade_fresh_03").await;
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// 0.4.0's state (north stars, feedback, objectives, queued work, the log) survives the update;
+/// what was queued keeps its place (priority 0), what was logged is no import, and an import
+/// works at once as the driver's role.
+#[tokio::test]
+async fn an_update_from_the_alignment_release_keeps_north_stars_feedback_and_the_queue() {
+    let admin = connect("postgres").await;
+    let (name, old) = install_release(&admin, ALIGNMENT).await;
+    old.batch_execute(
+        "SELECT dionysus.log_message('discord', 'u1', '42', '1001', 'North star: finish my thesis by June'); \
+         SELECT dionysus.set_north_star('discord:1001', 'North star: finish my thesis by June'); \
+         SELECT dionysus.log_message('discord', 'b1', '42', 'bot', 'Noted.', is_bot => true, person => 'discord:1001'); \
+         SELECT dionysus.give_feedback('discord', 'f1', '1001', 'too short', about => 'b1'); \
+         SELECT dionysus.remember('Ada keeps her spare key under the blue pot', private_to => ARRAY['discord:1001']);",
+    )
+    .await
+    .expect("fill the previous release");
+    let state = "SELECT (SELECT count(*) FROM dionysus.north_stars WHERE status = 'active'), (SELECT count(*) FROM dionysus.feedback), \
+                        (SELECT count(*) FROM dionysus.messages), (SELECT count(*) FROM dionysus.work_queue WHERE status = 'pending'), \
+                        (SELECT count(*) FROM dionysus.memories WHERE private_to = ARRAY['discord:1001'])";
+    let read = |r: tokio_postgres::Row| (r.get::<_, i64>(0), r.get::<_, i64>(1), r.get::<_, i64>(2), r.get::<_, i64>(3), r.get::<_, i64>(4));
+    let before = read(old.query_one(state, &[]).await.unwrap());
+    assert!(before.0 == 1 && before.1 == 1 && before.2 == 2 && before.3 >= 1, "the fill did not take: {before:?}");
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, env!("CARGO_PKG_VERSION"));
+    assert_eq!(read(old.query_one(state, &[]).await.unwrap()), before, "state lost in the update");
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.work_queue WHERE priority <> 0").await, 0);
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.messages WHERE import_id IS NOT NULL").await, 0);
+    // An import as the driver's role, right after the update.
+    old.batch_execute("SET ROLE dionysus_driver").await.unwrap();
+    let id: String = old
+        .query_one(&format!("SELECT dionysus.begin_import('discord:1001', 'chat', 'old.json', '{}', 1) ->> 'import_id'", "b".repeat(64)), &[])
+        .await
+        .unwrap()
+        .get(0);
+    old.batch_execute(&format!(
+        "SELECT dionysus.import_messages('{id}', 0, '[{{\"platform\": \"import\", \"id\": \"i1\", \"channel\": \"c\", \"author\": \"ada\", \
+          \"role\": \"person\", \"text\": \"I grew up by the sea\", \"at\": \"2020-06-01T10:00:00Z\"}}]')"
+    ))
+    .await
+    .expect("an import after the update");
+    old.batch_execute("RESET ROLE").await.unwrap();
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.messages WHERE import_id IS NOT NULL").await, 1);
+    same_as_a_fresh_install(&old, "upgrade_fresh_04").await;
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// 0.5.0's state (an import, feedback, a dream's pending proposal) survives the update; the
+/// proposal still waiting is posted to the dream channel, and its person's button approves it
+/// at once as the driver's role.
+#[tokio::test]
+async fn an_update_from_the_imports_release_keeps_imports_and_posts_waiting_proposals() {
+    let admin = connect("postgres").await;
+    let (name, old) = install_release(&admin, IMPORTS).await;
+    let id: String = old
+        .query_one(&format!("SELECT dionysus.begin_import('discord:1001', 'chat', 'old.json', '{}', 1) ->> 'import_id'", "c".repeat(64)), &[])
+        .await
+        .unwrap()
+        .get(0);
+    old.batch_execute(&format!(
+        "SELECT dionysus.import_messages('{id}', 0, '[{{\"platform\": \"import\", \"id\": \"i1\", \"channel\": \"c\", \"author\": \"ada\", \
+          \"role\": \"person\", \"text\": \"I grew up by the sea\", \"at\": \"2020-06-01T10:00:00Z\"}}]'); \
+         SELECT dionysus.log_message('discord', 'b1', '42', 'bot', 'Noted.', is_bot => true, person => 'discord:1001'); \
+         SELECT dionysus.give_feedback('discord', 'f1', '1001', 'too long', about => 'b1'); \
+         INSERT INTO dionysus.dreams (local_date, person, since) VALUES ('2026-11-24', 'discord:1001', now() - interval '1 day'); \
+         INSERT INTO dionysus.proposals (dream_id, kind, target, proposal, rationale, base_version) \
+              SELECT id, 'prompt_template', 'chat_system', '{{\"template\": \"SHORTER\"}}', 'answers run long', 1 FROM dionysus.dreams;"
+    ))
+    .await
+    .expect("fill the previous release");
+    let state = "SELECT (SELECT count(*) FROM dionysus.imports), (SELECT count(*) FROM dionysus.messages WHERE import_id IS NOT NULL), \
+                        (SELECT count(*) FROM dionysus.feedback), (SELECT count(*) FROM dionysus.proposals WHERE status = 'pending')";
+    let read = |r: tokio_postgres::Row| (r.get::<_, i64>(0), r.get::<_, i64>(1), r.get::<_, i64>(2), r.get::<_, i64>(3));
+    let before = read(old.query_one(state, &[]).await.unwrap());
+    assert_eq!(before, (1, 1, 1, 1), "the fill did not take");
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, env!("CARGO_PKG_VERSION"));
+    assert_eq!(read(old.query_one(state, &[]).await.unwrap()), before, "state lost in the update");
+    same_as_a_fresh_install(&old, "upgrade_fresh_05").await;
+    // The waiting proposal is on the dream channel, and its person approves it there.
+    old.batch_execute("SET ROLE dionysus_driver").await.unwrap();
+    let item: uuid::Uuid = old.query_one("SELECT item_id FROM dionysus.claim_mirror_items('discord:1001', 'w')", &[]).await.expect("the proposal's card").get(0);
+    let (code, _) = dionysus_tests::expect_error(&old, &format!("SELECT dionysus.mirror_decide('{item}', 'discord', '2002', 'approve')")).await;
+    assert_eq!(code, "42501", "someone else decided");
+    let done: serde_json::Value =
+        old.query_one(&format!("SELECT dionysus.mirror_decide('{item}', 'discord', '1001', 'approve')"), &[]).await.expect("approve from the card").get(0);
+    assert_eq!(done["approved"], serde_json::json!(true), "{done}");
+    old.batch_execute("RESET ROLE").await.unwrap();
+    // Its person's own version (0.19.0: an approval changes only theirs); the shared one stays.
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.person_prompt_templates WHERE person = 'discord:1001' AND key = 'chat_system' AND active").await, 1);
+    assert_eq!(count(&old, "SELECT version::bigint FROM dionysus.prompt_templates WHERE key = 'chat_system' AND active").await, 1);
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// 0.6.0's memories, extractions and dream channel survive the update; the store knows the
+/// model its vectors were made with, and a re-index rebuilds the old extraction.
+#[tokio::test]
+async fn an_update_from_0_6_keeps_everything_and_can_reindex() {
+    let admin = connect("postgres").await;
+    let (name, old) = install_release(&admin, BEFORE_REINDEX).await;
+    let work: String = old
+        .query_one("SELECT dionysus.log_message('test', 'u1', 'c', 'ada', 'I keep bees on the roof') ->> 'work_id'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    old.batch_execute(&format!(
+        "SELECT dionysus.claim_work_item('{work}', 'w'); \
+         SELECT dionysus.complete_work('{work}', '{{\"facts\": [{{\"content\": \"Ada keeps bees\"}}], \
+                                                   \"triples\": [{{\"subject\": \"Ada\", \"predicate\": \"keeps\", \"object\": \"bees\"}}]}}', \
+                                       (SELECT lease_token FROM dionysus.work_queue WHERE id = '{work}')); \
+         SELECT dionysus.remember('A quiet evening on the roof');"
+    ))
+    .await
+    .expect("fill the previous release");
+    let state = "SELECT (SELECT count(*) FROM dionysus.memories), (SELECT count(*) FROM dionysus.facts), (SELECT count(*) FROM dionysus.triples), \
+                        (SELECT md5(string_agg(embedding::text, ',' ORDER BY id)) FROM dionysus.memories)";
+    let read = |r: tokio_postgres::Row| (r.get::<_, i64>(0), r.get::<_, i64>(1), r.get::<_, i64>(2), r.get::<_, String>(3));
+    let before = read(old.query_one(state, &[]).await.unwrap());
+    assert_eq!((before.0, before.1, before.2), (3, 1, 1), "the fill did not take");
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, env!("CARGO_PKG_VERSION"));
+    assert_eq!(read(old.query_one(state, &[]).await.unwrap()), before, "state lost in the update");
+    same_as_a_fresh_install(&old, "upgrade_fresh_06").await;
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.embedding_store WHERE dimensions = 384 AND model_key = dionysus.embedding_settings() ->> 'model_key'").await, 1);
+    // The old extraction is read again and replaced.
+    let started: serde_json::Value = old.query_one("SELECT dionysus.reindex_start()", &[]).await.expect("start a re-index").get(0);
+    assert_eq!(started["queued"], serde_json::json!(1), "{started}");
+    let item: String = old.query_one("SELECT id::text FROM dionysus.work_queue WHERE action = 'reindex_message'", &[]).await.unwrap().get(0);
+    old.batch_execute(&format!(
+        "SELECT dionysus.claim_work_item('{item}', 'w'); \
+         SELECT dionysus.complete_work('{item}', '{{\"facts\": [{{\"content\": \"Ada keeps two hives of bees on her roof\"}}]}}', \
+                                       (SELECT lease_token FROM dionysus.work_queue WHERE id = '{item}'));"
+    ))
+    .await
+    .expect("stage the re-reading");
+    for _ in 0..50 {
+        old.batch_execute("SELECT dionysus_internal.reindex_step(500)").await.expect("a re-index step");
+        if count(&old, "SELECT count(*) FROM dionysus.reindex_runs WHERE status = 'swapped'").await == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let facts: Vec<String> = old
+        .query("SELECT m.content FROM dionysus.memories m JOIN dionysus.facts f ON f.memory_id = m.id", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(facts, vec!["Ada keeps two hives of bees on her roof".to_string()]);
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.triples").await, 0, "the old reading's triple went with it");
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// 0.7.0's memories come through whole and fresh, their decay clocks starting at the update
+/// (however old their dates); recall keeps answering with the new library before the update
+/// and marks stages after it; decay then runs on the updated schema.
+#[tokio::test]
+async fn an_update_from_the_previous_release_starts_every_decay_clock_at_the_update() {
+    let admin = connect("postgres").await;
+    let (name, old) = install_release(&admin, BEFORE_DECAY).await;
+    old.batch_execute(
+        "SELECT dionysus.remember('A summer in Lisbon long ago.', importance => 0, created_at => '2019-07-01'); \
+         SELECT dionysus.remember('Ada keeps bees on the roof.', importance => 0); \
+         SELECT dionysus.learn('Ada keeps bees', 'Ada');",
+    )
+    .await
+    .expect("fill the previous release");
+    let state = "SELECT (SELECT count(*) FROM dionysus.memories), \
+                        (SELECT md5(string_agg(id::text || content || embedding::text, ',' ORDER BY id)) FROM dionysus.memories)";
+    let read = |r: tokio_postgres::Row| (r.get::<_, i64>(0), r.get::<_, String>(1));
+    let before = read(old.query_one(state, &[]).await.unwrap());
+    assert_eq!(before.0, 3, "the fill did not take");
+    // The new library serves the old schema until the update.
+    let hits = old.query("SELECT memory_id FROM dionysus.recall('bees on the roof', 3)", &[]).await.expect("recall before the update");
+    assert!(!hits.is_empty());
+    old.batch_execute("SELECT dionysus.set_clock('2026-05-01 12:00+00'); ALTER EXTENSION dionysus UPDATE")
+        .await
+        .expect("ALTER EXTENSION dionysus UPDATE");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, env!("CARGO_PKG_VERSION"));
+    assert_eq!(read(old.query_one(state, &[]).await.unwrap()), before, "state lost in the update");
+    same_as_a_fresh_install(&old, "upgrade_fresh_07").await;
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.memories WHERE stage = 'fresh' AND reinforced_at = '2026-05-01 12:00+00'").await, 3);
+    let stages: Vec<String> =
+        old.query("SELECT stage FROM dionysus.recall('bees on the roof', 3)", &[]).await.expect("recall after").iter().map(|r| r.get(0)).collect();
+    assert!(!stages.is_empty() && stages.iter().all(|s| s == "fresh"), "{stages:?}");
+    // Nothing fades on the day of the update, however old; ten days later the short ones do.
+    // Ten, not eight: the two recalls above slow them (1.35×) once the worker has folded the
+    // access log, which it may or may not have done by now; ten days fade them either way
+    // (7.4 or 10 effective days of 7), and leave the fact fresh either way (4.95 or 6.7).
+    old.batch_execute("SELECT dionysus.decay_pass()").await.expect("a decay pass");
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.memories WHERE stage = 'fresh'").await, 3);
+    old.batch_execute("SELECT dionysus.advance_clock('10 days'); SELECT dionysus.decay_pass()").await.unwrap();
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.memories WHERE stage = 'fading'").await, 2, "the two unimportant memories; the fact (importance 0.5) fades later");
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// An update from the release before people keeps memories, censors and decay stages; an
+/// extraction template the person wrote stays active (the new one waits beside it); the people
+/// organ works on the updated schema.
+#[tokio::test]
+async fn an_update_from_the_release_before_people_keeps_the_persons_own_extraction_and_adds_people() {
+    let admin = connect("postgres").await;
+    let (name, old) = install_release(&admin, BEFORE_PEOPLE).await;
+    old.batch_execute(
+        "SELECT dionysus.set_clock('2026-05-01 12:00+00'); \
+         SELECT dionysus.remember('Ada keeps bees on the roof.', importance => 0); \
+         SELECT dionysus.add_censor('never mention her ex', 'she asked', 'block', 'test:ada'); \
+         SELECT dionysus.advance_clock('8 days'); SELECT dionysus.decay_pass(); \
+         SELECT dionysus.set_prompt_template('extract_message', 'TASK: extract (mine) {{turns}} {{message}}', 0.1, 'my own extraction');",
+    )
+    .await
+    .expect("fill the previous release");
+    let state = "SELECT (SELECT string_agg(id::text || content || stage::text, ',' ORDER BY id) FROM dionysus.memories), \
+                        (SELECT string_agg(id::text || trigger || severity::text, ',') FROM dionysus.censors)";
+    let read = |r: tokio_postgres::Row| (r.get::<_, String>(0), r.get::<_, String>(1));
+    let before = read(old.query_one(state, &[]).await.unwrap());
+    assert!(before.0.contains("fading"), "the fill did not take: {before:?}");
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, env!("CARGO_PKG_VERSION"));
+    assert_eq!(read(old.query_one(state, &[]).await.unwrap()), before, "state lost in the update");
+    // (The schema against a fresh install: the update from 0.7.0 runs this script too; here the
+    // person's own template version makes the shipped data differ, as it should.)
+    let active: String = old.query_one("SELECT note FROM dionysus.prompt_templates WHERE key = 'extract_message' AND active", &[]).await.unwrap().get(0);
+    assert_eq!(active, "my own extraction", "the update replaced the person's own template");
+    // The versions shipped since (people in 0.9.0, threads in 0.10.0) wait beside it.
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.prompt_templates WHERE key = 'extract_message' AND template LIKE '%same_as%' AND NOT active").await, 2);
+    old.batch_execute("SELECT dionysus_internal.note_person('test:ada', '{\"name\": \"Mom\"}', NULL)").await.expect("people after the update");
+    assert_eq!(count(&old, "SELECT jsonb_array_length(dionysus.person('my mother', 'test:ada'))::bigint").await, 1);
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
+/// An update from the release before working memory keeps the conversation, its people and
+/// its open episode; the shipped extraction template gains the focus and threads; a turn of
+/// the episode open across the update begins a working memory, and its close clears it.
+#[tokio::test]
+async fn an_update_from_the_release_before_working_memory_keeps_the_conversation_and_adds_it() {
+    let admin = connect("postgres").await;
+    let (name, old) = install_release(&admin, BEFORE_WORKING_MEMORY).await;
+    old.batch_execute(
+        "SELECT dionysus.log_message('test', 'a1', 'dm:ada', 'ada', 'My sister Lea moves to Porto next month.'); \
+         SELECT dionysus_internal.note_person('test:ada', '{\"name\": \"Lea\", \"relation\": \"sister\"}', NULL); \
+         SELECT dionysus.remember('The user''s sister is called Lea', 'semantic', 0.6, 0, '{}', 'seed', private_to => ARRAY['test:ada']);",
+    )
+    .await
+    .expect("fill the previous release");
+    let state = "SELECT (SELECT string_agg(id::text || content, ',' ORDER BY id) FROM dionysus.memories) \
+                        || (SELECT string_agg(id::text || content, ',' ORDER BY id) FROM dionysus.messages) \
+                        || (SELECT string_agg(id::text || name || relation, ',') FROM dionysus.known_persons) \
+                        || (SELECT string_agg(id::text || coalesce(ended_at::text, 'open'), ',' ORDER BY id) FROM dionysus.episodes)";
+    let before: String = old.query_one(state, &[]).await.unwrap().get(0);
+    old.batch_execute("ALTER EXTENSION dionysus UPDATE").await.expect("ALTER EXTENSION dionysus UPDATE");
+    let v: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'dionysus'", &[]).await.unwrap().get(0);
+    assert_eq!(v, env!("CARGO_PKG_VERSION"));
+    let after: String = old.query_one(state, &[]).await.unwrap().get(0);
+    assert_eq!(after, before, "state lost in the update");
+    let active: String =
+        old.query_one("SELECT template FROM dionysus.prompt_templates WHERE key = 'extract_message' AND active", &[]).await.unwrap().get(0);
+    assert!(active.contains("{{threads}}") && active.contains("same_as"), "the shipped extraction did not move on: {active}");
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.heartbeat_config WHERE key LIKE 'working_memory%'").await, 3);
+    // The turn of the open episode steps a working memory as the driver's role would.
+    old.batch_execute("SET ROLE dionysus_driver").await.unwrap();
+    let wm: serde_json::Value = old
+        .query_one("SELECT dionysus.chat_context(id) -> 'working_memory' FROM dionysus.messages WHERE platform_message_id = 'a1'", &[])
+        .await
+        .expect("chat_context after the update")
+        .get(0);
+    assert_eq!(wm["turn"], serde_json::json!(1), "{wm}");
+    old.batch_execute("RESET ROLE; UPDATE dionysus.episodes SET ended_at = now() WHERE ended_at IS NULL").await.unwrap();
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.working_memories").await, 0, "the close did not clear it");
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.working_memory_sessions WHERE turns = 1").await, 1);
+    // Procedures and the unified recall on the updated schema.
+    old.batch_execute("SELECT dionysus.store_procedure('Helping with a move', ARRAY['make a move feel manageable'], ARRAY['list the first three boxes'])")
+        .await
+        .expect("a procedure after the update");
+    assert_eq!(count(&old, "SELECT count(*) FROM dionysus.recall_all('moving to Porto', 10, 'test:ada') WHERE kind IN ('procedure', 'memory')").await >= 2, true);
+    drop(old);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
 }
 
 /// An update from the release before context budgets keeps every memory and the conversation;
@@ -574,7 +1055,7 @@ async fn an_old_schema_refuses_with_the_hint_to_update_never_xx000() {
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
     admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
     let old = connect(&name).await;
-    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{OLDEST}'")).await.expect("install the oldest release");
+    old.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{OLDEST}'")).await.expect("install 0.1.0");
     for call in [
         "SELECT dionysus.remember('The user keeps bees')",
         "SELECT dionysus.embed('bees')",
