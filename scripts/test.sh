@@ -4,8 +4,8 @@
 #   2. per major: #[pg_test] units inside Postgres   cargo pgrx test pgNN
 #   3. on the majors with the full suites: build and install the extension   scripts/install.sh
 #      (after the units: `cargo pgrx test` installs its own build, with the test functions),
-#      then a throw-away cluster with dionysus preloaded, the integration tests (tests/) and
-#      the driver's tests against it
+#      then a throw-away cluster with dionysus preloaded, the integration tests (tests/),
+#      the driver's tests and the golden SQL tests (scripts/regress.sh) against it
 #   4. the major docker/ ships must be one of those tested fully here   scripts/check-docker-major.sh
 #   and the manual: README.md's length, the book's pages and links, its build   scripts/check-docs.sh
 #   (after set-up), and on the first full major the SQL reference against the installed catalog
@@ -139,6 +139,9 @@ for major in $MAJORS; do
   log "PostgreSQL $major: driver tests"
   cargo test --release --no-fail-fast -p dionysus-driver
   record "pg$major driver tests" $?
+  log "PostgreSQL $major: golden SQL tests (tests/regress)"
+  scripts/regress.sh "$port"
+  record "pg$major golden SQL tests" $?
   if [ -z "${sql_reference_checked:-}" ]; then
     scripts/sql-reference.sh --check "$DIONYSUS_TEST_CONNINFO"
     record "docs: the SQL reference names every function, view and table (pg$major)" $?
