@@ -8,11 +8,8 @@ scripts/setup.sh
 printf '\033[1;34m[install]\033[0m %s\n' "building and installing the extension"
 PG_CONFIG="/usr/lib/postgresql/${PG_MAJOR:-15}/bin/pg_config"
 # The feature of this major instead of the default pg15 (cargo pgrx would also infer it from
-# pg_config's version; said here for the reader).
+# pg_config's version; said here for the reader). It installs the current version's script,
+# generated from sql/, and the update scripts extension/sql/dionysus--A--B.sql: a database is
+# created at this version or updated to it from 0.10.0 or later (extension/releases.toml).
 (cd extension && cargo pgrx install --release --pg-config "$PG_CONFIG" \
   --no-default-features --features "pg${PG_MAJOR:-15}" >/dev/null)
-# cargo pgrx installs the current version's script and the upgrade scripts (extension/sql/
-# dionysus--A--B.sql); the released versions' full scripts go beside them, so a database can
-# still be created at an older version (the upgrade test does) and updated.
-SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-$SUDO cp extension/sql/dionysus--[0-9]*.[0-9]*.[0-9]*.sql "$($PG_CONFIG --sharedir)/extension/"

@@ -56,6 +56,10 @@ record() {  # record LABEL STATUS: the time since the last record (or since `sta
 }
 is_full() { case " $FULL " in *" $1 "*) return 0 ;; esac; return 1; }
 
+# A released update script never changes (extension/releases.toml): a second, before any build.
+scripts/check-released-migrations.sh
+record "released update scripts unchanged (extension/releases.toml)" $?
+
 log "the manual: README.md, the book's pages and links, mdbook build"
 scripts/check-docs.sh
 record "docs: README at most 200 lines, the book's pages and links, mdbook build" $?
@@ -103,6 +107,10 @@ for major in $MAJORS; do
     record "pg$major install (no tests run)" 1
     continue
   fi
+  # The oldest supported release's full script, for the update tests only (scripts/install.sh
+  # installs none: a release is reached from it through the released update scripts).
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO cp tests/upgrade/releases/dionysus--*.sql "$("/usr/lib/postgresql/$major/bin/pg_config" --sharedir)/extension/"
 
   DATA="$DATA_BASE-$port"
   log "PostgreSQL $major: integration cluster on 127.0.0.1:$port ($DATA)"
