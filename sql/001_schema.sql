@@ -52,12 +52,14 @@ CREATE TABLE clock (
     frozen_at timestamptz,
     updated_at timestamptz NOT NULL DEFAULT now()
 );
+COMMENT ON TABLE clock IS 'The one clock of the proactive mind: frozen_at set, time stands there (tests replay days by advancing it); NULL, it is now().';
 INSERT INTO clock DEFAULT VALUES;
 
 CREATE FUNCTION clock_now() RETURNS timestamptz
     LANGUAGE sql STABLE AS $$
     SELECT coalesce((SELECT frozen_at FROM dionysus.clock WHERE id = 1), now())
 $$;
+COMMENT ON FUNCTION clock_now() IS 'The proactive mind''s time: the frozen test clock if set, else now().';
 
 CREATE FUNCTION set_clock(at timestamptz) RETURNS timestamptz
     LANGUAGE plpgsql AS $$
@@ -68,6 +70,7 @@ BEGIN
     UPDATE dionysus.clock SET frozen_at = at, updated_at = now() WHERE id = 1;
     RETURN dionysus.clock_now();
 END $$;
+COMMENT ON FUNCTION set_clock(timestamptz) IS 'Freezes the clock at an instant (NULL: real time again). For tests and replays; not granted to the driver.';
 
 CREATE FUNCTION advance_clock(by_interval interval) RETURNS timestamptz
     LANGUAGE plpgsql AS $$
@@ -79,6 +82,7 @@ BEGIN
     UPDATE dionysus.clock SET frozen_at = coalesce(frozen_at, now()) + by_interval, updated_at = now() WHERE id = 1;
     RETURN dionysus.clock_now();
 END $$;
+COMMENT ON FUNCTION advance_clock(interval) IS 'Moves the clock forward (freezing it at now() first if it ran in real time); returns the new time. Not granted to the driver.';
 
 -- ---------------------------------------------------------------------------------------
 -- Episodes: a run of episodic memories from one source without a long gap.
@@ -108,6 +112,8 @@ CREATE TABLE episodes (
     lessons           text[] NOT NULL DEFAULT '{}' CHECK (cardinality(lessons) <= 5),
     CHECK (ended_at IS NULL OR ended_at >= started_at)
 );
+COMMENT ON TABLE episodes IS
+    'Runs of episodic memories from one source; a gap over dionysus.episode_gap_minutes starts a new one. Once summarised: its participants (the people whose turns it holds), outcome, surprise and lessons (024).';
 -- At most one open episode per source and person; writers of different sources never wait on each other.
 CREATE UNIQUE INDEX episodes_one_open_per_source ON episodes (source, person) NULLS NOT DISTINCT WHERE ended_at IS NULL;
 CREATE INDEX episodes_started ON episodes (started_at DESC);
@@ -147,6 +153,11 @@ CREATE TABLE memories (
     -- Its sentences (029), counted from the text alone; NULL for memories written before 0.16.0.
     sentence_count smallint CHECK (sentence_count >= 1)
 );
+COMMENT ON TABLE memories IS
+    'Every memory: episodic, semantic (facts), procedural, strategic. Embedded by the store''s model (embedding_store: '
+    'all-MiniLM-L6-v2, vector(384), unless a re-index moved it; HNSW cosine) and indexed for full text (search, GIN).';
+COMMENT ON COLUMN memories.sentence_count IS
+    'How many sentences the text has for sentence vectors (1: none of its own, its vector is its sentence''s), counted when it is written or changed; NULL: written before 0.16.0.';
 CREATE INDEX memories_embedding_hnsw ON memories USING hnsw (embedding vector_cosine_ops);
 -- The GIN indexes recall reads keep no pending list (fastupdate off): with one, every search
 -- reads through all of it (up to gin_pending_list_limit, 4MB by default) until a vacuum merges
@@ -175,6 +186,7 @@ CREATE TABLE episode_memories (
     PRIMARY KEY (episode_id, sequence_order),
     UNIQUE (memory_id)
 );
+COMMENT ON TABLE episode_memories IS 'Which episode each episodic memory belongs to, in order.';
 
 -- ---------------------------------------------------------------------------------------
 -- Facts: semantic memories with 002's lifecycle.
@@ -189,6 +201,7 @@ CREATE TABLE facts (
     last_confirmed timestamptz,
     source_episode uuid REFERENCES episodes (id) ON DELETE SET NULL
 );
+COMMENT ON TABLE facts IS 'Lifecycle of semantic memories learned as facts: learned, confirmed, superseded, deactivated.';
 CREATE INDEX facts_subject ON facts (lower(subject)) WHERE state IN ('learned', 'confirmed');
 
 -- ---------------------------------------------------------------------------------------
@@ -202,6 +215,7 @@ CREATE TABLE entities (
     kind       text,
     created_at timestamptz NOT NULL DEFAULT now()
 );
+COMMENT ON TABLE entities IS 'Things triples talk about; identity is case- and space-insensitive.';
 
 CREATE TABLE triples (
     id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -216,6 +230,7 @@ CREATE TABLE triples (
     -- As memories.private_to: "user lives_in Lisbon" from one person is not another's.
     private_to  text[]
 );
+COMMENT ON TABLE triples IS 'Subject–predicate–object statements over entities, with provenance.';
 -- One triple per statement and privacy.
 CREATE UNIQUE INDEX triples_identity ON triples (subject_id, predicate, object_id, (coalesce(private_to, '{}'::text[])));
 CREATE INDEX triples_object ON triples (object_id);
@@ -234,6 +249,7 @@ CREATE TABLE memory_edges (
     PRIMARY KEY (from_id, to_id, relation),
     CHECK (from_id <> to_id)
 );
+COMMENT ON TABLE memory_edges IS 'The memory graph: typed, weighted edges, one per (from, to, relation).';
 CREATE INDEX memory_edges_to ON memory_edges (to_id);
 
 -- ---------------------------------------------------------------------------------------
@@ -248,6 +264,7 @@ CREATE TABLE concepts (
     created_at  timestamptz NOT NULL DEFAULT now(),
     CHECK (parent_id IS NULL OR parent_id <> id)
 );
+COMMENT ON TABLE concepts IS 'Concepts, in a hierarchy (parent_id).';
 CREATE INDEX concepts_parent ON concepts (parent_id);
 
 CREATE TABLE memory_concepts (
@@ -257,6 +274,7 @@ CREATE TABLE memory_concepts (
     created_at timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (memory_id, concept_id)
 );
+COMMENT ON TABLE memory_concepts IS 'Memory–concept links with strength.';
 CREATE INDEX memory_concepts_concept ON memory_concepts (concept_id);
 
 -- ---------------------------------------------------------------------------------------
@@ -269,6 +287,7 @@ CREATE TABLE memory_neighborhoods (
     computed_at      timestamptz,
     CHECK (cardinality(neighbor_ids) = cardinality(neighbor_weights))
 );
+COMMENT ON TABLE memory_neighborhoods IS 'Precomputed top-20 associations of each memory (seed 000 §6.3).';
 
 -- Staleness is an append-only queue rather than a flag: marking never updates a shared row,
 -- so concurrent writers never wait on or deadlock with each other or with the worker.
@@ -282,6 +301,8 @@ CREATE TABLE neighborhood_queue (
     not_before timestamptz NOT NULL DEFAULT '-infinity',
     last_error text
 );
+COMMENT ON TABLE neighborhood_queue IS
+    'Append-only queue of stale neighborhoods; rows that failed wait with back-off (not_before).';
 CREATE INDEX neighborhood_queue_memory ON neighborhood_queue (memory_id);
 CREATE INDEX neighborhood_queue_due ON neighborhood_queue (not_before, seq);
 
@@ -295,6 +316,7 @@ CREATE TABLE embedding_cache (
     created_at   timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (model, content_hash)
 );
+COMMENT ON TABLE embedding_cache IS 'Embeddings by (model, sha256 of the text).';
 CREATE INDEX embedding_cache_created ON embedding_cache (created_at);
 
 -- ---------------------------------------------------------------------------------------
@@ -313,6 +335,7 @@ CREATE UNLOGGED TABLE memory_access_log (
     memory_id   uuid NOT NULL,
     accessed_at timestamptz NOT NULL DEFAULT now()
 );
+COMMENT ON TABLE memory_access_log IS 'Recall hits not yet folded into memory_access by the worker. No foreign key, so that recall locks no memory: the rows of a memory since deleted go with the next fold. Unlogged, so that a recall''s commit waits for no disk: a crash or failover loses the hits since the last fold, and a hot standby cannot read it.';
 CREATE INDEX memory_access_log_memory ON memory_access_log (memory_id);
 CREATE INDEX memory_access_log_at ON memory_access_log (accessed_at DESC);
 
@@ -327,6 +350,7 @@ CREATE TABLE memory_access (
     access_count  integer NOT NULL DEFAULT 0 CHECK (access_count >= 0),
     last_accessed timestamptz
 );
+COMMENT ON TABLE memory_access IS 'How often and how lately each memory was recalled (recall_by_id adds the hits not yet folded; decay slows with the count). Beside memories, not in it: changing a memory''s row puts it into every index again, the vector index included.';
 -- Recently recalled memories (activated themes of the heartbeat).
 CREATE INDEX memory_access_last ON memory_access (last_accessed DESC) WHERE last_accessed IS NOT NULL;
 
@@ -338,6 +362,7 @@ CREATE TABLE recall_config (
     value       double precision NOT NULL CHECK (value <> 'NaN'::float8 AND value >= 0),
     description text NOT NULL
 );
+COMMENT ON TABLE recall_config IS 'Every weight and knob of recall, in one place. UPDATE to tune.';
 INSERT INTO recall_config (key, value, description) VALUES
     ('weight_vector',      1.00, 'cosine similarity of the memory to the query'),
     ('weight_lexical',     1.00, 'BM25 match of the query words, as the share of the query''s information (IDF mass) matched'),
@@ -374,6 +399,7 @@ CREATE TABLE worker_status (
     neighborhoods_done   bigint NOT NULL DEFAULT 0,
     last_pass_ms         double precision
 );
+COMMENT ON TABLE worker_status IS 'The maintenance worker''s last pass in this database.';
 INSERT INTO worker_status (id) VALUES (1);
 
 -- ---------------------------------------------------------------------------------------
@@ -384,6 +410,7 @@ CREATE TABLE lexicon (
     lexeme text PRIMARY KEY,
     ndoc   integer NOT NULL
 );
+COMMENT ON TABLE lexicon IS 'Document frequency of each lexeme, for BM25 (refresh_lexicon()).';
 CREATE TABLE lexicon_stats (
     id           integer PRIMARY KEY DEFAULT 1 CHECK (id = 1),
     n_docs       bigint NOT NULL DEFAULT 0,

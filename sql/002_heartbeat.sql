@@ -56,6 +56,9 @@ CREATE TABLE heartbeat_config (
     value       double precision NOT NULL,
     description text NOT NULL DEFAULT ''
 );
+COMMENT ON TABLE heartbeat_config IS
+    'Energy parameters, action costs (cost_<action>), goal limits, cooldown and timeouts (seed 000 §2.2, §2.4). '
+    'Values must be finite and >= 0.';
 
 -- Costs and limits must be finite, non-negative numbers: a bad value is refused with its key named.
 CREATE FUNCTION dionysus_internal.heartbeat_config_check() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -80,6 +83,7 @@ BEGIN
     END IF;
     RETURN NEW;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.heartbeat_config_check() IS 'Trigger: heartbeat_config values must be finite numbers >= 0 (carry_over, the working-memory decay and floor and procedure_match_similarity within [0, 1]; working_memory_capacity a whole number within [1, 200], procedure_match_max within [0, 10]).';
 CREATE TRIGGER heartbeat_config_check BEFORE INSERT OR UPDATE ON heartbeat_config
     FOR EACH ROW EXECUTE FUNCTION dionysus_internal.heartbeat_config_check();
 
@@ -138,6 +142,7 @@ CREATE TABLE heartbeat_state (
     last_notified_at         timestamptz,
     updated_at               timestamptz NOT NULL DEFAULT now()
 );
+COMMENT ON TABLE heartbeat_state IS 'The single heartbeat state row: energy, count, schedule, session, in-flight heartbeat.';
 INSERT INTO heartbeat_state (id) VALUES (1);
 
 -- The scheduler's last tick in this database (errors are followed by back-off).
@@ -161,6 +166,7 @@ CREATE TABLE energy_ledger (
     energy_after  double precision NOT NULL,
     reason        text
 );
+COMMENT ON TABLE energy_ledger IS 'Every change of energy, with the heartbeat and action it belongs to.';
 CREATE INDEX energy_ledger_heartbeat ON energy_ledger (heartbeat_id);
 
 -- ---------------------------------------------------------------------------------------
@@ -190,6 +196,7 @@ CREATE TABLE goals (
     private_to         text[],
     CHECK (parent_goal_id IS NULL OR parent_goal_id <> id)
 );
+COMMENT ON TABLE goals IS 'The goal backlog (seed 000 §4): active, queued, backburner, completed, abandoned.';
 CREATE INDEX goals_priority ON goals (priority) WHERE priority IN ('active', 'queued');
 CREATE INDEX goals_parent ON goals (parent_goal_id);
 CREATE INDEX goals_last_touched ON goals (last_touched DESC);
@@ -201,6 +208,7 @@ CREATE TABLE goal_memory_links (
     created_at timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (goal_id, memory_id, link_type)
 );
+COMMENT ON TABLE goal_memory_links IS 'Goal–memory links: origin, progress, completion, blocker.';
 CREATE INDEX goal_memory_links_memory ON goal_memory_links (memory_id);
 
 -- ---------------------------------------------------------------------------------------
@@ -214,6 +222,7 @@ CREATE TABLE identity_aspects (
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now()
 );
+COMMENT ON TABLE identity_aspects IS 'Who the agent takes itself to be, with confidence (written by reflect).';
 
 CREATE TABLE worldview_beliefs (
     id         uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -223,6 +232,7 @@ CREATE TABLE worldview_beliefs (
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now()
 );
+COMMENT ON TABLE worldview_beliefs IS 'What the agent believes about the world, with confidence (written by reflect).';
 
 -- ---------------------------------------------------------------------------------------
 -- What the maintain action changed (§3.2.3): each judgement of a memory, belief or identity
@@ -240,6 +250,7 @@ CREATE TABLE memory_changes (
     after        jsonb,
     reason       text
 );
+COMMENT ON TABLE memory_changes IS 'What the maintain action changed: each judgement with the state before and after, and why.';
 CREATE INDEX memory_changes_target ON memory_changes (target_id);
 
 -- ---------------------------------------------------------------------------------------
@@ -275,6 +286,7 @@ CREATE TABLE heartbeat_log (
     -- Why the scheduler could not close a stalled heartbeat normally (it was closed anyway).
     recovery_error       text
 );
+COMMENT ON TABLE heartbeat_log IS 'One row per heartbeat (§7.3): energy, snapshots, decision, actions with cost and result, narrative.';
 CREATE INDEX heartbeat_log_number ON heartbeat_log (heartbeat_number DESC);
 CREATE INDEX heartbeat_log_started ON heartbeat_log (started_at DESC);
 
@@ -309,6 +321,7 @@ CREATE TABLE work_queue (
     -- Claimed highest first, then oldest: background work (an import's, -1) waits for the rest.
     priority        smallint NOT NULL DEFAULT 0
 );
+COMMENT ON TABLE work_queue IS 'Actions for the driver (LLM or network), claimed with SKIP LOCKED, each with an idempotency key.';
 CREATE INDEX work_queue_pending ON work_queue (priority DESC, created_at, id) WHERE status IN ('pending', 'claimed');
 CREATE INDEX work_queue_heartbeat ON work_queue (heartbeat_id) WHERE heartbeat_id IS NOT NULL;
 
@@ -348,5 +361,6 @@ CREATE TABLE outbox (
     -- contact_evaluations; the two refer to each other).
     contact_id          uuid UNIQUE
 );
+COMMENT ON TABLE outbox IS 'Messages for the person (or public, after approval) that the driver delivers: pending → sent/failed.';
 CREATE INDEX outbox_pending ON outbox (created_at) WHERE status = 'pending';
 

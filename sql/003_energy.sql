@@ -19,6 +19,7 @@ BEGIN
     END IF;
     RETURN v;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.heartbeat_setting(text) IS 'One value of heartbeat_config; an unknown key is an error naming it.';
 
 CREATE FUNCTION get_action_cost(action_name text) RETURNS double precision
     LANGUAGE plpgsql STABLE AS $$
@@ -34,9 +35,11 @@ BEGIN
     END IF;
     RETURN v;
 END $$;
+COMMENT ON FUNCTION get_action_cost(text) IS 'Energy cost of an action (heartbeat_config.cost_<action>); unknown actions are an error.';
 
 CREATE FUNCTION get_current_energy() RETURNS double precision
     LANGUAGE sql STABLE AS $$ SELECT current_energy FROM dionysus.heartbeat_state WHERE id = 1 $$;
+COMMENT ON FUNCTION get_current_energy() IS 'The energy available now.';
 
 -- Clamps to [min_energy, max_energy] under the state row's lock, and writes the ledger.
 CREATE FUNCTION update_energy(delta double precision, heartbeat_id uuid DEFAULT NULL,
@@ -58,3 +61,5 @@ BEGIN
     VALUES (update_energy.heartbeat_id, update_energy.action, after - before, before, after, update_energy.reason);
     RETURN after;
 END $$;
+COMMENT ON FUNCTION update_energy(double precision, uuid, text, text) IS
+    'Adds delta to the energy, clamped to [min_energy, max_energy] under the state row''s lock; writes the ledger. Returns the new energy.';

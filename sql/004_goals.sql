@@ -12,6 +12,7 @@ CREATE FUNCTION dionysus_internal.goal_level(p dionysus.goal_priority) RETURNS i
     LANGUAGE sql IMMUTABLE AS $$
     SELECT CASE p WHEN 'active' THEN 3 WHEN 'queued' THEN 2 WHEN 'backburner' THEN 1 ELSE 0 END
 $$;
+COMMENT ON FUNCTION dionysus_internal.goal_level(dionysus.goal_priority) IS 'Internal: the rank of a priority (active 3, queued 2, backburner 1, closed 0).';
 
 -- Keeps the count limits: overflow is demoted one level (the least recently touched goal
 -- first, never `keep`), and never dropped.
@@ -40,6 +41,8 @@ BEGIN
     END LOOP;
     RETURN demoted;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.enforce_goal_limits(uuid) IS
+    'Internal: keeps the goal limits (max_active_goals, max_queued_goals) by demoting the least recently touched overflow one level, never keep.';
 
 CREATE FUNCTION dionysus_internal.require_goal(goal_id uuid, arg text DEFAULT 'goal_id') RETURNS dionysus.goals
     LANGUAGE plpgsql AS $$
@@ -54,6 +57,7 @@ BEGIN
     END IF;
     RETURN g;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.require_goal(uuid, text) IS 'Internal: the goal, locked, or an error naming the argument.';
 
 CREATE FUNCTION create_goal(title text, description text DEFAULT NULL, source text DEFAULT 'curiosity',
                             priority text DEFAULT NULL, parent_goal_id uuid DEFAULT NULL,
@@ -137,6 +141,10 @@ BEGIN
         (SELECT CASE WHEN cardinality(g.private_to) = 1 THEN g.private_to[1] END FROM dionysus.goals g WHERE g.id = new_id));
     RETURN new_id;
 END $$;
+COMMENT ON FUNCTION create_goal IS
+    'Adds a goal. Default priority by source (user_request → active, derived → the parent''s, else queued); over the '
+    'limits a goal is demoted one level, never dropped (a user''s request displaces the stalest active goal). '
+    'A title is at most 200 characters, a description 4000 (22001 naming the argument).';
 
 -- Allowed moves (§4.3): backburner ↔ queued ↔ active, active → completed, any open → abandoned.
 CREATE FUNCTION change_goal_priority(goal_id uuid, new_priority text, reason text DEFAULT NULL)
@@ -189,6 +197,9 @@ BEGIN
         CASE WHEN cardinality(g.private_to) = 1 THEN g.private_to[1] END);
     RETURN target::text;
 END $$;
+COMMENT ON FUNCTION change_goal_priority(uuid, text, text) IS
+    'Moves a goal: backburner ↔ queued ↔ active, active → completed, any open goal → abandoned (with a reason). '
+    'A parent completes when all its children have.';
 
 -- A parent completes when all its children have (§4.6), up the hierarchy.
 CREATE FUNCTION dionysus_internal.complete_parent_goals(child uuid) RETURNS void
@@ -205,6 +216,7 @@ BEGIN
         SELECT parent_goal_id INTO p FROM dionysus.goals WHERE id = p;
     END LOOP;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.complete_parent_goals(uuid) IS 'Internal: completes a goal''s parents, up the hierarchy, once all their children are completed (§4.6).';
 
 CREATE FUNCTION add_goal_progress(goal_id uuid, note text, memory_id uuid DEFAULT NULL) RETURNS void
     LANGUAGE plpgsql AS $$
@@ -221,6 +233,7 @@ BEGIN
         PERFORM dionysus.link_goal_memory(goal_id, memory_id, 'progress');
     END IF;
 END $$;
+COMMENT ON FUNCTION add_goal_progress(uuid, text, uuid) IS 'Appends a progress note (and optionally links a memory); touches the goal.';
 
 CREATE FUNCTION set_goal_blockers(goal_id uuid, blocked_by jsonb) RETURNS void
     LANGUAGE plpgsql AS $$
@@ -236,6 +249,7 @@ BEGIN
            last_touched = now()
      WHERE g.id = set_goal_blockers.goal_id;
 END $$;
+COMMENT ON FUNCTION set_goal_blockers(uuid, jsonb) IS 'Sets what blocks a goal: goal ids (resolved when they complete) or free texts.';
 
 CREATE FUNCTION link_goal_memory(goal_id uuid, memory_id uuid, link_type text) RETURNS void
     LANGUAGE plpgsql AS $$
@@ -251,6 +265,7 @@ BEGIN
     INSERT INTO dionysus.goal_memory_links (goal_id, memory_id, link_type) VALUES (goal_id, memory_id, link_type)
     ON CONFLICT DO NOTHING;
 END $$;
+COMMENT ON FUNCTION link_goal_memory(uuid, uuid, text) IS 'Links a goal and a memory (origin, progress, completion, blocker).';
 
 -- Unresolved blockers of a goal: free texts, and goal ids whose goal is not completed.
 CREATE FUNCTION dionysus_internal.goal_open_blockers(g dionysus.goals) RETURNS jsonb
@@ -261,6 +276,7 @@ CREATE FUNCTION dionysus_internal.goal_open_blockers(g dionysus.goals) RETURNS j
                AND (b #>> '{}') ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
                AND EXISTS (SELECT 1 FROM dionysus.goals d WHERE d.id = (b #>> '{}')::uuid AND d.priority = 'completed'))
 $$;
+COMMENT ON FUNCTION dionysus_internal.goal_open_blockers(dionysus.goals) IS 'Internal: a goal''s unresolved blockers: free texts, and ids of goals not completed.';
 
 CREATE FUNCTION dionysus_internal.goal_brief(g dionysus.goals) RETURNS jsonb
     LANGUAGE sql STABLE AS $$
@@ -269,6 +285,7 @@ CREATE FUNCTION dionysus_internal.goal_brief(g dionysus.goals) RETURNS jsonb
                               'last_touched', g.last_touched, 'emotional_valence', g.emotional_valence,
                               'last_progress', g.progress -> -1, 'open_blockers', dionysus_internal.goal_open_blockers(g))
 $$;
+COMMENT ON FUNCTION dionysus_internal.goal_brief(dionysus.goals) IS 'Internal: a goal as the heartbeat context shows it (with its last progress and open blockers).';
 
 -- The assessment of §4.4: free, every heartbeat.
 CREATE FUNCTION review_goals() RETURNS jsonb
@@ -301,10 +318,14 @@ BEGIN
         'needs_brainstorm', n_active + n_queued + n_backburner = 0,
         'suggest_promotion', CASE WHEN n_active = 0 AND jsonb_array_length(candidates) > 0 THEN candidates -> 0 END);
 END $$;
+COMMENT ON FUNCTION review_goals() IS
+    'The goal assessment of §4.4: active, queued, blocked, stale, promotion candidates, whether to brainstorm, a promotion to suggest.';
 
 CREATE VIEW active_goals AS
 SELECT * FROM goals WHERE priority = 'active' ORDER BY last_touched DESC;
+COMMENT ON VIEW active_goals IS 'Active goals, most recently touched first.';
 
 CREATE VIEW goal_backlog AS
 SELECT priority, count(*) AS count, array_agg(title ORDER BY last_touched DESC) AS titles
 FROM goals WHERE priority IN ('active', 'queued', 'backburner') GROUP BY priority;
+COMMENT ON VIEW goal_backlog IS 'Open goals by priority.';

@@ -19,6 +19,8 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "confidence": % is outside [0, 1]', confidence USING ERRCODE = 'invalid_parameter_value';
     END IF;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.check_self_model(text, text, double precision) IS
+    'Internal: the shared checks of set_identity_aspect and set_worldview_belief (a statement, a confidence in [0, 1]).';
 
 CREATE FUNCTION set_identity_aspect(aspect text, confidence double precision DEFAULT 0.5) RETURNS uuid
     LANGUAGE plpgsql AS $$
@@ -30,6 +32,8 @@ BEGIN
     RETURNING id INTO r;
     RETURN r;
 END $$;
+COMMENT ON FUNCTION set_identity_aspect(text, double precision) IS
+    'Adds an identity aspect (who the agent takes itself to be), or updates its confidence; returns its id (reflect writes these).';
 
 CREATE FUNCTION set_worldview_belief(belief text, confidence double precision DEFAULT 0.5) RETURNS uuid
     LANGUAGE plpgsql AS $$
@@ -41,3 +45,5 @@ BEGIN
     RETURNING id INTO r;
     RETURN r;
 END $$;
+COMMENT ON FUNCTION set_worldview_belief(text, double precision) IS
+    'Adds a worldview belief, or updates its confidence; returns its id (reflect writes these).';

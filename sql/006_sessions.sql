@@ -13,10 +13,12 @@ CREATE FUNCTION session_start() RETURNS void LANGUAGE sql AS $$
            session_started_at = CASE WHEN session_active THEN session_started_at ELSE now() END,
            last_user_interaction_at = now(), updated_at = now() WHERE id = 1;
 $$;
+COMMENT ON FUNCTION session_start() IS 'The person is talking: heartbeats pause.';
 
 CREATE FUNCTION note_user_message() RETURNS void LANGUAGE sql AS $$
     UPDATE dionysus.heartbeat_state SET last_user_interaction_at = now(), updated_at = now() WHERE id = 1;
 $$;
+COMMENT ON FUNCTION note_user_message() IS 'The person spoke (ends the reach-out cooldown).';
 
 CREATE FUNCTION request_heartbeat(reason text DEFAULT 'requested') RETURNS void
     LANGUAGE plpgsql AS $$
@@ -24,6 +26,7 @@ BEGIN
     UPDATE dionysus.heartbeat_state SET requested_at = now(), request_reason = reason, updated_at = now() WHERE id = 1;
     PERFORM pg_notify('dionysus_heartbeat', jsonb_build_object('reason', reason, 'database', current_database())::text);
 END $$;
+COMMENT ON FUNCTION request_heartbeat(text) IS 'Asks for a heartbeat now (the scheduler notifies the driver).';
 
 CREATE FUNCTION session_end(significant boolean DEFAULT false) RETURNS void
     LANGUAGE plpgsql AS $$
@@ -33,7 +36,9 @@ BEGIN
         PERFORM dionysus.request_heartbeat('significant session');
     END IF;
 END $$;
+COMMENT ON FUNCTION session_end(boolean) IS 'The conversation ended; a significant one requests an immediate heartbeat.';
 
 CREATE FUNCTION pause_heartbeats(paused boolean DEFAULT true) RETURNS void LANGUAGE sql AS $$
     UPDATE dionysus.heartbeat_state SET paused = pause_heartbeats.paused, updated_at = now() WHERE id = 1;
 $$;
+COMMENT ON FUNCTION pause_heartbeats(boolean) IS 'Pauses or resumes scheduled heartbeats.';

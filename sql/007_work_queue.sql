@@ -19,6 +19,8 @@ CREATE FUNCTION dionysus_internal.claim_rows(worker text, ids uuid[]) RETURNS SE
      WHERE w.id = ANY(claim_rows.ids) AND w.status = 'pending'
     RETURNING w.*
 $$;
+COMMENT ON FUNCTION dionysus_internal.claim_rows(text, uuid[]) IS
+    'Marks the given pending items claimed by a worker, with a lease and a new lease_token (used by claim_work and claim_work_item).';
 
 CREATE FUNCTION claim_work(worker text, actions text[] DEFAULT NULL, max_items integer DEFAULT 1,
                            heartbeat_id uuid DEFAULT NULL)
@@ -38,6 +40,9 @@ BEGIN
            AND (claim_work.heartbeat_id IS NULL OR q.heartbeat_id = claim_work.heartbeat_id)
          ORDER BY q.priority DESC, q.created_at, q.id LIMIT max_items FOR UPDATE SKIP LOCKED));
 END $$;
+COMMENT ON FUNCTION claim_work(text, text[], integer, uuid) IS
+    'Claims up to max_items available work items (optionally of some actions, or of one heartbeat) for a worker, with a lease; '
+    'expired leases return to the queue.';
 
 -- Leases that ran out: back to pending, or failed once the attempts are used up (and then
 -- the energy spent on them is refunded).
@@ -65,6 +70,8 @@ BEGIN
     END LOOP;
     RETURN n;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.expire_work_leases() IS
+    'Returns items whose lease ran out to the queue (or fails them when their attempts are spent, refunding their energy).';
 
 -- Gives back the energy a heartbeat spent on an action that failed for good (seed 000 §5.1:
 -- the decision spends it; what never happened is refunded). Once: the cost is zeroed, the
@@ -85,6 +92,7 @@ BEGIN
     PERFORM dionysus.update_energy(cost, hb, act, 'refund: the action failed for good');
     RETURN cost;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.refund_work(uuid) IS 'Gives back, once, the energy a heartbeat spent on an action that failed for good.';
 
 -- Claims one known item, whatever its available_at: the conversation extracts its own
 -- message right after replying. NULL when it is not pending (someone else has it, or done).
@@ -101,6 +109,8 @@ BEGIN
         SELECT q.id FROM dionysus.work_queue q WHERE q.id = claim_work_item.work_id AND q.status = 'pending'
            FOR UPDATE SKIP LOCKED));
 END $$;
+COMMENT ON FUNCTION claim_work_item(uuid, text) IS
+    'Claims one known pending item whatever its available_at (the conversation extracting its own turn); no row when it is not pending.';
 
 -- Hands a claimed item back without spending an attempt: the item was fine, the driver could
 -- not work on it (LLM unreachable, shutting down). It becomes claimable after delay_seconds.
@@ -122,6 +132,9 @@ BEGIN
            last_error = coalesce(reason, last_error), available_at = now() + make_interval(secs => delay_seconds)
      WHERE id = w.id;
 END $$;
+COMMENT ON FUNCTION release_work(uuid, text, integer, uuid) IS
+    'Hands a claimed item back without spending an attempt (the driver could not work on it: LLM down, shutting down); '
+    'claimable again after delay_seconds. With lease (the claim''s lease_token), only its holder may.';
 
 -- The item, locked. With a lease (the token claim_work gave), the caller must still be its
 -- holder: an item that was claimed again since is someone else's, and 55000 says so. A holder
@@ -146,6 +159,8 @@ BEGIN
     END IF;
     RETURN w;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.require_claimed_work(uuid, uuid) IS
+    'The work item, locked; with a lease, the caller must still hold it (an item claimed again since is someone else''s: 55000).';
 
 -- Applies what the driver produced, then marks the item done. Completing a done item again
 -- changes nothing and returns the first summary: a retried call never repeats its effects.
@@ -421,6 +436,14 @@ BEGIN
      WHERE id = w.id;
     RETURN made;
 END $$;
+COMMENT ON FUNCTION complete_work(uuid, jsonb, uuid) IS
+    'Applies a claimed work item''s result (memories, facts, triples, goals, goal_progress, identity, worldview, concepts, '
+    'episode_summary, message, summary; basis: the memory ids the model was shown; person: whom a reach-out is for; objectives: the person''s, '
+    'from their turn''s extraction; people and relations: the people in their life the turn speaks of; focus and threads: their session''s focus and the threads the turn opened or closed; dream: a dream''s proposals, stored pending) and marks it done, '
+    'in one transaction. What it writes is as private as the item''s person, its heartbeat''s context and the basis; what an inquiry '
+    'brought is stored as web content; a reach-out that drew on someone else''s private words, or only on the web, is refused (42501). '
+    'Completing again returns the first summary and repeats nothing. With lease (the claim''s lease_token), only its holder may: '
+    'a driver whose lease lapsed and whose item was claimed again gets 55000.';
 
 -- Failing for good refunds the energy the heartbeat spent on it.
 CREATE FUNCTION fail_work(work_id uuid, error text, retry boolean DEFAULT true, lease uuid DEFAULT NULL) RETURNS text
@@ -449,3 +472,6 @@ BEGIN
     END IF;
     RETURN next_status::text;
 END $$;
+COMMENT ON FUNCTION fail_work(uuid, text, boolean, uuid) IS
+    'Fails a claimed work item: back to pending after an exponential back-off while attempts remain, else failed for good and '
+    'the energy its heartbeat spent on it refunded. With lease, only its holder may.';

@@ -60,6 +60,9 @@ BEGIN
           FROM dionysus.recall(t ->> 'content', 7) r JOIN dionysus.memories m ON m.id = r.memory_id
          WHERE r.memory_id::text IS DISTINCT FROM t ->> 'id'), '[]'::jsonb));
 END $$;
+COMMENT ON FUNCTION maintain_target(text, uuid) IS
+    'The maintain action''s target (§3.2.3) with its evidence: memory_id, else the belief or identity aspect named by target, else the '
+    'memory recall finds for it; with neither, the least confident belief or the oldest unconfirmed fact. NULL when there is nothing.';
 
 -- Applies a maintain verdict {kind, id, verdict: keep|update|retire, confidence, content,
 -- reason} and records it. A memory's new content supersedes it; a belief or aspect that is
@@ -140,3 +143,6 @@ BEGIN
     VALUES (apply_maintenance.heartbeat_id, apply_maintenance.work_id, kind, target, verdict, before, after, m ->> 'reason');
     RETURN jsonb_build_object('kind', kind, 'id', target, 'verdict', verdict, 'before', before, 'after', after);
 END $$;
+COMMENT ON FUNCTION dionysus_internal.apply_maintenance(jsonb, uuid, uuid) IS
+    'Applies a maintain verdict {kind, id, verdict keep|update|retire, confidence, content, reason} and records it in memory_changes: '
+    'a memory''s new wording supersedes it, a retired belief or aspect is removed, a new text resting on the web alone is refused.';

@@ -14,6 +14,7 @@ CREATE FUNCTION pending_outbox(max_items integer DEFAULT 10) RETURNS SETOF outbo
      WHERE status = 'pending' AND (NOT requires_approval OR approved_at IS NOT NULL)
      ORDER BY created_at, id LIMIT max_items
 $$;
+COMMENT ON FUNCTION pending_outbox(integer) IS 'Messages ready to deliver (public ones only once approved).';
 
 CREATE FUNCTION dionysus_internal.require_outbox(outbox_id uuid) RETURNS dionysus.outbox
     LANGUAGE plpgsql AS $$
@@ -25,6 +26,7 @@ BEGIN
     END IF;
     RETURN o;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.require_outbox(uuid) IS 'Internal: the outbox message, locked, or an error naming outbox_id.';
 
 -- Marks a message sent exactly once: a second call for the same message is an error.
 CREATE FUNCTION mark_outbox_sent(outbox_id uuid, platform_message_id text DEFAULT NULL) RETURNS void
@@ -47,6 +49,8 @@ BEGIN
         UPDATE dionysus.heartbeat_state SET last_user_contact_at = now() WHERE id = 1;
     END IF;
 END $$;
+COMMENT ON FUNCTION mark_outbox_sent(uuid, text) IS
+    'Marks a message delivered, exactly once (by hand; the driver uses reserve_outbox / confirm_outbox).';
 
 -- ---------------------------------------------------------------------------------------
 -- Delivery, exactly once: reserve → send → confirm. A driver reserves a message (a lease,
@@ -59,6 +63,7 @@ END $$;
 -- ---------------------------------------------------------------------------------------
 CREATE FUNCTION dionysus_internal.outbox_lease() RETURNS interval
     LANGUAGE sql STABLE AS $$ SELECT make_interval(secs => dionysus_internal.heartbeat_setting('outbox_lease_seconds')) $$;
+COMMENT ON FUNCTION dionysus_internal.outbox_lease() IS 'How long a reservation of an outbox message lasts (heartbeat_config.outbox_lease_seconds).';
 
 -- A message Dionysus starts (not a reply) that a censor with hours blocks now, in the person's
 -- own time: it waits for the hour to pass (022's hours are judged when the message is sent, not
@@ -76,6 +81,8 @@ BEGIN
                      JOIN dionysus.censors c ON c.id = h.censor_id
                     WHERE h.action = 'block' AND c.from_hour IS NOT NULL);
 END $$;
+COMMENT ON FUNCTION dionysus_internal.held_at_this_hour(text, text) IS
+    'Whether a censor with hours (the person''s or everyone''s, watching reach-outs) blocks these words for this person now, in their own time; false at once when they have none.';
 
 CREATE FUNCTION reserve_outbox(worker text, platform text, max_items integer DEFAULT 1) RETURNS SETOF outbox
     LANGUAGE plpgsql AS $$
@@ -118,6 +125,10 @@ BEGIN
         EXIT WHEN n >= max_items;
     END LOOP;
 END $$;
+COMMENT ON FUNCTION reserve_outbox(text, text, integer) IS
+    'Reserves up to max_items deliverable messages of a platform for a worker (a lease, committed at once; nothing stays locked '
+    'while the platform is called). Reservations that lapsed are taken again. A message Dionysus starts that a censor with hours '
+    'blocks now waits (last_error says so) and goes once the hours have passed.';
 
 -- The outbox row, locked, still reserved by this worker and unsent (or an error naming why not).
 CREATE FUNCTION dionysus_internal.require_reserved_outbox(outbox_id uuid, worker text) RETURNS dionysus.outbox
@@ -135,6 +146,7 @@ BEGIN
     END IF;
     RETURN o;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.require_reserved_outbox(uuid, text) IS 'The outbox row, locked, unsent and still reserved by this worker; otherwise 55000 saying why.';
 
 -- One part delivered (parts are numbered from 0, in order); a repeat is a no-op. Renews the lease.
 CREATE FUNCTION outbox_part_sent(outbox_id uuid, worker text, part integer, platform_message_id text) RETURNS void
@@ -155,6 +167,8 @@ BEGIN
                              ELSE x.sent_parts END
      WHERE x.id = outbox_part_sent.outbox_id;
 END $$;
+COMMENT ON FUNCTION outbox_part_sent(uuid, text, integer, text) IS
+    'Records that part N (from 0, in order) of a message was delivered, with its platform id; a repeat is a no-op. Renews the lease.';
 
 -- Every part is out: the bot's turn is logged (in the channel it went to) and the message
 -- marked sent, in one transaction. A reach-out starts the contact cooldown only now.
@@ -201,6 +215,9 @@ BEGIN
     END IF;
     RETURN (logged ->> 'message_id')::uuid;
 END $$;
+COMMENT ON FUNCTION confirm_outbox(uuid, text, text, text) IS
+    'Every part is out: logs the bot''s turn in the channel it went to and marks the message sent, in one transaction; a reach-out '
+    'starts the contact cooldown now. Returns the logged message''s id.';
 
 -- The channel could not take it: back to the outbox. `rejected`: the platform refused this
 -- message (an attempt is spent; the fifth fails it); otherwise the channel was unavailable
@@ -219,6 +236,8 @@ BEGIN
     RETURNING x.status::text INTO st;
     RETURN st;
 END $$;
+COMMENT ON FUNCTION release_outbox(uuid, text, text, boolean) IS
+    'Hands a reserved message back: unavailable channel, no attempt spent; rejected by the platform, an attempt spent (the fifth fails it).';
 
 CREATE FUNCTION mark_outbox_failed(outbox_id uuid, error text, retry boolean DEFAULT true) RETURNS text
     LANGUAGE plpgsql AS $$
@@ -234,6 +253,7 @@ BEGIN
      WHERE id = outbox_id;
     RETURN (SELECT status::text FROM dionysus.outbox WHERE id = outbox_id);
 END $$;
+COMMENT ON FUNCTION mark_outbox_failed(uuid, text, boolean) IS 'Records a failed delivery; the message stays pending until 5 attempts.';
 
 CREATE FUNCTION approve_outbox(outbox_id uuid) RETURNS void
     LANGUAGE plpgsql AS $$
@@ -247,3 +267,4 @@ BEGIN
     UPDATE dionysus.outbox SET approved_at = coalesce(approved_at, now()) WHERE id = outbox_id;
     PERFORM pg_notify('dionysus_outbox', outbox_id::text);
 END $$;
+COMMENT ON FUNCTION approve_outbox(uuid) IS 'A human''s approval of a public message.';

@@ -56,6 +56,7 @@ BEGIN
     END IF;
     RETURN w;
 END $$;
+COMMENT ON FUNCTION heartbeat_warnings() IS 'Warnings of §9: hoarding, reach-out spam, stagnation, loops.';
 
 -- ---------------------------------------------------------------------------------------
 -- The heartbeat: begin (regenerate, observe, orient) and finish (record).
@@ -64,6 +65,7 @@ CREATE FUNCTION dionysus_internal.heartbeat_interval_minutes() RETURNS integer
     LANGUAGE sql STABLE AS $$
     SELECT coalesce(nullif(current_setting('dionysus.heartbeat_interval', true), '')::integer, 60)
 $$;
+COMMENT ON FUNCTION dionysus_internal.heartbeat_interval_minutes() IS 'The time between heartbeats in minutes (the dionysus.heartbeat_interval setting, default 60).';
 
 CREATE FUNCTION heartbeat_observe() RETURNS jsonb
     LANGUAGE plpgsql STABLE AS $$
@@ -89,6 +91,7 @@ BEGIN
                             FROM dionysus.worker_status w WHERE w.id = 1))
     FROM dionysus.heartbeat_state s WHERE s.id = 1);
 END $$;
+COMMENT ON FUNCTION heartbeat_observe() IS 'The environment a heartbeat observes (§5.1): time, the person''s presence and silence, pending work, system status.';
 
 -- The memories recall touched since `since` that the access log still holds (not yet folded),
 -- newest first; none on a hot standby, which cannot read the unlogged log (0.16.0).
@@ -101,6 +104,8 @@ BEGIN
     RETURN QUERY SELECT l.memory_id FROM dionysus.memory_access_log l WHERE l.accessed_at > since
                   ORDER BY l.accessed_at DESC LIMIT max_rows;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.recently_recalled(timestamptz, integer) IS
+    'The memories recall touched since a time that the access log still holds, newest first; none on a hot standby (the log is unlogged).';
 
 -- Themes recall has touched lately: concepts of memories accessed in the last day, else
 -- the memories themselves.
@@ -123,11 +128,14 @@ CREATE FUNCTION activated_themes(max_items integer DEFAULT 5) RETURNS jsonb
                                         ORDER BY a.last_accessed DESC NULLS LAST LIMIT max_items) m), '[]'::jsonb)
            END
 $$;
+COMMENT ON FUNCTION activated_themes(integer) IS
+    'Themes recall touched in the last day: the concepts of recently recalled memories, else the memories themselves (for the heartbeat context).';
 
 CREATE FUNCTION action_costs() RETURNS jsonb
     LANGUAGE sql STABLE AS $$
     SELECT jsonb_object_agg(substr(key, 6), value ORDER BY value, key) FROM dionysus.heartbeat_config WHERE key LIKE 'cost\_%'
 $$;
+COMMENT ON FUNCTION action_costs() IS 'The cost of every action (heartbeat_config.cost_<action>) as a jsonb object, cheapest first.';
 
 -- Starts a heartbeat, or returns the one in flight: exactly one at a time. Regenerates energy
 -- (min(previous × carry_over + base_regeneration, max)), observes, orients, and returns the
@@ -207,6 +215,10 @@ BEGIN
            updated_at = now() WHERE id = 1;
     RETURN ctx;
 END $$;
+COMMENT ON FUNCTION heartbeat_begin() IS
+    'Starts a heartbeat (or returns the one in flight): regenerates energy, observes, orients, and returns the whole '
+    'context as jsonb: energy, environment, goal review, recent memories, activated themes, identity, worldview, '
+    'action costs and warnings, within the heartbeat''s token budget (027; what it cut is under context_budget).';
 
 -- The fallback of §9.6 for when the LLM fails: reflect, then rest.
 CREATE FUNCTION heartbeat_default_decision() RETURNS jsonb
@@ -215,6 +227,7 @@ CREATE FUNCTION heartbeat_default_decision() RETURNS jsonb
              "actions": [{"action": "reflect", "params": {"focus": "recent experience"}}, {"action": "rest", "params": {}}],
              "goal_changes": []}'::jsonb
 $$;
+COMMENT ON FUNCTION heartbeat_default_decision() IS 'The fallback decision of §9.6 (reflect, then rest) for when the LLM fails.';
 
 -- Records the heartbeat: the narrative becomes an episodic memory linked to the goals it
 -- touched, and the log row is completed (§7.3).
@@ -277,6 +290,8 @@ BEGIN
     PERFORM dionysus.push_event('time', 'heartbeat', 2, jsonb_build_object('heartbeat_number', h.heartbeat_number, 'memory_id', mem));
     RETURN mem;
 END $$;
+COMMENT ON FUNCTION heartbeat_finish(uuid, text, double precision) IS
+    'Records a committed heartbeat: the narrative becomes an episodic memory linked to the goals touched, and the log row is completed.';
 
 -- The driver's sign of life while it works on a heartbeat (several model calls with
 -- retries can take long). Returns the heartbeat's status: a driver that reads 'recovered'
@@ -299,6 +314,8 @@ BEGIN
     END IF;
     RETURN st;
 END $$;
+COMMENT ON FUNCTION heartbeat_touch(uuid) IS
+    'The driver''s sign of life while it works on a heartbeat; returns its status (''recovered'': the scheduler closed it after silence, stop).';
 
 -- A heartbeat whose driver fell silent (no touch for heartbeat_timeout_minutes): committed
 -- with the fallback if need be, then finished with a plain narrative, so the schedule never
@@ -333,6 +350,8 @@ BEGIN
     END LOOP;
     RETURN n;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.recover_stalled_heartbeats() IS
+    'Closes heartbeats whose driver fell silent for heartbeat_timeout_minutes, each in its own subtransaction (one that fails is closed by force, with its reason).';
 
 CREATE FUNCTION heartbeat_due() RETURNS boolean
     LANGUAGE sql STABLE AS $$
@@ -340,6 +359,7 @@ CREATE FUNCTION heartbeat_due() RETURNS boolean
            AND (s.requested_at IS NOT NULL OR s.next_heartbeat_at IS NULL OR s.next_heartbeat_at <= dionysus.clock_now())
       FROM dionysus.heartbeat_state s WHERE s.id = 1
 $$;
+COMMENT ON FUNCTION heartbeat_due() IS 'Whether a heartbeat is due: not paused, no session, none in flight, and requested or past its time.';
 
 -- One tick of the scheduler (the worker calls it): recovers stalled heartbeats, then wakes
 -- the driver on 'dionysus_heartbeat' when one is due, and again on 'dionysus_work' /
@@ -420,3 +440,6 @@ BEGIN
                               'ended_session', ended_session, 'language_work_queued', language_work, 'proactive', proactive,
                               'contacts_reannounced', contacts_waiting, 'errors', errors);
 END $$;
+COMMENT ON FUNCTION scheduler_tick() IS
+    'What the scheduler worker does each tick: closes stalled heartbeats with the fallback, ends an idle session, queues '
+    'language work, and NOTIFYs dionysus_heartbeat when one is due, dionysus_work / dionysus_outbox while items wait.';

@@ -48,12 +48,17 @@ BEGIN
     GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('rule_firings', n);
     RETURN pruned;
 END $$;
+COMMENT ON FUNCTION prune_history(integer) IS
+    'Retention: deletes, at most batch rows per table, ledger entries, finished heartbeats, finished work, sent messages of the outbox, '
+    'access-log rows and cache entries older than heartbeat_config.retention_days (90). Never the message log or memories. '
+    'The maintenance pass calls it; returns the counts.';
 
 -- Sizes of the tables that grow, in bytes (with their indexes and TOAST).
 CREATE FUNCTION dionysus_internal.table_bytes(tables text[]) RETURNS jsonb
     LANGUAGE sql STABLE AS $$
     SELECT jsonb_object_agg(t, pg_total_relation_size(('dionysus.' || quote_ident(t))::regclass) ORDER BY t) FROM unnest(tables) t
 $$;
+COMMENT ON FUNCTION dionysus_internal.table_bytes(text[]) IS 'Total sizes (with indexes and TOAST) of the named dionysus tables, in bytes.';
 
 -- Appendix A, plus the queue, the outbox and the warnings.
 CREATE VIEW heartbeat_health AS
@@ -81,3 +86,5 @@ SELECT
     heartbeat_warnings()                                                    AS warnings,
     dionysus_internal.table_bytes(ARRAY['heartbeat_log', 'energy_ledger', 'work_queue', 'outbox', 'messages']) AS table_bytes
 FROM heartbeat_state s CROSS JOIN scheduler_status sc WHERE s.id = 1;
+COMMENT ON VIEW heartbeat_health IS
+    'Appendix A: heartbeats, energy, goals, reach-outs; plus queue depth, oldest pending work, outbox backlog, warnings and the tables'' sizes in bytes.';

@@ -31,6 +31,9 @@ CREATE TABLE messages (
     import_id           uuid,
     UNIQUE (platform, platform_message_id)
 );
+COMMENT ON TABLE messages IS
+    'The immutable message log (seed 004 raw_messages): every turn once per (platform, platform_message_id), chained to the '
+    'previous turn of its channel, with the episodic memory it became.';
 CREATE INDEX messages_channel ON messages (platform, channel_id, created_at DESC, id DESC);
 ALTER TABLE outbox ADD CONSTRAINT outbox_reply_to_fkey FOREIGN KEY (reply_to) REFERENCES messages (id) ON DELETE SET NULL;
 CREATE INDEX messages_memory ON messages (memory_id);
@@ -52,6 +55,7 @@ BEGIN
     END IF;
     RETURN NEW;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.messages_immutable() IS 'Trigger: the message log is immutable (only links that deletions clear may change).';
 CREATE TRIGGER messages_immutable BEFORE UPDATE ON messages FOR EACH ROW EXECUTE FUNCTION dionysus_internal.messages_immutable();
 
 -- ---------------------------------------------------------------------------------------
@@ -69,6 +73,8 @@ CREATE TABLE prompt_templates (
     created_at  timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (key, version)
 );
+COMMENT ON TABLE prompt_templates IS
+    'Versioned prompt templates with {{placeholders}}, one active version per key; set_prompt_template() adds a version.';
 CREATE UNIQUE INDEX prompt_templates_one_active ON prompt_templates (key) WHERE active;
 
 CREATE FUNCTION prompt_template(key text) RETURNS jsonb
@@ -84,6 +90,7 @@ BEGIN
     END IF;
     RETURN jsonb_build_object('key', t.key, 'version', t.version, 'template', t.template, 'temperature', t.temperature);
 END $$;
+COMMENT ON FUNCTION prompt_template(text) IS 'The active version of a prompt template: {key, version, template, temperature}.';
 
 CREATE FUNCTION set_prompt_template(key text, template text, temperature double precision DEFAULT NULL,
                                     note text DEFAULT NULL) RETURNS integer
@@ -111,6 +118,8 @@ BEGIN
     VALUES (key, v, template, coalesce(temperature, prev.temperature, 0.7), note);
     RETURN v;
 END $$;
+COMMENT ON FUNCTION set_prompt_template(text, text, double precision, text) IS
+    'Adds a new active version of a prompt template (the previous stays, inactive); returns the version number.';
 
 -- ---------------------------------------------------------------------------------------
 -- Logging a turn (seed 004 §3 step 3). One call, one transaction: the turn, its memory, the
@@ -206,6 +215,10 @@ BEGIN
                               -- A contact whose answer the cues could not judge: the fast model may (contact_feedback).
                               'feedback_unsure', noted -> 'feedback_unsure');
 END $$;
+COMMENT ON FUNCTION log_message(text, text, text, text, text, boolean, boolean, uuid, text) IS
+    'Logs one turn in one transaction: deduplicated by the platform''s message id, chained, remembered as an episodic memory '
+    'private to the turn''s person (the author of a person''s turn; for the bot''s, person or the author of reply_to); '
+    'a person''s turn also starts the session and queues its extraction. Returns {message_id, duplicate, prev_message_id, memory_id, work_id, person}.';
 
 -- The reply to a person's message, reserved for the worker that will send it (reserve →
 -- send → confirm, see the outbox in 003). One reply per message: asked again (a redelivery,
@@ -238,6 +251,10 @@ BEGIN
     END IF;
     RETURN QUERY SELECT * FROM dionysus.outbox o WHERE o.reply_to = queue_reply.message_id;
 END $$;
+COMMENT ON FUNCTION queue_reply(uuid, text, text) IS
+    'The reply to a person''s message, in the outbox and reserved for the worker that sends it (reserve → send → confirm). One reply '
+    'per message: asked again it returns the reply already queued (re-reserved for the caller when nobody else holds it); with '
+    'content NULL it only looks for that reply.';
 
 -- ---------------------------------------------------------------------------------------
 -- The context of a reply (seed 004 §3 steps 4–5): the last turns of the channel, what recall
@@ -400,6 +417,14 @@ BEGIN
         -- brought up that this one did not (NULL outside a person's open session).
         'working_memory', wmem), task, budget);
 END $$;
+COMMENT ON FUNCTION chat_context(uuid, integer, integer, boolean, integer) IS
+    'Everything a reply needs: the last turns of the channel, recalled memories (turns in view left out; facts marked), '
+    'triples about the entities named and the person, the people in their life it names with how they relate (people), the active goals, the person''s north stars and objectives; only what the message''s person may see. '
+    'With use_archetype, the nearest context archetype sets the turns, memories, similarity threshold and triple depth (reported as archetype), '
+    'within max_memories and max_turns (which alone apply when no archetype is near enough). '
+    'working_memory: the session''s focus, open threads and what earlier turns brought up (a context with memories steps it once per turn; NULL outside a person''s open session). '
+    'All within a token budget (027): the archetype''s task''s (casual chat''s without one), or budget tokens (100 to 200000); each item at the richest level that fits '
+    '(a memory''s or turn''s content is that level''s text, with level and tokens), the rest cut; context_budget reports what was included at which level and what was cut.';
 
 -- ---------------------------------------------------------------------------------------
 -- Sessions end when idle (seed 000 §5.3); a significant one requests a heartbeat.
@@ -420,6 +445,9 @@ BEGIN
     PERFORM dionysus.session_end(turns >= dionysus_internal.heartbeat_setting('significant_session_turns'));
     RETURN true;
 END $$;
+COMMENT ON FUNCTION end_idle_session() IS
+    'Ends the session when the person has been silent for session_idle_minutes; with significant_session_turns or more of '
+    'their turns it requests a heartbeat. Returns whether it ended one.';
 
 -- ---------------------------------------------------------------------------------------
 -- Language jobs of the worker (seed 000 §6.4–6.5), queued for the driver: summaries of
@@ -478,6 +506,10 @@ BEGIN
     END IF;
     RETURN n;
 END $$;
+COMMENT ON FUNCTION enqueue_language_work() IS
+    'Queues the worker''s language jobs for the driver (seed 000 §6.4–6.5): summaries of closed episodes, concepts of young memories, '
+    'the summary and micro levels of long fresh memories (027). '
+    'Closes episodes left open past the gap first. Returns how many were queued.';
 
 -- What a summary needs: the episode's memories in order.
 CREATE FUNCTION episode_transcript(episode_id uuid) RETURNS jsonb
@@ -487,6 +519,7 @@ CREATE FUNCTION episode_transcript(episode_id uuid) RETURNS jsonb
       FROM dionysus.episode_memories em JOIN dionysus.memories m ON m.id = em.memory_id
      WHERE em.episode_id = episode_transcript.episode_id
 $$;
+COMMENT ON FUNCTION episode_transcript(uuid) IS 'An episode''s memories in order, for its summary.';
 
 -- ---------------------------------------------------------------------------------------
 -- The default prompts. Each begins with a "TASK:" line, so a log (or a scripted test model)

@@ -19,24 +19,29 @@
 CREATE FUNCTION person_key(platform text, author_id text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN lower(btrim(platform)) || ':' || btrim(author_id);
+COMMENT ON FUNCTION person_key(text, text) IS 'The key of a person on a platform, ''platform:author_id'': what private_to lists.';
 
 -- Whether `person` may see something private to `private_to` (NULL person: only what is
 -- private to nobody).
 CREATE FUNCTION dionysus_internal.visible_to(private_to text[], person text) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN private_to IS NULL OR (person IS NOT NULL AND private_to <@ ARRAY[person]);
+COMMENT ON FUNCTION dionysus_internal.visible_to(text[], text) IS
+    'Whether a person may see something private to private_to: it is private to nobody, or to nobody but them.';
 
 -- The privacy of something made of two things: the people of both (NULL when neither is private).
 CREATE FUNCTION dionysus_internal.privacy_union(a text[], b text[]) RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN CASE WHEN a IS NULL AND b IS NULL THEN NULL
                 ELSE (SELECT array_agg(DISTINCT p ORDER BY p) FROM unnest(coalesce(a, '{}') || coalesce(b, '{}')) p) END;
+COMMENT ON FUNCTION dionysus_internal.privacy_union(text[], text[]) IS 'The privacy of something made of two things: the people of both, sorted; NULL if neither is private.';
 
 -- The privacy of what was made from these memories.
 CREATE FUNCTION dionysus_internal.memory_privacy(memory_ids uuid[]) RETURNS text[]
     LANGUAGE sql STABLE PARALLEL SAFE
     RETURN (SELECT array_agg(DISTINCT p ORDER BY p)
               FROM dionysus.memories m, unnest(m.private_to) p WHERE m.id = ANY(memory_ids));
+COMMENT ON FUNCTION dionysus_internal.memory_privacy(uuid[]) IS 'The people whose private words these memories hold (what is made from them is as private).';
 
 -- True when the memories closest in meaning to `content` (cosine similarity ≥ 0.5, the five
 -- nearest) exist and all came from the web: the web is then its only basis. Identity,
@@ -58,6 +63,9 @@ BEGIN
      WHERE s.sim >= 0.5;
     RETURN n > 0 AND web = n;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.web_only_basis(text) IS
+    'True when the active memories closest to a text (five nearest, similarity >= 0.5) exist and all came from the web: '
+    'identity, worldview and reach-outs resting on it alone are refused.';
 
 -- The person a reach-out goes to: the one named (who must have talked here), else whoever
 -- wrote last. With the platform and author, so the driver can open their direct messages.
@@ -77,6 +85,8 @@ BEGIN
     END IF;
     RETURN jsonb_build_object('person', m.person, 'platform', m.platform, 'author_id', m.author_id);
 END $$;
+COMMENT ON FUNCTION reach_out_target(text) IS
+    'Whom a reach-out goes to: the named person (who must have talked here), else whoever wrote last; {person, platform, author_id}.';
 
 -- The people Dionysus talks with, for the heartbeat's context (whom a reach-out could go to).
 CREATE FUNCTION known_people() RETURNS jsonb
@@ -85,3 +95,4 @@ CREATE FUNCTION known_people() RETURNS jsonb
       FROM (SELECT person, max(created_at) AS at FROM dionysus.messages
              WHERE NOT is_bot AND person IS NOT NULL AND import_id IS NULL GROUP BY person ORDER BY max(created_at) DESC LIMIT 20) p
 $$;
+COMMENT ON FUNCTION known_people() IS 'The people who talk with Dionysus, most recent first (for the heartbeat''s context).';

@@ -29,6 +29,7 @@ CREATE TABLE proactive_config (
     value       double precision NOT NULL CHECK (value >= 0 AND value < 'Infinity'::float8),
     description text NOT NULL
 );
+COMMENT ON TABLE proactive_config IS 'Every rate, threshold and limit of the proactive mind, as data (UPDATE to tune).';
 INSERT INTO proactive_config (key, value, description) VALUES
     ('base_tick_seconds', 300, 'the tick interval at pressure 1 and full vitality, before the time of day'),
     ('min_tick_seconds', 10, 'the shortest tick (alert)'),
@@ -92,6 +93,7 @@ BEGIN
     END IF;
     RETURN NEW;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.proactive_config_check() IS 'Trigger: proactive_config values within their ranges (shares in [0, 1], time constants above 0, whole hours).';
 CREATE TRIGGER proactive_config_check BEFORE INSERT OR UPDATE ON proactive_config
     FOR EACH ROW EXECUTE FUNCTION dionysus_internal.proactive_config_check();
 
@@ -100,6 +102,7 @@ CREATE TABLE contact_weights (
     weight      double precision NOT NULL CHECK (weight >= 0 AND weight <= 1),
     description text NOT NULL
 );
+COMMENT ON TABLE contact_weights IS 'The neuron of contact: pressure = sum of weight × input (social debt, acquaintance, task pressure, curiosity).';
 INSERT INTO contact_weights (input, weight, description) VALUES
     ('social_debt', 0.4, 'we have not talked in a while'),
     ('acquaintance', 0.3, 'the relationship is new: there is much to learn about them'),
@@ -113,6 +116,7 @@ CREATE TABLE personality (
     learning_rate double precision NOT NULL DEFAULT 0.002 CHECK (learning_rate >= 0 AND learning_rate <= 0.1),
     description   text NOT NULL
 );
+COMMENT ON TABLE personality IS 'Traits in [0, 1] that change behaviour (thresholds, back-off, curiosity) and the composer''s voice; they move very slowly.';
 INSERT INTO personality (trait, value, description) VALUES
     ('humor', 0.5, '0 serious, 1 playful (the composer''s voice)'),
     ('formality', 0.3, '0 casual, 1 formal (the composer''s voice)'),
@@ -140,6 +144,7 @@ CREATE TABLE agent_state (
     model_calls           bigint NOT NULL DEFAULT 0,
     updated_at            timestamptz NOT NULL DEFAULT now()
 );
+COMMENT ON TABLE agent_state IS 'The agent''s own state: vitality (0–1, not the heartbeat''s energy), mode, disturbance, and its dynamic tick.';
 INSERT INTO agent_state DEFAULT VALUES;
 
 CREATE TABLE people (
@@ -173,6 +178,7 @@ CREATE TABLE people (
     last_evaluated_at      timestamptz,
     updated_at             timestamptz NOT NULL DEFAULT now()
 );
+COMMENT ON TABLE people IS 'Each person as the proactive mind sees them: social debt, curiosity, task pressure, restraint, mood, contact history, a contact their rule asked for, the check-in cadence.';
 
 -- When they write, by hour of their week (0 = Monday 00:00 local): the belief about when they
 -- are available. A decayed count, so old habits fade; `misses` counts contacts at that hour
@@ -184,6 +190,7 @@ CREATE TABLE person_rhythm (
     misses       double precision NOT NULL DEFAULT 0 CHECK (misses >= 0),
     PRIMARY KEY (person, hour_of_week)
 );
+COMMENT ON TABLE person_rhythm IS 'When a person writes, by hour of their week (decayed counts): the belief about when they are available.';
 
 -- What they said about themselves: busy, asleep, away, "stop checking in". Holds until it
 -- expires or they write again.
@@ -197,6 +204,7 @@ CREATE TABLE person_signals (
     message_id uuid,
     words      text NOT NULL
 );
+COMMENT ON TABLE person_signals IS 'What a person said about contact (busy, asleep, away, stop checking in), held until it expires or they write again.';
 CREATE INDEX person_signals_open ON person_signals (person) WHERE ended_at IS NULL;
 
 -- ---------------------------------------------------------------------------------------
@@ -217,6 +225,7 @@ CREATE TABLE events (
     handled_at   timestamptz,
     reason       text
 );
+COMMENT ON TABLE events IS 'The event queue (CRITICAL 0 … IDLE 4): merged, dropped under load, filtered while the agent rests, processed by the tick.';
 CREATE INDEX events_queued ON events (priority, at) WHERE status = 'queued';
 CREATE INDEX events_type_at ON events (type, at);
 CREATE INDEX events_scheduled ON events (at) WHERE status = 'scheduled';
@@ -228,6 +237,7 @@ CREATE TABLE event_counters (
     count    bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (reason, priority)
 );
+COMMENT ON TABLE event_counters IS 'Events that never reached processing, by why (merged, dropped by age, dropped by overload, filtered) and priority.';
 
 -- Pattern accumulation: `threshold` events of a type within `window_seconds` become one HIGH
 -- event for the thinking layer (one car horn is ignored, ten are noticed).
@@ -238,6 +248,7 @@ CREATE TABLE event_patterns (
     hoisted_type    text NOT NULL CHECK (hoisted_type ~ '^[a-z][a-z0-9_.]{0,62}$'),
     last_hoisted_at timestamptz
 );
+COMMENT ON TABLE event_patterns IS 'Pattern accumulation: this many events of a type within the window become one HIGH event.';
 INSERT INTO event_patterns (event_type, window_seconds, threshold, hoisted_type) VALUES
     ('contact_urge', 3600, 6, 'restless'),
     ('reaction', 600, 10, 'reaction_storm'),
@@ -275,6 +286,7 @@ CREATE TABLE contact_evaluations (
     -- Real time of the record: orders evaluations made at one instant of a frozen clock.
     recorded_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
+COMMENT ON TABLE contact_evaluations IS 'Every evaluation of contact with its inputs, weights, contributions, threshold, gates, outcome and decision: why Dionysus wrote, or did not.';
 CREATE INDEX contact_evaluations_person ON contact_evaluations (person, at DESC);
 CREATE INDEX contact_evaluations_open ON contact_evaluations (at) WHERE outcome = 'opportunity' AND decision IS NULL;
 -- outbox.contact_id (002) names the evaluation that made a message; checked at commit, as the two
@@ -295,22 +307,26 @@ BEGIN
     END IF;
     RETURN v;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.proactive_setting(text) IS 'One value of proactive_config; an unknown key is an error naming it.';
 
 CREATE FUNCTION dionysus_internal.trait(name text) RETURNS double precision
     LANGUAGE sql STABLE AS $$
     SELECT coalesce((SELECT value FROM dionysus.personality WHERE trait = name), 0.5)
 $$;
+COMMENT ON FUNCTION dionysus_internal.trait(text) IS 'A personality trait''s value (0.5 if unknown).';
 
 CREATE FUNCTION dionysus_internal.priority_name(p smallint) RETURNS text
     LANGUAGE sql IMMUTABLE AS $$
     SELECT (ARRAY['CRITICAL', 'HIGH', 'NORMAL', 'LOW', 'IDLE'])[p + 1]
 $$;
+COMMENT ON FUNCTION dionysus_internal.priority_name(smallint) IS 'CRITICAL, HIGH, NORMAL, LOW or IDLE.';
 
 CREATE FUNCTION dionysus_internal.count_event(why text, p smallint, n bigint DEFAULT 1) RETURNS void
     LANGUAGE sql AS $$
     INSERT INTO dionysus.event_counters (reason, priority, count) VALUES (why, p, n)
     ON CONFLICT (reason, priority) DO UPDATE SET count = dionysus.event_counters.count + EXCLUDED.count
 $$;
+COMMENT ON FUNCTION dionysus_internal.count_event(text, smallint, bigint) IS 'Counts events that did not reach processing.';
 
 -- The person's row, created on first sight.
 CREATE FUNCTION dionysus_internal.person_row(who text) RETURNS dionysus.people
@@ -321,12 +337,14 @@ BEGIN
     SELECT * INTO p FROM dionysus.people WHERE person = who FOR UPDATE;
     RETURN p;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.person_row(text) IS 'The person''s row, created on first sight, locked.';
 
 -- Hour of the week (Monday 00:00 = 0) of an instant in a time zone.
 CREATE FUNCTION dionysus_internal.hour_of_week(at timestamptz, tz text) RETURNS smallint
     LANGUAGE sql STABLE AS $$
     SELECT ((extract(isodow FROM at AT TIME ZONE tz)::int - 1) * 24 + extract(hour FROM at AT TIME ZONE tz)::int)::smallint
 $$;
+COMMENT ON FUNCTION dionysus_internal.hour_of_week(timestamptz, text) IS 'Hour of the week (Monday 00:00 = 0) of an instant in a time zone.';
 
 -- What the person is believed to be able to do at an instant: availability in [0, 1] from
 -- their learned rhythm, blended by the confidence in it with the prior a considerate stranger
@@ -383,6 +401,8 @@ BEGIN
     belief := confidence * learned + (1 - confidence) * prior;
     RETURN NEXT;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.availability(text, timestamptz) IS
+    'The belief that a person is available at an instant: their learned rhythm blended with the day/night prior by the confidence in it.';
 
 -- A contact at this hour of their week went unanswered (1) or was answered late (0.5).
 CREATE FUNCTION dionysus_internal.note_miss(who text, contact_at timestamptz, weight double precision) RETURNS void
@@ -391,6 +411,7 @@ CREATE FUNCTION dionysus_internal.note_miss(who text, contact_at timestamptz, we
     VALUES (who, dionysus_internal.hour_of_week(contact_at, (SELECT time_zone FROM dionysus.people WHERE person = who)), weight)
     ON CONFLICT (person, hour_of_week) DO UPDATE SET misses = dionysus.person_rhythm.misses + EXCLUDED.misses
 $$;
+COMMENT ON FUNCTION dionysus_internal.note_miss(text, timestamptz, double precision) IS 'A contact at that hour of the person''s week went unanswered (1) or was answered late (0.5): less availability believed there.';
 
 -- "busy", "going to sleep", "back tomorrow", "not until Monday", "stop checking in": the
 -- person's own word about contact, with when it ends (their local time). NULL: none said.
@@ -427,6 +448,7 @@ BEGIN
         RETURN NEXT; RETURN;
     END IF;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.contact_signal(text, timestamptz, text) IS 'The person''s own word about contact in a message (busy, asleep, away, stop checking in) and when it ends.';
 
 -- An answer that only acknowledges ("ok", "thanks", "👍"): it updates beliefs and relieves
 -- social debt with no model call and needs no reply (seed 003's layered processing).
@@ -434,6 +456,7 @@ CREATE FUNCTION is_acknowledgement(words text) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT coalesce(btrim(lower(words)) ~ '^((ok(ay)?|k+|sure|thanks?( you)?|thx|ty|cool|nice|great|got it|will do|noted|yep|yes|yeah|sounds good|alright|👍|🙏|❤️|😊|🙂|✅|👌)[.!, ]*)+$', false)
 $$;
+COMMENT ON FUNCTION is_acknowledgement(text) IS 'True for a message that only acknowledges ("ok", "thanks", "👍"): it needs no reply and no model.';
 
 -- ---------------------------------------------------------------------------------------
 -- Events: push, merge, hoist
@@ -502,6 +525,8 @@ BEGIN
     END IF;
     RETURN new_id;
 END $$;
+COMMENT ON FUNCTION push_event(text, text, integer, jsonb, text, text) IS
+    'Queues an event (source communication/thoughts/internal/time, a type, priority 0 CRITICAL … 4 IDLE): the same again within 5 s is merged; patterns are hoisted; HIGH and CRITICAL bring the next tick forward.';
 
 -- ---------------------------------------------------------------------------------------
 -- A person wrote: beliefs, debt, signals, cadence (called by log_message, in its transaction)
@@ -588,6 +613,7 @@ BEGIN
     RETURN jsonb_build_object('acknowledgement', ack, 'answered_contact', answered, 'signal', sig.kind, 'signal_until', sig.until,
                               'feedback_unsure', unsure);
 END $$;
+COMMENT ON FUNCTION dionysus_internal.note_person_message(text, uuid, text) IS 'A person wrote: rhythm, signals, social debt, an answered contact, the check-in cadence reset.';
 
 -- ---------------------------------------------------------------------------------------
 -- The neuron: one evaluation of whether to contact one person, written down
@@ -787,6 +813,7 @@ BEGIN
     END IF;
     RETURN e;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.evaluate_contact(text) IS 'One evaluation of contact with one person, written to contact_evaluations; NOTIFY dionysus_contact at a crossing.';
 
 CREATE FUNCTION explain_contact(for_person text DEFAULT NULL, max_items integer DEFAULT 1)
     RETURNS TABLE (evaluation_id uuid, at timestamptz, person text, outcome text, pressure double precision,
@@ -802,6 +829,8 @@ BEGIN
      WHERE for_person IS NULL OR c.person = for_person
      ORDER BY c.at DESC, c.recorded_at DESC LIMIT max_items;
 END $$;
+COMMENT ON FUNCTION explain_contact(text, integer) IS
+    'Why Dionysus wrote or did not: the latest evaluations (of one person, or anyone), each with its inputs, weights, contributions, threshold, gates and decision.';
 
 -- ---------------------------------------------------------------------------------------
 -- The tick: events, state, evaluations, the next interval
@@ -986,12 +1015,15 @@ BEGIN
                               'events_processed', n_processed, 'events_filtered', n_filtered, 'events_dropped', n_dropped,
                               'evaluated', evaluated, 'opportunities', opportunities, 'rules_fired', n_fired);
 END $$;
+COMMENT ON FUNCTION proactive_tick() IS
+    'One tick of the proactive mind: scheduled events released, the hour''s time events, events dropped, filtered or processed (with their rules), vitality and disturbance, the tick rules moving each person''s state, contact evaluated where the cadence is due, the next interval computed. The scheduler calls it when due.';
 
 -- Whether the proactive tick is due (the scheduler calls proactive_tick then).
 CREATE FUNCTION dionysus_internal.proactive_tick_due() RETURNS boolean
     LANGUAGE sql STABLE AS $$
     SELECT coalesce(next_tick_at <= dionysus.clock_now(), true) FROM dionysus.agent_state WHERE id = 1
 $$;
+COMMENT ON FUNCTION dionysus_internal.proactive_tick_due() IS 'Whether the proactive tick''s interval is up.';
 
 -- ---------------------------------------------------------------------------------------
 -- The smart layer's side: what the driver needs at a crossing, and its decision
@@ -1021,6 +1053,7 @@ BEGIN
         'north_stars', coalesce((SELECT jsonb_agg(n.content ORDER BY n.created_at) FROM dionysus.person_north_stars(e.person) n), '[]'::jsonb),
         'objectives', coalesce((SELECT jsonb_agg(o.description) FROM (SELECT * FROM dionysus.person_objectives(e.person) LIMIT 5) o), '[]'::jsonb));
 END $$;
+COMMENT ON FUNCTION contact_opportunity(uuid) IS 'What the thinking layer needs at a crossing: the explanation, the person''s own recent turns, their open requests, the personality.';
 
 CREATE FUNCTION decide_contact(evaluation_id uuid, decision text, message text DEFAULT NULL, reason text DEFAULT NULL,
                                decided_by text DEFAULT 'model') RETURNS jsonb
@@ -1141,6 +1174,8 @@ BEGIN
     PERFORM pg_notify('dionysus_outbox', msg_id::text);
     RETURN jsonb_build_object('decision', 'message', 'outbox_id', msg_id, 'duplicate', false);
 END $$;
+COMMENT ON FUNCTION decide_contact(uuid, text, text, text, text) IS
+    'The thinking layer''s answer to a crossing: wait (the check-in interval backs off) or message (gates checked again, energy spent, the message queued for the person exactly once). Idempotent.';
 
 -- A contact Dionysus started was delivered (confirm_outbox calls this in its transaction). One
 -- they asked for (a reminder) waits for no answer and starts no cooldown: it is not unsolicited.
@@ -1158,6 +1193,7 @@ BEGIN
            social_debt = x.social_debt * (1 - dionysus_internal.proactive_setting('debt_relief_on_contact')), updated_at = now()
      WHERE x.person = who;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.note_contact_delivered(text) IS 'A contact Dionysus started reached the person: awaiting their reply (unless they asked for it), social debt relieved.';
 
 CREATE FUNCTION set_person_time_zone(person text, time_zone text) RETURNS void
     LANGUAGE plpgsql AS $$
@@ -1172,6 +1208,7 @@ BEGIN
     PERFORM dionysus_internal.person_row(person);
     UPDATE dionysus.people x SET time_zone = set_person_time_zone.time_zone, updated_at = now() WHERE x.person = set_person_time_zone.person;
 END $$;
+COMMENT ON FUNCTION set_person_time_zone(text, text) IS 'The person''s time zone (an IANA name): their quiet hours and rhythm are in their local time.';
 
 -- The thinking layer's two prompts: decide at a crossing (fast model), then compose (smart).
 INSERT INTO prompt_templates (key, version, temperature, note, template) VALUES
@@ -1211,3 +1248,4 @@ SELECT a.mode, round(a.vitality::numeric, 3) AS vitality, round(a.disturbance::n
        (SELECT to_jsonb(x) FROM (SELECT c.person, c.at, c.outcome, c.explanation, c.decision FROM contact_evaluations c
                                   ORDER BY c.at DESC, c.recorded_at DESC LIMIT 1) x) AS last_evaluation
   FROM agent_state a WHERE a.id = 1;
+COMMENT ON VIEW proactive_health IS 'The proactive mind at a glance: mode, vitality, pressure, tick, queued and lost events, waiting crossings, the last evaluation.';

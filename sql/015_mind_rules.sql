@@ -42,6 +42,7 @@ CREATE TABLE mind_rules (
     ended_at     timestamptz,
     CHECK (origin = 'built_in' OR person IS NOT NULL)
 );
+COMMENT ON TABLE mind_rules IS 'Rules as data: trigger (event type or tick), a declarative condition over named values, intents (adjust, create_objective, schedule_event, request_contact), weight and use; built-in, the person''s own, or learned (those strengthen with use, decay unused, are forgotten).';
 CREATE UNIQUE INDEX mind_rules_name ON mind_rules (coalesce(person, ''), name) WHERE status = 'active';
 CREATE INDEX mind_rules_trigger ON mind_rules (trigger) WHERE status = 'active';
 
@@ -56,6 +57,7 @@ CREATE TABLE rule_firings (
     -- Per rule: its id, name, and each intent as applied (before → after, or what it made).
     fired    jsonb NOT NULL
 );
+COMMENT ON TABLE rule_firings IS 'Every rule pass that fired: the values the conditions read, and what each rule changed or made.';
 CREATE INDEX rule_firings_person ON rule_firings (person, at DESC);
 
 CREATE TABLE learning_log (
@@ -71,6 +73,7 @@ CREATE TABLE learning_log (
     signal     double precision NOT NULL,
     cause      text NOT NULL
 );
+COMMENT ON TABLE learning_log IS 'Every change learned from how a person answered or ignored a contact (timing, topic weight, personality), with before, after and cause.';
 CREATE INDEX learning_log_person ON learning_log (person, at DESC);
 
 -- What the person's answers taught about each reason to write to them ("topics"): a factor on
@@ -81,6 +84,7 @@ CREATE TABLE person_contact_weights (
     factor double precision NOT NULL DEFAULT 1 CHECK (factor >= 0.5 AND factor <= 1.5),
     PRIMARY KEY (person, input)
 );
+COMMENT ON TABLE person_contact_weights IS 'What a person''s answers taught about each reason to write to them: a factor in [0.5, 1.5] on the global contact weight.';
 
 INSERT INTO proactive_config (key, value, description) VALUES
     ('rule_strengthen', 0.1, 'a learned rule that fires moves this share of the way to weight 1'),
@@ -132,6 +136,7 @@ CREATE FUNCTION rule_vocabulary() RETURNS jsonb
             'schedule_event', '{"schedule_event": "type", "in_minutes": N, "priority": 0…4}',
             'request_contact', '{"request_contact": "what to write to them about"} (a contact they asked for: no cooldown)'))
 $$;
+COMMENT ON FUNCTION rule_vocabulary() IS 'Everything a rule may use: triggers, values a condition reads, operators, the condition grammar and the intents. The fast model is given this; add_rule accepts nothing else.';
 
 -- A condition is a tree of at most 32 nodes, 6 deep, over the vocabulary's values only.
 CREATE FUNCTION dionysus_internal.check_rule_condition(cond jsonb, at_path text DEFAULT 'condition', depth integer DEFAULT 0)
@@ -187,6 +192,7 @@ BEGIN
     END IF;
     RETURN nodes;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.check_rule_condition(jsonb, text, integer) IS 'Checks a rule condition against the grammar and vocabulary (at most 32 parts, 6 deep); errors name the path.';
 
 CREATE FUNCTION dionysus_internal.check_rule_intents(intents jsonb) RETURNS void
     LANGUAGE plpgsql IMMUTABLE AS $$
@@ -250,6 +256,7 @@ BEGIN
         i := i + 1;
     END LOOP;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.check_rule_intents(jsonb) IS 'Checks a rule''s intents (1 to 8, each adjust, create_objective, schedule_event or request_contact with its bounds); errors name the intent.';
 
 -- Whether a (checked) condition holds for these values. A value unknown at this moment (no
 -- contact yet, no person) makes its comparison false.
@@ -283,6 +290,7 @@ BEGIN
     RETURN CASE cond ->> 'op' WHEN '<' THEN l < r WHEN '<=' THEN l <= r WHEN '>' THEN l > r WHEN '>=' THEN l >= r
                               WHEN '=' THEN l = r WHEN '!=' THEN l <> r ELSE false END;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.rule_holds(jsonb, jsonb) IS 'Whether a checked condition holds for the values (an unknown value makes its comparison false).';
 
 -- The values a rule reads, for one person (or none) at one instant.
 CREATE FUNCTION dionysus_internal.rule_values(who text, t timestamptz, ev dionysus.events DEFAULT NULL) RETURNS jsonb
@@ -317,6 +325,7 @@ BEGIN
     END IF;
     RETURN v;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.rule_values(text, timestamptz, dionysus.events) IS 'The values rules read for one person (or none) at an instant.';
 
 -- Run the active rules of one trigger for one person (or for nobody in particular): read the
 -- values once, check every condition against them, then apply the intents in a fixed order
@@ -434,6 +443,8 @@ BEGIN
     VALUES (t, who, on_trigger, ev.id, vals, fired);
     RETURN cardinality(fired_rules);
 END $$;
+COMMENT ON FUNCTION dionysus_internal.run_rules(text, text, double precision, dionysus.events) IS
+    'Runs the active rules of a trigger for a person: conditions read once, intents applied in a fixed order (adjust, create_objective, schedule_event, request_contact), the pass logged, learned rules strengthened.';
 
 -- Learned rules unused for a day lose weight, and are forgotten below the threshold.
 CREATE FUNCTION dionysus_internal.decay_rules() RETURNS integer
@@ -455,6 +466,7 @@ BEGIN
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.decay_rules() IS 'Learned rules unused for a day lose weight; below rule_forget_below they are forgotten.';
 
 -- A rule in the person's words, as the fast model proposed it: checked against the vocabulary,
 -- stored as theirs. Returns the rule as stored. SECURITY DEFINER: the driver's role inserts no
@@ -505,6 +517,8 @@ BEGIN
     RETURN jsonb_build_object('rule_id', r.id, 'name', r.name, 'trigger', r.trigger, 'condition', r.condition, 'intents', r.intents,
                               'description', r.description);
 END $$;
+COMMENT ON FUNCTION add_rule(text, text, jsonb) IS
+    'A rule in the person''s words (as the fast model proposed it: name, trigger, condition, intents): checked against rule_vocabulary(), stored as theirs, acting only on them. Errors name the part that is wrong.';
 REVOKE EXECUTE ON FUNCTION add_rule(text, text, jsonb) FROM PUBLIC;
 
 -- A person's rules (active first), and the built-ins that apply to everyone.
@@ -517,6 +531,7 @@ CREATE FUNCTION person_rules(for_person text)
      WHERE (m.person = for_person AND m.status <> 'removed') OR (m.person IS NULL AND m.status = 'active')
      ORDER BY m.person NULLS LAST, m.status, m.id
 $$;
+COMMENT ON FUNCTION person_rules(text) IS 'A person''s rules (active, forgotten) and the built-ins that apply to everyone, with weight and use.';
 
 -- The person takes one of their rules back. Only their own: built-ins and other people's
 -- rules are not theirs to remove.
@@ -531,6 +546,7 @@ BEGIN
      WHERE m.id = remove_rule.rule_id AND m.person = remove_rule.person AND m.status = 'active';
     RETURN FOUND;
 END $$;
+COMMENT ON FUNCTION remove_rule(text, bigint) IS 'The person takes one of their own rules back; false if it is not theirs or not active.';
 
 -- The bootstrap: the base dynamics, as rules a person can read (and an owner retune).
 INSERT INTO mind_rules (name, trigger, condition, intents, origin, description, created_at) VALUES
@@ -572,6 +588,7 @@ CREATE FUNCTION dionysus_internal.message_tone(words text) RETURNS double precis
         - 0.5 * (lower(words) ~ '(\mnot now\M|\mbusy\M|\mlater\M|leave me alone|\mstop\M|annoying|\mugh\M|go away|too many messages)')::int
         - 0.3 * (lower(words) ~ '\m(tired|sad|stressed|awful|terrible|bad day|exhausted|upset|angry)\M')::int))
 $$;
+COMMENT ON FUNCTION dionysus_internal.message_tone(text) IS 'The tone of a message in [-1, 1] from cheap cues (warm or cold words, emoji, exclamation).';
 
 -- How good a reply to a contact was, in [-1, 1], and whether the cues were too weak to tell.
 CREATE FUNCTION dionysus_internal.reply_signal(words text, latency_seconds double precision, usual_seconds double precision)
@@ -587,6 +604,7 @@ BEGIN
     unsure := abs(signal) < 0.15 AND char_length(words) >= 20;
     RETURN NEXT;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.reply_signal(text, double precision, double precision) IS 'How good a reply to a contact was (latency, length, tone) in [-1, 1], and whether the cues were too mixed to tell.';
 
 -- Apply what one answered (or ignored) contact taught: its hour (fast), the reason it was
 -- sent (moderate), the personality (very slow). Every change is logged with its cause.
@@ -650,6 +668,8 @@ BEGIN
     END LOOP;
     RETURN n;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.learn_from_contact(text, uuid, timestamptz, double precision, text) IS
+    'Learns from one answered or ignored contact: its hour (fast), the reason it was sent for (moderate), shyness, independence and patience (very slow); every change logged.';
 
 -- The fast model's reading of a reply the cues could not judge (positive, neutral, negative).
 CREATE FUNCTION contact_feedback(evaluation_id uuid, sentiment text, reason text DEFAULT NULL) RETURNS integer
@@ -678,6 +698,7 @@ BEGIN
     RETURN dionysus_internal.learn_from_contact(c.person, c.id, c.decided_at, s,
         'the fast model read their reply as ' || sentiment || coalesce(': ' || left(contact_feedback.reason, 200), ''));
 END $$;
+COMMENT ON FUNCTION contact_feedback(uuid, text, text) IS 'The fast model''s reading (positive, neutral, negative) of a reply the cues could not judge; learned from once.';
 
 -- What was learned, newest first.
 CREATE FUNCTION explain_learning(for_person text DEFAULT NULL, max_items integer DEFAULT 20)
@@ -691,6 +712,7 @@ BEGIN
     RETURN QUERY SELECT l.at, l.person, l.kind, l.target, l.before, l.after, l.signal, l.cause FROM dionysus.learning_log l
                   WHERE for_person IS NULL OR l.person = for_person ORDER BY l.at DESC, l.id DESC LIMIT max_items;
 END $$;
+COMMENT ON FUNCTION explain_learning(text, integer) IS 'What the proactive mind learned from answers and silences, newest first: what moved, from what to what, and why.';
 
 -- The fast model's prompt for a rule in the person's words (the vocabulary is filled in by the
 -- driver from rule_vocabulary(), so the prompt and the checks never disagree).
@@ -776,6 +798,7 @@ BEGIN
     END IF;
     RETURN e;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.evaluate_requested_contact(dionysus.people) IS 'Weighs a contact the person''s own rule asked for: their word, one at a time, a daily limit; lapses when it cannot go out in time.';
 
 -- Rules are checked however they arrive (add_rule, or an owner's INSERT/UPDATE).
 CREATE FUNCTION dionysus_internal.mind_rules_check() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -784,6 +807,7 @@ BEGIN
     PERFORM dionysus_internal.check_rule_intents(NEW.intents);
     RETURN NEW;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.mind_rules_check() IS 'Trigger: a rule''s condition and intents are checked however they arrive.';
 CREATE TRIGGER mind_rules_check BEFORE INSERT OR UPDATE OF condition, intents ON mind_rules
     FOR EACH ROW EXECUTE FUNCTION dionysus_internal.mind_rules_check();
 
@@ -798,6 +822,7 @@ BEGIN
     END IF;
     RETURN NEW;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.protect_built_in_rules() IS 'Trigger: a built-in rule''s weight and status change only by a role that may write rules (the owner), not the driver''s (42501).';
 CREATE TRIGGER mind_rules_built_in BEFORE UPDATE ON mind_rules
     FOR EACH ROW WHEN (OLD.person IS NULL) EXECUTE FUNCTION dionysus_internal.protect_built_in_rules();
 
@@ -856,3 +881,5 @@ BEGIN
     END IF;
     RETURN jsonb_build_object('noted', true, 'answered_contact', answered);
 END $$;
+COMMENT ON FUNCTION note_reaction(text, text, text, text) IS
+    'A person reacted to a message Dionysus sent them: an event, and on a contact still waiting, its answer (learned from by the emoji''s tone, no reply, no model). Reactions to messages sent to others are ignored.';

@@ -30,6 +30,8 @@ BEGIN
             USING ERRCODE = 'insufficient_privilege';
     END IF;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.require_own_memory(text, uuid) IS
+    'Refuses (42501) a memory that is not the person''s own (private to them alone), without saying whether it exists.';
 
 CREATE FUNCTION forget_own(person text, memory_id uuid) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -39,6 +41,8 @@ BEGIN
     PERFORM dionysus_internal.require_own_memory(person, memory_id);
     RETURN dionysus.forget(memory_id);
 END $$;
+COMMENT ON FUNCTION forget_own(text, uuid) IS
+    'Other agents (MCP): deletes one of the person''s own memories for good. Shared memories and other people''s are refused (42501). Runs with the extension owner''s rights; the driver''s role may call it, PUBLIC may not.';
 REVOKE EXECUTE ON FUNCTION forget_own(text, uuid) FROM PUBLIC;
 
 CREATE FUNCTION supersede_own(person text, memory_id uuid, new_content text, importance double precision DEFAULT NULL,
@@ -48,6 +52,8 @@ BEGIN
     PERFORM dionysus_internal.require_own_memory(person, memory_id);
     RETURN dionysus.supersede(memory_id, new_content, importance => importance, confidence => confidence, source => source);
 END $$;
+COMMENT ON FUNCTION supersede_own(text, uuid, text, double precision, double precision, text) IS
+    'Other agents (MCP): replaces one of the person''s own memories with what is true now (supersede); others'' and shared ones are refused (42501).';
 
 -- The companion's open goals this person may see, the most pressing first (max_items NULL: all).
 CREATE FUNCTION person_goals(for_person text, max_items integer DEFAULT 50)
@@ -60,6 +66,7 @@ CREATE FUNCTION person_goals(for_person text, max_items integer DEFAULT 50)
      ORDER BY g.priority, g.last_touched DESC
      LIMIT CASE WHEN max_items IS NULL THEN NULL ELSE greatest(max_items, 0) END
 $$;
+COMMENT ON FUNCTION person_goals(text, integer) IS 'The companion''s active, queued and back-burner goals this person may see, the most pressing first.';
 
 -- How the companion is doing, as one person may see it: energy and heartbeats (nobody's
 -- private words), open goals visible to them, and the memories they may see and own.
@@ -79,3 +86,5 @@ CREATE FUNCTION person_status(for_person text) RETURNS jsonb
                               WHERE m.status = 'active' AND dionysus_internal.visible_to(m.private_to, for_person)))
       FROM dionysus.heartbeat_health h
 $$;
+COMMENT ON FUNCTION person_status(text) IS
+    'How the companion is doing as one person may see it: energy, heartbeats, their open goals, the memories they may see and own.';

@@ -21,6 +21,7 @@ CREATE TABLE cue_phrases (
     note    text,
     PRIMARY KEY (kind, pattern)
 );
+COMMENT ON TABLE cue_phrases IS 'Cheap recognition before any model: regular expressions (case-insensitive) for an explicit north star and for phrases that may declare one.';
 -- A pattern must be a valid case-insensitive regular expression.
 CREATE FUNCTION dionysus_internal.cue_phrase_check() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -30,6 +31,7 @@ EXCEPTION WHEN invalid_regular_expression THEN
     RAISE EXCEPTION 'dionysus: invalid argument "pattern": % is not a valid regular expression', quote_literal(NEW.pattern)
         USING ERRCODE = 'invalid_parameter_value';
 END $$;
+COMMENT ON FUNCTION dionysus_internal.cue_phrase_check() IS 'Trigger: a cue phrase must be a valid regular expression (22023 otherwise).';
 CREATE TRIGGER cue_phrases_check BEFORE INSERT OR UPDATE ON cue_phrases FOR EACH ROW EXECUTE FUNCTION dionysus_internal.cue_phrase_check();
 INSERT INTO cue_phrases (kind, pattern, note) VALUES
     ('north_star_explicit', '^\s*(/north_?star|north[ -]?star)\s*[:—–-]\s*', 'the explicit prefix: "North star: …", "/northstar …"'),
@@ -53,6 +55,7 @@ CREATE TABLE north_stars (
     created_at        timestamptz NOT NULL DEFAULT now(),
     retired_at        timestamptz
 );
+COMMENT ON TABLE north_stars IS 'What matters most to each person: protected facts (never decayed, superseded or deleted by anything automatic), retired only by their word.';
 CREATE UNIQUE INDEX north_stars_once ON north_stars (person, lower(btrim(content))) WHERE status = 'active';
 CREATE INDEX north_stars_person ON north_stars (person) WHERE status = 'active';
 
@@ -70,6 +73,7 @@ BEGIN
     RAISE EXCEPTION 'dionysus: memory % is a north star: only the person''s word changes it (retire_north_star)', OLD.id
         USING ERRCODE = 'insufficient_privilege';
 END $$;
+COMMENT ON FUNCTION dionysus_internal.protect_north_star() IS 'Trigger: the memory of a north star is not updated, archived, superseded or deleted except by retire_north_star (the person''s word).';
 CREATE TRIGGER memories_protect_north_star BEFORE UPDATE OR DELETE ON memories
     FOR EACH ROW WHEN (OLD.metadata ? 'north_star') EXECUTE FUNCTION dionysus_internal.protect_north_star();
 
@@ -82,6 +86,7 @@ CREATE FUNCTION north_star_cue(words text) RETURNS text
         WHEN EXISTS (SELECT 1 FROM dionysus.cue_phrases c WHERE c.kind = 'north_star_maybe' AND words ~* c.pattern) THEN 'maybe'
     END
 $$;
+COMMENT ON FUNCTION north_star_cue(text) IS '''explicit'' for a north star with its prefix ("North star: …"), ''maybe'' for a cue phrase (the fast model decides), else NULL.';
 
 -- Stores a north star in the person's words (an explicit prefix is taken off), as a protected
 -- fact private to them, and returns it with the acknowledgement to send (the north_star_ack
@@ -136,6 +141,8 @@ BEGIN
     RETURN jsonb_build_object('north_star_id', star, 'memory_id', mem, 'content', said, 'duplicate', existing.id IS NOT NULL,
                               'ack', coalesce(ack, 'Noted as your north star: ' || said));
 END $$;
+COMMENT ON FUNCTION set_north_star(text, text, uuid) IS
+    'Stores a person''s north star (prefix taken off) as a protected fact private to them; the same words twice are one. Returns {north_star_id, memory_id, content, duplicate, ack}.';
 
 -- The person's word: a north star of theirs is retired (its memory archived, kept as history).
 CREATE FUNCTION retire_north_star(person text, north_star_id uuid) RETURNS boolean
@@ -159,6 +166,7 @@ BEGIN
     END;
     RETURN true;
 END $$;
+COMMENT ON FUNCTION retire_north_star(text, uuid) IS 'The person''s word: one of their north stars is retired and its memory archived; false if it is not theirs or not active.';
 
 CREATE FUNCTION person_north_stars(for_person text)
     RETURNS TABLE (north_star_id uuid, content text, created_at timestamptz)
@@ -166,6 +174,7 @@ CREATE FUNCTION person_north_stars(for_person text)
     SELECT n.id, n.content, n.created_at FROM dionysus.north_stars n
      WHERE n.person = for_person AND n.status = 'active' ORDER BY n.created_at
 $$;
+COMMENT ON FUNCTION person_north_stars(text) IS 'A person''s active north stars, oldest first.';
 
 -- ---------------------------------------------------------------------------------------
 -- Invisible feedback (seed 004 §3): a reply to one of Dionysus's messages is feedback, not
@@ -191,6 +200,7 @@ CREATE TABLE feedback (
     about_mirror_item_id      uuid,
     UNIQUE (platform, platform_message_id)
 );
+COMMENT ON TABLE feedback IS 'Invisible feedback: a person''s reply to one of Dionysus''s messages (or a command, or a dream item''s button). Never in the message log, never answered.';
 CREATE INDEX feedback_recent ON feedback (created_at DESC);
 CREATE INDEX feedback_person ON feedback (person, created_at DESC);
 
@@ -258,6 +268,9 @@ BEGIN
     RETURN jsonb_build_object('stored', true, 'feedback_id', f.id, 'duplicate', false, 'sentiment', f.sentiment,
                               'about_message_id', f.about_message_id);
 END $$;
+COMMENT ON FUNCTION give_feedback(text, text, text, text, text, text, text) IS
+    'Stores invisible feedback about one of Dionysus''s messages to this person (about: its platform id; NULL: the last one), idempotent per carrying message. '
+    'A message sent to someone else is refused (stored: false). Never touches the message log.';
 
 -- Takes feedback back: the one carried by that message of theirs (NULL: their latest).
 CREATE FUNCTION undo_feedback(platform text, author_id text, platform_message_id text DEFAULT NULL) RETURNS jsonb
@@ -278,6 +291,7 @@ BEGIN
     RETURNING * INTO gone;
     RETURN jsonb_build_object('undone', gone.id IS NOT NULL, 'feedback_id', gone.id, 'platform_message_id', gone.platform_message_id);
 END $$;
+COMMENT ON FUNCTION undo_feedback(text, text, text) IS 'Takes back the person''s feedback carried by that message of theirs (NULL: their latest).';
 
 -- ---------------------------------------------------------------------------------------
 -- The person's objectives (seed 004): what they are working toward, extracted after each
@@ -294,6 +308,7 @@ CREATE TABLE objectives (
     created_at        timestamptz NOT NULL DEFAULT now(),
     last_updated      timestamptz NOT NULL DEFAULT now()
 );
+COMMENT ON TABLE objectives IS 'The person''s objectives (seed 004): what they are working toward, extracted from their turns; theirs, not Dionysus''s goals.';
 CREATE INDEX objectives_person ON objectives (person, status);
 
 -- One objective from an extraction: the same objective said again (cosine similarity ≥ 0.85
@@ -335,6 +350,8 @@ BEGIN
     RETURNING objectives.id INTO id;
     RETURN id;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.note_objective(text, text, double precision, text, uuid) IS
+    'One objective from an extraction: the same objective said again (cosine ≥ 0.85) updates saliency and status instead of adding a second.';
 
 CREATE FUNCTION person_objectives(for_person text, include_done boolean DEFAULT false)
     RETURNS TABLE (objective_id uuid, description text, saliency double precision, status text, last_updated timestamptz)
@@ -343,6 +360,7 @@ CREATE FUNCTION person_objectives(for_person text, include_done boolean DEFAULT 
      WHERE o.person = for_person AND (o.status = 'pending' OR (include_done AND o.status = 'completed'))
      ORDER BY o.status, o.saliency DESC, o.last_updated DESC
 $$;
+COMMENT ON FUNCTION person_objectives(text, boolean) IS 'A person''s pending objectives, most salient first (include_done: the completed too).';
 
 -- The person marks one of their objectives done or drops it.
 CREATE FUNCTION set_objective_status(person text, objective_id uuid, status text) RETURNS boolean
@@ -356,6 +374,7 @@ BEGIN
      WHERE o.id = objective_id AND o.person = set_objective_status.person;
     RETURN FOUND;
 END $$;
+COMMENT ON FUNCTION set_objective_status(text, uuid, text) IS 'The person marks one of their objectives pending, completed or archived; false if it is not theirs.';
 
 -- ---------------------------------------------------------------------------------------
 -- Context archetypes (seed 004 §2.2, §3 step 4): the kind of message decides the shape of its
@@ -387,6 +406,8 @@ CREATE TABLE context_archetypes (
     budget_task          text NOT NULL DEFAULT 'chat',
     CONSTRAINT context_archetypes_name_key UNIQUE NULLS NOT DISTINCT (name, person)
 );
+COMMENT ON TABLE context_archetypes IS 'Kinds of message and the context shape each selects (turns, memories, similarity threshold, triple depth); the centroid of the examples is computed in the database.';
+COMMENT ON COLUMN context_archetypes.budget_task IS 'The context budget (context_budgets.task) of this kind of message.';
 CREATE INDEX context_archetypes_active ON context_archetypes (active) WHERE active;
 
 CREATE FUNCTION dionysus_internal.invalidate_centroid() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -400,6 +421,7 @@ BEGIN
     END IF;
     RETURN NEW;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.invalidate_centroid() IS 'Trigger: an archetype''s centroid is forgotten when its examples change (recomputed at the next match).';
 CREATE TRIGGER context_archetypes_invalidate BEFORE INSERT OR UPDATE ON context_archetypes
     FOR EACH ROW EXECUTE FUNCTION dionysus_internal.invalidate_centroid();
 
@@ -408,6 +430,7 @@ CREATE FUNCTION dionysus_internal.archetype_centroid(examples text[]) RETURNS ve
     LANGUAGE sql STABLE AS $$
     SELECT avg(b.embedding) FROM dionysus.embed_batch(examples) b
 $$;
+COMMENT ON FUNCTION dionysus_internal.archetype_centroid(text[]) IS 'The mean embedding of an archetype''s example messages.';
 
 -- The archetype whose centroid is nearest to a message's embedding, when it is at least
 -- archetype_min_similarity near; its match is counted (not on a standby, which cannot write).
@@ -452,10 +475,13 @@ BEGIN
                               'memories', a.context_memories, 'similarity_threshold', a.similarity_threshold,
                               'triple_depth', a.triple_depth);
 END $$;
+COMMENT ON FUNCTION match_archetype(vector, text) IS
+    'The active archetype nearest a message''s embedding with its context shape, among the shared ones and the person''s own (theirs stands in for a shared one of its name), when at least archetype_min_similarity near (else only the nearest name); counts the match unless on a standby.';
 
 -- The shared archetypes only (a message of nobody's).
 CREATE FUNCTION match_archetype(embedding vector) RETURNS jsonb
     LANGUAGE sql AS $$ SELECT dionysus.match_archetype(embedding, NULL::text) $$;
+COMMENT ON FUNCTION match_archetype(vector) IS 'match_archetype among the shared archetypes only (a message of nobody''s).';
 
 INSERT INTO context_archetypes (name, description, example_messages, context_turns, context_memories, similarity_threshold, triple_depth,
                                 budget_task) VALUES
@@ -489,6 +515,7 @@ CREATE TABLE dreams (
     finished_at timestamptz,
     note        text                  -- what it found, or why it proposes nothing
 );
+COMMENT ON TABLE dreams IS 'One nightly dream per local date: what it reviewed since, and what it found.';
 
 CREATE TABLE proposals (
     id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -511,6 +538,7 @@ CREATE TABLE proposals (
     -- Their own version of the template it was written against (NULL: they had none).
     base_own_version integer
 );
+COMMENT ON TABLE proposals IS 'What a dream proposes about Dionysus itself (a template, the extraction, an archetype), pending until the person approves or rejects it.';
 CREATE INDEX proposals_pending ON proposals (created_at) WHERE status IN ('pending', 'discussing');
 -- Feedback (above) may be about a proposal: its key, now that proposals exist.
 ALTER TABLE feedback ADD CONSTRAINT feedback_about_proposal_fkey FOREIGN KEY (about_proposal_id) REFERENCES proposals (id) ON DELETE SET NULL;
@@ -532,6 +560,7 @@ BEGIN
     END IF;
     RETURN NEW;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.proposal_one_way() IS 'Trigger: a proposal''s status moves one way and a decision stands, whoever writes (42501).';
 CREATE TRIGGER proposals_one_way BEFORE UPDATE ON proposals FOR EACH ROW EXECUTE FUNCTION dionysus_internal.proposal_one_way();
 
 -- A person's own version of a prompt template, made by approving a dream proposal of theirs: used
@@ -550,6 +579,7 @@ CREATE TABLE person_prompt_templates (
     created_at  timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (person, key, version)
 );
+COMMENT ON TABLE person_prompt_templates IS 'A person''s own versions of a prompt template (approved dream proposals of theirs): used for them instead of the shared one, for nobody else.';
 CREATE UNIQUE INDEX person_prompt_templates_one_active ON person_prompt_templates (person, key) WHERE active;
 
 -- The template as used for this person: their own active version, else the shared one.
@@ -565,6 +595,7 @@ BEGIN
     END IF;
     RETURN jsonb_build_object('key', o.key, 'version', o.version, 'template', o.template, 'temperature', o.temperature, 'person', o.person);
 END $$;
+COMMENT ON FUNCTION prompt_template(text, text) IS 'The template as used for a person: their own active version, else the shared one ({key, version, template, temperature[, person]}).';
 
 -- The person's word: one of their own versions of a template becomes theirs again (version
 -- NULL: none, the shared template is theirs again). Rollback in one call, relayed by the driver
@@ -588,6 +619,7 @@ BEGIN
      WHERE t.person = activate_own_template.person AND t.key = activate_own_template.key AND t.version = activate_own_template.version;
     RETURN true;
 END $$;
+COMMENT ON FUNCTION activate_own_template(text, text, integer) IS 'Makes one of a person''s own versions of a template theirs again (version NULL: the shared one): rollback in one call.';
 REVOKE EXECUTE ON FUNCTION activate_own_template(text, text, integer) FROM PUBLIC;
 
 -- Queues tonight's dream when it is past dream_hour in the time zone of the person who wrote
@@ -645,6 +677,8 @@ BEGIN
     UPDATE dionysus.dreams d SET work_id = work WHERE d.id = dream;
     RETURN true;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.schedule_dream() IS
+    'Queues tonight''s dream (a dream work item) once per local date, from dream_hour to dream_window_hours after it, in the time zone of whoever wrote last.';
 
 -- What a dream reviews: the night's person's feedback since the last one, and the implicit
 -- signals of their conversation (reply length, contacts answered or ignored, corrections),
@@ -691,6 +725,8 @@ BEGIN
                                                                  WHERE o.active AND o.person = d.person AND o.name = a.name))),
         'pending_proposals', (SELECT count(*) FROM dionysus.proposals p WHERE p.status IN ('pending', 'discussing') AND p.person = d.person));
 END $$;
+COMMENT ON FUNCTION dream_evidence(uuid) IS
+    'What a dream reviews: feedback since the last dream, reply and contact signals, corrections, the templates and archetypes it may change.';
 
 -- A proposal's shape is checked before it is stored: a template proposal names an existing
 -- template and carries the new text; an archetype proposal carries a valid shape.
@@ -745,6 +781,7 @@ BEGIN
         END IF;
     END IF;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.check_proposal(text, text, jsonb) IS 'A proposal''s kind, target and content are checked (22023 naming the part) before it is stored or applied.';
 
 -- Writes down what a dream found: its proposals (pending, announced on dionysus_dream) or,
 -- with none, why it proposes nothing. Called through complete_work's `dream` result.
@@ -810,6 +847,7 @@ BEGIN
     END;
     RETURN jsonb_build_object('dream_id', dream_id, 'proposals', to_jsonb(made), 'refused', refused);
 END $$;
+COMMENT ON FUNCTION dionysus_internal.record_dream(uuid, jsonb) IS 'Stores a dream''s proposals as pending (NOTIFY dionysus_dream each), or its note that nothing is worth proposing.';
 REVOKE EXECUTE ON FUNCTION dionysus_internal.record_dream(uuid, jsonb) FROM PUBLIC;
 
 -- Pending and discussed proposals, oldest first.
@@ -819,6 +857,7 @@ CREATE FUNCTION pending_proposals()
     SELECT p.id, p.kind, p.target, p.rationale, p.evidence, p.proposal, p.status, p.created_at
       FROM dionysus.proposals p WHERE p.status IN ('pending', 'discussing') ORDER BY p.created_at
 $$;
+COMMENT ON FUNCTION pending_proposals() IS 'Proposals waiting for the person (pending or under discussion), oldest first.';
 
 -- The person's approval: the proposal takes effect for them (their own version of the template
 -- becomes active; their own archetype is added or retuned). The only way a dream changes anything.
@@ -887,6 +926,8 @@ BEGIN
      WHERE x.id = p.id;
     RETURN jsonb_build_object('approved', true, 'applied', done);
 END $$;
+COMMENT ON FUNCTION approve_proposal(uuid, text) IS
+    'The person''s approval (decided_by: the person its dream was for, else 42501): a template proposal becomes their own active version of the template, an archetype their own. The only way a dream changes anything, and for nobody else.';
 REVOKE EXECUTE ON FUNCTION approve_proposal(uuid, text) FROM PUBLIC;
 
 -- The person declines (or wants to talk about it first: status 'discussing', still pending).
@@ -912,6 +953,8 @@ BEGIN
      WHERE x.id = proposal_id AND x.status IN ('pending', 'discussing');
     RETURN FOUND;
 END $$;
+COMMENT ON FUNCTION reject_proposal(uuid, text, text, boolean) IS
+    'The person rejects a proposal (decided_by: the person its dream was for, else 42501; discuss: keeps it open as under discussion); false if it is no longer open.';
 REVOKE EXECUTE ON FUNCTION reject_proposal(uuid, text, text, boolean) FROM PUBLIC;
 
 -- Rolling back (or forward) to any version of a template is one call (the person's, relayed
@@ -927,6 +970,7 @@ BEGIN
     UPDATE dionysus.prompt_templates t SET active = true WHERE t.key = activate_prompt_template.key AND t.version = activate_prompt_template.version;
     RETURN true;
 END $$;
+COMMENT ON FUNCTION activate_prompt_template(text, integer) IS 'Makes any stored version of a template the active one: rollback (or forward) in one call.';
 REVOKE EXECUTE ON FUNCTION activate_prompt_template(text, integer) FROM PUBLIC;
 
 INSERT INTO prompt_templates (key, version, temperature, note, template) VALUES

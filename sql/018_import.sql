@@ -42,6 +42,8 @@ CREATE TABLE imports (
     finished_at timestamptz,
     UNIQUE (person, fingerprint)
 );
+COMMENT ON TABLE imports IS
+    'Histories brought in from elsewhere (dionysus import): whose, what, and how far; a rerun of the same input (person, fingerprint) resumes at position.';
 ALTER TABLE messages ADD CONSTRAINT messages_import_id_fkey FOREIGN KEY (import_id) REFERENCES imports (id);
 CREATE INDEX messages_import ON messages (import_id) WHERE import_id IS NOT NULL;
 
@@ -78,6 +80,8 @@ BEGIN
     RETURN jsonb_build_object('import_id', imp.id, 'position', imp.position, 'total', imp.total, 'imported', imp.imported,
                               'duplicates', imp.duplicates, 'started_at', imp.started_at, 'finished_at', imp.finished_at);
 END $$;
+COMMENT ON FUNCTION begin_import(text, text, text, text, integer) IS
+    'Starts an import of total turns for a person, or finds the one this input (its fingerprint) began. Returns {import_id, position, total, imported, duplicates, started_at, finished_at}.';
 
 -- An item's time, or a clear error naming it.
 CREATE FUNCTION dionysus_internal.import_time(value text, arg text) RETURNS timestamptz
@@ -102,6 +106,7 @@ BEGIN
     END IF;
     RETURN at;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.import_time(text, text) IS 'An imported turn''s time, or 22007/22023 naming the argument (not a time, before 1900, or in the future).';
 
 -- A batch of turns at `first_position` of the import: each goes into the log once (a turn the
 -- log holds already is counted as a duplicate), in one transaction. Items:
@@ -260,6 +265,9 @@ BEGIN
     RETURN jsonb_build_object('import_id', imp.id, 'position', imp.position, 'total', imp.total, 'imported', added,
                               'duplicates', dup, 'skipped', greatest(done, 0), 'finished', imp.finished_at IS NOT NULL);
 END $$;
+COMMENT ON FUNCTION import_messages(uuid, integer, jsonb) IS
+    'A batch of turns at first_position of an import, in one transaction: each into the message log once, at its own time, '
+    'as a memory private to the person; their own turns queued for extraction at background priority. A batch sent again skips what is in.';
 
 -- The imports, newest first, with what the queue still has to do for each (for `dionysus status`).
 CREATE FUNCTION import_status(max_items integer DEFAULT 10) RETURNS jsonb
@@ -274,3 +282,4 @@ CREATE FUNCTION import_status(max_items integer DEFAULT 10) RETURNS jsonb
              ORDER BY x.started_at DESC
              LIMIT greatest(coalesce(max_items, 10), 0)) s
 $$;
+COMMENT ON FUNCTION import_status(integer) IS 'The latest imports with their progress and the extractions the queue still owes them.';

@@ -35,6 +35,8 @@ CREATE TABLE mirror_items (
     posted_at           timestamptz,
     UNIQUE (kind, subject_id)
 );
+COMMENT ON TABLE mirror_items IS
+    'The dream channel: each autonomous activity (reply, check-in, extraction, heartbeat, proposal, dream) as a card with its prompt, posted best effort and as private as what it mirrors.';
 CREATE INDEX mirror_items_pending ON mirror_items (created_at) WHERE status = 'pending';
 CREATE INDEX mirror_items_created ON mirror_items (created_at);
 
@@ -78,6 +80,8 @@ BEGIN
     PERFORM pg_notify('dionysus_mirror', made::text);
     RETURN made;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.mirror_add(text, uuid, text, text[], jsonb, text) IS
+    'Adds a dream-channel item once per activity, expires old ones, drops the oldest pending beyond mirror_max_pending, and NOTIFYs dionysus_mirror.';
 
 -- Records one activity for the dream channel, after the fact (the conversation has already
 -- answered). The card is made here from the activity's own rows, so an item shows only what
@@ -192,6 +196,8 @@ BEGIN
         jsonb_build_object('title', title, 'sections', sections, 'metrics', metrics, 'context', context, 'at', now()),
         prompt);
 END $$;
+COMMENT ON FUNCTION mirror_record(text, uuid, text, jsonb, jsonb, text) IS
+    'Records a reply, check-in, extraction or heartbeat for the dream channel after the fact; the card comes from the activity''s rows, the driver adds the prompt, metrics and context used. NULL (nothing stored) when the viewer may not see it, or for an imported turn''s extraction.';
 
 -- Up to `max` items waiting to be posted to the dream channel of `viewer` (a person key), oldest
 -- first, reserved for a minute for `worker`. Only items the viewer may see are ever claimed;
@@ -220,6 +226,8 @@ BEGIN
               m.card || jsonb_build_object('status', (SELECT p.status FROM dionysus.proposals p WHERE m.kind = 'proposal' AND p.id = m.subject_id)),
               m.prompt IS NOT NULL, m.person, m.status, m.attempts;
 END $$;
+COMMENT ON FUNCTION claim_mirror_items(text, text, integer) IS
+    'Reserves (1 minute) the oldest dream-channel items waiting to be posted that the viewer may see; items that failed too often are dropped.';
 
 -- The item went out (its platform id, for the buttons' later edits); or it did not: released
 -- for another try (`retry`), else dropped. Only the worker holding it may settle it.
@@ -240,6 +248,8 @@ BEGIN
      WHERE m.id = mirror_settle.item_id AND m.status = 'pending' AND m.reserved_by = mirror_settle.worker;
     RETURN FOUND;
 END $$;
+COMMENT ON FUNCTION mirror_settle(uuid, text, text, text, text, boolean) IS
+    'A claimed dream-channel item was posted (its platform id) or not (released to retry, or dropped); only its holder may settle it.';
 
 -- An item as the person who pressed one of its buttons may see it: its card, its full prompt,
 -- and for a proposal its state. Anyone it is not visible to gets 42501, and the same answer
@@ -262,6 +272,8 @@ BEGIN
     RETURN jsonb_build_object('item_id', i.id, 'kind', i.kind, 'person', i.person, 'card', i.card, 'prompt', i.prompt,
                               'proposal_status', (SELECT p.status FROM dionysus.proposals p WHERE i.kind = 'proposal' AND p.id = i.subject_id));
 END $$;
+COMMENT ON FUNCTION mirror_view(uuid, text, text) IS
+    'A dream-channel item with its full prompt, for the person who pressed View prompt; 42501 for anyone it is not visible to.';
 
 -- Feedback through an item's Feedback button (a modal: sentiment and a comment), stored as the
 -- person's feedback about what the item mirrors (source 'dream'), for the next dream to review.
@@ -308,6 +320,8 @@ BEGIN
     END IF;
     RETURN jsonb_build_object('stored', true, 'feedback_id', f.id, 'duplicate', false, 'sentiment', f.sentiment);
 END $$;
+COMMENT ON FUNCTION mirror_feedback(uuid, text, text, text, text, text) IS
+    'Feedback from a dream-channel item''s Feedback modal (sentiment, comment), stored about what the item mirrors (source dream); one per interaction.';
 
 -- The person's decision on a proposal item: approve (it takes effect), reject, or discuss (it
 -- stays pending, marked 'discussing'; their note is kept as feedback for the next dream). Only
@@ -347,6 +361,8 @@ BEGIN
                                         'status', (SELECT p.status FROM dionysus.proposals p WHERE p.id = i.subject_id),
                                         'applied', (SELECT p.applied FROM dionysus.proposals p WHERE p.id = i.subject_id));
 END $$;
+COMMENT ON FUNCTION mirror_decide(uuid, text, text, text, text, text) IS
+    'Approve, reject or discuss a proposal from its dream-channel card: only the person the dream was for; discuss keeps it pending and stores the note as feedback.';
 
 -- A dream's proposals (and a dream that proposes nothing) are mirrored by record_dream itself:
 -- they must reach the person whatever happens to the driver afterwards.
@@ -378,3 +394,5 @@ BEGIN
                       CASE WHEN prompt IS NOT NULL THEN E'--- the dream''s prompt ---\n' || prompt END));
     END LOOP;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.mirror_dream(uuid, uuid[], text) IS
+    'Mirrors a dream''s proposals (or its note that it proposes nothing) to the dream channel; called by record_dream.';

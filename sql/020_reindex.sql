@@ -52,6 +52,8 @@ CREATE TABLE embedding_store (
     dimensions integer NOT NULL CHECK (dimensions BETWEEN 1 AND 2000),
     updated_at timestamptz NOT NULL DEFAULT now()
 );
+COMMENT ON TABLE embedding_store IS
+    'The model that made the stored vectors ({provider, url, model, model_path}, never the API key) and their width; moved only by a re-index swap.';
 
 -- ---------------------------------------------------------------------------------------
 -- Runs: at most one building at a time.
@@ -74,6 +76,8 @@ CREATE TABLE reindex_runs (
     -- What the swap replaced (counts, turns whose staged result could not be applied).
     result           jsonb
 );
+COMMENT ON TABLE reindex_runs IS
+    'Re-index runs (dionysus reindex): the model and extraction template each rebuilds with (taken from the settings, never the caller), its progress note and what its swap replaced.';
 CREATE UNIQUE INDEX reindex_runs_one_building ON reindex_runs ((true)) WHERE status = 'building';
 CREATE INDEX work_queue_reindex ON work_queue ((params ->> 'run_id'), status) WHERE action = 'reindex_message';
 
@@ -85,6 +89,7 @@ CREATE TABLE reindex_vectors (
     embedding vector NOT NULL,
     PRIMARY KEY (run_id, kind, target_id)
 );
+COMMENT ON TABLE reindex_vectors IS 'A building run''s new vectors (any width) for memories, episode summaries and objectives.';
 
 -- The new extractions, by turn: what the swap will apply.
 CREATE TABLE reindex_extractions (
@@ -96,6 +101,7 @@ CREATE TABLE reindex_extractions (
     result     jsonb NOT NULL CHECK (jsonb_typeof(result) = 'object'),
     PRIMARY KEY (run_id, message_id)
 );
+COMMENT ON TABLE reindex_extractions IS 'A building run''s new extractions of the person''s turns, applied by the swap.';
 
 -- Facts of a turn the person forgot: the turn's next reading, or another turn's, must not
 -- bring them back. Only a hash of the words is kept: forgetting erases the text.
@@ -106,6 +112,7 @@ CREATE TABLE reindex_tombstones (
     txid       bigint NOT NULL DEFAULT txid_current(),
     deleted_at timestamptz NOT NULL DEFAULT now()
 );
+COMMENT ON TABLE reindex_tombstones IS 'Facts of a turn that were deleted (forgotten), as a hash of their words: a re-index keeps that turn as it is and learns none of them back from any turn.';
 CREATE INDEX reindex_tombstones_source ON reindex_tombstones (source);
 
 -- The words of a fact, normalised (case, spacing) and hashed.
@@ -113,12 +120,14 @@ CREATE FUNCTION dionysus_internal.fact_md5(content text) RETURNS text
     LANGUAGE sql IMMUTABLE AS $$
     SELECT md5(lower(regexp_replace(btrim(content), '\s+', ' ', 'g')))
 $$;
+COMMENT ON FUNCTION dionysus_internal.fact_md5(text) IS 'The words of a fact, normalised (case, spacing) and hashed: what a tombstone keeps.';
 
 CREATE FUNCTION dionysus_internal.reindex_tombstone() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO dionysus.reindex_tombstones (source, content_md5) VALUES (OLD.source, dionysus_internal.fact_md5(OLD.content));
     RETURN OLD;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.reindex_tombstone() IS 'Trigger: a deleted fact of a conversation or imported turn leaves a tombstone (reindex_tombstones).';
 CREATE TRIGGER memories_reindex_tombstone AFTER DELETE ON memories FOR EACH ROW
     WHEN (OLD.type = 'semantic' AND (OLD.source LIKE 'conversation:%' OR OLD.source LIKE 'imported:%'))
     EXECUTE FUNCTION dionysus_internal.reindex_tombstone();
@@ -160,6 +169,8 @@ BEGIN
     END IF;
     RETURN NEW;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.reindex_runs_guard() IS
+    'Trigger: a run''s model comes from the settings when it is created; its model, width and a finished run never change; only its swap ends it as swapped.';
 CREATE TRIGGER reindex_runs_guard BEFORE INSERT OR UPDATE ON reindex_runs
     FOR EACH ROW EXECUTE FUNCTION dionysus_internal.reindex_runs_guard();
 
@@ -172,6 +183,7 @@ CREATE FUNCTION dionysus_internal.turn_source(message_id uuid, import_id uuid) R
     LANGUAGE sql IMMUTABLE AS $$
     SELECT CASE WHEN import_id IS NULL THEN 'conversation:' ELSE 'imported:' END || message_id
 $$;
+COMMENT ON FUNCTION dionysus_internal.turn_source(uuid, uuid) IS 'The provenance a turn''s extraction gives its facts and triples: conversation:<id>, or imported:<id> for an imported turn.';
 
 -- Starts a run, or answers the one already building (a second `dionysus reindex` resumes it).
 CREATE FUNCTION reindex_start(requested_by text DEFAULT NULL) RETURNS jsonb
@@ -207,6 +219,8 @@ BEGIN
     GET DIAGNOSTICS queued = ROW_COUNT;
     RETURN dionysus.reindex_status() || jsonb_build_object('resumed', false, 'queued', queued);
 END $$;
+COMMENT ON FUNCTION reindex_start(text) IS
+    'Starts rebuilding everything derived from the message log with the current extraction template and embedding settings (one reindex_message work item per person''s turn, vectors by the maintenance pass), or answers the run already building. Returns reindex_status() with resumed and queued.';
 
 -- The latest run and how far it is.
 CREATE FUNCTION reindex_status() RETURNS jsonb
@@ -242,6 +256,8 @@ BEGIN
                       ELSE 'swapping' END,
         'note', run.note, 'result', run.result);
 END $$;
+COMMENT ON FUNCTION reindex_status() IS
+    'The latest re-index run: its model and width, extractions (total, done, failed, waiting), vectors made of how many, phase (extracting, embedding, swapping, swapped, cancelled), note and result.';
 
 -- Stops the run that is building: its staged data goes, the old derived data stays.
 CREATE FUNCTION reindex_cancel() RETURNS jsonb
@@ -262,6 +278,7 @@ BEGIN
     DELETE FROM dionysus.reindex_extractions x WHERE x.run_id = cancelled;
     RETURN jsonb_build_object('cancelled', true, 'run_id', cancelled, 'extractions_dropped', dropped);
 END $$;
+COMMENT ON FUNCTION reindex_cancel() IS 'Cancels the building re-index run: its waiting extractions fail, its staged data goes; the old derived data was never touched.';
 
 -- ---------------------------------------------------------------------------------------
 -- Staging (complete_work of a 'reindex_message' item)
@@ -288,6 +305,8 @@ BEGIN
     RETURN jsonb_build_object('staged', true, 'facts', jsonb_array_length(staged -> 'facts'),
                               'triples', jsonb_array_length(staged -> 'triples'), 'objectives', jsonb_array_length(staged -> 'objectives'));
 END $$;
+COMMENT ON FUNCTION dionysus_internal.reindex_stage(dionysus.work_queue, jsonb) IS
+    'complete_work of a reindex_message item: its facts, triples and objectives (objects only) are kept for the swap, nothing is applied.';
 
 -- ---------------------------------------------------------------------------------------
 -- Embedding with the run's model (the maintenance pass)
@@ -306,6 +325,7 @@ CREATE FUNCTION dionysus_internal.reindex_sources(kind text) RETURNS TABLE (id u
     UNION ALL
     SELECT o.id, left(btrim(o.description), 1000) FROM dionysus.objectives o WHERE reindex_sources.kind = 'objective'
 $$;
+COMMENT ON FUNCTION dionysus_internal.reindex_sources(text) IS 'What has a vector (memory, episode, objective) and the text it is embedded from.';
 
 -- Embeds up to max_items (NULL: all) of what has no new vector yet; returns how many.
 CREATE FUNCTION dionysus_internal.reindex_embed_missing(run_id uuid, max_items integer) RETURNS integer
@@ -340,6 +360,8 @@ BEGIN
     END LOOP;
     RETURN done;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.reindex_embed_missing(uuid, integer) IS
+    'Embeds with the run''s model up to max_items (NULL: all) of what has no new vector yet; the run''s width is its first vector''s.';
 
 -- The new vector of a row, for the swap's ALTER ... USING.
 CREATE FUNCTION dionysus_internal.reindex_vector(run_id uuid, kind text, target_id uuid) RETURNS vector
@@ -347,6 +369,7 @@ CREATE FUNCTION dionysus_internal.reindex_vector(run_id uuid, kind text, target_
     SELECT v.embedding FROM dionysus.reindex_vectors v
      WHERE v.run_id = reindex_vector.run_id AND v.kind = reindex_vector.kind AND v.target_id = reindex_vector.target_id
 $$;
+COMMENT ON FUNCTION dionysus_internal.reindex_vector(uuid, text, uuid) IS 'A row''s new vector in a run (the swap''s ALTER ... USING).';
 
 -- One step of the building run, from the maintenance pass: a batch of vectors, or, when all
 -- are made and no extraction waits, the swap. NULL when no run is building.
@@ -387,6 +410,8 @@ BEGIN
         RETURN jsonb_build_object('run_id', run.id, 'failed', SQLERRM);
     END;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.reindex_step(integer) IS
+    'One maintenance step of the building run: up to batch new vectors, else the swap. NULL when nothing is building.';
 
 -- ---------------------------------------------------------------------------------------
 -- The swap: one transaction
@@ -609,3 +634,5 @@ BEGIN
     DELETE FROM dionysus.reindex_extractions x WHERE x.run_id = run.id;
     RETURN jsonb_build_object('run_id', run.id, 'swapped', true) || (SELECT r.result FROM dionysus.reindex_runs r WHERE r.id = run.id);
 END $$;
+COMMENT ON FUNCTION dionysus_internal.reindex_swap(uuid) IS
+    'When no extraction waits: in one transaction, every vector replaced (the columns retyped when the width changed), the store moved to the run''s model, each re-read turn''s old facts, triples and pending objectives replaced by its new reading (unless the person corrected, archived or forgot one of them; a completed or archived objective is never reopened), every neighbourhood requeued. Tries its locks and waits for none.';

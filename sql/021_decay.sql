@@ -71,12 +71,15 @@ CREATE TABLE decay_config (
     CHECK (distant_after_days > fading_after_days AND forget_after_days > distant_after_days),
     CHECK (micro_chars < summary_chars)
 );
+COMMENT ON TABLE decay_config IS
+    'How memories fade (seed 003 §8): the stage thresholds in effective days, what slows fading (recall, importance, feeling), the mention similarity that resets a memory''s clock, the types that decay, the pass interval and batch, and the off switch (enabled). UPDATE to tune.';
 INSERT INTO decay_config DEFAULT VALUES;
 
 -- New memories not yet compared with older ones (a mention resets their clocks).
 CREATE TABLE decay_mentions (
     memory_id uuid PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE
 );
+COMMENT ON TABLE decay_mentions IS 'New memories not yet compared with older ones: a near repeat resets their decay clock (the next decay pass).';
 
 CREATE FUNCTION dionysus_internal.queue_decay_mentions() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -87,6 +90,7 @@ BEGIN
     ON CONFLICT DO NOTHING;
     RETURN NULL;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.queue_decay_mentions() IS 'Trigger: a new active memory is queued to be compared with older ones (decay_mentions).';
 CREATE TRIGGER memories_queue_decay_mentions AFTER INSERT ON memories
     REFERENCING NEW TABLE AS new_memories FOR EACH STATEMENT EXECUTE FUNCTION dionysus_internal.queue_decay_mentions();
 
@@ -98,6 +102,7 @@ CREATE TABLE decay_log (
     event     text NOT NULL CHECK (event IN ('mentioned', 'waiting', 'fading', 'distant', 'forgotten')),
     inputs    jsonb NOT NULL DEFAULT '{}'::jsonb
 );
+COMMENT ON TABLE decay_log IS 'Every automatic decay step (mentioned, waiting for a level, fading, distant, forgotten) with its inputs; ids and numbers only, never words.';
 CREATE INDEX decay_log_memory ON decay_log (memory_id, id);
 CREATE INDEX decay_log_at ON decay_log (at);
 
@@ -141,11 +146,13 @@ SELECT m.id AS memory_id,
                THEN 'part of an open goal'
        END AS exempt) x
 ;
+COMMENT ON VIEW memory_decay IS 'The decay rule for every memory: its stage, effective days and slowdown, why it is exempt, and the stage its age calls for (due).';
 
 CREATE FUNCTION dionysus_internal.stage_rank(stage text) RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT array_position(ARRAY['fresh', 'fading', 'distant', 'forgotten'], stage)
 $$;
+COMMENT ON FUNCTION dionysus_internal.stage_rank(text) IS 'The order of the stages: fresh 1, fading 2, distant 3, forgotten 4.';
 
 -- Reinforcement: each queued new memory resets the clock of the older memories it repeats.
 CREATE FUNCTION dionysus_internal.decay_reinforce(cfg dionysus.decay_config) RETURNS integer
@@ -189,6 +196,8 @@ BEGIN
     END LOOP;
     RETURN n;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.decay_reinforce(dionysus.decay_config) IS
+    'Resets the decay clock of older memories a newly made one repeats (at least mention_similarity near, as private or shared), logged as mentioned.';
 
 -- Text clipped to at most n characters at a word boundary, marked as cut.
 CREATE FUNCTION dionysus_internal.clip_words(words text, n integer) RETURNS text
@@ -196,6 +205,7 @@ CREATE FUNCTION dionysus_internal.clip_words(words text, n integer) RETURNS text
     SELECT CASE WHEN length(words) <= n THEN words
                 ELSE coalesce(nullif(substring(left(words, n - 1) FROM '^(.*\S)\s'), ''), left(words, n - 1)) || '…' END
 $$;
+COMMENT ON FUNCTION dionysus_internal.clip_words(text, integer) IS 'Text clipped to at most n characters at a word boundary, marked with an ellipsis (decay''s fallback when the model gives no shorter level).';
 
 -- One decay pass: mentions first (a memory just repeated must not fade this pass), then each
 -- memory whose age calls for a later stage moves one stage, oldest first, at most batch.
@@ -333,6 +343,7 @@ BEGIN
     END IF;
     RETURN jsonb_build_object('enabled', true, 'mentions', reinforced, 'condense_asked', asked) || moved;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.decay_run() IS 'A decay pass (decay_pass, decay_step); skips when another pass holds the decay lock (decay_pass takes it first, waiting).';
 
 -- The maintenance worker's step: a pass when the last one is pass_interval old on the clock.
 CREATE FUNCTION dionysus_internal.decay_step() RETURNS jsonb
@@ -345,6 +356,7 @@ BEGIN
     END IF;
     RETURN dionysus_internal.decay_run();
 END $$;
+COMMENT ON FUNCTION dionysus_internal.decay_step() IS 'The maintenance worker''s decay step: a pass when the last one is decay_config.pass_interval old on the clock, else NULL.';
 
 -- A decay pass now (tests, servers without the worker), whatever the interval says. It waits
 -- for a worker's pass to end (the lock is the session's, so decay_run's own try then holds).
@@ -354,6 +366,8 @@ CREATE FUNCTION decay_pass() RETURNS jsonb
     SELECT 1 FROM dionysus.decay_config WHERE id = 1 FOR UPDATE;
     SELECT dionysus_internal.decay_run();
 $$;
+COMMENT ON FUNCTION decay_pass() IS
+    'Owner only: one decay pass now, after any running one ends (the maintenance worker runs one every decay_config.pass_interval): mentions reset clocks, then each memory due a later stage moves one stage, compressing (summary, then micro line, asked of the model when missing) before it is deleted. Returns what it did.';
 
 -- Where a memory is in its life, and why.
 CREATE FUNCTION memory_stage(memory_id uuid) RETURNS jsonb
@@ -407,6 +421,8 @@ BEGIN
                         round((d.effective_days * d.slowdown)::numeric, 1), round(d.slowdown::numeric, 2)) END,
         'history', history);
 END $$;
+COMMENT ON FUNCTION memory_stage(uuid) IS
+    'Where a memory is in its life and why: stage, exemption, effective days and slowdown, the next stage and when it falls due, the level it waits for, and its decay history. A forgotten memory answers from its history.';
 
 -- Pins a memory (it never decays) or unpins it; returns whether it is pinned now.
 CREATE FUNCTION pin(memory_id uuid, pinned boolean DEFAULT true) RETURNS boolean
@@ -424,6 +440,7 @@ BEGIN
     END IF;
     RETURN pinned;
 END $$;
+COMMENT ON FUNCTION pin(uuid, boolean) IS 'Pins a memory so it never decays (pinned false: unpins it); returns the new state.';
 
 -- The same for a person's own memory (an agent acting for them, 016): anyone else's is refused.
 CREATE FUNCTION pin_own(person text, memory_id uuid, pinned boolean DEFAULT true) RETURNS boolean
@@ -433,6 +450,7 @@ BEGIN
     PERFORM dionysus_internal.require_own_memory(person, memory_id);
     RETURN dionysus.pin(memory_id, pinned);
 END $$;
+COMMENT ON FUNCTION pin_own(text, uuid, boolean) IS 'pin for one of the person''s own memories (an agent acting for them); anyone else''s is refused (42501).';
 
 -- Stores the levels a condense_memory item brought (complete_work): a level already there is
 -- kept (the caller's own summary wins) unless it is no shorter than the text, and only the
@@ -479,6 +497,8 @@ BEGIN
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.store_levels(dionysus.work_queue, jsonb) IS
+    'complete_work of a condense_memory item: its memory''s summary and micro line, where it has none yet.';
 
 -- What the model sees to condense a memory: its words and the levels it has.
 CREATE FUNCTION dionysus_internal.condense_source(memory_id uuid) RETURNS jsonb
@@ -486,6 +506,7 @@ CREATE FUNCTION dionysus_internal.condense_source(memory_id uuid) RETURNS jsonb
     SELECT jsonb_build_object('content', m.content, 'summary', m.summary, 'micro', m.micro, 'stage', m.stage)
       FROM dionysus.memories m WHERE m.id = condense_source.memory_id
 $$;
+COMMENT ON FUNCTION dionysus_internal.condense_source(uuid) IS 'What a condense_memory item shows the model: the memory''s words, levels and stage.';
 
 INSERT INTO prompt_templates (key, version, temperature, note, template) VALUES
 ('condense_memory', 1, 0.2, 'decay (021): a memory''s summary and micro line, before it fades', $t$TASK: condense_memory

@@ -36,6 +36,7 @@ CREATE TABLE censor_config (
     -- At most this many active censors a person may have (their words add them).
     max_per_person integer NOT NULL DEFAULT 100 CHECK (max_per_person BETWEEN 1 AND 10000)
 );
+COMMENT ON TABLE censor_config IS 'How near words must be to a censor''s trigger to match it (similarity), and how many active censors a person may have. UPDATE to tune.';
 INSERT INTO censor_config DEFAULT VALUES;
 
 CREATE TABLE censors (
@@ -71,6 +72,8 @@ CREATE TABLE censors (
     CHECK ((from_hour IS NULL AND to_hour IS NULL) OR (from_hour IS NOT NULL AND to_hour IS NOT NULL AND from_hour <> to_hour)),
     CHECK (NOT any_content OR kinds IS NOT NULL OR from_hour IS NOT NULL)
 );
+COMMENT ON TABLE censors IS
+    'Things not to do (seed 002): a trigger (embedded, with the model that made it) and optional pattern, a scope (person, kinds, local hours from_hour to to_hour, any_content), a reason, a severity (warn, block, absolute), where it was learned, its activations and false positives, and its escalation threshold.';
 CREATE INDEX censors_active ON censors (person) WHERE status = 'active';
 -- The same words are one censor per person.
 CREATE UNIQUE INDEX censors_once ON censors (coalesce(person, ''), lower(btrim(trigger))) WHERE status = 'active';
@@ -84,6 +87,7 @@ CREATE TABLE censor_events (
     severity  censor_severity NOT NULL,
     context   jsonb NOT NULL DEFAULT '{}'::jsonb
 );
+COMMENT ON TABLE censor_events IS 'Every censor''s life: added, activated (with what was being done), escalated, de_escalated, false_positive, retired.';
 CREATE INDEX censor_events_censor ON censor_events (censor_id, id);
 
 -- "never …", "don't ever …", "stop …ing": words that may ask for a censor (the fast model decides).
@@ -98,10 +102,12 @@ CREATE FUNCTION censor_cue(words text) RETURNS boolean
     LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT words IS NOT NULL AND EXISTS (SELECT 1 FROM dionysus.cue_phrases c WHERE c.kind = 'censor_maybe' AND words ~* c.pattern)
 $$;
+COMMENT ON FUNCTION censor_cue(text) IS 'Whether words may ask for a censor ("never message me before 9"): cue_phrases of kind censor_maybe; the fast model then decides.';
 
 -- The model the store's vectors are made with now (020's embedding_store).
 CREATE FUNCTION dionysus_internal.store_model_key() RETURNS text
     LANGUAGE sql STABLE AS $$ SELECT coalesce((SELECT s.model_key FROM dionysus.embedding_store s WHERE s.id = 1), '') $$;
+COMMENT ON FUNCTION dionysus_internal.store_model_key() IS 'The model the store''s vectors are made with now (embedding_store.model_key).';
 
 -- Validates a censor's words and scope; its embedding is the trigger's.
 CREATE FUNCTION dionysus_internal.censor_checked(trigger text, reason text, severity text, pattern text, kinds text[],
@@ -145,6 +151,7 @@ BEGIN
     END IF;
     RETURN severity::dionysus.censor_severity;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.censor_checked(text, text, text, text, text[], integer, integer, boolean) IS 'Validates a censor''s words and scope (22023 naming the argument); returns its severity.';
 
 -- Adds a censor (the owner: anyone's, or everyone's with person NULL). The same words for the
 -- same person again return the censor there is.
@@ -185,6 +192,8 @@ BEGIN
                                                  'learned_from', learned_from_kind, 'learned_from_id', learned_from_id));
     RETURN id;
 END $$;
+COMMENT ON FUNCTION add_censor(text, text, text, text, text, text[], integer, integer, boolean, text, uuid) IS
+    'Owner only: adds a censor for a person, or for everyone (person NULL); the same words for the same person return the censor there is. kinds: reply, reach_out or heartbeat action names; from_hour/to_hour: the local hours it holds in, [from, to), wrapping past midnight when from > to; any_content: it holds whatever is said.';
 
 -- A person's own censor, in their words (the driver, after the fast model read them): only
 -- for that person, learned from their message.
@@ -204,6 +213,8 @@ BEGIN
     RETURN dionysus.add_censor(trigger, reason, severity, person, pattern, kinds, from_hour, to_hour, any_content,
                                CASE WHEN message_id IS NOT NULL THEN 'message' END, message_id);
 END $$;
+COMMENT ON FUNCTION add_own_censor(text, text, text, text, text, text[], integer, integer, boolean, uuid) IS
+    'A person''s own censor in their words (the driver, after the fast model read them), learned from their message (which must be theirs, 42501).';
 REVOKE EXECUTE ON FUNCTION add_own_censor(text, text, text, text, text, text[], integer, integer, boolean, uuid) FROM PUBLIC;
 
 -- The censors that hold for these words, what they would do, and how they matched; reads
@@ -261,6 +272,8 @@ BEGIN
             OR s.best >= near)
      ORDER BY c.severity DESC, s.best DESC NULLS FIRST, c.id;
 END $$;
+COMMENT ON FUNCTION check_censors(text, text, text, timestamp with time zone) IS
+    'The censors that hold for these words (the person''s and everyone''s; kind and local hour narrowing them): severity, action (warn or block), reason, matched_by (similarity, pattern or scope), similarity (to the words or their nearest sentence) and personal (a person''s own). Reads only.';
 
 -- The censors check_censors found, as the gate reports them (jsonb, in its order).
 CREATE FUNCTION dionysus_internal.censor_hits(content text, kind text, person text) RETURNS jsonb
@@ -270,6 +283,7 @@ CREATE FUNCTION dionysus_internal.censor_hits(content text, kind text, person te
                                                  'similarity', round(h.similarity::numeric, 3), 'personal', h.personal)), '[]')
       FROM dionysus.check_censors(content, kind, person) h
 $$;
+COMMENT ON FUNCTION dionysus_internal.censor_hits(text, text, text) IS 'check_censors as the JSON list censor_record takes.';
 
 -- Counts what the censors hit (censor_hits of one operation): each activation written down with
 -- what was being done (context, kept as given under its own key), a warn raised to a block at
@@ -331,6 +345,8 @@ BEGIN
     RETURN jsonb_build_object('verdict', verdict, 'censors', hits,
                               'reasons', (SELECT coalesce(jsonb_agg(DISTINCT f ->> 'reason'), '[]') FROM jsonb_array_elements(hits) f));
 END $$;
+COMMENT ON FUNCTION censor_record(text, text, jsonb, jsonb) IS
+    'Counts one operation''s censor hits (censor_hits): each activation written with what was being done, a warn raised to a block at its threshold, a trigger of an earlier model embedded again; returns {verdict: pass, warn or block, censors, reasons}.';
 REVOKE EXECUTE ON FUNCTION censor_record(text, text, jsonb, jsonb) FROM PUBLIC;
 
 -- The gate the hooks call (reach-outs, contacts, replies): what holds, counted.
@@ -338,6 +354,8 @@ CREATE FUNCTION censor_gate(kind text, content text, person text DEFAULT NULL, c
     RETURNS jsonb LANGUAGE sql AS $$
     SELECT dionysus.censor_record(kind, person, dionysus_internal.censor_hits(content, kind, person), context)
 $$;
+COMMENT ON FUNCTION censor_gate(text, text, text, jsonb) IS
+    'The hooks'' gate (reach-outs, contacts, replies): censor_hits then censor_record; returns {verdict: pass, warn or block, censors, reasons}.';
 
 -- The censor a person may change: their own, or (person NULL) everyone's, which only a
 -- superuser's session may change (the owner's word, not the driver's).
@@ -358,6 +376,7 @@ BEGIN
     END IF;
     RETURN c;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.censor_of(uuid, text) IS 'The censor a person may change (their own; everyone''s only in a superuser''s session); the same 42501 whether or not it exists.';
 
 -- The person says a censor stopped something that was fine: counted; it steps down (block →
 -- warn), a warn retires, an absolute stays (only retire_censor lifts it). Returns the censor's
@@ -397,6 +416,8 @@ BEGIN
     END IF;
     RETURN jsonb_build_object('censor_id', c.id, 'severity', c.severity, 'status', c.status, 'false_positives', c.false_positive_count);
 END $$;
+COMMENT ON FUNCTION mark_censor_false_positive(uuid, text, text) IS
+    'The person says a censor stopped something fine: counted, block steps down to warn, a warn retires; an absolute stays. Returns its state.';
 REVOKE EXECUTE ON FUNCTION mark_censor_false_positive(uuid, text, text) FROM PUBLIC;
 
 -- The person's word lifts a censor (an absolute one too). person NULL: everyone's, by the owner.
@@ -413,6 +434,7 @@ BEGIN
     VALUES (c.id, 'retired', c.severity, jsonb_build_object('by', coalesce(person, 'owner')));
     RETURN true;
 END $$;
+COMMENT ON FUNCTION retire_censor(uuid, text) IS 'The person''s word lifts one of their censors (an absolute one too); everyone''s censors by the owner (person NULL).';
 REVOKE EXECUTE ON FUNCTION retire_censor(uuid, text) FROM PUBLIC;
 
 -- The censors that hold for a person (theirs and everyone's), with their counts: what
@@ -429,6 +451,7 @@ CREATE FUNCTION person_censors(person text)
      WHERE c.status = 'active' AND (c.person IS NULL OR c.person = person_censors.person)
      ORDER BY c.person IS NULL, c.created_at, c.id
 $$;
+COMMENT ON FUNCTION person_censors(text) IS 'The active censors that hold for a person (theirs and everyone''s) with their scope and counts; never another person''s.';
 
 INSERT INTO prompt_templates (key, version, temperature, note, template) VALUES
 ('censor_from_words', 1, 0.1, 'censors (022): a person''s "never …" read into a censor', $t$TASK: censor_from_words

@@ -36,6 +36,7 @@ CREATE TABLE relation_words (
     -- "Mom" is the "Ana" later said to be their mother.
     singular boolean NOT NULL DEFAULT false
 );
+COMMENT ON TABLE relation_words IS 'Words that name a relation rather than a person ("mom" is whoever is their mother): word → relation. The owner''s to extend.';
 INSERT INTO relation_words (word, relation) VALUES
     ('mom', 'mother'), ('mum', 'mother'), ('mother', 'mother'), ('mama', 'mother'), ('mommy', 'mother'), ('mummy', 'mother'), ('ma', 'mother'),
     ('dad', 'father'), ('father', 'father'), ('papa', 'father'), ('daddy', 'father'), ('pa', 'father'),
@@ -70,6 +71,8 @@ CREATE TABLE known_persons (
     first_mentioned_at timestamptz NOT NULL DEFAULT dionysus.clock_now(),
     last_mentioned_at  timestamptz NOT NULL DEFAULT dionysus.clock_now()
 );
+COMMENT ON TABLE known_persons IS
+    'The people in each person''s life (of_person: whose life; nobody else ever sees the row): name, relation to the person, how they feel about them (-1…1), traits, topics, mentions and confidence.';
 -- Whose, in what relation: "my sister" is found in the index alone (id included).
 CREATE INDEX known_persons_of ON known_persons (of_person, relation) INCLUDE (id);
 
@@ -81,6 +84,7 @@ CREATE TABLE person_aliases (
     -- One person per key in a person's life: resolution is never ambiguous.
     PRIMARY KEY (of_person, alias_key)
 );
+COMMENT ON TABLE person_aliases IS 'Every name a person used for someone (keys lower-cased, a leading "my" dropped); one someone per key in a person''s life.';
 CREATE INDEX person_aliases_person ON person_aliases (known_person_id);
 
 -- How two people in the person's life relate (the boss and the sister "don't get along").
@@ -100,6 +104,7 @@ CREATE TABLE person_relations (
     CHECK (from_id <> to_id),
     UNIQUE (from_id, to_id, kind)
 );
+COMMENT ON TABLE person_relations IS 'How two people in a person''s life relate: kind, sentiment −1…1, confidence, source (said or inferred: an inference never overwrites what was said), the turn it came from, last update.';
 CREATE INDEX person_relations_to ON person_relations (to_id);
 
 -- Where each thing known about someone came from: the turn, and what it said.
@@ -111,6 +116,7 @@ CREATE TABLE person_sources (
     message_id      uuid REFERENCES messages (id) ON DELETE SET NULL,
     at              timestamptz NOT NULL DEFAULT dionysus.clock_now()
 );
+COMMENT ON TABLE person_sources IS 'Where each thing known about someone came from: what (named, alias, relation, feeling, trait, topic, merged, related), its value and the turn.';
 CREATE INDEX person_sources_person ON person_sources (known_person_id, at);
 
 -- A name's key: lower case, single spaces, no surrounding punctuation, no possessive "'s", a
@@ -121,12 +127,14 @@ CREATE FUNCTION dionysus_internal.person_key(name text) RETURNS text
                regexp_replace(lower(btrim(regexp_replace(name, '\s+', ' ', 'g'))), '^[^[:alnum:]]+|[^[:alnum:]]+$', '', 'g'),
                '[''’]s$', ''), '^(my|our) ', ''), '')
 $$;
+COMMENT ON FUNCTION dionysus_internal.person_key(text) IS 'A name''s key: lower case, single spaces, no surrounding punctuation, no possessive ''s, a leading "my"/"our" dropped.';
 
 -- Whether a key is the person themselves (or Dionysus): never someone in their life.
 CREATE FUNCTION dionysus_internal.is_self(k text) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT k IN ('user', 'the user', 'me', 'i', 'myself', 'you', 'yourself')
 $$;
+COMMENT ON FUNCTION dionysus_internal.is_self(text) IS 'Whether a name key is the person themselves or Dionysus (user, me, you…): never someone in their life.';
 
 -- The one person a name means in a person's life, or NULL: an alias they used, else a relation
 -- word naming exactly one person they have in that relation. (Relation words are never
@@ -156,6 +164,7 @@ BEGIN
       FROM dionysus.known_persons p WHERE p.of_person = resolve_person.of_person AND p.relation = rel;
     RETURN hit;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.resolve_person(text, text) IS 'The one known person a name means in a person''s life (an alias, else a relation word naming exactly one person in that relation), or NULL.';
 
 -- A list of short strings from an extraction item (anything else: 22023 naming it).
 CREATE FUNCTION dionysus_internal.person_strings(v jsonb, what text, max_len integer) RETURNS text[]
@@ -171,6 +180,7 @@ BEGIN
     END IF;
     RETURN ARRAY(SELECT btrim(e #>> '{}') FROM jsonb_array_elements(v) e);
 END $$;
+COMMENT ON FUNCTION dionysus_internal.person_strings(jsonb, text, integer) IS 'An extraction item''s list of short strings (22023 naming it otherwise).';
 
 -- A number from an extraction item within [lo, hi], or NULL (anything else: 22023 naming it).
 CREATE FUNCTION dionysus_internal.person_number(v jsonb, what text, lo double precision, hi double precision) RETURNS double precision
@@ -185,6 +195,7 @@ BEGIN
     END IF;
     RETURN (v #>> '{}')::float8;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.person_number(jsonb, text, double precision, double precision) IS 'An extraction item''s number within bounds, or NULL (22023 naming it otherwise).';
 
 -- Gives a known person a name they were called. Never a relation word ("Mom" is whoever is
 -- their mother, found by the relation) nor the person themselves, and never a key that is
@@ -204,6 +215,7 @@ BEGIN
     END IF;
     RETURN FOUND;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.person_alias(uuid, text, text, uuid) IS 'Gives a known person a name they were called: never a relation word or the person themselves; a key already someone else''s stays theirs.';
 
 -- Appends new words to a short list (most recent last, at most 20, no repeats by case).
 CREATE FUNCTION dionysus_internal.person_list_add(list text[], more text[]) RETURNS text[]
@@ -212,6 +224,7 @@ CREATE FUNCTION dionysus_internal.person_list_add(list text[], more text[]) RETU
       FROM (SELECT t, n FROM (SELECT DISTINCT ON (lower(t)) t, n FROM unnest(list || more) WITH ORDINALITY u(t, n) ORDER BY lower(t), n DESC) d
              ORDER BY n DESC LIMIT 20) x
 $$;
+COMMENT ON FUNCTION dionysus_internal.person_list_add(text[], text[]) IS 'A short list with new words added: no repeats by case, the 20 most recent.';
 
 -- Folds one person into another (the conversation said they are one): aliases, sources,
 -- relations, mentions, traits and topics move; a proper name wins over a relation word. Both
@@ -256,6 +269,7 @@ BEGIN
     INSERT INTO dionysus.person_sources (known_person_id, what, value, message_id) VALUES (keep, 'merged', g.name, message_id);
     DELETE FROM dionysus.known_persons WHERE id = gone;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.merge_persons(uuid, uuid, uuid) IS 'Folds one known person into another when the conversation says they are one: aliases, sources, relations, mentions, traits and topics move; a proper name wins over a relation word; 42501 across two people''s lives.';
 
 -- One person from an extraction item, {name, aliases, same_as, relation, feeling, traits,
 -- topics, confidence}, in of_person's life. Who they are: the person the name or same_as
@@ -384,6 +398,7 @@ BEGIN
      WHERE x.id = keep;
     RETURN keep;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.note_person(text, jsonb, uuid) IS 'One person from an extraction item {name, aliases, same_as, relation, feeling, traits, topics, confidence}: resolved (name and same_as meaning two known people merge them; a proper name in a singular relation is the one known only by its word) or new; aliases added where free; times the turn''s; each change sourced to the turn.';
 
 -- How two people relate, from an extraction item {a, b, kind, sentiment, confidence, source
 -- (said or inferred; inferred when missing)}. An end not known yet is someone new, by name. An
@@ -456,6 +471,7 @@ BEGIN
     VALUES (ends[1], 'related', rel_kind || ' ' || (SELECT p.name FROM dionysus.known_persons p WHERE p.id = ends[2]), message_id);
     RETURN rid;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.note_relation(text, jsonb, uuid) IS 'How two people relate, from an extraction item {a, b, kind, sentiment, confidence, source}; either end may be new; an item that cannot be placed (the person themselves, an ambiguous relation word, one person twice, no letters) is skipped, never the turn.';
 
 -- complete_work's people and relations of a person's turn, under their people lock. The turn
 -- must be theirs (42501 otherwise): one person's words never write another's people.
@@ -494,6 +510,7 @@ BEGIN
     END LOOP;
     RETURN jsonb_build_object('people', ids, 'relations', rels, 'relations_skipped', skipped);
 END $$;
+COMMENT ON FUNCTION dionysus_internal.store_people(text, jsonb, jsonb, uuid) IS 'complete_work''s people and relations of a person''s turn (which must be theirs, 42501), under their people lock (at most 20 of each); returns the people, the relations and how many relations were skipped.';
 
 -- One known person as JSON: who they are to the person, their relations both ways, and (with
 -- sources) where each thing came from.
@@ -527,6 +544,7 @@ BEGIN
                      WHERE s.known_person_id = p.id ORDER BY s.at DESC, s.id DESC LIMIT 30) y), '[]'))
         ELSE '{}'::jsonb END;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.person_json(dionysus.known_persons, boolean) IS 'A known person as JSON with their aliases and relations both ways; with sources, where each thing came from.';
 
 -- What is known about someone: every known person a name means (in one person's life with
 -- of_person; in everyone's for the owner), with their relations and where each thing came from.
@@ -558,6 +576,8 @@ BEGIN
     END IF;
     RETURN hits;
 END $$;
+COMMENT ON FUNCTION person(text, text) IS
+    'What is known about someone: every known person the name means (in of_person''s life; in everyone''s when NULL, a superuser''s view only), with aliases, relation, feeling, traits, topics, relations and the turns each came from (the last 30). P0002 when nobody by that name is known; a name or of_person of more than 200 characters is 22001.';
 
 -- The people in one person's life, the most mentioned first (their /people).
 CREATE FUNCTION people_of(of_person text) RETURNS jsonb
@@ -569,6 +589,7 @@ BEGIN
     RETURN (SELECT coalesce(jsonb_agg(dionysus_internal.person_json(p, false) ORDER BY p.mentions DESC, p.seq), '[]')
               FROM dionysus.known_persons p WHERE p.of_person = people_of.of_person);
 END $$;
+COMMENT ON FUNCTION people_of(text) IS 'The people in one person''s life (never anyone else''s), the most mentioned first, each with aliases and relations.';
 
 -- The person's word: forget someone in their life, with every alias, relation and source.
 -- Only their own (false for anyone else's, as for nobody: the same answer).
@@ -585,6 +606,7 @@ BEGIN
     DELETE FROM dionysus.known_persons p WHERE p.id = forget_known_person.known_person_id AND p.of_person = forget_known_person.of_person;
     RETURN FOUND;
 END $$;
+COMMENT ON FUNCTION forget_known_person(text, uuid) IS 'The person''s word: forgets someone in their life with every alias, relation and source; false when that someone is not theirs (or nobody).';
 
 -- The people a message names (its words and word groups, as keys), in the viewer's life only,
 -- with how they relate to each other; at most eight, the most mentioned first.
@@ -625,6 +647,7 @@ BEGIN
     SELECT coalesce(jsonb_agg(dionysus_internal.person_json(c::dionysus.known_persons, false) ORDER BY c.mentions DESC, c.id), '[]')
       FROM chosen c);
 END $$;
+COMMENT ON FUNCTION dionysus_internal.people_in_context(text, text[]) IS 'The people a message names (its word groups as keys, resolved in the viewer''s life only) with their relations; at most eight.';
 
 -- Ships a new version of a prompt template: active where the shipped version it follows (its
 -- note) is still the active one; where the person's own is active, theirs stays and the new
@@ -648,6 +671,8 @@ BEGIN
     VALUES (key, next_version, temperature, note, shipped, template);
     RETURN next_version;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.ship_template(text, text, text, double precision, text) IS
+    'Ships a new version of a prompt template: active where the shipped version it follows (by note) is active; beside the person''s own otherwise (a NOTICE names it). Returns the version.';
 
 -- The prompt that turns a person's turn into memory now asks for the people in it too.
 SELECT dionysus_internal.ship_template('extract_message',

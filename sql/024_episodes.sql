@@ -30,6 +30,7 @@ CREATE FUNCTION dionysus_internal.episode_participants(episode_id uuid) RETURNS 
       JOIN dionysus.messages m ON m.memory_id = em.memory_id
      WHERE em.episode_id = episode_participants.episode_id AND NOT m.is_bot AND m.person IS NOT NULL
 $$;
+COMMENT ON FUNCTION dionysus_internal.episode_participants(uuid) IS 'The people whose turns an episode holds.';
 
 -- Proposes censors to one person (SECURITY DEFINER: the driver's role writes no censors; this
 -- writes only proposals, for the person its callers name from the record, never the model's
@@ -73,6 +74,8 @@ BEGIN
     END LOOP;
     RETURN made;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.propose_censor_candidates(text, jsonb, text, text, uuid, jsonb) IS
+    'SECURITY DEFINER, not the driver''s: proposes up to three {trigger, reason} censors to one person (status proposed, severity warn, learned from an episode or a heartbeat), none that holds, was proposed, or was dropped or lifted for them, at most ten waiting; returns their ids.';
 
 -- Proposes a failed episode's censors to its one participant. Returns the proposed censors' ids.
 CREATE FUNCTION dionysus_internal.propose_censors(episode_id uuid, candidates jsonb) RETURNS jsonb
@@ -102,6 +105,8 @@ BEGIN
     RETURN dionysus_internal.propose_censor_candidates(who[1], candidates, 'result.episode.censor_candidates', 'episode', e.id,
         jsonb_build_object('learned_from', 'episode', 'learned_from_id', e.id, 'outcome', e.outcome));
 END $$;
+COMMENT ON FUNCTION dionysus_internal.propose_censors(uuid, jsonb) IS
+    'A failed episode of one person (not an imported history''s) proposes up to three of its censor candidates to that person (propose_censor_candidates); returns their ids.';
 
 -- complete_work's result.episode for a summarize_episode item: {outcome, surprise, lessons,
 -- censor_candidates}. Writes the episode's participants (its people, not the model's word),
@@ -145,6 +150,8 @@ BEGIN
     RETURN jsonb_build_object('episode_id', eid, 'outcome', v ->> 'outcome', 'censors_proposed', proposed,
                               'procedures_scored', dionysus_internal.score_procedures(eid, v ->> 'outcome'));
 END $$;
+COMMENT ON FUNCTION dionysus_internal.store_episode_outcome(dionysus.work_queue, jsonb) IS
+    'complete_work''s result.episode of a summarize_episode item: participants (the episode''s people), outcome, surprise, lessons; a failure proposes its censors.';
 
 -- The person keeps a censor proposed to them: it holds from now on, as a warn (a false
 -- positive lowers and retires it as any other). Only their own (the same 42501 otherwise).
@@ -178,6 +185,7 @@ BEGIN
     VALUES (c.id, 'accepted', c.severity, jsonb_build_object('by', person));
     RETURN true;
 END $$;
+COMMENT ON FUNCTION accept_censor(uuid, text) IS 'The person keeps a censor proposed to them: it holds from now on as a warn. Only their own (42501); false when it was not waiting.';
 REVOKE EXECUTE ON FUNCTION accept_censor(uuid, text) FROM PUBLIC;
 
 -- The censors proposed to a person and waiting for their word (/censors shows them after the
@@ -191,6 +199,7 @@ CREATE FUNCTION proposed_censors(person text)
      WHERE c.status = 'proposed' AND c.person = proposed_censors.person
      ORDER BY c.created_at, c.id
 $$;
+COMMENT ON FUNCTION proposed_censors(text) IS 'The censors proposed to a person and waiting for their word, with the episode each was learned from.';
 
 -- The episode summary now asks for how it went and what it taught (023's ship_template: the
 -- person's own version stays theirs).

@@ -64,6 +64,7 @@ CREATE TABLE open_threads (
     closed_by   uuid REFERENCES messages (id) ON DELETE SET NULL,
     CHECK ((status = 'closed') = (closed_at IS NOT NULL))
 );
+COMMENT ON TABLE open_threads IS 'What a person''s conversations left unresolved (the extraction''s threads.opened), theirs until a turn or the person closes it; carried into their next session while younger than open_thread_days.';
 CREATE UNIQUE INDEX open_threads_one_open ON open_threads (person, thread_key) WHERE status = 'open';
 CREATE INDEX open_threads_of_person ON open_threads (person, touched_at DESC) WHERE status = 'open';
 
@@ -85,6 +86,7 @@ CREATE TABLE working_memories (
     started_at      timestamptz NOT NULL DEFAULT dionysus.clock_now(),
     UNIQUE (episode_id, person)
 );
+COMMENT ON TABLE working_memories IS 'One per person per open conversation episode: focus, turns stepped, the last turn, evictions. Cleared when the episode closes (its record goes to working_memory_sessions).';
 CREATE INDEX working_memories_person ON working_memories (person);
 
 CREATE TABLE working_memory_items (
@@ -105,6 +107,7 @@ CREATE TABLE working_memory_items (
            AND (kind IN ('memory', 'fact')) = (memory_id IS NOT NULL)),
     PRIMARY KEY (working_memory_id, ref_id)
 );
+COMMENT ON TABLE working_memory_items IS 'What a working memory holds: memories and facts recall brought up, and open threads, each with a relevance that fades every turn that does not bring it up again; capacity-limited, the least relevant leaves first.';
 CREATE INDEX working_memory_items_memory ON working_memory_items (memory_id) WHERE memory_id IS NOT NULL;
 CREATE INDEX working_memory_items_thread ON working_memory_items (thread_id) WHERE thread_id IS NOT NULL;
 
@@ -122,6 +125,7 @@ CREATE TABLE working_memory_sessions (
     open_threads uuid[] NOT NULL DEFAULT '{}',
     evicted      integer NOT NULL DEFAULT 0
 );
+COMMENT ON TABLE working_memory_sessions IS 'The record of each cleared working memory: focus, turns, the items it held at the end (kind, id, relevance, uses), the threads left open, evictions.';
 CREATE INDEX working_memory_sessions_person ON working_memory_sessions (person, ended_at DESC);
 
 -- ---------------------------------------------------------------------------------------
@@ -131,6 +135,7 @@ CREATE FUNCTION dionysus_internal.thread_key(words text) RETURNS text
     LANGUAGE sql IMMUTABLE STRICT AS $$
     SELECT btrim(regexp_replace(lower(words), '[^[:alnum:]]+', ' ', 'g'))
 $$;
+COMMENT ON FUNCTION dionysus_internal.thread_key(text) IS 'A thread''s words lower-cased with punctuation and spacing folded: the same words are the same thread.';
 
 -- The open episode a turn belongs to (NULL when it has ended or the turn has no memory). With
 -- lock, its row is held FOR SHARE: an episode closing waits for the turn's working memory to be
@@ -150,6 +155,7 @@ BEGIN
     END IF;
     RETURN ep;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.turn_episode(uuid, boolean) IS 'The open episode a turn belongs to, or NULL; with lock, its row FOR SHARE (a close waits for the turn''s working memory, and clears it).';
 
 -- The person's working memory of an episode, begun when missing: a new session starts with the
 -- threads their last sessions of the same conversation left open (the newest few, within
@@ -177,6 +183,7 @@ BEGIN
      ORDER BY t.touched_at DESC LIMIT 5;
     RETURN wm;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.working_memory_of(text, uuid) IS 'A person''s working memory of an episode, begun when missing with the threads their last sessions left open (at most five); the caller holds their working-memory lock.';
 
 -- Drops what fell below the floor, then the least relevant past the capacity (the oldest
 -- first among equals); counts what left.
@@ -200,6 +207,7 @@ BEGIN
     END IF;
     RETURN gone;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.working_memory_evict(uuid) IS 'Drops what fell below working_memory_min_relevance, then the least relevant past working_memory_capacity; counts them; returns how many left.';
 
 -- A working memory as a context shows it: its focus, its open threads, its procedures, and the
 -- items not already in view (this turn's recall and the recent turns), most relevant first; a memory
@@ -231,6 +239,7 @@ CREATE FUNCTION dionysus_internal.working_memory_json(wm dionysus.working_memori
                                  WHERE i.working_memory_id = wm.id AND p.status = 'active'
                                    AND (p.person IS NULL OR p.person = wm.person)), '[]'))
 $$;
+COMMENT ON FUNCTION dionysus_internal.working_memory_json(dionysus.working_memories, uuid[]) IS 'A working memory as a context shows it: focus, turn, evictions, open threads, and the items not in view (active, still the person''s to see), most relevant first.';
 
 -- ---------------------------------------------------------------------------------------
 -- A turn (chat_context): steps the person's working memory with what recall found for it, and
@@ -287,6 +296,8 @@ BEGIN
     SELECT * INTO wm FROM dionysus.working_memories w WHERE w.id = wm.id;
     RETURN dionysus_internal.working_memory_json(wm, shown);
 END $$;
+COMMENT ON FUNCTION dionysus_internal.working_memory_turn(dionysus.messages, jsonb, uuid[], boolean) IS
+    'chat_context''s step: a person''s lived turn in an open episode moves their working memory once (what recall found enters or is refreshed, the rest fades, the least relevant leave) and returns it; moves = false or a standby only reads; NULL without a session.';
 
 -- ---------------------------------------------------------------------------------------
 -- The extraction's part (complete_work: result.focus, result.threads of an extract_message):
@@ -408,6 +419,8 @@ BEGIN
     RETURN jsonb_build_object('focus', focus_set, 'opened', opened, 'closed', closed, 'unmatched', unmatched,
                               'session', ep IS NOT NULL);
 END $$;
+COMMENT ON FUNCTION dionysus_internal.store_working_focus(text, uuid, jsonb, jsonb) IS
+    'complete_work''s result.focus and result.threads ({opened, closed}: at most five strings each) of a person''s turn (which must be theirs, 42501): threads closed by their words or the nearest open one (0.8), opened (the same thread touched at 0.85), the session''s focus set; an imported turn has none.';
 
 -- ---------------------------------------------------------------------------------------
 -- Session end: an episode that closes clears its working memories, each recorded first.
@@ -438,6 +451,7 @@ BEGIN
     END LOOP;
     RETURN NULL;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.end_working_memories() IS 'Trigger: an episode that closes clears its working memories, each recorded in working_memory_sessions first (open threads stay open).';
 CREATE TRIGGER episodes_end_working_memory AFTER UPDATE OF ended_at ON episodes
     FOR EACH ROW WHEN (OLD.ended_at IS NULL AND NEW.ended_at IS NOT NULL)
     EXECUTE FUNCTION dionysus_internal.end_working_memories();
@@ -459,6 +473,7 @@ BEGIN
                        FROM dionysus.working_memories w JOIN dionysus.episodes e ON e.id = w.episode_id
                       WHERE w.person = working_memory.person), '[]');
 END $$;
+COMMENT ON FUNCTION working_memory(text) IS 'A person''s working memories now (one per open conversation): focus, turn, open threads and items, most relevant first. Theirs only.';
 
 CREATE FUNCTION person_open_threads(for_person text)
     RETURNS TABLE (id uuid, content text, opened_at timestamptz, touched_at timestamptz)
@@ -470,6 +485,7 @@ BEGIN
     RETURN QUERY SELECT t.id, t.content, t.opened_at, t.touched_at FROM dionysus.open_threads t
                   WHERE t.person = for_person AND t.status = 'open' ORDER BY t.touched_at DESC, t.id;
 END $$;
+COMMENT ON FUNCTION person_open_threads(text) IS 'The threads still open with a person, the most recently touched first.';
 
 -- The person says a thread is done (or was never one): it leaves every working memory of theirs.
 CREATE FUNCTION close_open_thread(person text, thread_id uuid) RETURNS boolean
@@ -491,6 +507,7 @@ BEGIN
     DELETE FROM dionysus.working_memory_items i WHERE i.thread_id = hit;
     RETURN hit IS NOT NULL;
 END $$;
+COMMENT ON FUNCTION close_open_thread(text, uuid) IS 'The person''s word closes one of their open threads (it leaves their working memories); false when it is not theirs or not open.';
 
 -- The prompt that turns a person's turn into memory also names the conversation's focus and
 -- the threads the turn opened or closed ({{threads}}: the person's open threads, listed).

@@ -51,6 +51,7 @@ CREATE TABLE procedures (
     created_at           timestamptz NOT NULL DEFAULT dionysus.clock_now(),
     updated_at           timestamptz NOT NULL DEFAULT dionysus.clock_now()
 );
+COMMENT ON TABLE procedures IS 'How-to knowledge (seed 002''s K-lines): name, domain, goals (upper fringe), core patterns, tools and concepts, implementation notes (lower fringe), for everyone or one person; activation, success and failure counts and effectiveness ((successes + 1) / (successes + failures + 2)).';
 CREATE UNIQUE INDEX procedures_one_name ON procedures (coalesce(person, ''), name_key) WHERE status = 'active';
 
 CREATE TABLE procedure_activations (
@@ -67,6 +68,7 @@ CREATE TABLE procedure_activations (
     outcome      text CHECK (outcome IN ('success', 'failure', 'mixed', 'neutral')),
     scored_at    timestamptz
 );
+COMMENT ON TABLE procedure_activations IS 'Every activation of a procedure: for whom, in which episode and turn, how (matched by meaning or asked for), its similarity, and the episode''s outcome once known. Once per procedure, episode and person.';
 CREATE UNIQUE INDEX procedure_activations_once ON procedure_activations (procedure_id, episode_id, person) WHERE episode_id IS NOT NULL;
 CREATE INDEX procedure_activations_unscored ON procedure_activations (episode_id) WHERE outcome IS NULL;
 CREATE INDEX procedure_activations_procedure ON procedure_activations (procedure_id, activated_at DESC);
@@ -91,6 +93,7 @@ BEGIN
     END IF;
     RETURN ARRAY(SELECT btrim(x) FROM unnest(items) x);
 END $$;
+COMMENT ON FUNCTION dionysus_internal.procedure_list(text[], text) IS 'A procedure''s list argument: at most 10 non-empty strings of at most 300 characters, trimmed (22023 naming it otherwise).';
 
 -- What a procedure's embedding is of: what a situation calling for it would resemble.
 CREATE FUNCTION dionysus_internal.procedure_text(name text, domain text, goals text[], core_patterns text[], core_concepts text[])
@@ -98,6 +101,7 @@ CREATE FUNCTION dionysus_internal.procedure_text(name text, domain text, goals t
     SELECT concat_ws('. ', name, domain, array_to_string(goals, '; '), array_to_string(core_patterns, '; '),
                      array_to_string(core_concepts, '; '))
 $$;
+COMMENT ON FUNCTION dionysus_internal.procedure_text(text, text, text[], text[], text[]) IS 'What a procedure''s embedding is of: name, domain, goals, core patterns and concepts.';
 
 -- Stores a procedure (owner only): for everyone (person NULL) or for one person. The same name
 -- for the same person rewrites its definition and keeps its counts. Returns its id.
@@ -141,6 +145,8 @@ BEGIN
     RETURNING x.id INTO id;
     RETURN id;
 END $$;
+COMMENT ON FUNCTION store_procedure(text, text[], text[], text, text[], text[], text[], text) IS
+    'Owner only: stores a procedure for everyone (person NULL) or one person; the same name for the same person rewrites its definition and keeps its counts. Needs goals or core patterns. Returns its id.';
 
 -- Retires a procedure (owner only): it is activated no more and leaves every working memory;
 -- its record stays.
@@ -157,6 +163,7 @@ BEGIN
     DELETE FROM dionysus.working_memory_items i WHERE i.procedure_id = hit;
     RETURN hit IS NOT NULL;
 END $$;
+COMMENT ON FUNCTION retire_procedure(uuid) IS 'Owner only: a procedure is activated no more and leaves every working memory; its record stays. False when it was not active.';
 
 -- ---------------------------------------------------------------------------------------
 -- Activation
@@ -187,6 +194,8 @@ BEGIN
     END IF;
     RETURN counted;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.procedure_activate(uuid, text, dionysus.working_memories, uuid, text, double precision, double precision) IS
+    'Activates a procedure for a person: counted and recorded once per episode, loaded into the working memory given; the caller holds the person''s working-memory lock. True when counted now.';
 
 -- A person's turn activates the procedures its meaning is near (working_memory_turn, under the
 -- person's lock): theirs and everyone's, active, at least procedure_match_similarity, the
@@ -227,6 +236,8 @@ BEGIN
     END LOOP;
     RETURN n;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.match_procedures(dionysus.messages, dionysus.working_memories) IS
+    'The procedures a person''s turn calls for by meaning (theirs and everyone''s, at least procedure_match_similarity, the nearest procedure_match_max), activated into their working memory; returns how many.';
 
 -- A procedure asked for by name (seed 002's activate_procedure): the person's own by that name,
 -- else everyone's. It serves the turn's episode (the turn must be the person's), or without a
@@ -272,6 +283,8 @@ BEGIN
     SELECT * INTO proc FROM dionysus.procedures p WHERE p.id = proc.id;
     RETURN dionysus_internal.procedure_json(proc) || jsonb_build_object('working_memory', wm.id IS NOT NULL);
 END $$;
+COMMENT ON FUNCTION activate_procedure(text, text, uuid) IS
+    'Seed 002''s activate_procedure: the person''s own procedure by that name, else everyone''s, activated for the turn''s episode (the turn must be theirs, 42501) or their latest session, at full relevance in its working memory. P0002 when there is none. Returns it with its counts.';
 
 -- A procedure as a context and its reader show it.
 CREATE FUNCTION dionysus_internal.procedure_json(p dionysus.procedures) RETURNS jsonb
@@ -283,6 +296,7 @@ CREATE FUNCTION dionysus_internal.procedure_json(p dionysus.procedures) RETURNS 
                               'successes', p.success_count, 'failures', p.failure_count,
                               'effectiveness', round(p.effectiveness::numeric, 3), 'last_activated', p.last_activated)
 $$;
+COMMENT ON FUNCTION dionysus_internal.procedure_json(dionysus.procedures) IS 'A procedure as contexts and readers show it: its bands, counts and effectiveness.';
 
 -- The procedures a person may be served (theirs and everyone's), the most effective first.
 CREATE FUNCTION person_procedures(for_person text) RETURNS jsonb
@@ -295,6 +309,7 @@ BEGIN
               FROM dionysus.procedures p
              WHERE p.status = 'active' AND (p.person IS NULL OR p.person = for_person));
 END $$;
+COMMENT ON FUNCTION person_procedures(text) IS 'The procedures a person may be served (theirs and everyone''s, active), the most effective first.';
 
 -- ---------------------------------------------------------------------------------------
 -- Effectiveness: an episode's outcome scores the procedures it activated (024's
@@ -323,6 +338,7 @@ BEGIN
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.score_procedures(uuid, text) IS 'An episode''s outcome scores the procedures it activated, each once (success or failure; mixed and neutral count neither); returns how many.';
 
 -- ---------------------------------------------------------------------------------------
 -- Unified recall (seed 002): one list, ranked by score, each with its kind. Memories and
@@ -381,3 +397,5 @@ BEGIN
      ORDER BY u.score DESC, u.kind, u.id
      LIMIT k;
 END $$;
+COMMENT ON FUNCTION recall_all(text, integer, text) IS
+    'Seed 002''s unified recall: memories and facts (as recall scores them), procedures, censors and the person''s own episode summaries (weight_vector · similarity: found by meaning alone), one list ranked by score with kind and detail; only what the person may see.';

@@ -34,6 +34,7 @@ CREATE TABLE context_budgets (
     description text NOT NULL,
     updated_at  timestamptz NOT NULL DEFAULT now()
 );
+COMMENT ON TABLE context_budgets IS 'Token budgets by task (seed 002: 3K casual chat, 6K a deep conversation, 8K a heartbeat decision, 12K reflection or synthesis), each with the order its sections are served in; a context archetype names its task (budget_task).';
 INSERT INTO context_budgets (task, tokens, sections, description) VALUES
     ('chat', 3000, DEFAULT, 'casual chat: a reply when nothing asks for more'),
     ('deep_conversation', 6000, ARRAY['memories', 'recent_turns', 'working_memory', 'people', 'triples', 'objectives', 'goals'],
@@ -53,6 +54,7 @@ BEGIN
     END IF;
     RETURN OLD;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.keep_shipped_budgets() IS 'Trigger: the four shipped context budgets (chat, deep_conversation, heartbeat, reflection) are asked for by name; they change, they are not deleted (23001).';
 CREATE TRIGGER context_budgets_keep_shipped BEFORE DELETE ON context_budgets
     FOR EACH ROW EXECUTE FUNCTION dionysus_internal.keep_shipped_budgets();
 
@@ -72,6 +74,7 @@ BEGIN
     END IF;
     RETURN dionysus_internal.fit_context(context, coalesce(budget, b.tokens), b.sections, b.task);
 END $$;
+COMMENT ON FUNCTION dionysus_internal.fit_task_context(jsonb, text, integer) IS 'fit_context with a task''s budget and section order (budget tokens instead, when given).';
 
 -- A context a caller assembled (the driver's reflection), fitted into a task's budget.
 CREATE FUNCTION fit_to_budget(task text, context jsonb) RETURNS jsonb
@@ -85,6 +88,7 @@ BEGIN
     END IF;
     RETURN dionysus_internal.fit_task_context(context, task);
 END $$;
+COMMENT ON FUNCTION fit_to_budget(text, jsonb) IS 'A context assembled by the caller (as chat_context''s or heartbeat_begin''s sections), fitted into a task''s budget (context_budgets); reports under context_budget.';
 
 -- ---------------------------------------------------------------------------------------
 -- The language queue fills the levels (enqueue_language_work, 012): long fresh memories without
@@ -118,6 +122,7 @@ BEGIN
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.enqueue_condense_levels() IS 'Queues condense_memory work for long fresh memories (over 100 characters, of the last 30 days) lacking a summary or micro line, ten a pass, newest first; returns how many.';
 
 -- The condensing prompt now serves long fresh memories too, not only fading ones.
 SELECT dionysus_internal.ship_template('condense_memory',

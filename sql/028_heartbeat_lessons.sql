@@ -29,6 +29,7 @@ CREATE FUNCTION dionysus_internal.feedback_reach_out(f dionysus.feedback, OUT ou
      ORDER BY o.sent_at DESC, o.id
      LIMIT 1
 $$;
+COMMENT ON FUNCTION dionysus_internal.feedback_reach_out(dionysus.feedback) IS 'The heartbeat''s reach-out a feedback is about: its sent outbox row (the one it names, or the one whose bot turn it names) and the heartbeat; NULLs when no heartbeat sent it.';
 
 CREATE FUNCTION dionysus_internal.queue_heartbeat_lesson() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
@@ -51,6 +52,7 @@ BEGIN
     END IF;
     RETURN NULL;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.queue_heartbeat_lesson() IS 'Trigger: negative feedback about a heartbeat''s reach-out queues a heartbeat_censors item (once per feedback).';
 CREATE TRIGGER feedback_heartbeat_lesson AFTER INSERT ON feedback
     FOR EACH ROW EXECUTE FUNCTION dionysus_internal.queue_heartbeat_lesson();
 
@@ -64,6 +66,7 @@ CREATE FUNCTION dionysus_internal.heartbeat_lesson_source(work_id uuid) RETURNS 
       JOIN dionysus.outbox o ON o.id = (w.params ->> 'outbox_id')::uuid AND o.person = f.person
      WHERE w.id = heartbeat_lesson_source.work_id AND w.action = 'heartbeat_censors'
 $$;
+COMMENT ON FUNCTION dionysus_internal.heartbeat_lesson_source(uuid) IS 'What a heartbeat_censors item shows the model: the message the person got and their words about it; NULL once the feedback is taken back.';
 
 -- complete_work's result.censor_candidates for a heartbeat_censors item: proposed to the
 -- feedback's person (not the model's word), learned from the heartbeat. SECURITY DEFINER, as
@@ -94,6 +97,8 @@ BEGIN
         (w.params ->> 'heartbeat_id')::uuid, jsonb_build_object('learned_from', 'heartbeat', 'learned_from_id', w.params ->> 'heartbeat_id',
                                                                 'feedback_id', f.id));
 END $$;
+COMMENT ON FUNCTION dionysus_internal.propose_heartbeat_censors(dionysus.work_queue, jsonb) IS
+    'complete_work of a claimed heartbeat_censors item: its candidates proposed to the feedback''s person, learned from the heartbeat; nothing when the feedback was taken back; 22023 when the item is not the lesson of its negative feedback about that heartbeat''s reach-out. Returns their ids.';
 
 -- Feedback taken back withdraws the proposals it made that still wait (SECURITY DEFINER: the
 -- driver's role, which runs /undo, writes no censors).
@@ -113,6 +118,7 @@ BEGIN
     END LOOP;
     RETURN NULL;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.withdraw_heartbeat_lesson() IS 'Trigger: feedback taken back retires the censors its lesson proposed that still wait (with a retired event saying why).';
 CREATE TRIGGER feedback_withdraw_heartbeat_lesson AFTER DELETE ON feedback
     FOR EACH ROW EXECUTE FUNCTION dionysus_internal.withdraw_heartbeat_lesson();
 

@@ -29,6 +29,8 @@ CREATE TABLE sentence_queue (
     not_before timestamptz NOT NULL DEFAULT now(),
     last_error text
 );
+COMMENT ON TABLE sentence_queue IS
+    'Memories of several sentences waiting for their sentence vectors (the maintenance pass, oldest first).';
 CREATE INDEX sentence_queue_order ON sentence_queue (queued_at, memory_id);
 
 CREATE TABLE memory_sentences (
@@ -38,6 +40,8 @@ CREATE TABLE memory_sentences (
     embedding vector NOT NULL,
     PRIMARY KEY (memory_id, ord)
 );
+COMMENT ON TABLE memory_sentences IS
+    'A vector per sentence of a memory of several (at most 16, in runs of consecutive sentences), made by the maintenance pass with the store''s model; recall raises a memory''s vector score towards its closest sentence''s (recall_config.sentence_share). Emptied by a re-index swap, which queues them all again.';
 
 -- A memory's text changed: counted again, its old vectors gone, queued if it has several.
 CREATE FUNCTION dionysus_internal.sentences_follow_content() RETURNS trigger
@@ -53,6 +57,8 @@ BEGIN
     END IF;
     RETURN NEW;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.sentences_follow_content() IS
+    'Trigger: a memory''s changed text is counted again, its old sentence vectors deleted, and queued when it has several.';
 CREATE TRIGGER memories_sentences_follow_content BEFORE UPDATE OF content ON memories
     FOR EACH ROW EXECUTE FUNCTION dionysus_internal.sentences_follow_content();
 

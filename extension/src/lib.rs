@@ -89,7 +89,7 @@ pgrx::extension_sql_file!("../../sql/029_sentences.sql", name = "sentences", req
 pgrx::extension_sql_file!("../../sql/030_backup.sql", name = "backup", requires = ["sentences"]);
 // A person can leave (issue #33): everything they said and what was derived from it, erased or exported.
 pgrx::extension_sql_file!("../../sql/031_erasure.sql", name = "erasure", requires = ["backup"]);
-// Views, SQL-language wrappers and COMMENT ON for the whole API: after everything else.
+// After every organ and the Rust functions: vector wrappers, the Rust functions' COMMENTs, the grants.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 
 #[pg_guard]
