@@ -1,6 +1,7 @@
-//! A message is an event, not a heartbeat (seed 000 §5.3, seed 004 §3): log it once →
-//! context from the database → the smart model's reply (or an honest fallback) → send →
-//! log the reply → extraction by the fast model, after the reply and without delaying it.
+//! A message is an event, not a heartbeat: log it once → context from the database → the smart
+//! model's reply (or an honest fallback) → send → log the reply → extraction by the fast model,
+//! after the reply and without delaying it.
+use crate::api::ChatContext;
 use crate::channel::Incoming;
 use crate::db::DbError;
 use crate::llm::Msg;
@@ -9,6 +10,7 @@ use crate::actions::{self, Outcome};
 use crate::work;
 use crate::outbox;
 use crate::{fallback, Mind};
+use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,11 +28,29 @@ pub enum Handled {
     /// The message could not be stored (the person was told).
     NotStored(String),
     /// Only an acknowledgement of what Dionysus said ("ok", "👍"): beliefs updated in the
-    /// database, no model called, no reply (seed 003's layered processing).
+    /// database, no model called, no reply (the cheapest layer of processing a turn).
     Acknowledged { message_id: Uuid },
     /// Invisible feedback (a reply to Dionysus's message, /feedback, /undo): never in the
     /// message log, never answered.
     Feedback(crate::alignment::Feedback),
+}
+
+/// `log_message(...)`'s answer (see its COMMENT). `replied` and `reply_queued` come with a
+/// duplicate only, `acknowledgement` and `feedback_unsure` with a new turn: absent means false/none.
+#[derive(Debug, Deserialize)]
+struct Logged {
+    message_id: Uuid,
+    duplicate: bool,
+    #[serde(default)]
+    replied: bool,
+    #[serde(default)]
+    reply_queued: bool,
+    work_id: Option<Uuid>,
+    person: Option<String>,
+    #[serde(default)]
+    acknowledgement: bool,
+    /// A contact whose answer the cues could not judge.
+    feedback_unsure: Option<Uuid>,
 }
 
 pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>) -> Handled {
@@ -49,7 +69,7 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
     }
     let logged = mind
         .chat_db
-        .json(
+        .one::<Logged>(
             "SELECT dionysus.log_message($1, $2, $3, $4, $5)",
             &[&ch.platform(), &m.message_id, &m.channel_id, &m.author_id, &m.content],
         )
@@ -67,14 +87,12 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
             return Handled::NotStored(e.to_string());
         }
     };
-    let Some(message_id) = logged["message_id"].as_str().and_then(|s| Uuid::parse_str(s).ok()) else {
-        return Handled::NotStored("log_message returned no id".into());
-    };
-    if logged["duplicate"] == Value::Bool(true) && logged["replied"] == Value::Bool(true) {
+    let message_id = logged.message_id;
+    if logged.duplicate && logged.replied {
         tracing::info!(%message_id, "redelivered message ignored (already answered)");
         return Handled::Duplicate;
     }
-    if logged["duplicate"] == Value::Bool(true) && logged["reply_queued"] == Value::Bool(true) {
+    if logged.duplicate && logged.reply_queued {
         // An earlier attempt composed the reply (and maybe sent part of it): that one goes
         // out, under its own nonces, never a second one.
         return match outbox::reserve_reply(mind, message_id, None).await {
@@ -86,13 +104,13 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
             }
         };
     }
-    let work_id = logged["work_id"].as_str().and_then(|s| Uuid::parse_str(s).ok());
+    let work_id = logged.work_id;
     // An answer to a contact whose cues were mixed: the fast model reads it, off the reply's path.
-    if let Some(contact) = logged["feedback_unsure"].as_str().and_then(|s| Uuid::parse_str(s).ok()) {
+    if let Some(contact) = logged.feedback_unsure {
         let (mind, words) = (mind.clone(), m.content.clone());
         extractions.spawn(async move { crate::rules::judge_reply(&mind, contact, &words).await });
     }
-    if logged["acknowledgement"] == Value::Bool(true) {
+    if logged.acknowledgement {
         tracing::info!(%message_id, "an acknowledgement: noted, no reply");
         return Handled::Acknowledged { message_id };
     }
@@ -110,7 +128,7 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
         })
     };
     // "Remind me to call mom on Sundays": a rule in their words, confirmed instead of a chat reply.
-    let person = logged["person"].as_str().unwrap_or_default().to_string();
+    let person = logged.person.unwrap_or_default();
     let rule = if crate::rules::may_ask_for_a_rule(&m.content) { crate::rules::from_words(mind, &person, &m.content).await } else { None };
     // "Never message me before 9": a censor in their words, acknowledged instead of a reply.
     let rule = match rule {
@@ -177,38 +195,31 @@ impl Note {
 }
 
 /// The context's shape for the dream channel: its archetype, and what recall gave with scores.
-fn context_used(ctx: &Value) -> Value {
-    let scores: Vec<String> = ctx["memories"]
-        .as_array()
-        .into_iter()
-        .flatten()
+fn context_used(ctx: &ChatContext) -> Value {
+    let scores: Vec<String> = ctx
+        .memories
+        .iter()
         .take(5)
-        .map(|m| format!("{} ({})", m["score"], m["found_by"].as_str().unwrap_or("?")))
+        .map(|m| format!("{} ({})", m.score.as_ref().map_or("null".to_string(), |s| s.to_string()), m.found_by.as_deref().unwrap_or("?")))
         .collect();
+    let archetype = ctx.archetype.as_ref();
     json!({
-        "archetype": ctx["archetype"]["name"].as_str().or(ctx["archetype"]["nearest"].as_str().map(|_| "none near enough")).unwrap_or("none"),
-        "turns": ctx["recent_turns"].as_array().map_or(0, Vec::len),
-        "memories": ctx["memories"].as_array().map_or(0, Vec::len),
+        "archetype": archetype.and_then(|a| a.name.as_deref().or(a.nearest.as_ref().map(|_| "none near enough"))).unwrap_or("none"),
+        "turns": ctx.recent_turns.len(),
+        "memories": ctx.memories.len(),
         "recall_scores": if scores.is_empty() { Value::Null } else { json!(scores.join(", ")) },
-        "triples": ctx["triples"].as_array().map_or(0, Vec::len),
-        "people": ctx["people"].as_array().map_or(0, Vec::len),
-        "working_memory": if ctx["working_memory"].is_object() {
-            json!({"turn": ctx["working_memory"]["turn"], "focus": ctx["working_memory"]["focus"].is_string(),
-                   "threads": ctx["working_memory"]["threads"].as_array().map_or(0, Vec::len),
-                   "carried": ctx["working_memory"]["items"].as_array().map_or(0, Vec::len)})
-        } else {
-            Value::Null
-        },
-        "north_stars": ctx["north_stars"].as_array().map_or(0, Vec::len),
-        "objectives": ctx["objectives"].as_array().map_or(0, Vec::len),
+        "triples": ctx.triples.len(),
+        "people": ctx.people.len(),
+        "working_memory": ctx.working_memory.as_ref().map(|wm| {
+            json!({"turn": wm.turn, "focus": wm.focus.is_some(), "threads": wm.threads.len(), "carried": wm.items.len()})
+        }),
+        "north_stars": ctx.north_stars.len(),
+        "objectives": ctx.objectives.len(),
         // The token budget (027): its task, what it allowed, what was used, how many items it cut.
-        "budget": if ctx["context_budget"].is_object() {
-            let b = &ctx["context_budget"];
-            let cut: u64 = b["sections"].as_object().into_iter().flatten().filter_map(|(_, s)| s["cut"].as_u64()).sum();
-            json!({"task": b["task"], "tokens": b["budget"], "used": b["used"], "cut": cut})
-        } else {
-            Value::Null
-        },
+        "budget": ctx.context_budget.as_ref().map(|b| {
+            let cut: u64 = b.sections.values().filter_map(|s| s.cut).sum();
+            json!({"task": b.task, "tokens": b.budget, "used": b.used, "cut": cut})
+        }),
     })
 }
 
@@ -219,7 +230,7 @@ async fn compose(mind: &Mind, message_id: Uuid, person: &str, content: &str, pri
     let started = std::time::Instant::now();
     let mut prompt_shown = None;
     let mut usage = None;
-    let ctx = match mind
+    let raw = match mind
         .chat_db
         .json("SELECT dionysus.chat_context($1, $2, $3)", &[&message_id, &mind.config.max_memories, &mind.config.max_turns])
         .await
@@ -230,28 +241,29 @@ async fn compose(mind: &Mind, message_id: Uuid, person: &str, content: &str, pri
             Value::Null
         }
     };
-    let memories: Vec<String> = ctx["memories"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let ctx: ChatContext = match &raw {
+        Value::Null => ChatContext::default(),
+        v => serde_json::from_value(v.clone()).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "chat_context's answer does not have its documented shape");
+            ChatContext::default()
+        }),
+    };
+    let memories: Vec<String> = ctx
+        .memories
+        .iter()
         .map(|m| {
-            let when = m["created_at"].as_str().and_then(|t| t.get(..10)).unwrap_or("");
-            let kind = if m["fact"] == Value::Bool(true) { "fact" } else { m["type"].as_str().unwrap_or("memory") };
-            let who = m["role"].as_str().map(|r| format!(", said by {}", if r == "user" { "them" } else { "you" })).unwrap_or_default();
-            format!("[{when}, {kind}{who}] {}", m["content"].as_str().unwrap_or(""))
+            let when = m.created_at.as_deref().and_then(|t| t.get(..10)).unwrap_or("");
+            let kind = if m.fact { "fact" } else { m.kind.as_deref().unwrap_or("memory") };
+            let who = m.role.as_deref().map(|r| format!(", said by {}", if r == "user" { "them" } else { "you" })).unwrap_or_default();
+            format!("[{when}, {kind}{who}] {}", m.content)
         })
         .collect();
-    let triples: Vec<String> = ctx["triples"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|t| format!("{} {} {}", t["subject"].as_str().unwrap_or(""), t["predicate"].as_str().unwrap_or("").replace('_', " "), t["object"].as_str().unwrap_or("")))
-        .collect();
-    let people = prompt::people(&ctx["people"]);
-    let working = prompt::working_memory(&ctx["working_memory"]);
-    let goals: Vec<String> = ctx["goals"].as_array().into_iter().flatten().filter_map(|g| g["title"].as_str().map(str::to_string)).collect();
-    let north_stars = prompt::north_stars(&ctx["north_stars"]);
-    let objectives: Vec<String> = ctx["objectives"].as_array().into_iter().flatten().filter_map(|o| o["description"].as_str().map(str::to_string)).collect();
+    let triples: Vec<String> = ctx.triples.iter().map(|t| format!("{} {} {}", t.subject, t.predicate.replace('_', " "), t.object)).collect();
+    let people = prompt::people(&ctx.people);
+    let working = prompt::working_memory(ctx.working_memory.as_ref());
+    let goals: Vec<String> = ctx.goals.iter().map(|g| g.title.clone()).collect();
+    let north_stars = prompt::north_stars(&ctx.north_stars);
+    let objectives: Vec<String> = ctx.objectives.iter().map(|o| o.description.clone()).collect();
 
     let reply = match prompt::load_for(&mind.chat_db, "chat_system", person).await {
         Ok(t) => {
@@ -259,7 +271,7 @@ async fn compose(mind: &Mind, message_id: Uuid, person: &str, content: &str, pri
             let system = render(
                 &t.text,
                 &[
-                    ("now", ctx["now"].as_str().unwrap_or("").to_string()),
+                    ("now", ctx.now.clone().unwrap_or_default()),
                     ("memories", prompt::with_working_memory(&t.text, bullets(memories, "(nothing relevant)"), &working)),
                     ("working_memory", if working.is_empty() { "(nothing yet)".to_string() } else { working.clone() }),
                     ("triples", prompt::with_people(&t.text, bullets(triples, "(nothing)"), &people)),
@@ -270,14 +282,13 @@ async fn compose(mind: &Mind, message_id: Uuid, person: &str, content: &str, pri
                 ],
             );
             let mut msgs = vec![Msg::system(system)];
-            for turn in ctx["recent_turns"].as_array().into_iter().flatten() {
-                let c = turn["content"].as_str().unwrap_or("");
+            for turn in &ctx.recent_turns {
                 // A turn shown at a shorter level (a tight budget's) is marked as such, not passed off as the words said.
-                let c = match turn["level"].as_str() {
-                    Some("full") | None => c.to_string(),
-                    Some(level) => format!("[{level} of this turn] {c}"),
+                let c = match turn.level.as_deref() {
+                    Some("full") | None => turn.content.clone(),
+                    Some(level) => format!("[{level} of this turn] {}", turn.content),
                 };
-                msgs.push(if turn["role"] == "assistant" { Msg::assistant(c) } else { Msg::user(c) });
+                msgs.push(if turn.role == "assistant" { Msg::assistant(c) } else { Msg::user(c) });
             }
             msgs.push(Msg::user(content));
             if crate::mirror::enabled(mind) {
@@ -293,19 +304,21 @@ async fn compose(mind: &Mind, message_id: Uuid, person: &str, content: &str, pri
         }
         Err(e) => Err(e.to_string()),
     };
-    let mut metrics = json!({"latency_ms": started.elapsed().as_millis() as u64, "model": mind.chat.role.model});
+    let mut metrics = serde_json::Map::new();
+    metrics.insert("latency_ms".into(), json!(started.elapsed().as_millis() as u64));
+    metrics.insert("model".into(), json!(mind.chat.role.model));
     if let Some(u) = usage {
-        metrics["prompt_tokens"] = u["prompt_tokens"].clone();
-        metrics["completion_tokens"] = u["completion_tokens"].clone();
+        metrics.insert("prompt_tokens".into(), json!(u.prompt_tokens));
+        metrics.insert("completion_tokens".into(), json!(u.completion_tokens));
     }
     let context = context_used(&ctx);
     match reply {
-        Ok(r) => (r, false, Note { prompt: prompt_shown, metrics, context }),
+        Ok(r) => (r, false, Note { prompt: prompt_shown, metrics: Value::Object(metrics), context }),
         Err(e) => {
             tracing::warn!(error = %e, "replying with the fallback");
-            metrics["fallback"] = json!(e.chars().take(300).collect::<String>());
-            let reply = crate::censors::allowed_or_censored(mind, person, message_id, fallback::reply(mind, &ctx, content, private).await).await;
-            (reply, true, Note { prompt: prompt_shown, metrics, context })
+            metrics.insert("fallback".into(), json!(e.chars().take(300).collect::<String>()));
+            let reply = crate::censors::allowed_or_censored(mind, person, message_id, fallback::reply(mind, &raw, content, private).await).await;
+            (reply, true, Note { prompt: prompt_shown, metrics: Value::Object(metrics), context })
         }
     }
 }
@@ -324,7 +337,7 @@ async fn judged(mind: &Mind, person: &str, message_id: Uuid, msgs: &mut Vec<Msg>
     }
 }
 
-/// Sends a reserved reply, with the 3 retries seed 003 gives a channel; if it still cannot
+/// Sends a reserved reply, with 3 retries on the channel; if it still cannot
 /// go out it waits in the outbox for the channel to come back.
 async fn deliver_reply(mind: &Mind, message_id: Uuid, reply: &outbox::Reserved, fallback: bool) -> Handled {
     match outbox::send_reserved(mind, reply, 3).await {

@@ -15,6 +15,7 @@
 //! - [`import`]: a person's history from elsewhere (Discord package, chat JSON, LoCoMo) into the log
 //! - [`llm`], [`db`]: the two outside services, each resilient to failure
 pub mod actions;
+pub mod api;
 pub mod alignment;
 pub mod censors;
 pub mod channel;

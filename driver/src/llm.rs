@@ -5,6 +5,7 @@
 //! of that call (retried), never a failure of the endpoint: the model did answer.
 use crate::config::LlmRole;
 use crate::jsonish;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -156,7 +157,7 @@ impl Llm {
     }
 
     /// A text answer, and the token counts the endpoint reported (`usage`, if it did).
-    pub async fn chat_with_usage(&self, messages: &[Msg], temperature: f64) -> Result<(String, Option<Value>), LlmError> {
+    pub async fn chat_with_usage(&self, messages: &[Msg], temperature: f64) -> Result<(String, Option<Usage>), LlmError> {
         self.call_with_usage(messages, temperature, false, |text| {
             let t = text.trim();
             if t.is_empty() {
@@ -195,7 +196,7 @@ impl Llm {
         temperature: f64,
         json_task: bool,
         accept: impl Fn(&str) -> Result<Value, String>,
-    ) -> Result<(Value, Option<Value>), LlmError> {
+    ) -> Result<(Value, Option<Usage>), LlmError> {
         let mut attempt = 0;
         loop {
             self.admit()?;
@@ -232,15 +233,15 @@ impl Llm {
         }
     }
 
-    async fn once(&self, messages: &[Msg], temperature: f64, json_task: bool) -> Result<(String, Option<Value>), LlmError> {
+    async fn once(&self, messages: &[Msg], temperature: f64, json_task: bool) -> Result<(String, Option<Usage>), LlmError> {
         let mut body = json!({
             "model": self.role.model,
             "messages": messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
             "temperature": temperature,
             "stream": false,
         });
-        if json_task && self.role.json_mode {
-            body["response_format"] = json!({"type": "json_object"});
+        if let (true, Some(body)) = (json_task && self.role.json_mode, body.as_object_mut()) {
+            body.insert("response_format".into(), json!({"type": "json_object"}));
         }
         let url = format!("{}/chat/completions", self.role.base_url.trim_end_matches('/'));
         let mut req = self.http.post(&url).json(&body);
@@ -253,19 +254,16 @@ impl Llm {
         if status != 200 {
             return Err(LlmError::Http(status, String::from_utf8_lossy(&body).chars().take(300).collect()));
         }
-        let v: Value = serde_json::from_slice(&body).map_err(|e| LlmError::BadAnswer(format!("not a chat completion: {e}")))?;
-        let choice = &v["choices"][0];
-        let msg = &choice["message"];
-        if let Some(r) = msg["refusal"].as_str().filter(|r| !r.trim().is_empty()) {
+        let v: Completion = serde_json::from_slice(&body).map_err(|e| LlmError::BadAnswer(format!("not a chat completion: {e}")))?;
+        let choice = v.choices.into_iter().next().unwrap_or_default();
+        let msg = choice.message.unwrap_or_default();
+        if let Some(r) = msg.refusal.filter(|r| !r.trim().is_empty()) {
             return Err(LlmError::Refused(r.chars().take(200).collect()));
         }
-        if choice["finish_reason"].as_str() == Some("content_filter") {
+        if choice.finish_reason.as_deref() == Some("content_filter") {
             return Err(LlmError::Refused("content filter".into()));
         }
-        let usage = v.get("usage").filter(|u| u.is_object()).map(|u| {
-            json!({"prompt_tokens": u["prompt_tokens"], "completion_tokens": u["completion_tokens"], "total_tokens": u["total_tokens"]})
-        });
-        msg["content"].as_str().map(|c| (c.to_string(), usage)).ok_or_else(|| LlmError::BadAnswer("no message content".into()))
+        msg.content.map(|c| (c, v.usage)).ok_or_else(|| LlmError::BadAnswer("no message content".into()))
     }
 
     /// For `doctor`: the endpoint's model list, if it serves one.
@@ -277,12 +275,65 @@ impl Llm {
         }
         let resp = req.send().await.map_err(|e| if e.is_timeout() { LlmError::Timeout } else { LlmError::Transport(short(&e)) })?;
         let status = resp.status().as_u16();
-        let v: Value = serde_json::from_slice(&read_answer(resp).await?).map_err(|e| LlmError::BadAnswer(e.to_string()))?;
+        let body = read_answer(resp).await?;
+        let v: Value = serde_json::from_slice(&body).map_err(|e| LlmError::BadAnswer(e.to_string()))?;
         if status != 200 {
             return Err(LlmError::Http(status, v.to_string().chars().take(200).collect()));
         }
-        Ok(v["data"].as_array().map(|a| a.iter().filter_map(|m| m["id"].as_str().map(str::to_string)).collect()).unwrap_or_default())
+        let list: ModelList = serde_json::from_value(v).unwrap_or_default();
+        Ok(list.data.into_iter().filter_map(|m| m.id).collect())
     }
+}
+
+/// An OpenAI-compatible chat completion, as far as the driver reads it (a field the endpoint
+/// leaves out or sends as null is `None`).
+#[derive(Debug, Default, Deserialize)]
+struct Completion {
+    #[serde(default, deserialize_with = "null_as_empty")]
+    choices: Vec<Choice>,
+    /// Read only when it has its shape: a malformed count never costs the answer.
+    #[serde(default, deserialize_with = "if_shaped")]
+    usage: Option<Usage>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Choice {
+    message: Option<AnswerMessage>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct AnswerMessage {
+    content: Option<String>,
+    refusal: Option<String>,
+}
+
+/// The token counts an endpoint reports with an answer.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+pub struct Usage {
+    pub prompt_tokens: Option<serde_json::Number>,
+    pub completion_tokens: Option<serde_json::Number>,
+    pub total_tokens: Option<serde_json::Number>,
+}
+
+/// `GET /models`: `{"data": [{"id"}]}`.
+#[derive(Debug, Default, Deserialize)]
+struct ModelList {
+    #[serde(default, deserialize_with = "null_as_empty")]
+    data: Vec<ModelEntry>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ModelEntry {
+    id: Option<String>,
+}
+
+fn if_shaped<'de, D: serde::Deserializer<'de>, T: serde::de::DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
+    Ok(serde_json::from_value(Value::deserialize(d)?).ok())
+}
+
+fn null_as_empty<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<T>, D::Error> {
+    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
 }
 
 /// The response body, refused once it grows past [`ANSWER_CAP`]: a broken or hostile endpoint

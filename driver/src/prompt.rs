@@ -1,35 +1,39 @@
-//! Prompt templates live in the database (`dionysus.prompt_templates`, versioned); the driver
-//! only fills their `{{placeholders}}`.
+//! Prompt templates live in the database (versioned, read through `dionysus.prompt_template`);
+//! the driver only fills their `{{placeholders}}`.
+use crate::api::{Content, PersonInLife, Procedure, Turn, WorkingMemory};
 use crate::db::{Db, DbError};
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug)]
+/// `prompt_template(key[, person])`: `{key, version, template, temperature}`.
+#[derive(Clone, Debug, Deserialize)]
 pub struct Template {
     pub key: String,
     pub version: i64,
+    #[serde(rename = "template")]
     pub text: String,
     pub temperature: f64,
 }
 
 pub async fn load(db: &Db, key: &str) -> Result<Template, DbError> {
-    let v = db.json("SELECT dionysus.prompt_template($1)", &[&key]).await?;
-    Ok(template(key, v))
+    db.one("SELECT dionysus.prompt_template($1)", &[&key]).await
 }
 
 /// The template as used for one person: their own version (an approved dream proposal of
 /// theirs), else the shared one.
 pub async fn load_for(db: &Db, key: &str, person: &str) -> Result<Template, DbError> {
-    let v = db.json("SELECT dionysus.prompt_template($1, $2)", &[&key, &person]).await?;
-    Ok(template(key, v))
+    db.one("SELECT dionysus.prompt_template($1, $2)", &[&key, &person]).await
 }
 
-fn template(key: &str, v: Value) -> Template {
-    Template {
-        key: key.to_string(),
-        version: v["version"].as_i64().unwrap_or(0),
-        text: v["template"].as_str().unwrap_or_default().to_string(),
-        temperature: v["temperature"].as_f64().unwrap_or(0.7),
-    }
+/// What reaches a helper as JSON from a caller not yet typed, or already typed, read into its
+/// shape (the default when it is not that shape).
+fn typed<T: serde::de::DeserializeOwned + Default, S: Serialize + ?Sized>(v: &S) -> T {
+    serde_json::to_value(v).and_then(serde_json::from_value).unwrap_or_default()
+}
+
+/// The items of such a list that have their shape.
+fn typed_items<T: serde::de::DeserializeOwned, S: Serialize + ?Sized>(v: &S) -> Vec<T> {
+    let items: Vec<serde_json::Value> = typed(v);
+    items.into_iter().filter_map(|i| serde_json::from_value(i).ok()).collect()
 }
 
 /// Replaces each `{{name}}` with its value; unknown placeholders become empty.
@@ -57,10 +61,9 @@ pub fn render(text: &str, vars: &[(&str, String)]) -> String {
     out
 }
 
-/// "- a\n- b", or the placeholder for an empty list.
 /// A person's north stars as a block for a prompt ("" when they have none).
-pub fn north_stars(list: &Value) -> String {
-    let stars: Vec<String> = list.as_array().into_iter().flatten().filter_map(|n| n.as_str().map(str::to_string)).collect();
+pub fn north_stars<S: Serialize + ?Sized>(list: &S) -> String {
+    let stars: Vec<String> = typed_items(list);
     if stars.is_empty() {
         String::new()
     } else {
@@ -70,24 +73,20 @@ pub fn north_stars(list: &Value) -> String {
 
 /// The people in their life a message names (chat_context's people), a line each: who they
 /// are to the person, how the person feels about them, and how they relate to the others.
-pub fn people(list: &Value) -> String {
-    let listed: Vec<&str> = list.as_array().into_iter().flatten().filter_map(|p| p["name"].as_str()).collect();
+pub fn people(list: &[PersonInLife]) -> String {
+    let listed: Vec<&str> = list.iter().map(|p| p.name.as_str()).collect();
     let lines: Vec<String> = list
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|p| {
-            let name = p["name"].as_str()?;
-            let mut line = name.to_string();
-            if let Some(r) = p["relation"].as_str() {
+        .iter()
+        .map(|p| {
+            let mut line = p.name.clone();
+            if let Some(r) = &p.relation {
                 line.push_str(&format!(" (their {r})"));
             }
-            if let Some(f) = p["feeling"].as_f64() {
+            if let Some(f) = p.feeling {
                 let how = if f >= 0.3 { "fond of" } else if f <= -0.3 { "uneasy about" } else { "mixed about" };
                 line.push_str(&format!("; they are {how} them ({f:+.1})"));
             }
-            let words = |key: &str| p[key].as_array().into_iter().flatten().filter_map(Value::as_str).collect::<Vec<_>>().join(", ");
-            let (traits, topics) = (words("traits"), words("topics"));
+            let (traits, topics) = (p.traits.join(", "), p.topics.join(", "));
             if !traits.is_empty() {
                 line.push_str(&format!("; {traits}"));
             }
@@ -95,17 +94,17 @@ pub fn people(list: &Value) -> String {
                 line.push_str(&format!("; comes up with: {topics}"));
             }
             // Each relation once: from its first end, or from here when that end is not listed.
-            for r in p["relations"].as_array().into_iter().flatten() {
-                let with = r["with"].as_str().unwrap_or("");
-                let kind = r["kind"].as_str().unwrap_or("").replace('_', " ");
-                let how = format!("({}, sentiment {:+.1})", r["source"].as_str().unwrap_or(""), r["sentiment"].as_f64().unwrap_or(0.0));
-                if r["direction"] == "to" {
+            for r in &p.relations {
+                let with = r.with.as_str();
+                let kind = r.kind.replace('_', " ");
+                let how = format!("({}, sentiment {:+.1})", r.source, r.sentiment.unwrap_or(0.0));
+                if r.direction == "to" {
                     line.push_str(&format!("; {kind} {with} {how}"));
                 } else if !listed.contains(&with) {
                     line.push_str(&format!("; {with} {kind} them {how}"));
                 }
             }
-            Some(line)
+            line
         })
         .collect();
     if lines.is_empty() {
@@ -117,15 +116,17 @@ pub fn people(list: &Value) -> String {
 
 /// The open threads of a session's working memory (chat_context's working_memory), a line
 /// each, or `empty`.
-pub fn threads(wm: &Value, empty: &str) -> String {
-    bullets(wm["threads"].as_array().into_iter().flatten().filter_map(|t| t["content"].as_str().map(str::to_string)), empty)
+pub fn threads<S: Serialize + ?Sized>(wm: &S, empty: &str) -> String {
+    let wm: Option<WorkingMemory> = typed(wm);
+    bullets(wm.into_iter().flat_map(|wm| wm.threads).map(|t| t.content), empty)
 }
 
 /// What the session holds in mind beyond this turn's recall (chat_context's working_memory):
 /// its focus, the threads still open, and what earlier turns brought up. "" when it holds nothing.
-pub fn working_memory(wm: &Value) -> String {
+pub fn working_memory(wm: Option<&WorkingMemory>) -> String {
+    let Some(wm) = wm else { return String::new() };
     let mut parts = Vec::new();
-    if let Some(focus) = wm["focus"].as_str().filter(|f| !f.trim().is_empty()) {
+    if let Some(focus) = wm.focus.as_deref().filter(|f| !f.trim().is_empty()) {
         parts.push(format!("The conversation is on: {}", focus.trim()));
     }
     let open = threads(wm, "");
@@ -133,16 +134,16 @@ pub fn working_memory(wm: &Value) -> String {
         parts.push(format!("Still open with them (pick up when it fits):\n{open}"));
     }
     let earlier = bullets(
-        wm["items"].as_array().into_iter().flatten().filter_map(|i| {
-            let when = i["created_at"].as_str().and_then(|t| t.get(..10)).unwrap_or("");
-            i["content"].as_str().map(|c| format!("[{when}, {}] {c}", i["kind"].as_str().unwrap_or("memory")))
+        wm.items.iter().filter_map(|i| {
+            let when = i.created_at.as_deref().and_then(|t| t.get(..10)).unwrap_or("");
+            i.content.as_ref().map(|c| format!("[{when}, {}] {c}", i.kind.as_deref().unwrap_or("memory")))
         }),
         "",
     );
     if !earlier.is_empty() {
         parts.push(format!("Brought up earlier in this conversation:\n{earlier}"));
     }
-    let procedures = bullets(wm["procedures"].as_array().into_iter().flatten().filter_map(procedure), "");
+    let procedures = bullets(wm.procedures.iter().map(procedure), "");
     if !procedures.is_empty() {
         parts.push(format!("How you handle this kind of moment (what you have learned works; effectiveness so far):\n{procedures}"));
     }
@@ -151,21 +152,20 @@ pub fn working_memory(wm: &Value) -> String {
 
 /// One procedure in working memory, a line: name, domain, effectiveness, then its bands from
 /// the goals to the implementation notes.
-fn procedure(p: &Value) -> Option<String> {
-    let list = |key: &str| p[key].as_array().into_iter().flatten().filter_map(Value::as_str).collect::<Vec<_>>().join("; ");
-    let mut line = p["name"].as_str()?.to_string();
-    if let Some(d) = p["domain"].as_str() {
+fn procedure(p: &Procedure) -> String {
+    let mut line = p.name.clone();
+    if let Some(d) = &p.domain {
         line.push_str(&format!(" ({d})"));
     }
-    let tried = p["successes"].as_i64().unwrap_or(0) + p["failures"].as_i64().unwrap_or(0);
-    line.push_str(&format!(", effectiveness {:.2} over {tried} outcomes", p["effectiveness"].as_f64().unwrap_or(0.5)));
-    for (label, key) in [("for", "goals"), ("how", "core_patterns"), ("with", "core_tools"), ("ideas", "core_concepts"), ("notes", "implementation_notes")] {
-        let words = list(key);
+    let tried = p.successes.unwrap_or(0) + p.failures.unwrap_or(0);
+    line.push_str(&format!(", effectiveness {:.2} over {tried} outcomes", p.effectiveness.unwrap_or(0.5)));
+    let bands = [("for", &p.goals), ("how", &p.core_patterns), ("with", &p.core_tools), ("ideas", &p.core_concepts), ("notes", &p.implementation_notes)];
+    for (label, words) in bands {
         if !words.is_empty() {
-            line.push_str(&format!("; {label}: {words}"));
+            line.push_str(&format!("; {label}: {}", words.join("; ")));
         }
     }
-    Some(line)
+    line
 }
 
 /// A template written before working memory existed has no place for it: it follows the
@@ -209,41 +209,31 @@ pub fn bullets<I: IntoIterator<Item = String>>(items: I, empty: &str) -> String 
     }
 }
 
-/// The `content` of each element of a JSON array, with an optional prefix field.
-pub fn contents(list: &Value, max_chars: usize) -> Vec<String> {
-    list.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|m| {
-                    let c = m["content"].as_str()?;
-                    let c: String = c.chars().take(max_chars).collect();
-                    Some(match m["role"].as_str() {
-                        Some(r) => format!("({r}) {c}"),
-                        None => c,
-                    })
-                })
-                .collect()
+/// Each text, cut at `max_chars`, after its speaker when it has one: "(user) …".
+pub fn contents<S: Serialize + ?Sized>(list: &S, max_chars: usize) -> Vec<String> {
+    typed_items::<Content, S>(list)
+        .iter()
+        .map(|m| {
+            let c: String = m.content.chars().take(max_chars).collect();
+            match &m.role {
+                Some(r) => format!("({r}) {c}"),
+                None => c,
+            }
         })
-        .unwrap_or_default()
+        .collect()
 }
 
 /// Conversation turns as "user: …" / "assistant: …" lines.
-pub fn transcript(turns: &Value) -> String {
+pub fn transcript<S: Serialize + ?Sized>(turns: &S) -> String {
+    let turns: Vec<Turn> = typed_items(turns);
     let lines: Vec<String> = turns
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|t| {
-                    // A turn a tight budget shows at a shorter level says so (its words are not these).
-                    let short = match t["level"].as_str() {
-                        Some("full") | None => String::new(),
-                        Some(level) => format!("[{level}] "),
-                    };
-                    format!("{}: {short}{}", t["role"].as_str().unwrap_or("user"), t["content"].as_str().unwrap_or(""))
-                })
-                .collect()
+        .iter()
+        .map(|t| {
+            // A turn a tight budget shows at a shorter level says so (its words are not these).
+            let short = if t.is_full() { String::new() } else { format!("[{}] ", t.level.as_deref().unwrap_or_default()) };
+            format!("{}: {short}{}", t.role, t.content)
         })
-        .unwrap_or_default();
+        .collect();
     if lines.is_empty() {
         "(no earlier turns)".into()
     } else {
@@ -254,7 +244,11 @@ pub fn transcript(turns: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    fn shape<T: serde::de::DeserializeOwned>(v: Value) -> T {
+        serde_json::from_value(v).unwrap()
+    }
 
     /// A session's working memory reads as its focus, its open threads and what earlier turns
     /// brought up; an old template gets it after the memories, a new one where it asks.
@@ -262,10 +256,10 @@ mod tests {
     fn working_memory_reads_as_focus_threads_and_what_came_up_earlier() {
         let wm = json!({"focus": "the interview", "threads": [{"content": "ask how Friday went"}],
                         "items": [{"kind": "fact", "content": "Works as a nurse", "created_at": "2026-11-20T10:00:00Z"}]});
-        let text = working_memory(&wm);
+        let text = working_memory(Some(&shape(wm)));
         assert_eq!(text, "The conversation is on: the interview\n\nStill open with them (pick up when it fits):\n- ask how Friday went\n\n\
                           Brought up earlier in this conversation:\n- [2026-11-20, fact] Works as a nurse");
-        assert_eq!(working_memory(&Value::Null), "");
+        assert_eq!(working_memory(None), "");
         assert_eq!(with_working_memory("{{memories}}", "- m".into(), &text), format!("- m\n\nThis conversation so far:\n{text}"));
         assert_eq!(with_working_memory("{{memories}} {{working_memory}}", "- m".into(), &text), "- m");
         assert_eq!(with_working_memory("{{memories}}", "- m".into(), ""), "- m");
@@ -273,7 +267,7 @@ mod tests {
         let wm = json!({"procedures": [{"name": "Exam nerves", "domain": "study", "successes": 2, "failures": 1, "effectiveness": 0.6,
                                         "goals": ["steady her"], "core_patterns": ["name the fear", "one small step"], "core_tools": [],
                                         "implementation_notes": ["no pep talk"]}]});
-        assert_eq!(working_memory(&wm), "How you handle this kind of moment (what you have learned works; effectiveness so far):\n\
+        assert_eq!(working_memory(Some(&shape(wm))), "How you handle this kind of moment (what you have learned works; effectiveness so far):\n\
                                          - Exam nerves (study), effectiveness 0.60 over 3 outcomes; for: steady her; how: name the fear; one small step; notes: no pep talk");
     }
 
@@ -290,11 +284,11 @@ mod tests {
         let list = serde_json::json!([{"name": "Ana", "relation": "mother", "feeling": 0.6, "traits": ["patient"], "topics": [],
                                        "relations": [{"with": "Lea", "kind": "worries_about", "direction": "to", "source": "said", "sentiment": -0.2},
                                                      {"with": "Tom", "kind": "likes", "direction": "from", "source": "said", "sentiment": 0.5}]}]);
-        let p = people(&list);
+        let p = people(&shape::<Vec<PersonInLife>>(list));
         assert_eq!(p, "- Ana (their mother); they are fond of them (+0.6); patient; worries about Lea (said, sentiment -0.2); Tom likes them (said, sentiment +0.5)");
         assert_eq!(with_people("{{triples}}", "- a b c".into(), &p), format!("- a b c\n\nPeople in their life this message names:\n{p}"));
         assert_eq!(with_people("{{triples}} {{people}}", "- a b c".into(), &p), "- a b c");
-        assert_eq!(people(&serde_json::json!([])), "");
+        assert_eq!(people(&[]), "");
     }
 
     #[test]
