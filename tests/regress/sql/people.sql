@@ -6,12 +6,15 @@ DROP EXTENSION IF EXISTS dionysus; CREATE EXTENSION dionysus CASCADE;
 SELECT dionysus.set_clock('2026-03-02 09:00+00');
 
 -- A person's turn enters the message log: log_message(platform, message id, channel, author,
--- words). It is remembered (privately: the person is 'platform:author') and its extraction is
+-- words). It is remembered, private to its person ('platform:author'), and its extraction is
 -- queued for the driver, who asks the fast model what the turn says.
-SELECT r ->> 'person' AS person, r ->> 'duplicate' AS duplicate, r ->> 'work_id' AS job
+SELECT r ->> 'work_id' AS job
   FROM dionysus.log_message('test', 'm1', 'dm:ada', 'ada',
                             'My mom called again, she keeps worrying about my sister Lea.') AS r \gset
-SELECT :'person' AS person, :'duplicate' AS duplicate;
+-- The same platform id again (a redelivery) is stored once.
+SELECT r ->> 'person' AS person, r ->> 'duplicate' AS duplicate
+  FROM dionysus.log_message('test', 'm1', 'dm:ada', 'ada',
+                            'My mom called again, she keeps worrying about my sister Lea.') AS r;
 
 -- The driver claims that job and hands the model's answer to complete_work: the turn's facts,
 -- triples, goals, the people it speaks of (relation, feeling from -1 to 1, traits) and the

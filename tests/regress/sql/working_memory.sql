@@ -4,7 +4,7 @@ SET client_min_messages = warning; SET timezone = 'UTC'; SET datestyle = 'ISO';
 DROP EXTENSION IF EXISTS dionysus; CREATE EXTENSION dionysus CASCADE;
 SELECT dionysus.set_clock('2026-03-02 09:00+00');
 
--- Something Ada said last week, already in memory (private to her).
+-- Something Ada said before, already in memory (private to her).
 SELECT dionysus.remember('Ada has a job interview at Globex on Friday', 'semantic',
                          private_to => ARRAY['test:ada']) IS NOT NULL AS stored;
 
