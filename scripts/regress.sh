@@ -8,8 +8,9 @@
 #   scripts/regress.sh [PORT]   the cluster on 127.0.0.1:PORT (default 31329), user postgres
 #
 # The tests run in a database of their own (dionysus_regress, made afresh, dropped after a
-# pass) held off by the maintenance worker (dionysus.worker_paused), so nothing moves between
-# two statements; each story installs the extension afresh and drives time by the test clock.
+# pass) that the maintenance worker leaves alone (dionysus.worker_paused: on a test cluster it
+# runs every second), so nothing moves between two statements; each story installs the
+# extension afresh and drives time by the test clock. About 25 s on a busy 2-core machine.
 # After an intended change of an answer: run, read results/NAME.out in the kept directory, and
 # copy it over expected/NAME.out once it says what it should.
 set -euo pipefail
@@ -29,6 +30,6 @@ if "$PG_REGRESS" --use-existing --bindir="$PG_BIN" --host=127.0.0.1 --port="$POR
   rm -rf "$out"
 else
   [ -f "$out/regression.diffs" ] && cat "$out/regression.diffs"
-  echo "regress.sh: the answers above differ from tests/regress/expected (what psql printed: $out/results)" >&2
+  echo "regress.sh: failed; the diff above is against tests/regress/expected (what psql printed: $out/results)" >&2
   exit 1
 fi
