@@ -40,4 +40,4 @@ SELECT title, summary, outcome, round(surprise::numeric, 2) AS surprise, lessons
   FROM dionysus.episodes WHERE id = :'move';
 
 -- recall can be narrowed to one episode.
-SELECT content FROM dionysus.recall('moving day', 5, episode_id => :'move') ORDER BY score DESC, content;
+SELECT content FROM dionysus.recall('moving day', 5, episode_id => :'move') ORDER BY content;

@@ -50,6 +50,6 @@ SELECT dionysus.remember('Plumber Jonas charges 80 euros per visit', 'semantic')
 SELECT dionysus.connect(:'tap', :'jonas', 'ASSOCIATED', 1.0);
 -- The worker keeps each memory's neighbourhood; here it is asked for now.
 SELECT dionysus.recompute_neighborhoods(100) > 0 AS neighbourhoods_computed;
-SELECT content, found_by, association_score > 0.2 AS through_the_edge
+SELECT content, found_by, association_score > 0 AS through_the_edge
   FROM dionysus.recall('dripping faucet', 2)
  ORDER BY score DESC, content;
