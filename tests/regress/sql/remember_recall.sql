@@ -17,10 +17,11 @@ SELECT dionysus.remember('We talked about the weather in Berlin', 'episodic') IS
 SELECT dionysus.remember('The user drinks green tea every morning', 'semantic') IS NOT NULL AS stored;
 
 -- recall(query, k) finds memories by meaning, not by shared words: "UI theme" finds "dark
--- mode". Each row carries every part of its score (rounded here), how it was found, and the
--- memory's stage in its fading life (see decay.sql).
-SELECT content, type, round(score::numeric, 2) AS score, round(vector_score::numeric, 2) AS by_meaning,
-       round(lexical_score::numeric, 2) AS by_words, found_by, stage
+-- mode". Each row carries every part of its score (rounded here to one decimal: a float's last
+-- digits may differ from one CPU to another), how it was found, and the memory's stage in its
+-- fading life (see decay.sql).
+SELECT content, type, round(score::numeric, 1) AS score, round(vector_score::numeric, 1) AS by_meaning,
+       round(lexical_score::numeric, 1) AS by_words, found_by, stage
   FROM dionysus.recall('what UI theme does the user like?', 3)
  ORDER BY score DESC, content;
 
