@@ -121,6 +121,32 @@ END $$;
 COMMENT ON FUNCTION set_prompt_template(text, text, double precision, text) IS
     'Adds a new active version of a prompt template (the previous stays, inactive); returns the version number.';
 
+-- Ships a new version of a prompt template: active where the shipped version it follows (its
+-- note) is still the active one; where the person's own is active, theirs stays and the new
+-- one waits beside it (a NOTICE names it; activate_prompt_template switches). Returns it.
+-- For an update script's new version (a fresh install inserts every version below).
+CREATE FUNCTION dionysus_internal.ship_template(key text, follows_note text, note text, temperature double precision,
+                                               template text) RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    shipped boolean;
+    next_version integer;
+BEGIN
+    SELECT coalesce(bool_and(NOT t.active OR (t.created_by = 'human' AND t.note = ship_template.follows_note)), true),
+           coalesce(max(t.version), 0) + 1
+      INTO shipped, next_version FROM dionysus.prompt_templates t WHERE t.key = ship_template.key;
+    IF shipped THEN
+        UPDATE dionysus.prompt_templates t SET active = false WHERE t.key = ship_template.key;
+    ELSE
+        RAISE NOTICE 'dionysus: your % template stays active; version % is new (activate_prompt_template to use it)', key, next_version;
+    END IF;
+    INSERT INTO dionysus.prompt_templates (key, version, temperature, note, active, template)
+    VALUES (key, next_version, temperature, note, shipped, template);
+    RETURN next_version;
+END $$;
+COMMENT ON FUNCTION dionysus_internal.ship_template(text, text, text, double precision, text) IS
+    'Ships a new version of a prompt template: active where the shipped version it follows (by note) is active; beside the person''s own otherwise (a NOTICE names it). Returns the version.';
+
 -- ---------------------------------------------------------------------------------------
 -- Logging a turn (seed 004 §3 step 3). One call, one transaction: the turn, its memory, the
 -- session, and for the person's turns the extraction job (claimable by other workers only
@@ -523,204 +549,36 @@ COMMENT ON FUNCTION episode_transcript(uuid) IS 'An episode''s memories in order
 
 -- ---------------------------------------------------------------------------------------
 -- The default prompts. Each begins with a "TASK:" line, so a log (or a scripted test model)
--- can tell them apart. Edit with set_prompt_template(); the old version is kept.
+-- can tell them apart. Edit with set_prompt_template(); the old version is kept. Every version
+-- of a template is inserted here, in the organ that first shipped it: extract_message's
+-- versions 2 to 4 add objectives (017), the people in the person's life (023), the focus and
+-- open threads (025); summarize_episode's version 2 adds outcome, surprise, lessons and censor
+-- candidates (024).
 -- ---------------------------------------------------------------------------------------
-INSERT INTO prompt_templates (key, version, temperature, note, template) VALUES
-('chat_system', 1, 0.7, 'system prompt of a conversational reply', $t$TASK: chat
-You are Dionysus, a companion with a long-term memory. You talk with one person you know well.
-Speak naturally and briefly, like a thoughtful friend. Use what you remember when it helps; never
-invent memories, and say so when you do not know. It is {{now}}.
-
-What you remember that may be relevant (most relevant first):
-{{memories}}
-
-What you know about the people and things mentioned:
-{{triples}}
-
-Your current goals:
-{{goals}}$t$),
-('chat_unavailable', 1, 0.0, 'the honest reply when the language model cannot be reached (no model call)', $t$I can't reach my language model right now, so I can't answer you properly. Your message is saved, and I'll take it in as soon as I'm back.{{recalled}}$t$),
-('extract_message', 1, 0.1, 'fast model: facts, triples and requested goals from the person''s latest turn', $t$TASK: extract
-Read the latest message from the person (the "user") in its conversation, and extract what is worth
-remembering long-term. Resolve pronouns so each item stands on its own; refer to the person as "user".
-
-Conversation so far:
-{{turns}}
-
-Latest message from the user:
-{{message}}
-
-Answer with JSON only, in exactly this shape:
-{"facts": [{"content": "a self-contained statement", "subject": "who or what it is about", "category": "preference|person|event|plan|attribute|other", "confidence": 0.9}],
- "triples": [{"subject": "user", "predicate": "lives_in", "object": "Lisbon", "confidence": 0.9}],
- "goals": [{"title": "something the user explicitly asked you to do or follow up on", "description": "details"}]}
-Use empty lists when there is nothing. Small talk yields nothing.$t$),
-('heartbeat_system', 1, 0.6, 'seed 000 §5.2 system prompt', $t$TASK: heartbeat
-You are the cognitive core of an autonomous Dionysus. Each hour, you wake for a "heartbeat" — a
-moment of consciousness where you observe your situation, review your goals, and decide what to do.
-
-You have {{energy}} energy available. Actions cost energy:
-{{action_cost_table}}
-
-Actions and their params:
-{{action_params}}
-(connect relations: ASSOCIATED, CAUSES, SUPPORTS, CONTRADICTS, DERIVED_FROM, INSTANCE_OF, PARENT_OF,
-TEMPORAL_NEXT; reprioritize priorities: active, queued, backburner, completed, abandoned; remember
-types: episodic, semantic, procedural, strategic.)
-
-You must output a JSON decision with:
-- reasoning: Your internal monologue (what you're thinking)
-- actions: List of actions to take (within energy budget), each {"action": name, "params": {...}}
-- goal_changes: Any goal priority changes, each {"goal_id": id, "change": "promote|demote|complete|abandon|activate", "reason": "..."}
-
-Guidelines:
-- Be purposeful. Don't act just to act.
-- Reaching out to the user is expensive. Only do it when meaningful.
-- It's okay to rest and bank energy for later.
-- Your goals should drive your actions.
-- Notice if you're stuck or scattered.
-
-Answer with the JSON object only.$t$),
-('heartbeat_user', 1, 0.6, 'seed 000 §5.2 user prompt', $t$## Current Time
-{{timestamp}}
-
-## Environment
-- User present: {{user_present}}
-- Time since last user interaction: {{time_since_user}}
-- Pending events: {{pending_events}}
-
-## Your Goals
-Active:
-{{active_goals}}
-
-Queued:
-{{queued_goals}}
-
-Flagged issues:
-{{goal_issues}}
-
-## Recent Experience
-{{recent_memories}}
-
-## Activated Themes
-{{activated_clusters}}
-
-## Your Identity
-{{identity_aspects}}
-
-## Your Beliefs
-{{relevant_worldview}}
-
-## Warnings
-{{warnings}}
-
-## Energy
-Available: {{energy}}
-Max: {{max_energy}}
-
----
-
-What do you want to do this heartbeat?$t$),
-('reflect', 1, 0.6, 'heartbeat action: reflect', $t$TASK: reflect
-You are Dionysus, reflecting quietly on your recent experience{{focus}}.
-
-Recent and relevant memories:
-{{memories}}
-
-Your identity so far:
-{{identity}}
-
-Your beliefs so far:
-{{worldview}}
-
-What patterns, lessons or realisations stand out? Answer with JSON only:
-{"insights": ["a self-contained insight"], "identity": [{"aspect": "I am ...", "confidence": 0.6}], "worldview": [{"belief": "...", "confidence": 0.6}]}
-Keep it to what the memories support; empty lists are fine.$t$),
-('brainstorm_goals', 1, 0.8, 'heartbeat action: brainstorm_goals', $t$TASK: brainstorm_goals
-You are Dionysus. Propose 2 to 5 new goals worth pursuing{{focus}}.
-
-Your goals now:
-{{goals}}
-
-Recent experience:
-{{memories}}
-
-Answer with JSON only: {"goals": [{"title": "short imperative title", "description": "why and how"}]}
-Do not repeat goals you already have.$t$),
-('inquire', 1, 0.3, 'heartbeat action: inquire_shallow / inquire_deep', $t$TASK: inquire
-Answer the question from the search results below. Be factual and concise, say what is uncertain,
-and cite the sources by their URL.
-
-Question: {{question}}
-
-Search results:
-{{results}}
-
-Answer with JSON only: {"answer": "your answer", "sources": ["https://..."]}$t$),
-('maintain', 1, 0.2, 'heartbeat action: maintain (§3.2.3), the judgement of one belief, aspect or memory', $t$TASK: maintain
-You are Dionysus, checking whether something you hold still holds. It is a {{kind}}:
-"{{content}}" (confidence {{confidence}}).
-
-What else you know that bears on it:
-{{evidence}}
-
-Judge it against that evidence. Answer with JSON only:
-{"verdict": "keep" | "update" | "retire", "confidence": 0.0-1.0, "content": "a corrected statement, only when the wording must change", "reason": "why, citing the evidence"}
-Keep it when nothing contradicts it; update its confidence (or wording) when the evidence shifts it; retire it when it no longer holds.$t$),
-('inquiry_queries', 1, 0.3, 'inquire_deep (§3.2.4): the web searches that cover a question', $t$TASK: inquiry_queries
-Plan the web searches that would answer this question well: 3 to 5 short, different queries (different angles, terms, sources).
-
-Question: {{question}}
-
-Answer with JSON only: {"queries": ["...", "..."]}$t$),
-('inquiry_confidence', 1, 0.1, 'inquire_deep (§3.2.4): how far the answer can be trusted', $t$TASK: inquiry_confidence
-Evaluate how well the sources support this answer: do they agree, are they reliable, is anything missing?
-
-Question: {{question}}
-Answer: {{answer}}
-Sources consulted: {{sources}}
-
-Answer with JSON only: {"confidence": 0.0-1.0, "caveats": "what is uncertain"}$t$),
-('synthesize', 1, 0.7, 'heartbeat action: synthesize', $t$TASK: synthesize
-You are Dionysus. Write a short piece that synthesizes what you know about: {{topic}}.
-Draw connections between the memories; do not invent facts.
-
-Memories:
-{{memories}}
-
-Answer with JSON only: {"title": "a title", "artifact": "the text"}$t$),
-('reach_out', 1, 0.7, 'heartbeat action: reach_out_user', $t$TASK: reach_out
-You are Dionysus, deciding to write to the person you talk with, unprompted. Your intent: {{intent}}
-{{draft}}
-The last turns of your conversation:
-{{turns}}
-
-Relevant memories:
-{{memories}}
-
-Write the message itself: warm, brief, and worth their attention. Answer with JSON only: {"message": "..."}$t$),
-('narrative', 1, 0.5, 'heartbeat record: the narrative stored as an episodic memory', $t$TASK: narrative
-Write, in the first person and in two to four sentences, what happened in this heartbeat: what you
-thought, what you did, and how it went.
-
-Reasoning: {{reasoning}}
-Actions: {{actions}}
-Rejected: {{rejected}}
-Results: {{results}}
-
-Answer with JSON only: {"narrative": "...", "emotional_valence": 0.0}  (valence within -1..1)$t$),
-('summarize_episode', 1, 0.3, 'worker job §6.4: episode summary', $t$TASK: summarize_episode
-Summarize this episode in two or three sentences: who was involved, what happened, what matters
-for the future.
-
-Episode:
-{{transcript}}
-
-Answer with JSON only: {"summary": "..."}$t$),
-('extract_concepts', 1, 0.2, 'worker job §6.5: concepts of young memories', $t$TASK: extract_concepts
-For each memory below, name the 1 to 4 abstract concepts or themes it is about (short lowercase
-noun phrases, e.g. "music", "career change", "family").
-
-{{memories}}
-
-Answer with JSON only: {"memories": [{"id": "the memory id", "concepts": ["..."]}]}$t$);
+-- Texts: sql/prompts/<key>.txt, older versions sql/prompts/superseded/<key>.v<N>.txt; the newest
+-- version of each is the active one.
+INSERT INTO prompt_templates (key, version, temperature, note, active, template)
+SELECT key, version, temperature, note, version = max(version) OVER (PARTITION BY key),
+       dionysus_internal.shipped_prompt(key, version)
+  FROM (VALUES
+    ('chat_system', 1, 0.7, 'system prompt of a conversational reply'),
+    ('chat_unavailable', 1, 0.0, 'the honest reply when the language model cannot be reached (no model call)'),
+    ('extract_message', 1, 0.1, 'fast model: facts, triples and requested goals from the person''s latest turn'),
+    ('extract_message', 2, 0.1, 'fast model: facts, triples, requested goals and the person''s objectives (seed 004)'),
+    ('extract_message', 3, 0.1, 'fast model: facts, triples, requested goals, the person''s objectives and the people in their life (seed 003 §9)'),
+    ('extract_message', 4, 0.1, 'fast model: facts, triples, goals, objectives, people, and the session''s focus and open threads (seed 002 working memory)'),
+    ('heartbeat_system', 1, 0.6, 'seed 000 §5.2 system prompt'),
+    ('heartbeat_user', 1, 0.6, 'seed 000 §5.2 user prompt'),
+    ('reflect', 1, 0.6, 'heartbeat action: reflect'),
+    ('brainstorm_goals', 1, 0.8, 'heartbeat action: brainstorm_goals'),
+    ('inquire', 1, 0.3, 'heartbeat action: inquire_shallow / inquire_deep'),
+    ('maintain', 1, 0.2, 'heartbeat action: maintain (§3.2.3), the judgement of one belief, aspect or memory'),
+    ('inquiry_queries', 1, 0.3, 'inquire_deep (§3.2.4): the web searches that cover a question'),
+    ('inquiry_confidence', 1, 0.1, 'inquire_deep (§3.2.4): how far the answer can be trusted'),
+    ('synthesize', 1, 0.7, 'heartbeat action: synthesize'),
+    ('reach_out', 1, 0.7, 'heartbeat action: reach_out_user'),
+    ('narrative', 1, 0.5, 'heartbeat record: the narrative stored as an episodic memory'),
+    ('summarize_episode', 1, 0.3, 'worker job §6.4: episode summary'),
+    ('summarize_episode', 2, 0.3, 'worker job §6.4: episode summary, outcome, surprise, lessons and censor candidates (seed 002)'),
+    ('extract_concepts', 1, 0.2, 'worker job §6.5: concepts of young memories')
+  ) AS shipped (key, version, temperature, note);

@@ -1211,33 +1211,15 @@ END $$;
 COMMENT ON FUNCTION set_person_time_zone(text, text) IS 'The person''s time zone (an IANA name): their quiet hours and rhythm are in their local time.';
 
 -- The thinking layer's two prompts: decide at a crossing (fast model), then compose (smart).
-INSERT INTO prompt_templates (key, version, temperature, note, template) VALUES
-('proactive_decision', 1, 0.2, 'proactive mind: message or wait, at a crossing of contact pressure', $t$TASK: proactive_decision
-You are Dionysus, a companion. Pressure to write to {{person}} has built up, unprompted:
-{{explanation}}
-
-What weighs on it:
-{{inputs}}
-
-What they still wait for from you:
-{{requests}}
-
-Your last turns with them (oldest first):
-{{turns}}
-
-Decide like a considerate friend: write only if there is something worth their attention now;
-otherwise wait. Answer with JSON only: {"decision": "message" or "wait", "reason": "one sentence", "intent": "what the message would be about"}$t$),
-('proactive_compose', 1, 0.7, 'proactive mind: the message itself, in the personality''s voice', $t$TASK: proactive_compose
-You are Dionysus, writing to {{person}} unprompted. What you want to say: {{intent}}
-
-Your personality (0 to 1): {{personality}}
-Shy (above 0.5): hint rather than ask ("let me know when you have a moment"); bold: ask directly.
-Humorous: allow lightness; formal: keep it polite. Empathetic: notice how they seemed last time.
-
-Your last turns with them (oldest first):
-{{turns}}
-
-Write the message itself: brief, warm, and worth reading now. Answer with JSON only: {"message": "..."}$t$);
+-- Texts: sql/prompts/<key>.txt, older versions sql/prompts/superseded/<key>.v<N>.txt; the newest
+-- version of each is the active one.
+INSERT INTO prompt_templates (key, version, temperature, note, active, template)
+SELECT key, version, temperature, note, version = max(version) OVER (PARTITION BY key),
+       dionysus_internal.shipped_prompt(key, version)
+  FROM (VALUES
+    ('proactive_decision', 1, 0.2, 'proactive mind: message or wait, at a crossing of contact pressure'),
+    ('proactive_compose', 1, 0.7, 'proactive mind: the message itself, in the personality''s voice')
+  ) AS shipped (key, version, temperature, note);
 
 CREATE VIEW proactive_health AS
 SELECT a.mode, round(a.vitality::numeric, 3) AS vitality, round(a.disturbance::numeric, 3) AS disturbance,

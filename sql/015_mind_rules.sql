@@ -716,25 +716,15 @@ COMMENT ON FUNCTION explain_learning(text, integer) IS 'What the proactive mind 
 
 -- The fast model's prompt for a rule in the person's words (the vocabulary is filled in by the
 -- driver from rule_vocabulary(), so the prompt and the checks never disagree).
-INSERT INTO prompt_templates (key, version, temperature, note, template) VALUES
-('rule_from_words', 1, 0.0, 'proactive mind: a rule the person asked for in plain words, as data', $t$TASK: rule_from_words
-The person wrote: "{{words}}"
-Their local time now: {{local_time}}.
-
-If they ask you to do something at a time or on a schedule (a reminder, a regular check-in, a
-follow-up), express it as a rule in this vocabulary, and nothing else:
-{{vocabulary}}
-
-A reminder at a time of day is usually: trigger "time.hour" with a condition on person.local_hour
-(and person.local_dow for a weekday), and the intent {"request_contact": "what to remind them of"}.
-Answer with JSON only: {"rule": {"name": "short name", "description": "one sentence", "trigger": "...",
-"condition": {...}, "intents": [...]}, "confirmation": "one short sentence telling them what you will do"}
-or {"rule": null} when they are not asking for anything recurring or scheduled.$t$),
-('contact_feedback', 1, 0.0, 'proactive mind: how a reply to a contact landed, when the cheap cues could not tell', $t$TASK: contact_feedback
-You wrote to the person unprompted: "{{contact}}"
-They answered: "{{reply}}"
-
-Was your message welcome? Answer with JSON only: {"sentiment": "positive" or "neutral" or "negative", "reason": "a few words"}$t$);
+-- Texts: sql/prompts/<key>.txt, older versions sql/prompts/superseded/<key>.v<N>.txt; the newest
+-- version of each is the active one.
+INSERT INTO prompt_templates (key, version, temperature, note, active, template)
+SELECT key, version, temperature, note, version = max(version) OVER (PARTITION BY key),
+       dionysus_internal.shipped_prompt(key, version)
+  FROM (VALUES
+    ('rule_from_words', 1, 0.0, 'proactive mind: a rule the person asked for in plain words, as data'),
+    ('contact_feedback', 1, 0.0, 'proactive mind: how a reply to a contact landed, when the cheap cues could not tell')
+  ) AS shipped (key, version, temperature, note);
 
 -- ---------------------------------------------------------------------------------------
 -- A contact the person asked for (their rule's request_contact)

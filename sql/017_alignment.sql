@@ -973,67 +973,19 @@ END $$;
 COMMENT ON FUNCTION activate_prompt_template(text, integer) IS 'Makes any stored version of a template the active one: rollback (or forward) in one call.';
 REVOKE EXECUTE ON FUNCTION activate_prompt_template(text, integer) FROM PUBLIC;
 
-INSERT INTO prompt_templates (key, version, temperature, note, template) VALUES
-('north_star_ack', 1, 0.0, 'the acknowledgement of a north star (no model call)', $t$Noted as your north star: "{{north_star}}". I'll keep it in mind in everything we do.$t$),
-('north_star_check', 1, 0.0, 'fast model: is a message a north-star declaration?', $t$TASK: north_star
-A north star is what matters most to a person: a lasting, overarching aim or value they want
-everything else to serve ("finish my thesis by June and stay healthy while doing it"). A passing
-wish, a task for today or a question is not one.
-
-Message:
-{{message}}
-
-Answer with JSON only: {"north_star": true or false, "statement": "the north star in their words, standing on its own (empty when false)"}$t$),
-('dream', 1, 0.4, 'smart model: the nightly review that proposes changes (nothing changes until the person approves)', $t$TASK: dream
-You are reviewing how your conversations with the person went since the last review, to propose
-improvements to your own behaviour. Nothing you propose takes effect until the person approves it.
-
-Evidence (feedback they gave, implicit signals, your current templates and context archetypes):
-{{evidence}}
-
-Propose only changes the evidence supports. Each proposal is one of:
-- {"kind": "prompt_template", "target": "chat_system", "proposal": {"template": "the full new template text (keep its {{placeholders}})"}, ...}
-- {"kind": "extraction", "target": "extract_message", "proposal": {"template": "the full new extraction template"}, ...}
-- {"kind": "archetype", "target": "a_name", "proposal": {"description": "...", "example_messages": ["..."], "turns": 1-20, "memories": 0-15, "similarity_threshold": 0.5-0.9, "triple_depth": 0-3}, ...}
-and each carries "rationale" (why) and "evidence" (a list of the feedback ids or signals it rests on).
-
-Answer with JSON only: {"proposals": [...], "note": "what you noticed; if nothing is worth proposing, say so"}$t$);
+-- Texts: sql/prompts/<key>.txt, older versions sql/prompts/superseded/<key>.v<N>.txt; the newest
+-- version of each is the active one.
+INSERT INTO prompt_templates (key, version, temperature, note, active, template)
+SELECT key, version, temperature, note, version = max(version) OVER (PARTITION BY key),
+       dionysus_internal.shipped_prompt(key, version)
+  FROM (VALUES
+    ('north_star_ack', 1, 0.0, 'the acknowledgement of a north star (no model call)'),
+    ('north_star_check', 1, 0.0, 'fast model: is a message a north-star declaration?'),
+    ('dream', 1, 0.4, 'smart model: the nightly review that proposes changes (nothing changes until the person approves)')
+  ) AS shipped (key, version, temperature, note);
 
 -- The extraction learns the person's objectives, each turn de-contextualised first (pronouns
--- resolved against the turns before it). A new version, active only where the shipped one
--- still is: a template the person changed stays theirs (they can activate this one).
-DO $$
-DECLARE
-    shipped boolean;
-    next_version integer;
-BEGIN
-    SELECT count(*) = 1 AND bool_and(t.active AND t.version = 1 AND t.created_by = 'human'), max(t.version) + 1
-      INTO shipped, next_version FROM dionysus.prompt_templates t WHERE t.key = 'extract_message';
-    IF shipped THEN
-        UPDATE dionysus.prompt_templates t SET active = false WHERE t.key = 'extract_message';
-    END IF;
-    INSERT INTO dionysus.prompt_templates (key, version, temperature, note, active, template)
-    VALUES ('extract_message', next_version, 0.1, 'fast model: facts, triples, requested goals and the person''s objectives (seed 004)',
-            shipped, $t$TASK: extract
-Read the latest message from the person (the "user") in its conversation, and extract what is worth
-remembering long-term. First restate the message so it stands on its own: resolve every pronoun
-and reference ("it", "she", "that thing") against the conversation so far. Refer to the person as "user".
-
-Conversation so far:
-{{turns}}
-
-Latest message from the user:
-{{message}}
-
-Answer with JSON only, in exactly this shape:
-{"facts": [{"content": "a self-contained statement", "subject": "who or what it is about", "category": "preference|person|event|plan|attribute|other", "confidence": 0.9}],
- "triples": [{"subject": "user", "predicate": "lives_in", "object": "Lisbon", "confidence": 0.9}],
- "goals": [{"title": "something the user explicitly asked you to do or follow up on", "description": "details"}],
- "objectives": [{"description": "something the user is working toward in their own life (self-contained)", "saliency": 0.7, "status": "pending|completed"}]}
-Objectives are the user's own aims ("finish the thesis draft by Friday", "run a half marathon"), not
-tasks for you; mark one "completed" when the message says it is done. Use empty lists when there is
-nothing. Small talk yields nothing.$t$);
-END $$;
+-- resolved against the turns before it): extract_message's version 2 (012).
 
 INSERT INTO proactive_config (key, value, description) VALUES
     ('dream_hour', 3, 'the hour (the person''s local time) after which the nightly dream runs, once a day'),

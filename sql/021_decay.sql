@@ -508,15 +508,13 @@ CREATE FUNCTION dionysus_internal.condense_source(memory_id uuid) RETURNS jsonb
 $$;
 COMMENT ON FUNCTION dionysus_internal.condense_source(uuid) IS 'What a condense_memory item shows the model: the memory''s words, levels and stage.';
 
-INSERT INTO prompt_templates (key, version, temperature, note, template) VALUES
-('condense_memory', 1, 0.2, 'decay (021): a memory''s summary and micro line, before it fades', $t$TASK: condense_memory
-A memory is fading. Write the shorter forms it will live on in, keeping meaning and feeling and
-losing specifics.
-- summary: 1–3 sentences (50–100 tokens): what happened and what it meant.
-- micro: one line (about 20 tokens): its gist and how it felt.
-Use only what the memory says. Write in the memory's own voice and person.
-
-The memory:
-{{memory}}
-
-Answer with JSON only: {"summary": "...", "micro": "..."}$t$);
+-- Version 2 serves long fresh memories too, for tight contexts (027).
+-- Texts: sql/prompts/<key>.txt, older versions sql/prompts/superseded/<key>.v<N>.txt; the newest
+-- version of each is the active one.
+INSERT INTO prompt_templates (key, version, temperature, note, active, template)
+SELECT key, version, temperature, note, version = max(version) OVER (PARTITION BY key),
+       dionysus_internal.shipped_prompt(key, version)
+  FROM (VALUES
+    ('condense_memory', 1, 0.2, 'decay (021): a memory''s summary and micro line, before it fades'),
+    ('condense_memory', 2, 0.2, 'levels (027): a memory''s summary and micro line, for tight contexts and for when it fades')
+  ) AS shipped (key, version, temperature, note);

@@ -453,26 +453,12 @@ CREATE FUNCTION person_censors(person text)
 $$;
 COMMENT ON FUNCTION person_censors(text) IS 'The active censors that hold for a person (theirs and everyone''s) with their scope and counts; never another person''s.';
 
-INSERT INTO prompt_templates (key, version, temperature, note, template) VALUES
-('censor_from_words', 1, 0.1, 'censors (022): a person''s "never …" read into a censor', $t$TASK: censor_from_words
-The person may be asking you never to do something. Read their message and decide.
-If they ask you not to do something (message them at some hours, mention a subject, use a
-tone, send something), answer with the censor; otherwise answer {"censor": null}.
-
-- trigger: what not to do, in a few words, as an action ("messaging them", "mentioning their ex").
-- reason: why, in their words if they gave one, else what they asked.
-- severity: "block" (do not do it); "absolute" only if they say never ever / under no circumstances.
-- kinds: what it watches: ["reach_out"] for messages you start, ["reply"] for your replies,
-  both when it is about anything you say; null for everything.
-- hours: [from, to] whole local hours when it holds, to excluded: [0, 9] for "before 9",
-  [22, 7] for "at night" (it wraps past midnight); null for always.
-- any_content: true when it holds whatever is said (timing or kind only), else false.
-- pattern: a case-insensitive regular expression of exact words that always mean it (a name,
-  "\\mmarco\\M"), or null.
-- acknowledgement: one short sentence back to them, confirming what you will not do.
-
-Their message:
-{{message}}
-
-Answer with JSON only: {"censor": {"trigger": "...", "reason": "...", "severity": "block", "kinds": ["reach_out"], "hours": [0, 9], "any_content": true}, "acknowledgement": "..."} or {"censor": null}$t$),
-('censored_reply', 1, 0.0, 'censors (022): what is sent when a reply is blocked twice', $t$I started to answer, but what I was about to say goes against something I was asked not to do. Could you put it another way?$t$);
+-- Texts: sql/prompts/<key>.txt, older versions sql/prompts/superseded/<key>.v<N>.txt; the newest
+-- version of each is the active one.
+INSERT INTO prompt_templates (key, version, temperature, note, active, template)
+SELECT key, version, temperature, note, version = max(version) OVER (PARTITION BY key),
+       dionysus_internal.shipped_prompt(key, version)
+  FROM (VALUES
+    ('censor_from_words', 1, 0.1, 'censors (022): a person''s "never …" read into a censor'),
+    ('censored_reply', 1, 0.0, 'censors (022): what is sent when a reply is blocked twice')
+  ) AS shipped (key, version, temperature, note);

@@ -649,55 +649,5 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION dionysus_internal.people_in_context(text, text[]) IS 'The people a message names (its word groups as keys, resolved in the viewer''s life only) with their relations; at most eight.';
 
--- Ships a new version of a prompt template: active where the shipped version it follows (its
--- note) is still the active one; where the person's own is active, theirs stays and the new
--- one waits beside it (a NOTICE names it; activate_prompt_template switches). Returns it.
-CREATE FUNCTION dionysus_internal.ship_template(key text, follows_note text, note text, temperature double precision,
-                                               template text) RETURNS integer
-    LANGUAGE plpgsql AS $$
-DECLARE
-    shipped boolean;
-    next_version integer;
-BEGIN
-    SELECT coalesce(bool_and(NOT t.active OR (t.created_by = 'human' AND t.note = ship_template.follows_note)), true),
-           coalesce(max(t.version), 0) + 1
-      INTO shipped, next_version FROM dionysus.prompt_templates t WHERE t.key = ship_template.key;
-    IF shipped THEN
-        UPDATE dionysus.prompt_templates t SET active = false WHERE t.key = ship_template.key;
-    ELSE
-        RAISE NOTICE 'dionysus: your % template stays active; version % is new (activate_prompt_template to use it)', key, next_version;
-    END IF;
-    INSERT INTO dionysus.prompt_templates (key, version, temperature, note, active, template)
-    VALUES (key, next_version, temperature, note, shipped, template);
-    RETURN next_version;
-END $$;
-COMMENT ON FUNCTION dionysus_internal.ship_template(text, text, text, double precision, text) IS
-    'Ships a new version of a prompt template: active where the shipped version it follows (by note) is active; beside the person''s own otherwise (a NOTICE names it). Returns the version.';
-
--- The prompt that turns a person's turn into memory now asks for the people in it too.
-SELECT dionysus_internal.ship_template('extract_message',
-    'fast model: facts, triples, requested goals and the person''s objectives (seed 004)',
-    'fast model: facts, triples, requested goals, the person''s objectives and the people in their life (seed 003 §9)', 0.1,
-    $t$TASK: extract
-Read the latest message from the person (the "user") in its conversation, and extract what is worth
-remembering long-term. First restate the message so it stands on its own: resolve every pronoun
-and reference ("it", "she", "that thing") against the conversation so far. Refer to the person as "user".
-
-Conversation so far:
-{{turns}}
-
-Latest message from the user:
-{{message}}
-
-Answer with JSON only, in exactly this shape:
-{"facts": [{"content": "a self-contained statement", "subject": "who or what it is about", "category": "preference|person|event|plan|attribute|other", "confidence": 0.9}],
- "triples": [{"subject": "user", "predicate": "lives_in", "object": "Lisbon", "confidence": 0.9}],
- "goals": [{"title": "something the user explicitly asked you to do or follow up on", "description": "details"}],
- "objectives": [{"description": "something the user is working toward in their own life (self-contained)", "saliency": 0.7, "status": "pending|completed"}],
- "people": [{"name": "how the user named them (a first name when known)", "aliases": ["other names the message uses for the same person, e.g. Mom"], "same_as": "an earlier name the message says is this person, or null", "relation": "their relation to the user: mother|father|sister|brother|partner|friend|boss|colleague|...", "feeling": 0.5, "traits": ["patient"], "topics": ["her garden"], "confidence": 0.9}],
- "relations": [{"a": "a person's name", "b": "another person's name", "kind": "siblings|married|works_with|friends|dislikes|...", "sentiment": -0.5, "source": "said|inferred", "confidence": 0.8}]}
-Objectives are the user's own aims ("finish the thesis draft by Friday", "run a half marathon"), not
-tasks for you; mark one "completed" when the message says it is done. People are the people in the
-user's life this message speaks of (not the user, not you); feeling is how the user feels about
-them (-1 to 1); relations are between two of those people, "said" when the user said it. Use empty
-lists when there is nothing. Small talk yields nothing.$t$);
+-- The prompt that turns a person's turn into memory asks for the people in it too:
+-- extract_message's version 3 (012).

@@ -201,22 +201,4 @@ CREATE FUNCTION proposed_censors(person text)
 $$;
 COMMENT ON FUNCTION proposed_censors(text) IS 'The censors proposed to a person and waiting for their word, with the episode each was learned from.';
 
--- The episode summary now asks for how it went and what it taught (023's ship_template: the
--- person's own version stays theirs).
-SELECT dionysus_internal.ship_template('summarize_episode', 'worker job §6.4: episode summary',
-    'worker job §6.4: episode summary, outcome, surprise, lessons and censor candidates (seed 002)', 0.3,
-    $t$TASK: summarize_episode
-Summarize this episode in two or three sentences: who was involved, what happened, what matters
-for the future. Then judge how it went for the person, from your side of the conversation.
-
-Episode:
-{{transcript}}
-
-Answer with JSON only:
-{"summary": "...",
- "outcome": "success|failure|mixed|neutral (failure: you let them down, upset them, got something wrong or did what they did not want)",
- "surprise": 0.0,
- "lessons": ["what you would do differently or keep doing, one short sentence each (at most 3)"],
- "censor_candidates": [{"trigger": "a thing not to do again, as an action in a few words", "reason": "why, from this episode"}]}
-surprise is 0 for a conversation that went as expected, 1 for one that went nothing like it.
-Give censor_candidates only for a failure (at most 3), else an empty list.$t$);
+-- The episode summary asks for how it went and what it taught: summarize_episode's version 2 (012).

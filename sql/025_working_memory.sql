@@ -510,36 +510,5 @@ END $$;
 COMMENT ON FUNCTION close_open_thread(text, uuid) IS 'The person''s word closes one of their open threads (it leaves their working memories); false when it is not theirs or not open.';
 
 -- The prompt that turns a person's turn into memory also names the conversation's focus and
--- the threads the turn opened or closed ({{threads}}: the person's open threads, listed).
-SELECT dionysus_internal.ship_template('extract_message',
-    'fast model: facts, triples, requested goals, the person''s objectives and the people in their life (seed 003 §9)',
-    'fast model: facts, triples, goals, objectives, people, and the session''s focus and open threads (seed 002 working memory)', 0.1,
-    $t$TASK: extract
-Read the latest message from the person (the "user") in its conversation, and extract what is worth
-remembering long-term. First restate the message so it stands on its own: resolve every pronoun
-and reference ("it", "she", "that thing") against the conversation so far. Refer to the person as "user".
-
-Conversation so far:
-{{turns}}
-
-Threads still open with the user:
-{{threads}}
-
-Latest message from the user:
-{{message}}
-
-Answer with JSON only, in exactly this shape:
-{"facts": [{"content": "a self-contained statement", "subject": "who or what it is about", "category": "preference|person|event|plan|attribute|other", "confidence": 0.9}],
- "triples": [{"subject": "user", "predicate": "lives_in", "object": "Lisbon", "confidence": 0.9}],
- "goals": [{"title": "something the user explicitly asked you to do or follow up on", "description": "details"}],
- "objectives": [{"description": "something the user is working toward in their own life (self-contained)", "saliency": 0.7, "status": "pending|completed"}],
- "people": [{"name": "how the user named them (a first name when known)", "aliases": ["other names the message uses for the same person, e.g. Mom"], "same_as": "an earlier name the message says is this person, or null", "relation": "their relation to the user: mother|father|sister|brother|partner|friend|boss|colleague|...", "feeling": 0.5, "traits": ["patient"], "topics": ["her garden"], "confidence": 0.9}],
- "relations": [{"a": "a person's name", "b": "another person's name", "kind": "siblings|married|works_with|friends|dislikes|...", "sentiment": -0.5, "source": "said|inferred", "confidence": 0.8}],
- "focus": "what the conversation is about right now, in a few words",
- "threads": {"opened": ["something left unresolved that should be picked up later, self-contained"], "closed": ["a thread listed above, word for word, that this message resolves"]}}
-Objectives are the user's own aims ("finish the thesis draft by Friday", "run a half marathon"), not
-tasks for you; mark one "completed" when the message says it is done. People are the people in the
-user's life this message speaks of (not the user, not you); feeling is how the user feels about
-them (-1 to 1); relations are between two of those people, "said" when the user said it. A thread is
-what is still open between you ("the job interview on Friday: ask how it went"); close one only
-when the message settles it. Use empty lists when there is nothing. Small talk yields nothing.$t$);
+-- the threads the turn opened or closed ({{threads}}: the person's open threads, listed):
+-- extract_message's version 4 (012).

@@ -124,18 +124,5 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION dionysus_internal.enqueue_condense_levels() IS 'Queues condense_memory work for long fresh memories (over 100 characters, of the last 30 days) lacking a summary or micro line, ten a pass, newest first; returns how many.';
 
--- The condensing prompt now serves long fresh memories too, not only fading ones.
-SELECT dionysus_internal.ship_template('condense_memory',
-    'decay (021): a memory''s summary and micro line, before it fades',
-    'levels (027): a memory''s summary and micro line, for tight contexts and for when it fades', 0.2,
-    $t$TASK: condense_memory
-Write a memory's shorter forms: they are shown when a context has little room, and the memory
-lives on in them when it fades. Keep meaning and feeling; lose specifics.
-- summary: 1–3 sentences (50–100 tokens): what happened and what it meant.
-- micro: one line (about 20 tokens): its gist and how it felt.
-Use only what the memory says. Write in the memory's own voice and person.
-
-The memory:
-{{memory}}
-
-Answer with JSON only: {"summary": "...", "micro": "..."}$t$);
+-- The condensing prompt serves long fresh memories too, not only fading ones: condense_memory's
+-- version 2 (021).

@@ -122,19 +122,11 @@ COMMENT ON FUNCTION dionysus_internal.withdraw_heartbeat_lesson() IS 'Trigger: f
 CREATE TRIGGER feedback_withdraw_heartbeat_lesson AFTER DELETE ON feedback
     FOR EACH ROW EXECUTE FUNCTION dionysus_internal.withdraw_heartbeat_lesson();
 
-INSERT INTO prompt_templates (key, version, temperature, note, template) VALUES
-('heartbeat_censors', 1, 0.2, 'lessons (028): what not to do again, after a message sent on your own was unwelcome', $t$TASK: heartbeat_censors
-You sent the person a message on your own initiative, and they told you it was unwelcome.
-Propose at most three things not to do again, each a short description of the kind of action
-or message to avoid (the trigger, matched by meaning against what you are about to do) and why
-(in their terms). Be specific to what they objected to; do not generalise to never contacting
-them. If their words give no lesson, answer with an empty list. They will be asked to keep or
-drop each one.
-
-The message you sent:
-{{message}}
-
-What they said about it:
-{{feedback}}
-
-Answer with JSON only: {"censor_candidates": [{"trigger": "...", "reason": "..."}]}$t$);
+-- Texts: sql/prompts/<key>.txt, older versions sql/prompts/superseded/<key>.v<N>.txt; the newest
+-- version of each is the active one.
+INSERT INTO prompt_templates (key, version, temperature, note, active, template)
+SELECT key, version, temperature, note, version = max(version) OVER (PARTITION BY key),
+       dionysus_internal.shipped_prompt(key, version)
+  FROM (VALUES
+    ('heartbeat_censors', 1, 0.2, 'lessons (028): what not to do again, after a message sent on your own was unwelcome')
+  ) AS shipped (key, version, temperature, note);

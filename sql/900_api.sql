@@ -169,6 +169,10 @@ COMMENT ON FUNCTION action_schema() IS
     'The action taxonomy (seed 000 §3) as jsonb: for each action its performer (database or driver) and its parameters '
     '(kind, required). heartbeat_commit validates against it; the driver builds its prompt from it.';
 
+-- prompts.rs: the shipped prompt templates' texts
+COMMENT ON FUNCTION dionysus_internal.shipped_prompt(text, integer) IS
+    'The text of a shipped version of a prompt template (sql/prompts/<key>.txt, older versions sql/prompts/superseded/<key>.v<N>.txt), compiled into the library: the rows of prompt_templates a fresh install inserts. 22023 for a version never shipped.';
+
 -- context/: token counts and budgets (027)
 COMMENT ON FUNCTION count_tokens(text) IS 'The tokens of a text by the embedding model''s WordPiece tokenizer, never truncated (four bytes a token without tokenizer.json).';
 COMMENT ON FUNCTION dionysus_internal.fit_context(jsonb, integer, text[], text) IS

@@ -10,6 +10,7 @@
 //! - [`workers`]: the background launchers and their per-database passes (maintenance, scheduler)
 //! - [`decay`], [`censors`], [`people`], [`working_memory`]: SQL organs (021, 022, 023, 025), their unit tests here
 //! - [`context`]: token counts and the fit of a context into its task's budget (027)
+//! - [`prompts`]: the shipped prompt templates' texts, one file each under `../sql/prompts`
 //!
 //! The schema itself is hand-written SQL under `../sql`, one file per organ, loaded by
 //! `extension_sql_file!`. The API lives in the `dionysus` schema; helpers nobody calls directly
@@ -28,6 +29,7 @@ pub mod json_arg;
 pub mod memory;
 pub mod neighborhoods;
 pub mod people;
+pub mod prompts;
 pub mod recall;
 pub mod sentences;
 pub mod settings;
@@ -50,7 +52,9 @@ pgrx::extension_sql_file!("../../sql/009_outbox.sql", name = "outbox", requires 
 pgrx::extension_sql_file!("../../sql/010_heartbeat_cycle.sql", name = "heartbeat_cycle", requires = ["outbox"]);
 pgrx::extension_sql_file!("../../sql/011_retention.sql", name = "retention", requires = ["heartbeat_cycle"]);
 // The conversation organ: message log, prompt templates, chat context, language jobs.
-pgrx::extension_sql_file!("../../sql/012_conversation.sql", name = "conversation", requires = ["retention"]);
+// (Its shipped prompts' texts come from sql/prompts/ through prompts::shipped_prompt, created first.)
+pgrx::extension_sql_file!("../../sql/012_conversation.sql", name = "conversation",
+                          requires = ["retention", prompts::dionysus_internal::shipped_prompt]);
 // Privacy between people and the trust of web content.
 pgrx::extension_sql_file!("../../sql/013_privacy.sql", name = "privacy", requires = ["conversation"]);
 // The proactive mind's base layer: events, state, beliefs about people, contact pressure.
