@@ -258,9 +258,14 @@ async fn a_database_updated_from_0_18_dumps_and_restores_whole() {
     admin.batch_execute(&format!("ALTER DATABASE {name} SET dionysus.allow_old_schema = on")).await.unwrap();
     let c = connect(&name).await;
     c.batch_execute("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '0.18.0'").await.expect("install 0.18.0");
+    // Written with plain SQL: this library serves only its own schema version, not 0.18.0's.
     c.batch_execute(
-        "SELECT dionysus.remember('Ada keeps bees in the garden behind the house', 'semantic', 0.8, private_to => ARRAY['discord:1001']);
-         SELECT dionysus.log_message('discord', 'm1', 'c1', '1001', 'I keep bees in the garden behind the house', person => 'discord:1001');
+        "INSERT INTO dionysus.memories (type, content, embedding, importance, private_to)
+           SELECT 'semantic', t, dionysus.embed(t), 0.8, ARRAY['discord:1001'] FROM (SELECT 'Ada keeps bees in the garden behind the house' AS t) s;
+         INSERT INTO dionysus.memories (type, content, embedding, source, private_to)
+           SELECT 'episodic', t, dionysus.embed(t), 'conversation:discord:c1', ARRAY['discord:1001'] FROM (SELECT 'I keep bees in the garden behind the house' AS t) s;
+         INSERT INTO dionysus.messages (platform, platform_message_id, channel_id, author_id, content, memory_id, person)
+           SELECT 'discord', 'm1', 'c1', '1001', content, id, 'discord:1001' FROM dionysus.memories WHERE content LIKE 'I keep bees%';
          UPDATE dionysus.recall_config SET value = 0.25 WHERE key = 'sentence_share';
          ALTER EXTENSION dionysus UPDATE;",
     )
