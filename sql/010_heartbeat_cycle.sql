@@ -1,4 +1,4 @@
--- The heartbeat itself (seed 000 §5, §7, §9): warnings, begin (regenerate, observe,
+-- The heartbeat itself: warnings, begin (regenerate, observe,
 -- orient), finish, liveness and stall recovery, and the scheduler's tick.
 -- heartbeat_commit (validating and trimming a decision) is Rust: extension/src/heartbeat/.
 --
@@ -316,6 +316,29 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION heartbeat_touch(uuid) IS
     'The driver''s sign of life while it works on a heartbeat; returns its status (''recovered'': the scheduler closed it after silence, stop).';
+
+-- What a heartbeat did, for its narrative: the driver reads this, not the log and queue tables.
+CREATE FUNCTION heartbeat_outcome(heartbeat_id uuid) RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE outcome jsonb;
+BEGIN
+    IF heartbeat_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "heartbeat_id" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT jsonb_build_object('reasoning', h.decision_reasoning, 'taken', h.actions_taken, 'rejected', h.actions_rejected,
+               'work', (SELECT coalesce(jsonb_agg(jsonb_build_object('action', w.action, 'status', w.status,
+                                   'summary', w.result ->> 'summary', 'error', w.last_error) ORDER BY w.created_at), '[]')
+                          FROM dionysus.work_queue w WHERE w.heartbeat_id = h.id))
+      INTO outcome
+      FROM dionysus.heartbeat_log h WHERE h.id = heartbeat_outcome.heartbeat_id;
+    IF outcome IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "heartbeat_id": no heartbeat with id %', heartbeat_id USING ERRCODE = 'no_data_found';
+    END IF;
+    RETURN outcome;
+END $$;
+COMMENT ON FUNCTION heartbeat_outcome(uuid) IS
+    'What a heartbeat did: {reasoning (its decision''s, may be null), taken: [{action, ...}] (the actions it took), rejected: [...] '
+    '(the actions refused, with why), work: [{action, status, summary, error}] (its queued work, oldest first)}. 02000 for an unknown id.';
 
 -- A heartbeat whose driver fell silent (no touch for heartbeat_timeout_minutes): committed
 -- with the fallback if need be, then finished with a plain narrative, so the schedule never

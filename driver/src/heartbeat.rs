@@ -1,20 +1,159 @@
-//! One heartbeat (seed 000 §5.1): heartbeat_begin → the §5.2 decision prompt, offering only
-//! the actions this driver can perform → the smart model's JSON decision → heartbeat_commit
-//! → the queued work → the narrative (model, or a plain template) → heartbeat_finish → the
-//! outbox. When the model fails (§9.6): an unusable answer gives the default decision
-//! (reflect + rest), a refusal the minimal one (observe and remember only), and an
-//! unreachable model skips the heartbeat, recording why.
+//! One heartbeat: heartbeat_begin → the decision prompt, offering only the actions this driver
+//! can perform → the smart model's JSON decision → heartbeat_commit → the queued work → the
+//! narrative (model, or a plain template) → heartbeat_finish → the outbox. When the model
+//! fails: an unusable answer gives the default decision (reflect + rest), a refusal the minimal
+//! one (observe and remember only), and an unreachable model skips the heartbeat, recording why.
 //!
 //! While it works the driver touches its heartbeat every half minute: the scheduler closes
 //! only a heartbeat whose driver fell silent, and a driver that finds its heartbeat closed
 //! that way stops instead of mistaking the scheduler's commit for its own.
+use crate::api::Content;
 use crate::db::DbError;
 use crate::jsonish::{self, list, text};
 use crate::llm::{LlmError, Msg};
 use crate::prompt::{self, bullets, render};
 use crate::{outbox, work, Mind};
+use serde::Deserialize;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use uuid::Uuid;
+
+/// `heartbeat_begin()`: the heartbeat's context (see its COMMENT). A resumed heartbeat's comes
+/// back as it was begun, with `resumed` true and its `status`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Context {
+    pub heartbeat_id: Uuid,
+    pub heartbeat_number: i64,
+    #[serde(default)]
+    pub resumed: bool,
+    pub status: Option<String>,
+    pub energy: Energy,
+    pub environment: Environment,
+    pub goals: GoalReview,
+    pub recent_memories: Vec<Content>,
+    pub activated_themes: Vec<Theme>,
+    pub identity: Vec<Aspect>,
+    pub worldview: Vec<Belief>,
+    /// Each action's energy cost (`action_costs()`).
+    pub action_costs: BTreeMap<String, f64>,
+    pub warnings: Vec<Warning>,
+    pub north_stars: Vec<NorthStar>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Energy {
+    pub available: f64,
+    pub max: f64,
+}
+
+/// `heartbeat_observe()`: what the heartbeat finds around it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Environment {
+    pub timestamp: String,
+    pub user_present: bool,
+    pub hours_since_user: Option<f64>,
+    /// Shown to the model as it is (`{requested, work_pending, outbox_pending}`).
+    pub pending_events: Value,
+}
+
+/// `review_goals()`: the goals by priority and what needs attention.
+#[derive(Debug, Clone, Deserialize)]
+pub struct GoalReview {
+    pub active: Vec<Goal>,
+    pub queued: Vec<Goal>,
+    pub blocked: Vec<BlockedGoal>,
+    pub stale: Vec<StaleGoal>,
+    pub needs_brainstorm: bool,
+    pub suggest_promotion: Option<Goal>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Goal {
+    pub id: String,
+    pub title: String,
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct BlockedGoal {
+    pub title: String,
+    /// The goal ids or texts it waits on, shown as they are.
+    pub blocked_by: Value,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct StaleGoal {
+    pub title: String,
+    pub days_untouched: Value,
+}
+
+/// `activated_themes()`: a theme, or the memory that stands for it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Theme {
+    pub theme: Option<String>,
+    pub memory: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Aspect {
+    pub aspect: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Belief {
+    pub belief: String,
+}
+
+/// `heartbeat_warnings()`: one warning.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Warning {
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct NorthStar {
+    pub person: String,
+    pub north_star: String,
+}
+
+/// `action_schema()`: per action, its parameters.
+pub type ActionSchema = BTreeMap<String, ActionSpec>;
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ActionSpec {
+    pub params: BTreeMap<String, ParamSpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ParamSpec {
+    pub kind: String,
+    pub required: bool,
+}
+
+/// `heartbeat_outcome(id)`: what the heartbeat did.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Outcome {
+    pub reasoning: Option<String>,
+    /// The actions taken, as recorded (`{action, ...}`).
+    pub taken: Vec<Taken>,
+    /// The actions refused, with why; shown to the narrative as they are.
+    pub rejected: Value,
+    pub work: Vec<WorkDone>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Taken {
+    pub action: Option<String>,
+}
+
+/// Its keys in the order the narrative prompt has always shown them (JSON's, alphabetical).
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+pub struct WorkDone {
+    pub action: String,
+    pub error: Option<String>,
+    pub status: String,
+    pub summary: Option<String>,
+}
 
 #[derive(Debug, Clone)]
 pub struct Report {
@@ -49,29 +188,23 @@ pub fn decision_shape(v: Value) -> Result<Value, String> {
     Ok(json!({"reasoning": reasoning, "actions": actions, "goal_changes": changes}))
 }
 
-fn goal_lines(v: &Value) -> String {
-    bullets(
-        v.as_array().into_iter().flatten().map(|g| {
-            format!("{} (id {}){}", g["title"].as_str().unwrap_or("?"), g["id"].as_str().unwrap_or("?"),
-                g["description"].as_str().map(|d| format!(": {d}")).unwrap_or_default())
-        }),
-        "(none)",
-    )
+fn goal_lines(goals: &[Goal]) -> String {
+    bullets(goals.iter().map(|g| format!("{} (id {}){}", g.title, g.id, g.description.as_deref().map(|d| format!(": {d}")).unwrap_or_default())), "(none)")
 }
 
 /// One line per offered action: `name: {"param": "kind", "other": "kind, optional"}`,
 /// from the extension's `action_schema()`.
-pub fn param_hints(schema: &Value, offered: &[&str]) -> Vec<String> {
+pub fn param_hints(schema: &ActionSchema, offered: &[&str]) -> Vec<String> {
     offered
         .iter()
         .filter_map(|a| {
-            let params = schema.get(*a)?["params"].as_object()?;
-            let fields: Vec<String> = params
+            let fields: Vec<String> = schema
+                .get(*a)?
+                .params
                 .iter()
                 .map(|(name, p)| {
-                    let kind = p["kind"].as_str().unwrap_or("?");
-                    let optional = if p["required"] == Value::Bool(true) { "" } else { ", optional" };
-                    format!("\"{name}\": \"{kind}{optional}\"")
+                    let optional = if p.required { "" } else { ", optional" };
+                    format!("\"{name}\": \"{}{optional}\"", p.kind)
                 })
                 .collect();
             Some(format!("{a}: {{{}}}", fields.join(", ")))
@@ -79,73 +212,58 @@ pub fn param_hints(schema: &Value, offered: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// Fills the §5.2 prompts from heartbeat_begin's context and the action schema.
-pub fn decision_prompt(system: &str, user: &str, ctx: &Value, schema: &Value, offered: &[&str]) -> (String, String) {
-    let env = &ctx["environment"];
-    let goals = &ctx["goals"];
-    let energy = ctx["energy"]["available"].as_f64().unwrap_or(0.0);
-    let costs: Vec<(String, f64)> = ctx["action_costs"]
-        .as_object()
-        .map(|m| m.iter().filter(|(k, _)| offered.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.as_f64().unwrap_or(0.0))).collect())
-        .unwrap_or_default();
+/// Fills the decision prompts from heartbeat_begin's context and the action schema.
+pub fn decision_prompt(system: &str, user: &str, ctx: &Context, schema: &ActionSchema, offered: &[&str]) -> (String, String) {
+    let env = &ctx.environment;
+    let goals = &ctx.goals;
+    let energy = ctx.energy.available;
+    let costs: Vec<(String, f64)> = ctx.action_costs.iter().filter(|(k, _)| offered.contains(&k.as_str())).map(|(k, v)| (k.clone(), *v)).collect();
     let cost_table = bullets(costs.iter().map(|(k, c)| format!("{k}: {c}")), "(none)");
     let costed: Vec<&str> = offered.iter().copied().filter(|a| costs.iter().any(|(k, _)| k == a)).collect();
     let params = bullets(param_hints(schema, &costed), "(none)");
     let mut issues = Vec::new();
-    for b in goals["blocked"].as_array().into_iter().flatten() {
-        issues.push(format!("blocked: {} by {}", b["title"].as_str().unwrap_or("?"), b["blocked_by"]));
+    for b in &goals.blocked {
+        issues.push(format!("blocked: {} by {}", b.title, b.blocked_by));
     }
-    for s in goals["stale"].as_array().into_iter().flatten() {
-        issues.push(format!("stale: {} ({} days untouched)", s["title"].as_str().unwrap_or("?"), s["days_untouched"]));
+    for s in &goals.stale {
+        issues.push(format!("stale: {} ({} days untouched)", s.title, s.days_untouched));
     }
-    if goals["needs_brainstorm"] == Value::Bool(true) {
+    if goals.needs_brainstorm {
         issues.push("no goals at all: consider brainstorm_goals".into());
     }
-    if let Some(s) = goals["suggest_promotion"].as_object() {
-        issues.push(format!("no active goal: consider promoting {} (id {})", s["title"].as_str().unwrap_or("?"), s["id"].as_str().unwrap_or("?")));
+    if let Some(s) = &goals.suggest_promotion {
+        issues.push(format!("no active goal: consider promoting {} (id {})", s.title, s.id));
     }
-    let hours = env["hours_since_user"].as_f64().map(|h| format!("{h:.1} hours")).unwrap_or_else(|| "never".into());
+    let hours = env.hours_since_user.map(|h| format!("{h:.1} hours")).unwrap_or_else(|| "never".into());
     let vars = [
         ("energy", format!("{energy}")),
-        ("max_energy", format!("{}", ctx["energy"]["max"].as_f64().unwrap_or(20.0))),
+        ("max_energy", format!("{}", ctx.energy.max)),
         ("action_cost_table", cost_table),
         ("action_params", params),
-        ("timestamp", env["timestamp"].as_str().unwrap_or("").to_string()),
-        ("user_present", if env["user_present"] == Value::Bool(true) { "yes".into() } else { "no".into() }),
+        ("timestamp", env.timestamp.clone()),
+        ("user_present", if env.user_present { "yes".into() } else { "no".into() }),
         ("time_since_user", hours),
-        ("pending_events", env["pending_events"].to_string()),
+        ("pending_events", env.pending_events.to_string()),
         // What matters most to each person keeps every heartbeat decision in its service.
         (
             "active_goals",
             prompt::with_north_stars(
                 &format!("{system}{user}"),
-                goal_lines(&goals["active"]),
-                &bullets(
-                    ctx["north_stars"].as_array().into_iter().flatten().map(|n| format!("{} (for {})", n["north_star"].as_str().unwrap_or(""), n["person"].as_str().unwrap_or(""))),
-                    "",
-                ),
+                goal_lines(&goals.active),
+                &bullets(ctx.north_stars.iter().map(|n| format!("{} (for {})", n.north_star, n.person)), ""),
                 "",
             ),
         ),
-        ("queued_goals", goal_lines(&goals["queued"])),
+        ("queued_goals", goal_lines(&goals.queued)),
         ("goal_issues", bullets(issues, "(none)")),
-        ("recent_memories", bullets(prompt::contents(&ctx["recent_memories"], 400), "(nothing yet)")),
+        ("recent_memories", bullets(prompt::contents(&ctx.recent_memories, 400), "(nothing yet)")),
         (
             "activated_clusters",
-            bullets(
-                ctx["activated_themes"].as_array().into_iter().flatten().map(|t| t["theme"].as_str().or(t["memory"].as_str()).unwrap_or("").to_string()),
-                "(none)",
-            ),
+            bullets(ctx.activated_themes.iter().map(|t| t.theme.clone().or(t.memory.clone()).unwrap_or_default()), "(none)"),
         ),
-        (
-            "identity_aspects",
-            bullets(ctx["identity"].as_array().into_iter().flatten().map(|a| a["aspect"].as_str().unwrap_or("").to_string()), "(not yet formed)"),
-        ),
-        (
-            "relevant_worldview",
-            bullets(ctx["worldview"].as_array().into_iter().flatten().map(|b| b["belief"].as_str().unwrap_or("").to_string()), "(not yet formed)"),
-        ),
-        ("warnings", bullets(ctx["warnings"].as_array().into_iter().flatten().map(|w| w["message"].as_str().unwrap_or("").to_string()), "(none)")),
+        ("identity_aspects", bullets(ctx.identity.iter().map(|a| a.aspect.clone()), "(not yet formed)")),
+        ("relevant_worldview", bullets(ctx.worldview.iter().map(|b| b.belief.clone()), "(not yet formed)")),
+        ("warnings", bullets(ctx.warnings.iter().map(|w| w.message.clone()), "(none)")),
     ];
     (render(system, &vars), render(user, &vars))
 }
@@ -157,11 +275,11 @@ fn offered(mind: &Mind) -> Vec<&'static str> {
     a
 }
 
-/// The decision, and who made it (§9.6 for the model's failures).
-async fn decide(mind: &Mind, ctx: &Value, shown: &mut Option<String>) -> Result<(Value, &'static str), DbError> {
+/// The decision, and who made it (and how, when the model failed).
+async fn decide(mind: &Mind, ctx: &Context, shown: &mut Option<String>) -> Result<(Value, &'static str), DbError> {
     let system = prompt::load(&mind.work_db, "heartbeat_system").await?;
     let user = prompt::load(&mind.work_db, "heartbeat_user").await?;
-    let schema = mind.work_db.json("SELECT dionysus.action_schema()", &[]).await?;
+    let schema: ActionSchema = mind.work_db.one("SELECT dionysus.action_schema()", &[]).await?;
     let (s, u) = decision_prompt(&system.text, &user.text, ctx, &schema, &offered(mind));
     let msgs = [Msg::system(s), Msg::user(u)];
     if crate::mirror::enabled(mind) {
@@ -213,7 +331,7 @@ impl Drop for Liveness {
 
 /// Whether the scheduler closed this heartbeat after its driver fell silent.
 async fn recovered(mind: &Mind, hb: Uuid) -> bool {
-    matches!(mind.work_db.json("SELECT to_jsonb(dionysus.heartbeat_touch($1))", &[&hb]).await, Ok(Value::String(s)) if s == "recovered")
+    matches!(mind.work_db.one::<String>("SELECT to_jsonb(dionysus.heartbeat_touch($1))", &[&hb]).await, Ok(s) if s == "recovered")
 }
 
 fn superseded(number: i64) -> DbError {
@@ -234,18 +352,14 @@ async fn default_decision(mind: &Mind) -> Result<Value, DbError> {
 
 /// Runs one heartbeat to the end (or resumes the one in flight).
 pub async fn run_once(mind: &Mind) -> Result<Report, DbError> {
-    let ctx = mind.work_db.json("SELECT dionysus.heartbeat_begin()", &[]).await?;
-    let hb = ctx["heartbeat_id"].as_str().and_then(|s| Uuid::parse_str(s).ok()).ok_or_else(|| DbError::Sql {
-        code: "XX000".into(),
-        message: "heartbeat_begin returned no heartbeat_id".into(),
-    })?;
-    let number = ctx["heartbeat_number"].as_i64().unwrap_or(0);
-    tracing::info!(heartbeat = number, energy = %ctx["energy"]["available"], "heartbeat begins");
+    let ctx: Context = mind.work_db.one("SELECT dionysus.heartbeat_begin()", &[]).await?;
+    let (hb, number) = (ctx.heartbeat_id, ctx.heartbeat_number);
+    tracing::info!(heartbeat = number, energy = ctx.energy.available, "heartbeat begins");
     let _alive = Liveness::start(mind, hb);
     let mut decided_by = "model";
     let started = std::time::Instant::now();
     let mut shown = None;
-    if !(ctx["resumed"] == Value::Bool(true) && ctx["status"] == "committed") {
+    if !(ctx.resumed && ctx.status.as_deref() == Some("committed")) {
         let decision;
         (decision, decided_by) = decide(mind, &ctx, &mut shown).await?;
         match commit(mind, hb, &decision).await {
@@ -267,21 +381,11 @@ pub async fn run_once(mind: &Mind) -> Result<Report, DbError> {
         }
     }
     let work_settled = work::drain(mind, Some(hb)).await;
-    let log = mind
-        .work_db
-        .json(
-            "SELECT jsonb_build_object('reasoning', h.decision_reasoning, 'taken', h.actions_taken, 'rejected', h.actions_rejected, \
-                    'work', (SELECT coalesce(jsonb_agg(jsonb_build_object('action', w.action, 'status', w.status, \
-                                   'summary', w.result ->> 'summary', 'error', w.last_error) ORDER BY w.created_at), '[]') \
-                             FROM dionysus.work_queue w WHERE w.heartbeat_id = h.id)) \
-             FROM dionysus.heartbeat_log h WHERE h.id = $1",
-            &[&hb],
-        )
-        .await?;
-    let actions: Vec<String> = log["taken"].as_array().into_iter().flatten().filter_map(|a| a["action"].as_str().map(str::to_string)).collect();
-    let rejected = log["rejected"].as_array().map_or(0, Vec::len);
+    let log: Outcome = mind.work_db.one("SELECT dionysus.heartbeat_outcome($1)", &[&hb]).await?;
+    let actions: Vec<String> = log.taken.iter().filter_map(|a| a.action.clone()).collect();
+    let rejected = log.rejected.as_array().map_or(0, Vec::len);
     let (narrative, valence) = if decided_by == "skipped" {
-        (format!("Heartbeat {number} was skipped: {}", log["reasoning"].as_str().unwrap_or("the model could not be reached")), 0.0)
+        (format!("Heartbeat {number} was skipped: {}", log.reasoning.as_deref().unwrap_or("the model could not be reached")), 0.0)
     } else {
         narrate(mind, number, &log, &actions).await
     };
@@ -292,25 +396,23 @@ pub async fn run_once(mind: &Mind) -> Result<Report, DbError> {
     }
     tracing::info!(heartbeat = number, decided_by, actions = ?actions, rejected, "heartbeat finished");
     let metrics = json!({"decided_by": decided_by, "model": mind.smart.role.model, "seconds": started.elapsed().as_secs(),
-                         "energy_start": ctx["energy"]["available"], "rejected_actions": rejected});
+                         "energy_start": ctx.energy.available, "rejected_actions": rejected});
     outbox::deliver(mind).await;
     // After what a person waits on: the dream channel is told last.
     crate::mirror::record(mind, "heartbeat", hb, shown, metrics, json!({})).await;
     Ok(Report { heartbeat_id: hb, number, decided_by, actions, rejected, work_settled, narrative })
 }
 
-async fn narrate(mind: &Mind, number: i64, log: &Value, actions: &[String]) -> (String, f64) {
+async fn narrate(mind: &Mind, number: i64, log: &Outcome, actions: &[String]) -> (String, f64) {
     let plain = || {
-        let done: Vec<String> = log["work"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|w| format!("{} ({}{})", w["action"].as_str().unwrap_or("?"), w["status"].as_str().unwrap_or("?"),
-                w["summary"].as_str().map(|s| format!(": {s}")).unwrap_or_default()))
+        let done: Vec<String> = log
+            .work
+            .iter()
+            .map(|w| format!("{} ({}{})", w.action, w.status, w.summary.as_deref().map(|s| format!(": {s}")).unwrap_or_default()))
             .collect();
         format!(
             "Heartbeat {number}: {}. Actions: {}.{}",
-            log["reasoning"].as_str().filter(|s| !s.is_empty()).unwrap_or("no reasoning recorded"),
+            log.reasoning.as_deref().filter(|s| !s.is_empty()).unwrap_or("no reasoning recorded"),
             if actions.is_empty() { "none".to_string() } else { actions.join(", ") },
             if done.is_empty() { String::new() } else { format!(" Work: {}.", done.join("; ")) }
         )
@@ -319,18 +421,21 @@ async fn narrate(mind: &Mind, number: i64, log: &Value, actions: &[String]) -> (
     let system = render(
         &t.text,
         &[
-            ("reasoning", log["reasoning"].as_str().unwrap_or("").to_string()),
+            ("reasoning", log.reasoning.clone().unwrap_or_default()),
             ("actions", actions.join(", ")),
-            ("rejected", log["rejected"].to_string()),
-            ("results", log["work"].to_string()),
+            ("rejected", log.rejected.to_string()),
+            ("results", json!(log.work).to_string()),
         ],
     );
     let shape = |v: Value| -> Result<Value, String> {
         let n = text(&v, "narrative").ok_or("\"narrative\" must be a non-empty string")?;
-        Ok(json!({"narrative": n, "valence": jsonish::number(&v, "emotional_valence", -1.0, 1.0).unwrap_or(0.0)}))
+        Ok(json!([n, jsonish::number(&v, "emotional_valence", -1.0, 1.0).unwrap_or(0.0)]))
     };
     match mind.fast.json(&[Msg::system(system), Msg::user("Answer with the JSON object now.")], t.temperature, shape).await {
-        Ok(v) => (v["narrative"].as_str().unwrap_or_default().chars().take(4000).collect(), v["valence"].as_f64().unwrap_or(0.0)),
+        Ok(v) => {
+            let (narrative, valence): (String, f64) = serde_json::from_value(v).unwrap_or_default();
+            (narrative.chars().take(4000).collect(), valence)
+        }
         Err(e) => {
             tracing::info!(error = %e, "plain narrative");
             (plain(), 0.0)
@@ -354,8 +459,9 @@ mod tests {
     #[test]
     fn the_prompt_offers_only_what_the_driver_can_do() {
         let ctx = json!({
+            "heartbeat_id": "00000000-0000-0000-0000-000000000001", "heartbeat_number": 1, "north_stars": [],
             "energy": {"available": 12.0, "max": 20.0},
-            "environment": {"timestamp": "2026-11-22T10:00:00Z", "user_present": false, "hours_since_user": 5.5},
+            "environment": {"timestamp": "2026-11-22T10:00:00Z", "user_present": false, "hours_since_user": 5.5, "pending_events": {}},
             "goals": {"active": [{"id": "g1", "title": "Learn Rust"}], "queued": [], "blocked": [], "stale": [], "needs_brainstorm": false},
             "action_costs": {"reflect": 2, "inquire_deep": 6, "reach_out_user": 5, "rest": 0},
             "recent_memories": [{"content": "We talked about music"}],
@@ -366,6 +472,7 @@ mod tests {
             "inquire_deep": {"performer": "driver", "params": {"question": {"kind": "text", "required": true}}},
             "rest": {"performer": "database", "params": {}}
         });
+        let (ctx, schema) = (serde_json::from_value(ctx).unwrap(), serde_json::from_value(schema).unwrap());
         let (s, u) = decision_prompt("costs:\n{{action_cost_table}}\n{{action_params}}", "{{active_goals}} {{time_since_user}} {{energy}}", &ctx, &schema, &["reflect", "reach_out_user", "rest"]);
         assert!(s.contains("reflect: 2") && s.contains("reach_out_user: 5"));
         assert!(s.contains("- reflect: {\"focus\": \"text, optional\"}") && s.contains("- rest: {}"), "{s}");
