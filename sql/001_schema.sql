@@ -278,7 +278,7 @@ COMMENT ON TABLE memory_concepts IS 'Memory–concept links with strength.';
 CREATE INDEX memory_concepts_concept ON memory_concepts (concept_id);
 
 -- ---------------------------------------------------------------------------------------
--- Neighborhoods (seed 000 §6.3): each memory's top-20 associations, precomputed.
+-- Neighborhoods: each memory's top-20 associations, precomputed.
 -- ---------------------------------------------------------------------------------------
 CREATE TABLE memory_neighborhoods (
     memory_id        uuid PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
@@ -287,7 +287,7 @@ CREATE TABLE memory_neighborhoods (
     computed_at      timestamptz,
     CHECK (cardinality(neighbor_ids) = cardinality(neighbor_weights))
 );
-COMMENT ON TABLE memory_neighborhoods IS 'Precomputed top-20 associations of each memory (seed 000 §6.3).';
+COMMENT ON TABLE memory_neighborhoods IS 'Precomputed top-20 associations of each memory.';
 
 -- Staleness is an append-only queue rather than a flag: marking never updates a shared row,
 -- so concurrent writers never wait on or deadlock with each other or with the worker.

@@ -1,5 +1,5 @@
--- The heartbeat organ (seed 000 §2–5, §7, §9, appendix A): energy, actions, goals, the
--- heartbeat log, the driver's work queue and outbox, sessions.
+-- The heartbeat organ: energy, actions, goals, the heartbeat log, the driver's work queue
+-- and outbox, sessions.
 --
 -- Everything here runs inside PostgreSQL with no LLM. The driver supplies decisions and
 -- performs the actions that need language or the network, through the queue.
@@ -57,7 +57,7 @@ CREATE TABLE heartbeat_config (
     description text NOT NULL DEFAULT ''
 );
 COMMENT ON TABLE heartbeat_config IS
-    'Energy parameters, action costs (cost_<action>), goal limits, cooldown and timeouts (seed 000 §2.2, §2.4). '
+    'Energy parameters, action costs (cost_<action>), goal limits, cooldown and timeouts. '
     'Values must be finite and >= 0.';
 
 -- Costs and limits must be finite, non-negative numbers: a bad value is refused with its key named.
@@ -196,7 +196,7 @@ CREATE TABLE goals (
     private_to         text[],
     CHECK (parent_goal_id IS NULL OR parent_goal_id <> id)
 );
-COMMENT ON TABLE goals IS 'The goal backlog (seed 000 §4): active, queued, backburner, completed, abandoned.';
+COMMENT ON TABLE goals IS 'The goal backlog: active, queued, backburner, completed, abandoned.';
 CREATE INDEX goals_priority ON goals (priority) WHERE priority IN ('active', 'queued');
 CREATE INDEX goals_parent ON goals (parent_goal_id);
 CREATE INDEX goals_last_touched ON goals (last_touched DESC);

@@ -1,4 +1,4 @@
--- Energy (seed 000 §2): the heartbeat's settings, the cost of each action, and the energy
+-- Energy: the heartbeat's settings, the cost of each action, and the energy
 -- balance with its ledger. Every change of energy goes through update_energy().
 --
 -- Conventions: every rejection raises an SQLSTATE with a message naming the argument; every

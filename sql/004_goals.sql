@@ -1,4 +1,4 @@
--- Goals (seed 000 §4): at most a few active at once, a backlog, parents completed by their
+-- Goals: at most a few active at once, a backlog, parents completed by their
 -- children, blockers, progress notes and links to memories; review_goals() for orient.
 --
 -- Conventions: every rejection raises an SQLSTATE with a message naming the argument; every

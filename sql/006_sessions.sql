@@ -1,4 +1,4 @@
--- Sessions (seed 000 §5.3): heartbeats pause while the person is talking, and a session
+-- Sessions: heartbeats pause while the person is talking, and a session
 -- that ends with enough said asks for a heartbeat.
 --
 -- Conventions: every rejection raises an SQLSTATE with a message naming the argument; every

@@ -73,8 +73,8 @@ END $$;
 COMMENT ON FUNCTION dionysus_internal.expire_work_leases() IS
     'Returns items whose lease ran out to the queue (or fails them when their attempts are spent, refunding their energy).';
 
--- Gives back the energy a heartbeat spent on an action that failed for good (seed 000 §5.1:
--- the decision spends it; what never happened is refunded). Once: the cost is zeroed, the
+-- Gives back the energy a heartbeat spent on an action that failed for good (the
+-- decision spends it; what never happened is refunded). Once: the cost is zeroed, the
 -- ledger keeps the refund. The caller holds the state row (lock order).
 CREATE FUNCTION dionysus_internal.refund_work(work_id uuid) RETURNS double precision
     LANGUAGE plpgsql AS $$

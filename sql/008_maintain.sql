@@ -1,4 +1,4 @@
--- The maintain action (seed 000 §3.2.3): what is known about a belief, identity aspect or
+-- The maintain action: what is known about a belief, identity aspect or
 -- memory, and the model's verdict on it applied and recorded in memory_changes.
 --
 -- Conventions: every rejection raises an SQLSTATE with a message naming the argument; every
@@ -6,7 +6,7 @@
 -- Helpers nobody calls directly live in dionysus_internal (see 001_schema.sql).
 
 -- ---------------------------------------------------------------------------------------
--- Maintain (seed 000 §3.2.3): a belief, identity aspect or memory is loaded with what else is
+-- Maintain: a belief, identity aspect or memory is loaded with what else is
 -- known about it; the model judges whether it still holds (keep, update, retire);
 -- complete_work applies the verdict and records it in memory_changes.
 -- ---------------------------------------------------------------------------------------

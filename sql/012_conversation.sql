@@ -1,4 +1,4 @@
--- The conversation organ (seed 004 §2–3, seed 000 §5.3, §6.4–6.5): the immutable message
+-- The conversation organ: the immutable message
 -- log, the prompt templates, the context a reply needs, sessions that end when idle, and the
 -- language jobs (extraction, episode summaries, concepts) the driver runs from the queue.
 --
@@ -32,7 +32,7 @@ CREATE TABLE messages (
     UNIQUE (platform, platform_message_id)
 );
 COMMENT ON TABLE messages IS
-    'The immutable message log (seed 004 raw_messages): every turn once per (platform, platform_message_id), chained to the '
+    'The immutable message log: every turn once per (platform, platform_message_id), chained to the '
     'previous turn of its channel, with the episodic memory it became.';
 CREATE INDEX messages_channel ON messages (platform, channel_id, created_at DESC, id DESC);
 ALTER TABLE outbox ADD CONSTRAINT outbox_reply_to_fkey FOREIGN KEY (reply_to) REFERENCES messages (id) ON DELETE SET NULL;
@@ -60,7 +60,7 @@ CREATE TRIGGER messages_immutable BEFORE UPDATE ON messages FOR EACH ROW EXECUTE
 
 -- ---------------------------------------------------------------------------------------
 -- Prompt templates: versioned, one active version per key. {{name}} placeholders are filled
--- by the driver. created_by leaves room for the dreaming cycle's proposals (seed 004 §4.3).
+-- by the driver. created_by leaves room for the dreaming cycle's proposals (017).
 -- ---------------------------------------------------------------------------------------
 CREATE TABLE prompt_templates (
     key         text NOT NULL CHECK (key ~ '^[a-z][a-z0-9_]*$'),
@@ -148,7 +148,7 @@ COMMENT ON FUNCTION dionysus_internal.ship_template(text, text, text, double pre
     'Ships a new version of a prompt template: active where the shipped version it follows (by note) is active; beside the person''s own otherwise (a NOTICE names it). Returns the version.';
 
 -- ---------------------------------------------------------------------------------------
--- Logging a turn (seed 004 §3 step 3). One call, one transaction: the turn, its memory, the
+-- Logging a turn. One call, one transaction: the turn, its memory, the
 -- session, and for the person's turns the extraction job (claimable by other workers only
 -- after a grace period, so the conversation extracts its own turn right after replying).
 -- Every turn belongs to one person (person_key(platform, author) for theirs; for the bot's,
@@ -283,7 +283,7 @@ COMMENT ON FUNCTION queue_reply(uuid, text, text) IS
     'content NULL it only looks for that reply.';
 
 -- ---------------------------------------------------------------------------------------
--- The context of a reply (seed 004 §3 steps 4–5): the last turns of the channel, what recall
+-- The context of a reply: the last turns of the channel, what recall
 -- finds for the message (turns already in view left out), the facts among them, the triples
 -- around the entities the message names (and the person), and the active goals. Memories,
 -- triples and goals are only those the message's person may see: nothing another person
@@ -453,7 +453,7 @@ COMMENT ON FUNCTION chat_context(uuid, integer, integer, boolean, integer) IS
     '(a memory''s or turn''s content is that level''s text, with level and tokens), the rest cut; context_budget reports what was included at which level and what was cut.';
 
 -- ---------------------------------------------------------------------------------------
--- Sessions end when idle (seed 000 §5.3); a significant one requests a heartbeat.
+-- Sessions end when idle; a significant one requests a heartbeat.
 -- ---------------------------------------------------------------------------------------
 CREATE FUNCTION end_idle_session() RETURNS boolean
     LANGUAGE plpgsql AS $$
@@ -476,7 +476,7 @@ COMMENT ON FUNCTION end_idle_session() IS
     'their turns it requests a heartbeat. Returns whether it ended one.';
 
 -- ---------------------------------------------------------------------------------------
--- Language jobs of the worker (seed 000 §6.4–6.5), queued for the driver: summaries of
+-- Language jobs of the worker, queued for the driver: summaries of
 -- episodes closed a while ago, concepts for young memories, the shorter levels of long ones. Idempotency keys make a
 -- second enqueue of the same job a no-op. Episodes left open past the gap are closed first.
 -- ---------------------------------------------------------------------------------------
@@ -533,7 +533,7 @@ BEGIN
     RETURN n;
 END $$;
 COMMENT ON FUNCTION enqueue_language_work() IS
-    'Queues the worker''s language jobs for the driver (seed 000 §6.4–6.5): summaries of closed episodes, concepts of young memories, '
+    'Queues the worker''s language jobs for the driver: summaries of closed episodes, concepts of young memories, '
     'the summary and micro levels of long fresh memories (027). '
     'Closes episodes left open past the gap first. Returns how many were queued.';
 

@@ -1,4 +1,4 @@
--- The proactive mind, base layer (seed 003; seed 004 §4.1): Dionysus writes to a person when
+-- The proactive mind, base layer: Dionysus writes to a person when
 -- pressure built from its own state crosses a threshold and the social gates allow it — never
 -- because a timer asked "should I message?". Everything here is arithmetic in the database;
 -- the driver is woken (NOTIFY dionysus_contact) only at a crossing, and calls a model only then.
@@ -451,7 +451,7 @@ END $$;
 COMMENT ON FUNCTION dionysus_internal.contact_signal(text, timestamptz, text) IS 'The person''s own word about contact in a message (busy, asleep, away, stop checking in) and when it ends.';
 
 -- An answer that only acknowledges ("ok", "thanks", "👍"): it updates beliefs and relieves
--- social debt with no model call and needs no reply (seed 003's layered processing).
+-- social debt with no model call and needs no reply (the base layer's own reading).
 CREATE FUNCTION is_acknowledgement(words text) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT coalesce(btrim(lower(words)) ~ '^((ok(ay)?|k+|sure|thanks?( you)?|thx|ty|cool|nice|great|got it|will do|noted|yep|yes|yeah|sounds good|alright|👍|🙏|❤️|😊|🙂|✅|👌)[.!, ]*)+$', false)
@@ -605,7 +605,7 @@ BEGIN
                                                 + CASE WHEN x.reply_seconds IS NULL THEN 1 ELSE 0.3 END
                                                   * extract(epoch FROM t - x.last_contact_at)
                              ELSE x.reply_seconds END,
-        -- A message resets the check-in cadence (seed 004 §4.1).
+        -- A message resets the check-in cadence (check_interval_minutes).
         check_interval_minutes = dionysus_internal.proactive_setting('check_interval_minutes'),
         next_check_at = t + make_interval(mins => dionysus_internal.proactive_setting('check_interval_minutes')::int),
         updated_at = now()
@@ -991,7 +991,7 @@ BEGIN
     END LOOP;
 
 
-    -- The next tick: interval = base × 1/pressure × time of day × vitality (seed 003 §2).
+    -- The next tick: interval = base × 1/pressure × time of day × vitality.
     SELECT greatest(0.05, coalesce(max(x.last_pressure), 0)) INTO top_pressure FROM dionysus.people x;
     tod := CASE WHEN local_hour >= 23 OR local_hour < 7 THEN 4 ELSE 1 END;
     interval_s := dionysus_internal.proactive_setting('base_tick_seconds') / top_pressure * tod * (1 + (1 - a.vitality));

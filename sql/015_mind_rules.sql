@@ -1,4 +1,4 @@
--- The proactive mind's rules and its learning (seed 003 §4, §6, §7): what the base layer does
+-- The proactive mind's rules and its learning: what the base layer does
 -- is data, and what it learns from the person is written down with its cause.
 --
 --   mind_rules        trigger (an event type, or 'tick') → condition (a small declarative JSON
@@ -29,7 +29,7 @@ CREATE TABLE mind_rules (
     intents      jsonb NOT NULL CHECK (jsonb_typeof(intents) = 'array'),
     weight       double precision NOT NULL DEFAULT 1 CHECK (weight >= 0 AND weight <= 1),
     origin       text NOT NULL CHECK (origin IN ('built_in', 'person', 'learned')),
-    -- Built-in rules are the bootstrap; the others are learned (seed 003: learned vs built-in).
+    -- Built-in rules are the bootstrap; the others are learned.
     learned      boolean GENERATED ALWAYS AS (origin <> 'built_in') STORED,
     status       text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'forgotten', 'removed')),
     description  text NOT NULL,
@@ -575,7 +575,7 @@ INSERT INTO mind_rules (name, trigger, condition, intents, origin, description, 
      'in their day restraint lifts within the hour', now());
 
 -- ---------------------------------------------------------------------------------------
--- Learning from how they answered (seed 003 §6): no "rate this" buttons
+-- Learning from how they answered: no "rate this" buttons
 -- ---------------------------------------------------------------------------------------
 -- The tone of a message in [-1, 1], from cheap cues: warm words, exclamation, emoji; cold ones.
 CREATE FUNCTION dionysus_internal.message_tone(words text) RETURNS double precision

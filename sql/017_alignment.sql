@@ -1,4 +1,4 @@
--- The alignment loop (seed 004 §3 step 2, §4.2–4.3, §5): north stars, invisible feedback, the
+-- The alignment loop: north stars, invisible feedback, the
 -- person's objectives, context archetypes, and the nightly dream whose proposals wait for
 -- the person's approval.
 --
@@ -177,7 +177,7 @@ $$;
 COMMENT ON FUNCTION person_north_stars(text) IS 'A person''s active north stars, oldest first.';
 
 -- ---------------------------------------------------------------------------------------
--- Invisible feedback (seed 004 §3): a reply to one of Dionysus's messages is feedback, not
+-- Invisible feedback: a reply to one of Dionysus's messages is feedback, not
 -- conversation. It never enters the message log and is never answered; it can be undone.
 -- ---------------------------------------------------------------------------------------
 CREATE TABLE feedback (
@@ -294,7 +294,7 @@ END $$;
 COMMENT ON FUNCTION undo_feedback(text, text, text) IS 'Takes back the person''s feedback carried by that message of theirs (NULL: their latest).';
 
 -- ---------------------------------------------------------------------------------------
--- The person's objectives (seed 004): what they are working toward, extracted after each
+-- The person's objectives: what they are working toward, extracted after each
 -- reply. Theirs, not Dionysus's goals; they feed check-ins and task pressure.
 -- ---------------------------------------------------------------------------------------
 CREATE TABLE objectives (
@@ -308,7 +308,7 @@ CREATE TABLE objectives (
     created_at        timestamptz NOT NULL DEFAULT now(),
     last_updated      timestamptz NOT NULL DEFAULT now()
 );
-COMMENT ON TABLE objectives IS 'The person''s objectives (seed 004): what they are working toward, extracted from their turns; theirs, not Dionysus''s goals.';
+COMMENT ON TABLE objectives IS 'The person''s objectives: what they are working toward, extracted from their turns; theirs, not Dionysus''s goals.';
 CREATE INDEX objectives_person ON objectives (person, status);
 
 -- One objective from an extraction: the same objective said again (cosine similarity ≥ 0.85
@@ -377,7 +377,7 @@ END $$;
 COMMENT ON FUNCTION set_objective_status(text, uuid, text) IS 'The person marks one of their objectives pending, completed or archived; false if it is not theirs.';
 
 -- ---------------------------------------------------------------------------------------
--- Context archetypes (seed 004 §2.2, §3 step 4): the kind of message decides the shape of its
+-- Context archetypes: the kind of message decides the shape of its
 -- context. The centroid is computed in the database from the examples, and forgotten when
 -- they change.
 -- ---------------------------------------------------------------------------------------
@@ -502,7 +502,7 @@ INSERT INTO context_archetypes (name, description, example_messages, context_tur
      4, 12, 0.5, 2, 'deep_conversation');
 
 -- ---------------------------------------------------------------------------------------
--- The dreaming cycle (seed 004 §4.3): nightly, the smart model reviews the feedback and the
+-- The dreaming cycle: nightly, the smart model reviews the feedback and the
 -- implicit signals since the last dream and proposes changes. Proposals wait for the person.
 -- ---------------------------------------------------------------------------------------
 CREATE TABLE dreams (

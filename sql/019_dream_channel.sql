@@ -1,4 +1,4 @@
--- The dream channel (seed 004 §4.1): a mirror of every autonomous activity — each reply,
+-- The dream channel: a mirror of every autonomous activity — each reply,
 -- check-in, extraction, heartbeat decision and dream proposal — posted, away from the
 -- conversation, as a card the person can open (the full prompt), judge (feedback) and, for a
 -- proposal, decide (approve, reject, discuss).

@@ -1,4 +1,4 @@
--- Re-indexing from the raw log (seed 004 §7): everything derived from the immutable message
+-- Re-indexing from the raw log: everything derived from the immutable message
 -- log is rebuilt with the current extraction template and the current embedding settings,
 -- including a model of another width, while the old derived data keeps serving recall.
 --

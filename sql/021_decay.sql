@@ -1,4 +1,4 @@
--- Memory that fades like a person's (seed 003 §8 with 002's detail levels; issue #13 §5).
+-- Memory that fades like a person's, through its detail levels (issue #13 §5).
 --
 -- A memory lives through stages by its *effective age*: the time since it was last met (made,
 -- or mentioned again), on the one clock (clock_now), divided by how much it resists fading:
@@ -72,7 +72,7 @@ CREATE TABLE decay_config (
     CHECK (micro_chars < summary_chars)
 );
 COMMENT ON TABLE decay_config IS
-    'How memories fade (seed 003 §8): the stage thresholds in effective days, what slows fading (recall, importance, feeling), the mention similarity that resets a memory''s clock, the types that decay, the pass interval and batch, and the off switch (enabled). UPDATE to tune.';
+    'How memories fade: the stage thresholds in effective days, what slows fading (recall, importance, feeling), the mention similarity that resets a memory''s clock, the types that decay, the pass interval and batch, and the off switch (enabled). UPDATE to tune.';
 INSERT INTO decay_config DEFAULT VALUES;
 
 -- New memories not yet compared with older ones (a mention resets their clocks).

@@ -1,4 +1,4 @@
--- Censors: things not to do (seed 002's censor registry; issue #13 §1).
+-- Censors: things not to do (issue #13 §1).
 --
 -- A censor watches what Dionysus is about to do and says warn (do it, noted), block (do not)
 -- or absolute (do not; only the person's word lifts it). It matches by meaning (its trigger
@@ -73,7 +73,7 @@ CREATE TABLE censors (
     CHECK (NOT any_content OR kinds IS NOT NULL OR from_hour IS NOT NULL)
 );
 COMMENT ON TABLE censors IS
-    'Things not to do (seed 002): a trigger (embedded, with the model that made it) and optional pattern, a scope (person, kinds, local hours from_hour to to_hour, any_content), a reason, a severity (warn, block, absolute), where it was learned, its activations and false positives, and its escalation threshold.';
+    'Things not to do: a trigger (embedded, with the model that made it) and optional pattern, a scope (person, kinds, local hours from_hour to to_hour, any_content), a reason, a severity (warn, block, absolute), where it was learned, its activations and false positives, and its escalation threshold.';
 CREATE INDEX censors_active ON censors (person) WHERE status = 'active';
 -- The same words are one censor per person.
 CREATE UNIQUE INDEX censors_once ON censors (coalesce(person, ''), lower(btrim(trigger))) WHERE status = 'active';

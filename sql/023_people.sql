@@ -1,4 +1,4 @@
--- The people in a person's life (seed 003 §9; issue #13 §6): whom they talk about, how they
+-- The people in a person's life (issue #13 §6): whom they talk about, how they
 -- relate to them and how those people relate to each other.
 --
 -- Every row is one person's (of_person, a person key): what Ada said about her mother is Ada's,

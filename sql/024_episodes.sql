@@ -1,6 +1,6 @@
--- Episodes that end with what they meant (seed 002's episodic memory and auto-extraction;
--- issue #13 §7): who took part, how it went (outcome), how unexpected it was (surprise) and
--- what it taught (lessons); and, after one that went wrong, the censors it suggests.
+-- Episodes that end with what they meant (issue #13 §7): who took part, how it went
+-- (outcome), how unexpected it was (surprise) and what it taught (lessons); and, after one
+-- that went wrong, the censors it suggests.
 --
 -- When an episode closes (the gap rule or close_episode), the language pass queues its
 -- summarize_episode item (012); the driver asks the fast model once for the summary and these,

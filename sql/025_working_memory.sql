@@ -1,4 +1,4 @@
--- Working memory (seed 002; issue #13 §3): what a conversation is holding in mind right now.
+-- Working memory (issue #13 §3): what a conversation is holding in mind right now.
 --
 -- A session is a person's part of a conversation episode (012: a channel's turns without a
 -- long gap). Each has one working memory: its focus (what the conversation is on now), the

@@ -1,4 +1,4 @@
--- Procedures: how-to knowledge as K-lines (seed 002, Minsky's level-bands; issue #13 §2).
+-- Procedures: how-to knowledge as K-lines (Minsky's level-bands; issue #13 §2).
 --
 -- A procedure is what Dionysus knows about how to do something well with a person ("helping
 -- Ada through exam nerves"): its goals (the upper fringe, weakly attached: what it is for),
@@ -17,7 +17,7 @@
 --     counts a success or a failure (mixed and neutral count neither); effectiveness is
 --     (successes + 1) / (successes + failures + 2): an untried procedure is 0.5, and one outcome
 --     moves it only so far.
---   * recall_all is seed 002's unified recall: memories and facts (recall), procedures, censors
+--   * recall_all is the unified recall: memories and facts (recall), procedures, censors
 --     and the person's own episodes in one list ranked by score, each with its kind marked.
 --
 -- Lock order: a procedure's row is an "other row" (8); activation happens under the person's
@@ -51,7 +51,7 @@ CREATE TABLE procedures (
     created_at           timestamptz NOT NULL DEFAULT dionysus.clock_now(),
     updated_at           timestamptz NOT NULL DEFAULT dionysus.clock_now()
 );
-COMMENT ON TABLE procedures IS 'How-to knowledge (seed 002''s K-lines): name, domain, goals (upper fringe), core patterns, tools and concepts, implementation notes (lower fringe), for everyone or one person; activation, success and failure counts and effectiveness ((successes + 1) / (successes + failures + 2)).';
+COMMENT ON TABLE procedures IS 'How-to knowledge (K-lines): name, domain, goals (upper fringe), core patterns, tools and concepts, implementation notes (lower fringe), for everyone or one person; activation, success and failure counts and effectiveness ((successes + 1) / (successes + failures + 2)).';
 CREATE UNIQUE INDEX procedures_one_name ON procedures (coalesce(person, ''), name_key) WHERE status = 'active';
 
 CREATE TABLE procedure_activations (
@@ -239,7 +239,7 @@ END $$;
 COMMENT ON FUNCTION dionysus_internal.match_procedures(dionysus.messages, dionysus.working_memories) IS
     'The procedures a person''s turn calls for by meaning (theirs and everyone''s, at least procedure_match_similarity, the nearest procedure_match_max), activated into their working memory; returns how many.';
 
--- A procedure asked for by name (seed 002's activate_procedure): the person's own by that name,
+-- A procedure asked for by name (activate_procedure): the person's own by that name,
 -- else everyone's. It serves the turn's episode (the turn must be the person's), or without a
 -- turn their most recent session; it enters that working memory at full relevance. P0002 when
 -- no active procedure has that name for them. Returns the procedure with its counts.
@@ -341,7 +341,7 @@ END $$;
 COMMENT ON FUNCTION dionysus_internal.score_procedures(uuid, text) IS 'An episode''s outcome scores the procedures it activated, each once (success or failure; mixed and neutral count neither); returns how many.';
 
 -- ---------------------------------------------------------------------------------------
--- Unified recall (seed 002): one list, ranked by score, each with its kind. Memories and
+-- Unified recall: one list, ranked by score, each with its kind. Memories and
 -- facts score as recall scores them; procedures, censors and episode summaries are found by
 -- meaning alone and score as recall would score a memory with only that evidence
 -- (weight_vector · similarity). Only what the person may see: their memories (recall's rule),

@@ -1,4 +1,4 @@
--- Context budgets and detail levels (seed 002's frame-adaptive budgets; issue #13 §4).
+-- Context budgets and detail levels: frame-adaptive budgets (issue #13 §4).
 --
 -- A context is assembled within a token budget chosen by its task: 3K for casual chat, 6K for a
 -- deep conversation, 8K for a heartbeat decision, 12K for reflection or synthesis. The budgets
@@ -34,7 +34,7 @@ CREATE TABLE context_budgets (
     description text NOT NULL,
     updated_at  timestamptz NOT NULL DEFAULT now()
 );
-COMMENT ON TABLE context_budgets IS 'Token budgets by task (seed 002: 3K casual chat, 6K a deep conversation, 8K a heartbeat decision, 12K reflection or synthesis), each with the order its sections are served in; a context archetype names its task (budget_task).';
+COMMENT ON TABLE context_budgets IS 'Token budgets by task (3K casual chat, 6K a deep conversation, 8K a heartbeat decision, 12K reflection or synthesis), each with the order its sections are served in; a context archetype names its task (budget_task).';
 INSERT INTO context_budgets (task, tokens, sections, description) VALUES
     ('chat', 3000, DEFAULT, 'casual chat: a reply when nothing asks for more'),
     ('deep_conversation', 6000, ARRAY['memories', 'recent_turns', 'working_memory', 'people', 'triples', 'objectives', 'goals'],

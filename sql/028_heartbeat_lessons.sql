@@ -1,4 +1,4 @@
--- The censors a heartbeat that went wrong proposes (seed 002's auto-extraction; issue #13 §1).
+-- The censors a heartbeat that went wrong proposes (issue #13 §1).
 --
 -- A heartbeat went wrong when the person says that what it did on its own was unwelcome:
 -- negative feedback (/feedback right after it, or naming it; the words' tone or a given

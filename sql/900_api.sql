@@ -166,7 +166,7 @@ COMMENT ON FUNCTION heartbeat_commit IS
     'done now, the others queued for the driver (only those in available_actions, when given); rejections recorded with '
     'their reason. One commit per heartbeat.';
 COMMENT ON FUNCTION action_schema() IS
-    'The action taxonomy (seed 000 §3) as jsonb: for each action its performer (database or driver) and its parameters '
+    'The action taxonomy as jsonb: for each action its performer (database or driver) and its parameters '
     '(kind, required). heartbeat_commit validates against it; the driver builds its prompt from it.';
 
 -- prompts.rs: the shipped prompt templates' texts
