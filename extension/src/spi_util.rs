@@ -200,14 +200,3 @@ pub fn first_or_none<T: FromDatum + IntoDatum>(query: &str, args: &[pgrx::datum:
         rows.into_iter().next().and_then(|r| r.get::<T>(1).ok().flatten())
     })
 }
-
-/// Whether this database's dionysus has `relation` (a newer library serves an older version's
-/// schema until ALTER EXTENSION UPDATE). Cached in `seen` once true: a session never goes back.
-pub fn has_relation(seen: &'static std::thread::LocalKey<std::cell::Cell<bool>>, relation: &str) -> bool {
-    if seen.get() {
-        return true;
-    }
-    let found = first_or_none::<bool>("SELECT to_regclass($1) IS NOT NULL", &[relation.into()]).unwrap_or(false);
-    seen.set(found);
-    found
-}

@@ -333,6 +333,64 @@ async fn an_update_from_the_oldest_release_matches_a_fresh_install() {
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
 }
 
+/// The background passes leave a database at another version alone (this library serves only
+/// its own schema): nothing runs or is recorded there, and the server log says why once, not
+/// every interval.
+#[tokio::test]
+async fn the_worker_leaves_an_old_schema_alone_and_says_so_once() {
+    let data = std::env::var("DIONYSUS_TEST_DATA").expect("DIONYSUS_TEST_DATA: run under scripts/test.sh");
+    let admin = connect("postgres").await;
+    // Made from a template already at the old release, so the launcher's first visit finds it
+    // so (a template itself is never visited once marked).
+    let template = format!("t_upgrade_stale_tpl_{}", std::process::id());
+    let name = format!("t_upgrade_stale_worker_{}", std::process::id());
+    for db in [&name, &template] {
+        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).await.unwrap();
+    }
+    admin.batch_execute(&format!("CREATE DATABASE {template}")).await.unwrap();
+    let t = connect(&template).await;
+    t.batch_execute(&format!("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '{OLDEST}'")).await.expect("install the oldest release");
+    drop(t);
+    admin.batch_execute(&format!("ALTER DATABASE {template} IS_TEMPLATE true")).await.unwrap();
+    // (A pass may still be connected to it for a moment.)
+    let mut created = Err(String::new());
+    for _ in 0..100 {
+        created = admin.batch_execute(&format!("CREATE DATABASE {name} TEMPLATE {template}")).await.map_err(|e| message(&e));
+        if created.is_ok() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    created.expect("a database from the template");
+    // A database at this version, made after it: once its passes have run three times, the
+    // launcher has visited the old one (listed before it, by oid) on at least three rounds.
+    let current = TestDb::new("upgrade_worker_witness").await;
+    let c = &current.client;
+    for round in 1..=3 {
+        let last: Option<String> = one(c, "SELECT last_run_at::text FROM dionysus.worker_status").await;
+        let ran = match last {
+            Some(at) => format!("(SELECT last_run_at > '{at}' FROM dionysus.worker_status)"),
+            None => "(SELECT last_run_at IS NOT NULL FROM dionysus.worker_status)".to_string(),
+        };
+        until(c, &ran, &format!("pass {round} in the database at this version")).await;
+    }
+    let old = connect(&name).await;
+    let untouched: bool = one(&old, "SELECT (SELECT last_run_at IS NULL AND last_error IS NULL FROM dionysus.worker_status) \
+                                           AND (SELECT last_tick_at IS NULL AND last_error IS NULL FROM dionysus.scheduler_status)").await;
+    assert!(untouched, "a background pass ran in a database at {OLDEST}");
+    let log = std::fs::read_to_string(format!("{data}/server.log")).expect("the cluster's server.log");
+    let about: Vec<&str> = log.lines().filter(|l| l.contains(&format!("database {name} "))).collect();
+    assert_eq!(about.len(), 1, "one line about the old database, not one every interval: {about:#?}");
+    assert!(about[0].contains("LOG:") && about[0].contains(&format!("has dionysus {OLDEST}")) && about[0].contains("ALTER EXTENSION dionysus UPDATE"), "{}", about[0]);
+    drop(old);
+    for db in [&name, &template] {
+        if db == &template {
+            admin.batch_execute(&format!("ALTER DATABASE {template} IS_TEMPLATE false")).await.unwrap();
+        }
+        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).await.unwrap();
+    }
+}
+
 /// `\df+ dionysus.*` is the reference: it lists the API and only the API, each function with
 /// its comment; the helpers live in dionysus_internal, documented too.
 #[tokio::test]

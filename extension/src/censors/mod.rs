@@ -5,16 +5,6 @@
 use pgrx::prelude::*;
 use serde_json::{json, Map, Value};
 
-thread_local! {
-    static INSTALLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether this database's dionysus has censors (0.8.0 on): a newer library serves an older
-/// schema until ALTER EXTENSION UPDATE, with no censors to ask.
-pub fn installed() -> bool {
-    crate::spi_util::has_relation(&INSTALLED, "dionysus.censors")
-}
-
 /// What the censors say of one heartbeat action.
 pub enum Verdict {
     Pass,
@@ -69,10 +59,7 @@ pub fn verdict(hits: &Value) -> Verdict {
 }
 
 /// Judges a heartbeat action by reading only. `person`: whom it concerns (a reach-out's addressee).
-pub fn judge_action(index: usize, name: &str, params: &Map<String, Value>, person: Option<String>) -> Option<Judged> {
-    if !installed() {
-        return None;
-    }
+pub fn judge_action(index: usize, name: &str, params: &Map<String, Value>, person: Option<String>) -> Judged {
     let hits = Spi::get_one_with_args::<pgrx::JsonB>(
         "SELECT dionysus_internal.censor_hits($1, $2, $3)",
         &[action_words(name, params).into(), name.into(), person.clone().into()],
@@ -80,7 +67,7 @@ pub fn judge_action(index: usize, name: &str, params: &Map<String, Value>, perso
     .expect("censor hits")
     .map(|j| j.0)
     .unwrap_or(Value::Null);
-    Some(Judged { index, kind: name.to_string(), person, hits })
+    Judged { index, kind: name.to_string(), person, hits }
 }
 
 /// Counts the walk's activations, once the rest of the commit is done.

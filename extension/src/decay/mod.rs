@@ -1,24 +1,10 @@
 //! Memory that fades (sql/021_decay.sql): the rule and the pass are SQL over the memories
-//! table; this module is the Rust side's view of it: whether the database's extension already
-//! has it (a library newer than the database's SQL must keep serving until ALTER EXTENSION
-//! UPDATE), and the maintenance worker's step.
+//! table; this module is the maintenance worker's step.
 use pgrx::prelude::*;
-
-thread_local! {
-    static INSTALLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether this database's dionysus has decay (0.8.0 on). Cached once seen: a session never
-/// goes back to an older version's SQL.
-pub fn installed() -> bool {
-    crate::spi_util::has_relation(&INSTALLED, "dionysus.decay_config")
-}
 
 /// The maintenance worker's step: a pass when one is due on the clock (decay_config.pass_interval).
 pub fn step() {
-    if installed() {
-        Spi::run("SELECT dionysus_internal.decay_step()").expect("decay step");
-    }
+    Spi::run("SELECT dionysus_internal.decay_step()").expect("decay step");
 }
 
 #[cfg(any(test, feature = "pg_test"))]

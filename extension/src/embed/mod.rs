@@ -92,25 +92,6 @@ pub fn model_key() -> String {
     Spec::from_settings().key()
 }
 
-thread_local! {
-    static STORE_SEEN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether this database's schema has the store (0.7.0 on): a database still at an older
-/// version runs this library until ALTER EXTENSION dionysus UPDATE, and embeds as it did.
-fn store_exists() -> bool {
-    if STORE_SEEN.get() {
-        return true;
-    }
-    let seen = crate::spi_util::first_or_none::<bool>(
-        "SELECT to_regclass('dionysus.embedding_store') IS NOT NULL AND to_regclass('dionysus.reindex_runs') IS NOT NULL",
-        &[],
-    )
-    .unwrap_or(false);
-    STORE_SEEN.set(seen);
-    seen
-}
-
 /// The model live writes and queries embed with, and the width the store's columns hold: the
 /// model that made the stored vectors (`embedding_store`), so no session, whatever its
 /// settings, ever puts a vector of another model beside them. The settings are used when they
@@ -122,9 +103,6 @@ fn store_exists() -> bool {
 /// before the swap (and replaced by it) or not at all.
 fn live() -> (Spec, usize) {
     let settings = Spec::from_settings();
-    if !store_exists() {
-        return (settings, DIMENSIONS);
-    }
     let mut store = read_store(false);
     if let Some((_, _, _, true)) = store {
         let free = crate::spi_util::first_or_none::<bool>(
@@ -434,11 +412,11 @@ fn embedding_store_adopt(force: default!(Option<bool>, false)) -> pgrx::JsonB {
 fn embedding_info() -> pgrx::JsonB {
     let provider = provider();
     let settings = Spec::from_settings();
-    let store = if !store_exists() { vec![] } else { crate::spi_util::select_prepared(
+    let store = crate::spi_util::select_prepared(
         "SELECT spec, dimensions FROM dionysus.embedding_store WHERE id = 1",
         &[],
         |row| Some((row.get::<pgrx::JsonB>(1).ok()??, row.get::<i32>(2).ok()??)),
-    ) }
+    )
     .into_iter()
     .next();
     let (store_key, dims) = match &store {

@@ -176,8 +176,6 @@ fn heartbeat_commit(
     // goals lock comes next (the global lock order in 002_heartbeat.sql).
     // The cooldown counts from the last delivered contact, and a reach-out still on its way
     // (queued or in the outbox) counts as one: contact time is set when it is delivered.
-    // The setting is read from its table, not through an internal helper: a newly installed
-    // library serves databases not yet updated (before ALTER EXTENSION UPDATE) too.
     let (mut energy, cooldown_blocks) = Spi::connect_mut(|c| {
         let t = c
             .update(
@@ -297,8 +295,8 @@ fn heartbeat_commit(
             None
         };
         let judged = crate::censors::judge_action(index, &name, &params, addressee);
-        let verdict = judged.as_ref().map_or(crate::censors::Verdict::Pass, |j| crate::censors::verdict(&j.hits));
-        judgements.extend(judged);
+        let verdict = crate::censors::verdict(&judged.hits);
+        judgements.push(judged);
         let warned = match verdict {
             crate::censors::Verdict::Block(why, censors) => {
                 reject(json!(name), why);

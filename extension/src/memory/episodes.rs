@@ -35,32 +35,9 @@ pub fn episode_person<'a>(source: &str, private_to: Option<&'a [String]>) -> Opt
     }
 }
 
-thread_local! {
-    static KEYED_BY_PERSON: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether this database's episodes carry their person (0.19.0 on); an older schema's are keyed
-/// by source alone until ALTER EXTENSION UPDATE. Cached once true.
-fn keyed_by_person() -> bool {
-    if KEYED_BY_PERSON.get() {
-        return true;
-    }
-    let found = first_or_none::<bool>(
-        "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('dionysus.episodes') AND attname = 'person' AND NOT attisdropped)",
-        &[],
-    )
-    .unwrap_or(false);
-    KEYED_BY_PERSON.set(found);
-    found
-}
-
-/// The condition on an episode's person, as parameter `$n` (always NULL on an older schema).
+/// The condition on an episode's person, as parameter `$n`.
 fn whose(n: u8) -> String {
-    if keyed_by_person() {
-        format!("person IS NOT DISTINCT FROM ${n}")
-    } else {
-        format!("${n}::text IS NULL")
-    }
+    format!("person IS NOT DISTINCT FROM ${n}")
 }
 
 /// Adds an episodic memory to its source's open episode (its person's, [`episode_person`]),
@@ -68,7 +45,7 @@ fn whose(n: u8) -> String {
 /// it (their neighborhoods change).
 pub fn assign(memory_id: Uuid, source: Option<&str>, private_to: Option<&[String]>, at: TimestampWithTimeZone) -> Vec<Uuid> {
     let source = source.unwrap_or(DEFAULT_SOURCE);
-    let person = episode_person(source, private_to).filter(|_| keyed_by_person());
+    let person = episode_person(source, private_to);
     lock_source(source);
     let gap_minutes = EPISODE_GAP_MINUTES.get();
     // The open episode, if the memory falls within the gap (or the episode is explicit).
@@ -96,18 +73,12 @@ pub fn assign(memory_id: Uuid, source: Option<&str>, private_to: Option<&[String
                 &[source.into(), person.into()],
             )
             .expect("close episode");
-            let opened = if keyed_by_person() {
-                Spi::get_one_with_args::<Uuid>(
-                    "INSERT INTO dionysus.episodes (source, person, started_at, last_event_at) VALUES ($1, $3, $2, $2) RETURNING id",
-                    &[source.into(), at.into(), person.into()],
-                )
-            } else {
-                Spi::get_one_with_args::<Uuid>(
-                    "INSERT INTO dionysus.episodes (source, started_at, last_event_at) VALUES ($1, $2, $2) RETURNING id",
-                    &[source.into(), at.into()],
-                )
-            };
-            opened.expect("open episode").expect("new episode id")
+            Spi::get_one_with_args::<Uuid>(
+                "INSERT INTO dionysus.episodes (source, person, started_at, last_event_at) VALUES ($1, $3, $2, $2) RETURNING id",
+                &[source.into(), at.into(), person.into()],
+            )
+            .expect("open episode")
+            .expect("new episode id")
         }
     };
     let seq = write_prepared(

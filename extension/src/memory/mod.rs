@@ -42,19 +42,16 @@ impl NewMemory {
 /// Inserts a validated memory with its embedding, assigns episodic ones to their episode and
 /// queues the neighborhoods it changes. Returns the new id.
 pub fn store(m: &NewMemory, embedding: &[f32]) -> Uuid {
-    // Its sentences, counted from the text (their vectors come from the maintenance pass);
-    // not on a schema from before sentence vectors, until ALTER EXTENSION UPDATE.
-    let sentences = crate::sentences::installed().then(|| crate::sentences::count(&m.content));
+    // Its sentences, counted from the text (their vectors come from the maintenance pass).
+    let sentences = crate::sentences::count(&m.content);
     let (id, created_at) = write_prepared(
         &format!(
             "INSERT INTO dionysus.memories \
                (type, content, summary, micro, embedding, importance, confidence, valence, metadata, source, created_at, \
-                private_to{count_column}) \
-             VALUES ($1::dionysus.memory_type, $2, $3, $4, $5::real[]::{vt}, $6, $7, $8, $9, $10, coalesce($11, now()), $12{count_value}) \
+                private_to, sentence_count) \
+             VALUES ($1::dionysus.memory_type, $2, $3, $4, $5::real[]::{vt}, $6, $7, $8, $9, $10, coalesce($11, now()), $12, $13) \
              RETURNING id, created_at",
             vt = vector_type(),
-            count_column = if sentences.is_some() { ", sentence_count" } else { "" },
-            count_value = if sentences.is_some() { ", $13" } else { "" },
         ),
         &[
             m.kind.into(),
@@ -69,15 +66,13 @@ pub fn store(m: &NewMemory, embedding: &[f32]) -> Uuid {
             m.source.clone().into(),
             m.created_at.into(),
             m.private_to.clone().into(),
-        ]
-        .into_iter()
-        .chain(sentences.map(Into::into))
-        .collect::<Vec<_>>(),
+            sentences.into(),
+        ],
         |t| Some((t.get::<Uuid>(1).ok()??, t.get::<TimestampWithTimeZone>(2).ok()??)),
     )
     .pop()
     .expect("INSERT ... RETURNING id, created_at");
-    if sentences.is_some_and(|n| n >= 2) {
+    if sentences >= 2 {
         crate::sentences::enqueue(id);
     }
     let episode_neighbors = if m.kind == "episodic" {
@@ -355,15 +350,6 @@ fn supersede(
     new_id
 }
 
-thread_local! {
-    static ACCESS_TABLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether this database's schema keeps recall counts in memory_access (0.17.0 on).
-pub fn access_table() -> bool {
-    crate::spi_util::has_relation(&ACCESS_TABLE, "dionysus.memory_access")
-}
-
 /// One memory with every field, or P0002 if it does not exist.
 #[pg_extern(stable, parallel_safe)]
 fn recall_by_id(
@@ -390,17 +376,12 @@ fn recall_by_id(
     ),
 > {
     let id = require_memory("memory_id", memory_id);
-    // As folded (memory_access; in the memory's row before 0.17.0) and with the recalls not yet
-    // folded in, from the access log; not on a hot standby, which cannot read the (unlogged)
-    // log: there, the counts as last folded.
-    let (count, last) = if access_table() {
-        (
-            "coalesce((SELECT a.access_count FROM dionysus.memory_access a WHERE a.memory_id = m.id), 0)",
-            "(SELECT a.last_accessed FROM dionysus.memory_access a WHERE a.memory_id = m.id)",
-        )
-    } else {
-        ("m.access_count", "m.last_accessed")
-    };
+    // As folded (memory_access) and with the recalls not yet folded in, from the access log;
+    // not on a hot standby, which cannot read the (unlogged) log: there, the counts as last folded.
+    let (count, last) = (
+        "coalesce((SELECT a.access_count FROM dionysus.memory_access a WHERE a.memory_id = m.id), 0)",
+        "(SELECT a.last_accessed FROM dionysus.memory_access a WHERE a.memory_id = m.id)",
+    );
     let accessed = if unsafe { pg_sys::RecoveryInProgress() } {
         format!("{count}, {last}")
     } else {

@@ -291,9 +291,8 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
             (false, true) => "m.content",
         },
         local = if times.is_empty() { "0::int8" } else { LOCAL_SECONDS_SQL },
-        // (NULL: written before 0.16.0, looked up; a schema from before sentence vectors, until
-        // ALTER EXTENSION UPDATE: none.)
-        sentences = if crate::sentences::installed() { "coalesce(m.sentence_count, 2)::int4" } else { "0::int4" },
+        // (NULL: written before 0.16.0, looked up.)
+        sentences = "coalesce(m.sentence_count, 2)::int4",
         op = cosine_op(),
     );
     let read = |t: pgrx::spi::SpiHeapTupleData| {
@@ -532,13 +531,12 @@ fn search(query: &str, k: usize, filters: &Filters, cfg: &Config) -> Vec<Hit> {
     // What the k returned are: their text, type and stage, read with the filters again. One that
     // a transaction committed meanwhile deleted, archived or made private is gone from the
     // answer, and the next in rank takes its place (first_found).
-    let stage = if crate::decay::installed() { "m.stage::text" } else { "'fresh'::text" };
     let ranked: Vec<Uuid> = hits.iter().filter_map(|h| h.id).collect();
     let mut told: HashMap<Uuid, (String, String, String)> = first_found(&ranked, k, |ids| {
         let mut args = base_args();
         args.push(ids.into());
         select_prepared(
-            &format!("SELECT m.id, m.content, m.type::text, {stage} FROM dionysus.memories m WHERE m.id = ANY($8) AND {FILTER_SQL}"),
+            &format!("SELECT m.id, m.content, m.type::text, m.stage::text FROM dionysus.memories m WHERE m.id = ANY($8) AND {FILTER_SQL}"),
             &args,
             |t| Some((t.get::<Uuid>(1).ok()??, (t.get::<String>(2).ok()??, t.get::<String>(3).ok()??, t.get::<String>(4).ok()??))),
         )
@@ -598,38 +596,17 @@ const SPEAKER_WORDS_SQL: &str = r"CASE WHEN position(': ' IN left(m.content, 64)
 /// it as a word (memories_speaker_words) is labelled with it as query::person_match reads a
 /// label (each word capitalised, which the index does not check). An index lookup, so it costs
 /// the same however often others mention the name, and a name that is a stop word ("Will")
-/// speaks too. A database still on an older version's SQL has no such index: there it looks
-/// among the first 200 memories with the word (and a stop word has none).
+/// speaks too.
 fn speaks(name: &str, person: Option<&str>) -> bool {
     let names = [name.to_string()];
-    let query = if speaker_index() {
-        format!(
-            "SELECT {LABEL_SQL} FROM dionysus.memories m \
-             WHERE ({SPEAKER_WORDS_SQL}) @> ARRAY[lower($1)] AND m.status = 'active' \
-               AND ($2::text IS NULL OR m.private_to IS NULL OR m.private_to <@ ARRAY[$2::text]) LIMIT 20"
-        )
-    } else {
-        format!(
-            "SELECT {LABEL_SQL} FROM dionysus.memories m \
-             WHERE m.search @@ (SELECT string_agg(quote_literal(l), ' & ')::tsquery \
-                                FROM unnest(tsvector_to_array(to_tsvector('english', $1))) l) \
-               AND strpos(lower(split_part({LABEL_SQL}, ': ', 1)), lower($1)) > 0 \
-               AND position(': ' IN {LABEL_SQL}) > 0 AND m.status = 'active' \
-               AND ($2::text IS NULL OR m.private_to IS NULL OR m.private_to <@ ARRAY[$2::text]) LIMIT 200"
-        )
-    };
+    let query = format!(
+        "SELECT {LABEL_SQL} FROM dionysus.memories m \
+         WHERE ({SPEAKER_WORDS_SQL}) @> ARRAY[lower($1)] AND m.status = 'active' \
+           AND ($2::text IS NULL OR m.private_to IS NULL OR m.private_to <@ ARRAY[$2::text]) LIMIT 20"
+    );
     select_prepared(&query, &[name.into(), person.into()], |t| t.get::<String>(1).ok()?)
         .iter()
         .any(|label| query::person_match(&names, label, 0.0) == 1.0)
-}
-
-thread_local! {
-    static SPEAKER_INDEX: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether this database's schema has the speaker index (0.14.0 on).
-fn speaker_index() -> bool {
-    crate::spi_util::has_relation(&SPEAKER_INDEX, "dionysus.memories_speaker_words")
 }
 
 /// A memory recall considers, read once, with what its score needs (its words, people and

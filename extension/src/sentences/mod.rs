@@ -16,15 +16,6 @@ pub const MAINTENANCE_CALL_LIMIT: i64 = 16;
 /// The longest a failed batch waits before it is tried again.
 const MAX_BACKOFF_SECONDS: i64 = 3600;
 
-thread_local! {
-    static INSTALLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether this database's schema has sentence vectors (0.16.0 on).
-pub fn installed() -> bool {
-    crate::spi_util::has_relation(&INSTALLED, "dionysus.memory_sentences")
-}
-
 /// The parts of a memory's text that get vectors of their own: its "Name: " label set aside (it
 /// says who spoke, as recall's person component reads it), split after '.', '!' or '?' and
 /// whitespace, those of three words or more; none when fewer than two are left (the whole
@@ -78,9 +69,6 @@ pub fn enqueue(id: Uuid) {
 /// row is only read. A batch that fails waits with back-off, and its memories are tried one at
 /// a time next (`attempts` > 0), so one text a provider refuses holds up no other.
 pub fn step(batch: i64) -> i64 {
-    if !installed() {
-        return 0;
-    }
     let queued: Vec<(Uuid, String, i32)> = write_prepared(
         "SELECT q.memory_id, m.content, q.attempts FROM dionysus.sentence_queue q JOIN dionysus.memories m ON m.id = q.memory_id \
          WHERE q.not_before <= now() ORDER BY q.attempts > 0, q.queued_at, q.memory_id LIMIT $1 \
@@ -145,9 +133,6 @@ pub fn step(batch: i64) -> i64 {
 
 /// How many memories wait for their sentence vectors now (not those waiting after a failure).
 pub fn pending() -> i64 {
-    if !installed() {
-        return 0;
-    }
     select_prepared("SELECT count(*) FROM dionysus.sentence_queue WHERE not_before <= now()", &[], |t| t.get::<i64>(1).ok()?)
         .pop()
         .unwrap_or(0)

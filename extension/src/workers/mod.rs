@@ -118,6 +118,8 @@ pub extern "C-unwind" fn dionysus_launcher_main(arg: pg_sys::Datum) {
     BackgroundWorker::connect_worker_to_spi(None, None);
     log!("dionysus {} launcher started (interval {} s)", duty.name(), duty.interval().as_secs());
     let mut first = true;
+    // The databases this launcher has started a pass for (a pass says once why it skips one).
+    let mut visited = std::collections::HashSet::new();
     loop {
         let wait_for = if first { Duration::from_millis(500) } else { duty.interval() };
         first = false;
@@ -129,7 +131,7 @@ pub extern "C-unwind" fn dionysus_launcher_main(arg: pg_sys::Datum) {
             if stopping() {
                 break;
             }
-            run_pass(duty, oid, &name);
+            run_pass(duty, oid, &name, visited.insert(oid.to_u32()));
         }
     }
     log!("dionysus {} launcher stopped", duty.name());
@@ -159,8 +161,9 @@ fn connectable_databases() -> Vec<(pg_sys::Oid, String)> {
     out
 }
 
-/// Starts one pass for a database (named by its oid in bgw_extra) and waits for it to end.
-fn run_pass(duty: Duty, oid: pg_sys::Oid, db: &str) {
+/// Starts one pass for a database (named by its oid in bgw_extra, with whether it is this
+/// launcher's first there) and waits for it to end.
+fn run_pass(duty: Duty, oid: pg_sys::Oid, db: &str, first_visit: bool) {
     let started = BackgroundWorkerBuilder::new(&format!("dionysus {} {db}", duty.name()))
         .set_type(&format!("dionysus {}", duty.name()))
         .set_function(duty.pass_function())
@@ -168,7 +171,7 @@ fn run_pass(duty: Duty, oid: pg_sys::Oid, db: &str) {
         .enable_spi_access()
         .set_start_time(BgWorkerStartTime::RecoveryFinished)
         .set_restart_time(None)
-        .set_extra(&oid.to_u32().to_string())
+        .set_extra(&format!("{} {}", oid.to_u32(), u8::from(first_visit)))
         .set_notify_pid(unsafe { pg_sys::MyProcPid })
         .load_dynamic();
     let worker = match started {
@@ -319,7 +322,9 @@ pub extern "C-unwind" fn dionysus_scheduler_main(_arg: pg_sys::Datum) {
 /// superuser, with search_path = pg_catalog, <the extension's schema>, pg_temp.
 fn open_pass(duty: Duty) -> Option<String> {
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
-    let oid = BackgroundWorker::get_extra().parse::<u32>().ok()?;
+    let extra = BackgroundWorker::get_extra();
+    let (oid, first_visit) = extra.split_once(' ')?;
+    let (oid, first_visit) = (oid.parse::<u32>().ok()?, first_visit == "1");
     BackgroundWorker::connect_worker_to_spi_by_oid(Some(pg_sys::Oid::from(oid)), None);
     pin_search_path("pg_catalog, pg_temp");
     let installed = BackgroundWorker::transaction(|| {
@@ -343,8 +348,15 @@ fn open_pass(duty: Duty) -> Option<String> {
         return None;
     }
     if version != env!("CARGO_PKG_VERSION") {
-        // The schema lags (or leads) this library: ALTER EXTENSION dionysus UPDATE first.
-        debug1!("dionysus {}: {db} has dionysus {version}, the library is {}; skipped", duty.name(), env!("CARGO_PKG_VERSION"));
+        // The schema lags (or leads) this library, which serves only its own version: nothing
+        // runs there until ALTER EXTENSION dionysus UPDATE. Said once (the maintenance
+        // launcher's first visit since the server started), not every interval.
+        let why = format!("dionysus: database {db} has dionysus {version}, the library is {}: its background passes are skipped until ALTER EXTENSION dionysus UPDATE", env!("CARGO_PKG_VERSION"));
+        if first_visit && duty == Duty::Maintenance {
+            log!("{why}");
+        } else {
+            debug1!("{why}");
+        }
         return None;
     }
     unsafe { pg_sys::SetUserIdAndSecContext(owner, pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32) };
@@ -408,34 +420,18 @@ pub fn fold_access_log() {
     // sql/002_heartbeat.sql); one another transaction holds for update or delete (a forget, a
     // decay step) is skipped, its recalls folded next time (FOR KEY SHARE: a plain update of its
     // other columns does not hold the fold up). The rows of a memory since deleted go. The
-    // counts go to memory_access, never to the memory's own row (sql/001_schema.sql says why);
-    // a schema from before 0.17.0, until ALTER EXTENSION UPDATE, still keeps them in memories.
-    let (lock, into) = if crate::memory::access_table() {
-        (
-            "FOR KEY SHARE",
-            "INSERT INTO dionysus.memory_access AS a (memory_id, access_count, last_accessed) \
-             SELECT memory_id, n, at FROM agg ORDER BY memory_id \
-             ON CONFLICT (memory_id) DO UPDATE SET access_count = a.access_count + excluded.access_count, \
-                    last_accessed = greatest(a.last_accessed, excluded.last_accessed)",
-        )
-    } else {
-        (
-            "FOR NO KEY UPDATE",
-            "UPDATE dionysus.memories m SET access_count = m.access_count + agg.n, \
-                    last_accessed = greatest(m.last_accessed, agg.at) \
-             FROM agg WHERE m.id = agg.memory_id",
-        )
-    };
-    let fold = format!(
-        "WITH held AS (SELECT m.id FROM dionysus.memories m \
-                        WHERE m.id IN (SELECT DISTINCT memory_id FROM dionysus.memory_access_log) \
-                        {lock} SKIP LOCKED), \
-              taken AS (DELETE FROM dionysus.memory_access_log l WHERE l.memory_id IN (SELECT id FROM held) \
-                        RETURNING memory_id, accessed_at), \
-              agg AS (SELECT memory_id, count(*)::int AS n, max(accessed_at) AS at FROM taken GROUP BY memory_id) \
-         {into}"
-    );
-    Spi::run(&fold).expect("fold access log");
+    // counts go to memory_access, never to the memory's own row (sql/001_schema.sql says why).
+    let fold = "WITH held AS (SELECT m.id FROM dionysus.memories m \
+                              WHERE m.id IN (SELECT DISTINCT memory_id FROM dionysus.memory_access_log) \
+                              FOR KEY SHARE SKIP LOCKED), \
+                    taken AS (DELETE FROM dionysus.memory_access_log l WHERE l.memory_id IN (SELECT id FROM held) \
+                              RETURNING memory_id, accessed_at), \
+                    agg AS (SELECT memory_id, count(*)::int AS n, max(accessed_at) AS at FROM taken GROUP BY memory_id) \
+               INSERT INTO dionysus.memory_access AS a (memory_id, access_count, last_accessed) \
+               SELECT memory_id, n, at FROM agg ORDER BY memory_id \
+               ON CONFLICT (memory_id) DO UPDATE SET access_count = a.access_count + excluded.access_count, \
+                      last_accessed = greatest(a.last_accessed, excluded.last_accessed)";
+    Spi::run(fold).expect("fold access log");
     Spi::run(
         "DELETE FROM dionysus.memory_access_log l \
           WHERE NOT EXISTS (SELECT 1 FROM dionysus.memories m WHERE m.id = l.memory_id)",
