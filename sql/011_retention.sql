@@ -88,3 +88,35 @@ SELECT
 FROM heartbeat_state s CROSS JOIN scheduler_status sc WHERE s.id = 1;
 COMMENT ON VIEW heartbeat_health IS
     'Appendix A: heartbeats, energy, goals, reach-outs; plus queue depth, oldest pending work, outbox backlog, warnings and the tables'' sizes in bytes.';
+
+-- What `dionysus status` shows, in one answer: the driver reads functions and views, never
+-- the tables themselves. Runs with the caller's rights (it shows what the caller may read).
+CREATE FUNCTION status_report() RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN jsonb_build_object(
+        'hb', (SELECT to_jsonb(h) FROM dionysus.heartbeat_health h),
+        'goals', (SELECT coalesce(jsonb_agg(jsonb_build_object('title', g.title, 'priority', g.priority) ORDER BY g.priority, g.last_touched DESC), '[]')
+                    FROM (SELECT * FROM dionysus.goals WHERE priority IN ('active', 'queued') ORDER BY priority, last_touched DESC LIMIT 8) g),
+        'beats', (SELECT coalesce(jsonb_agg(b ORDER BY (b ->> 'n')::int DESC), '[]') FROM (
+                    SELECT jsonb_build_object('n', heartbeat_number, 'status', status, 'started', started_at,
+                           'energy_start', energy_start, 'energy_end', energy_end,
+                           'actions', (SELECT coalesce(jsonb_agg(a ->> 'action'), '[]') FROM jsonb_array_elements(actions_taken) a),
+                           'narrative', left(narrative, 140)) AS b
+                      FROM dionysus.heartbeat_log ORDER BY heartbeat_number DESC LIMIT 5) x),
+        'queue', (SELECT coalesce(jsonb_object_agg(status, n), '{}') FROM (SELECT status, count(*) AS n FROM dionysus.work_queue GROUP BY status) q),
+        'messages', (SELECT jsonb_build_object('total', count(*), 'last', max(created_at)) FROM dionysus.messages),
+        'memory', (SELECT to_jsonb(m) FROM dionysus.memory_health m),
+        'mind', (SELECT to_jsonb(p) FROM dionysus.proactive_health p),
+        'imports', dionysus.import_status(3),
+        -- Intervals as seconds: their text form ("00:37:30.011953") is not for people.
+        'waited_s', (SELECT jsonb_build_object('work', extract(epoch FROM h.oldest_pending_work), 'stale', extract(epoch FROM m.oldest_stale_age))
+                       FROM dionysus.heartbeat_health h, dionysus.memory_health m),
+        'now', now());
+END $$;
+COMMENT ON FUNCTION status_report() IS
+    'What `dionysus status` shows: {hb: heartbeat_health''s row, goals: [{title, priority}] (the 8 first active and queued), '
+    'beats: [{n, status, started, energy_start, energy_end, actions: [name], narrative (140 characters)}] (the last 5 heartbeats), '
+    'queue: {status: count} of the work queue, messages: {total, last}, memory: memory_health''s row, mind: proactive_health''s row, '
+    'imports: import_status(3), waited_s: {work, stale} (the oldest pending work and stale neighbourhood, in seconds), now}. '
+    'Runs with the caller''s rights.';

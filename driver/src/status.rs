@@ -2,28 +2,121 @@
 //! one screen, readable at a glance.
 use crate::config::{redact, Config};
 use crate::db::Db;
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::Number;
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-const SQL: &str = "SELECT jsonb_build_object(
-    'hb', (SELECT to_jsonb(h) FROM dionysus.heartbeat_health h),
-    'goals', (SELECT coalesce(jsonb_agg(jsonb_build_object('title', title, 'priority', priority) ORDER BY priority, last_touched DESC), '[]')
-                FROM (SELECT * FROM dionysus.goals WHERE priority IN ('active', 'queued') ORDER BY priority, last_touched DESC LIMIT 8) g),
-    'beats', (SELECT coalesce(jsonb_agg(b ORDER BY (b ->> 'n')::int DESC), '[]') FROM (
-                SELECT jsonb_build_object('n', heartbeat_number, 'status', status, 'started', started_at,
-                       'energy_start', energy_start, 'energy_end', energy_end,
-                       'actions', (SELECT coalesce(jsonb_agg(a ->> 'action'), '[]') FROM jsonb_array_elements(actions_taken) a),
-                       'narrative', left(narrative, 140)) AS b
-                  FROM dionysus.heartbeat_log ORDER BY heartbeat_number DESC LIMIT 5) x),
-    'queue', (SELECT jsonb_object_agg(status, n) FROM (SELECT status, count(*) AS n FROM dionysus.work_queue GROUP BY status) q),
-    'messages', (SELECT jsonb_build_object('total', count(*), 'last', max(created_at)) FROM dionysus.messages),
-    'memory', (SELECT to_jsonb(m) FROM dionysus.memory_health m),
-    'mind', (SELECT to_jsonb(p) FROM dionysus.proactive_health p),
-    'imports', dionysus.import_status(3),
-    -- Intervals as seconds: their text form (\"00:37:30.011953\") is not for people.
-    'waited_s', (SELECT jsonb_build_object('work', extract(epoch FROM h.oldest_pending_work), 'stale', extract(epoch FROM m.oldest_stale_age))
-                   FROM dionysus.heartbeat_health h, dionysus.memory_health m),
-    'now', now())";
+/// `status_report()`: what the screen shows (see its COMMENT).
+#[derive(Debug, Deserialize)]
+pub struct Report {
+    pub now: String,
+    pub hb: HeartbeatHealth,
+    pub goals: Vec<GoalLine>,
+    pub beats: Vec<Beat>,
+    /// The work queue's items by status.
+    pub queue: BTreeMap<String, f64>,
+    pub messages: Messages,
+    pub memory: MemoryHealth,
+    pub mind: Option<ProactiveHealth>,
+    pub imports: Vec<Import>,
+    pub waited_s: Waited,
+}
+
+/// The `heartbeat_health` view's row.
+#[derive(Debug, Deserialize)]
+pub struct HeartbeatHealth {
+    pub current_energy: Option<f64>,
+    pub total_heartbeats: Option<f64>,
+    pub last_heartbeat: Option<String>,
+    pub next_heartbeat: Option<String>,
+    pub paused: Option<bool>,
+    pub session_active: Option<bool>,
+    pub active_goals: Option<f64>,
+    pub queued_goals: Option<f64>,
+    pub outbox_backlog: Option<f64>,
+    pub awaiting_approval: Option<f64>,
+    pub reach_outs_24h: Option<f64>,
+    pub last_scheduler_tick: Option<String>,
+    pub last_scheduler_error: Option<String>,
+    pub warnings: Vec<Warning>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Warning {
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct GoalLine {
+    pub title: String,
+    pub priority: String,
+}
+
+/// One heartbeat of the last five.
+#[derive(Debug, Deserialize)]
+pub struct Beat {
+    pub n: i64,
+    pub status: String,
+    pub started: Option<String>,
+    pub energy_start: Option<f64>,
+    pub energy_end: Option<f64>,
+    pub actions: Vec<Option<String>>,
+    pub narrative: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Messages {
+    pub total: f64,
+    pub last: Option<String>,
+}
+
+/// The `memory_health` view's row.
+#[derive(Debug, Deserialize)]
+pub struct MemoryHealth {
+    pub memories: Option<f64>,
+    pub active_memories: Option<f64>,
+    pub stale_neighborhoods: Option<f64>,
+    pub last_worker_run: Option<String>,
+    pub last_worker_error: Option<String>,
+}
+
+/// The `proactive_health` view's row.
+#[derive(Debug, Deserialize)]
+pub struct ProactiveHealth {
+    pub mode: Option<String>,
+    pub vitality: Option<f64>,
+    pub pressure: Option<f64>,
+    pub next_tick_at: Option<String>,
+    pub last_evaluation: Option<LastEvaluation>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct LastEvaluation {
+    pub person: Option<String>,
+    pub at: Option<String>,
+    pub explanation: Option<String>,
+    pub decision: Option<String>,
+}
+
+/// One import of `import_status(3)`.
+#[derive(Debug, Deserialize)]
+pub struct Import {
+    pub kind: Option<String>,
+    pub label: Option<String>,
+    pub position: Option<f64>,
+    pub total: Option<f64>,
+    pub imported: Option<f64>,
+    pub finished_at: Option<String>,
+    pub extractions_waiting: Option<f64>,
+}
+
+/// How long the oldest pending work and stale neighbourhood have waited, in seconds.
+#[derive(Debug, Deserialize)]
+pub struct Waited {
+    pub work: Option<f64>,
+    pub stale: Option<f64>,
+}
 
 /// A length of time as people say it: "45 s", "38 min", "2 h", "3 d".
 fn age(seconds: f64) -> String {
@@ -38,8 +131,8 @@ fn age(seconds: f64) -> String {
 }
 
 /// How long ago `t` was (or how long until it), "never" without a time.
-fn ago(now: &str, t: &Value) -> String {
-    let (Ok(n), Some(Ok(t))) = (chrono::DateTime::parse_from_rfc3339(now), t.as_str().map(chrono::DateTime::parse_from_rfc3339)) else {
+fn ago(now: &str, t: Option<&str>) -> String {
+    let (Ok(n), Some(Ok(t))) = (chrono::DateTime::parse_from_rfc3339(now), t.map(chrono::DateTime::parse_from_rfc3339)) else {
         return "never".into();
     };
     let s = (n - t).num_seconds();
@@ -50,103 +143,105 @@ fn ago(now: &str, t: &Value) -> String {
     }
 }
 
-pub fn render(v: &Value) -> String {
-    let now = v["now"].as_str().unwrap_or("");
-    let hb = &v["hb"];
-    let mem = &v["memory"];
-    let n = |x: &Value| x.as_f64().map(|f| format!("{f:.0}")).unwrap_or_else(|| "0".into());
+/// A count as a whole number, 0 when there is none.
+fn n(x: Option<f64>) -> String {
+    format!("{:.0}", x.unwrap_or(0.0))
+}
+
+pub fn render(v: &Report) -> String {
+    let now = v.now.as_str();
+    let (hb, mem) = (&v.hb, &v.memory);
     let mut out = vec![];
     out.push(format!(
         "energy     {:.1} / 20   heartbeats {} (last {}, next {}){}{}",
-        hb["current_energy"].as_f64().unwrap_or(0.0),
-        n(&hb["total_heartbeats"]),
-        ago(now, &hb["last_heartbeat"]),
-        if hb["next_heartbeat"].is_null() { "when due".into() } else { ago(now, &hb["next_heartbeat"]) },
-        if hb["paused"] == Value::Bool(true) { "  PAUSED" } else { "" },
-        if hb["session_active"] == Value::Bool(true) { "  [in conversation]" } else { "" },
+        hb.current_energy.unwrap_or(0.0),
+        n(hb.total_heartbeats),
+        ago(now, hb.last_heartbeat.as_deref()),
+        if hb.next_heartbeat.is_none() { "when due".into() } else { ago(now, hb.next_heartbeat.as_deref()) },
+        if hb.paused == Some(true) { "  PAUSED" } else { "" },
+        if hb.session_active == Some(true) { "  [in conversation]" } else { "" },
     ));
-    out.push(format!("goals      {} active, {} queued", n(&hb["active_goals"]), n(&hb["queued_goals"])));
-    for g in v["goals"].as_array().into_iter().flatten() {
-        out.push(format!("           {:<7} {}", g["priority"].as_str().unwrap_or(""), g["title"].as_str().unwrap_or("")));
+    out.push(format!("goals      {} active, {} queued", n(hb.active_goals), n(hb.queued_goals)));
+    for g in &v.goals {
+        out.push(format!("           {:<7} {}", g.priority, g.title));
     }
     out.push("heartbeats".into());
-    let beats = v["beats"].as_array().cloned().unwrap_or_default();
-    if beats.is_empty() {
+    if v.beats.is_empty() {
         out.push("           (none yet)".into());
     }
-    for b in beats {
-        let acts: Vec<&str> = b["actions"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    for b in &v.beats {
+        let acts: Vec<&str> = b.actions.iter().flatten().map(String::as_str).collect();
         out.push(format!(
             "           #{:<4} {:<9} {:>10}  energy {}→{}  {}",
-            b["n"],
-            b["status"].as_str().unwrap_or(""),
-            ago(now, &b["started"]),
-            n(&b["energy_start"]),
-            b["energy_end"].as_f64().map(|f| format!("{f:.0}")).unwrap_or_else(|| "?".into()),
+            b.n,
+            b.status,
+            ago(now, b.started.as_deref()),
+            n(b.energy_start),
+            b.energy_end.map(|f| format!("{f:.0}")).unwrap_or_else(|| "?".into()),
             if acts.is_empty() { "(no actions)".into() } else { acts.join(", ") }
         ));
-        if let Some(t) = b["narrative"].as_str() {
+        if let Some(t) = &b.narrative {
             out.push(format!("                  \"{t}\""));
         }
     }
-    let q = &v["queue"];
+    let q = |status: &str| n(v.queue.get(status).copied());
     out.push(format!(
         "queue      {} pending, {} claimed, {} failed, {} done{}",
-        n(&q["pending"]), n(&q["claimed"]), n(&q["failed"]), n(&q["done"]),
-        v["waited_s"]["work"].as_f64().map(|s| format!("  (oldest waiting {})", age(s))).unwrap_or_default()
+        q("pending"), q("claimed"), q("failed"), q("done"),
+        v.waited_s.work.map(|s| format!("  (oldest waiting {})", age(s))).unwrap_or_default()
     ));
     out.push(format!(
         "outbox     {} pending, {} awaiting approval   reach-outs 24h: {}",
-        n(&hb["outbox_backlog"]), n(&hb["awaiting_approval"]), n(&hb["reach_outs_24h"])
+        n(hb.outbox_backlog), n(hb.awaiting_approval), n(hb.reach_outs_24h)
     ));
-    out.push(format!("messages   {} logged, last {}", n(&v["messages"]["total"]), ago(now, &v["messages"]["last"])));
-    for i in v["imports"].as_array().into_iter().flatten() {
+    out.push(format!("messages   {} logged, last {}", n(Some(v.messages.total)), ago(now, v.messages.last.as_deref())));
+    for i in &v.imports {
         out.push(format!(
             "import     {} {}: {}/{} turns ({} new){}, {} extractions waiting",
-            i["kind"].as_str().unwrap_or("?"),
-            i["label"].as_str().unwrap_or(""),
-            n(&i["position"]),
-            n(&i["total"]),
-            n(&i["imported"]),
-            if i["finished_at"].is_null() { ", unfinished: run it again to resume".to_string() } else { format!(", done {}", ago(now, &i["finished_at"])) },
-            n(&i["extractions_waiting"])
+            i.kind.as_deref().unwrap_or("?"),
+            i.label.as_deref().unwrap_or(""),
+            n(i.position),
+            n(i.total),
+            n(i.imported),
+            match &i.finished_at {
+                None => ", unfinished: run it again to resume".to_string(),
+                Some(at) => format!(", done {}", ago(now, Some(at))),
+            },
+            n(i.extractions_waiting)
         ));
     }
     out.push(format!(
         "memory     {} memories ({} active), {} stale neighbourhoods{}, worker {}{}",
-        n(&mem["memories"]), n(&mem["active_memories"]), n(&mem["stale_neighborhoods"]),
-        v["waited_s"]["stale"].as_f64().map(|s| format!(" (oldest {})", age(s))).unwrap_or_default(),
-        ago(now, &mem["last_worker_run"]),
-        mem["last_worker_error"].as_str().map(|e| format!("  ERROR: {e}")).unwrap_or_default()
+        n(mem.memories), n(mem.active_memories), n(mem.stale_neighborhoods),
+        v.waited_s.stale.map(|s| format!(" (oldest {})", age(s))).unwrap_or_default(),
+        ago(now, mem.last_worker_run.as_deref()),
+        mem.last_worker_error.as_deref().map(|e| format!("  ERROR: {e}")).unwrap_or_default()
     ));
-    let mind = &v["mind"];
-    if mind.is_object() {
-        let last = &mind["last_evaluation"];
+    if let Some(mind) = &v.mind {
         out.push(format!(
             "mind       {}, vitality {:.2}, pressure {:.2}, next tick {}{}",
-            mind["mode"].as_str().unwrap_or("?"),
-            mind["vitality"].as_f64().unwrap_or(0.0),
-            mind["pressure"].as_f64().unwrap_or(0.0),
-            ago(now, &mind["next_tick_at"]),
-            if last.is_object() {
-                format!(
+            mind.mode.as_deref().unwrap_or("?"),
+            mind.vitality.unwrap_or(0.0),
+            mind.pressure.unwrap_or(0.0),
+            ago(now, mind.next_tick_at.as_deref()),
+            match &mind.last_evaluation {
+                Some(last) => format!(
                     "\n           last thought of {} ({}): {}{}",
-                    last["person"].as_str().unwrap_or("?"),
-                    ago(now, &last["at"]),
-                    last["explanation"].as_str().unwrap_or(""),
-                    last["decision"].as_str().map(|d| format!(" → {d}")).unwrap_or_default()
-                )
-            } else {
-                String::new()
+                    last.person.as_deref().unwrap_or("?"),
+                    ago(now, last.at.as_deref()),
+                    last.explanation.as_deref().unwrap_or(""),
+                    last.decision.as_deref().map(|d| format!(" → {d}")).unwrap_or_default()
+                ),
+                None => String::new(),
             }
         ));
     }
     out.push(format!(
         "scheduler  last tick {}{}",
-        ago(now, &hb["last_scheduler_tick"]),
-        hb["last_scheduler_error"].as_str().map(|e| format!("  ERROR: {e}")).unwrap_or_default()
+        ago(now, hb.last_scheduler_tick.as_deref()),
+        hb.last_scheduler_error.as_deref().map(|e| format!("  ERROR: {e}")).unwrap_or_default()
     ));
-    let warnings: Vec<String> = hb["warnings"].as_array().into_iter().flatten().filter_map(|w| w["message"].as_str().map(str::to_string)).collect();
+    let warnings: Vec<&str> = hb.warnings.iter().filter_map(|w| w.message.as_deref()).collect();
     if !warnings.is_empty() {
         out.push(format!("warnings   {}", warnings.join("\n           ")));
     }
@@ -155,7 +250,7 @@ pub fn render(v: &Value) -> String {
 
 pub async fn run(config: &Config) -> ExitCode {
     let db = Db::new(&config.database_url, "status").with_patience(std::time::Duration::from_secs(5));
-    match db.json(SQL, &[]).await {
+    match db.one::<Report>("SELECT dionysus.status_report()", &[]).await {
         Ok(v) => {
             println!("dionysus status — {}\n{}", redact(&config.database_url), render(&v));
             ExitCode::SUCCESS
@@ -171,10 +266,9 @@ pub async fn run(config: &Config) -> ExitCode {
 /// held back, as `explain_contact` records them.
 pub async fn why(config: &Config, person: Option<&str>) -> ExitCode {
     let db = Db::new(&config.database_url, "why").with_patience(std::time::Duration::from_secs(5));
-    let sql = "SELECT coalesce(jsonb_agg(to_jsonb(e) || jsonb_build_object('now', now())), '[]') FROM dionysus.explain_contact($1, 5) e";
-    match db.json(sql, &[&person]).await {
-        Ok(v) => {
-            let rows = v.as_array().cloned().unwrap_or_default();
+    let sql = "SELECT to_jsonb(e) || jsonb_build_object('now', now()) FROM dionysus.explain_contact($1, 5) e";
+    match db.all::<Evaluation>(sql, &[&person]).await {
+        Ok(rows) => {
             if rows.is_empty() {
                 println!("No contact has been weighed yet{}.", person.map(|p| format!(" for {p}")).unwrap_or_default());
             }
@@ -198,35 +292,36 @@ pub async fn rules(config: &Config, person: Option<&str>) -> ExitCode {
         return ExitCode::FAILURE;
     };
     let db = Db::new(&config.database_url, "rules").with_patience(std::time::Duration::from_secs(5));
-    let sql = "SELECT jsonb_build_object('rules', (SELECT coalesce(jsonb_agg(to_jsonb(r)), '[]') FROM dionysus.person_rules($1) r), \
-                                         'learned', (SELECT coalesce(jsonb_agg(to_jsonb(l)), '[]') FROM dionysus.explain_learning($1, 10) l))";
-    match db.json(sql, &[&person]).await {
-        Ok(v) => {
+    let answer = match db.all::<Rule>("SELECT to_jsonb(r) FROM dionysus.person_rules($1) r", &[&person]).await {
+        Ok(rules) => db.all::<Learned>("SELECT to_jsonb(l) FROM dionysus.explain_learning($1, 10) l", &[&person]).await.map(|l| (rules, l)),
+        Err(e) => Err(e),
+    };
+    match answer {
+        Ok((rules, learned)) => {
             println!("Rules acting on {person}:");
-            for r in v["rules"].as_array().into_iter().flatten() {
+            for r in rules {
                 println!(
                     "  {:>4} {:<9} {:<9} w {:.2} used {:>4}×  {} — {}",
-                    r["rule_id"],
-                    r["origin"].as_str().unwrap_or("?"),
-                    r["status"].as_str().unwrap_or("?"),
-                    r["weight"].as_f64().unwrap_or(0.0),
-                    r["use_count"],
-                    r["name"].as_str().unwrap_or("?"),
-                    r["description"].as_str().unwrap_or("")
+                    r.rule_id,
+                    r.origin.as_deref().unwrap_or("?"),
+                    r.status.as_deref().unwrap_or("?"),
+                    r.weight.unwrap_or(0.0),
+                    r.use_count,
+                    r.name.as_deref().unwrap_or("?"),
+                    r.description.as_deref().unwrap_or("")
                 );
             }
-            let learned = v["learned"].as_array().cloned().unwrap_or_default();
             if !learned.is_empty() {
                 println!("Learned from their answers (newest first):");
             }
             for l in learned {
                 println!(
                     "  {:<11} {:<22} {:.3} → {:.3}  ({})",
-                    l["kind"].as_str().unwrap_or("?"),
-                    l["target"].as_str().unwrap_or("?"),
-                    l["before"].as_f64().unwrap_or(0.0),
-                    l["after"].as_f64().unwrap_or(0.0),
-                    l["cause"].as_str().unwrap_or("")
+                    l.kind.as_deref().unwrap_or("?"),
+                    l.target.as_deref().unwrap_or("?"),
+                    l.before.unwrap_or(0.0),
+                    l.after.unwrap_or(0.0),
+                    l.cause.as_deref().unwrap_or("")
                 );
             }
             ExitCode::SUCCESS
@@ -238,29 +333,81 @@ pub async fn rules(config: &Config, person: Option<&str>) -> ExitCode {
     }
 }
 
+/// `person_rules(person)`: one rule acting on them.
+#[derive(Debug, Deserialize)]
+pub struct Rule {
+    pub rule_id: i64,
+    pub name: Option<String>,
+    pub origin: Option<String>,
+    pub status: Option<String>,
+    pub weight: Option<f64>,
+    pub use_count: i64,
+    pub description: Option<String>,
+}
+
+/// `explain_learning(person, n)`: one thing learned from their answers.
+#[derive(Debug, Deserialize)]
+pub struct Learned {
+    pub kind: Option<String>,
+    pub target: Option<String>,
+    pub before: Option<f64>,
+    pub after: Option<f64>,
+    pub cause: Option<String>,
+}
+
+/// `explain_contact(person, n)`'s row, with the time it was read (`now`).
+#[derive(Debug, Deserialize)]
+pub struct Evaluation {
+    pub now: String,
+    pub at: Option<String>,
+    pub person: Option<String>,
+    pub outcome: Option<String>,
+    pub explanation: Option<String>,
+    pub decision: Option<String>,
+    pub reason: Option<String>,
+    pub inputs: Option<Vec<ContactInput>>,
+    pub gates: Option<Vec<Gate>>,
+}
+
+/// What pushed toward contact: an input, its value and weight, and what they gave.
+#[derive(Debug, Deserialize)]
+pub struct ContactInput {
+    pub input: Option<String>,
+    pub value: Option<Number>,
+    pub weight: Option<Number>,
+    pub contribution: Option<Number>,
+}
+
+/// What held contact back, or let it through.
+#[derive(Debug, Deserialize)]
+pub struct Gate {
+    pub gate: Option<String>,
+    pub passed: Option<bool>,
+    pub detail: Option<String>,
+}
+
+/// A number as JSON shows it ("null" when there is none).
+fn shown(x: &Option<Number>) -> String {
+    x.as_ref().map_or("null".into(), Number::to_string)
+}
+
 /// One evaluation, as a person reads it.
-pub fn explain(e: &Value) -> String {
-    let now = e["now"].as_str().unwrap_or("");
+pub fn explain(e: &Evaluation) -> String {
+    let now = e.now.as_str();
     let mut out = vec![format!(
         "{} — {} ({}){}",
-        e["person"].as_str().unwrap_or("?"),
-        e["outcome"].as_str().unwrap_or("?"),
-        ago(now, &e["at"]),
-        e["decision"].as_str().map(|d| format!(", decided: {d}{}", e["reason"].as_str().map(|r| format!(" ({r})")).unwrap_or_default())).unwrap_or_default()
+        e.person.as_deref().unwrap_or("?"),
+        e.outcome.as_deref().unwrap_or("?"),
+        ago(now, e.at.as_deref()),
+        e.decision.as_deref().map(|d| format!(", decided: {d}{}", e.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default())).unwrap_or_default()
     )];
-    out.push(format!("  {}", e["explanation"].as_str().unwrap_or("")));
-    for i in e["inputs"].as_array().into_iter().flatten() {
-        out.push(format!(
-            "  {:<14} {:>5} × {:<4} = {}",
-            i["input"].as_str().unwrap_or("?"),
-            i["value"],
-            i["weight"],
-            i["contribution"]
-        ));
+    out.push(format!("  {}", e.explanation.as_deref().unwrap_or("")));
+    for i in e.inputs.iter().flatten() {
+        out.push(format!("  {:<14} {:>5} × {:<4} = {}", i.input.as_deref().unwrap_or("?"), shown(&i.value), shown(&i.weight), shown(&i.contribution)));
     }
-    for g in e["gates"].as_array().into_iter().flatten() {
-        let passed = g["passed"] == Value::Bool(true);
-        out.push(format!("  {} {:<13} {}", if passed { "open  " } else { "closed" }, g["gate"].as_str().unwrap_or("?"), g["detail"].as_str().unwrap_or("")));
+    for g in e.gates.iter().flatten() {
+        let passed = g.passed == Some(true);
+        out.push(format!("  {} {:<13} {}", if passed { "open  " } else { "closed" }, g.gate.as_deref().unwrap_or("?"), g.detail.as_deref().unwrap_or("")));
     }
     out.join("\n")
 }
@@ -278,7 +425,7 @@ mod tests {
             "inputs": [{"input": "social_debt", "value": 0.8, "weight": 0.4, "contribution": 0.32}],
             "gates": [{"gate": "quiet_hours", "passed": false, "detail": "23:00 their time"}, {"gate": "energy", "passed": true, "detail": "energy 10"}]
         });
-        let text = explain(&e);
+        let text = explain(&serde_json::from_value(e).unwrap());
         for expected in ["discord:ada — gated (10 min ago)", "social_debt", "0.8 × 0.4", "= 0.32", "closed quiet_hours", "open   energy"] {
             assert!(text.contains(expected), "missing {expected:?} in\n{text}");
         }
@@ -290,9 +437,9 @@ mod tests {
         assert_eq!(age(2250.011953), "37 min");
         assert_eq!(age(7200.0), "2 h");
         assert_eq!(age(3.0 * 86400.0 + 5.0), "3 d");
-        assert_eq!(ago("2026-03-02T10:00:00+00:00", &json!("2026-03-02T09:22:00+00:00")), "38 min ago");
-        assert_eq!(ago("2026-03-02T10:00:00+00:00", &json!("2026-03-02T12:00:00+00:00")), "in 2 h");
-        assert_eq!(ago("2026-03-02T10:00:00+00:00", &Value::Null), "never");
+        assert_eq!(ago("2026-03-02T10:00:00+00:00", Some("2026-03-02T09:22:00+00:00")), "38 min ago");
+        assert_eq!(ago("2026-03-02T10:00:00+00:00", Some("2026-03-02T12:00:00+00:00")), "in 2 h");
+        assert_eq!(ago("2026-03-02T10:00:00+00:00", None), "never");
     }
 
     /// Every field that is a time or a length of time, as `status` prints it.
@@ -308,9 +455,9 @@ mod tests {
             "messages": {"total": 3, "last": "2026-03-02T08:00:00+00:00"},
             "memory": {"memories": 10, "active_memories": 9, "stale_neighborhoods": 2, "oldest_stale_age": "2 days 03:00:00",
                        "last_worker_run": "2026-03-02T09:59:00+00:00"},
-            "waited_s": {"work": 2250.011953, "stale": 183600.0},
+            "waited_s": {"work": 2250.011953, "stale": 183600.0}, "imports": [],
         });
-        let screen = render(&v);
+        let screen = render(&serde_json::from_value(v).unwrap());
         for expected in ["last 38 min ago, next in 60 min", "3 d ago", "(oldest waiting 37 min)", "2 stale neighbourhoods (oldest 2 d)",
                          "last 2 h ago", "worker 60 s ago", "last tick 2 s ago"] {
             assert!(screen.contains(expected), "missing {expected:?} in\n{screen}");

@@ -1,6 +1,451 @@
 -- dionysus 0.19.0 -> 0.20.0: one schema, one history (#34). Unreleased: may change until 0.20.0 is released.
 -- Each section names its change; every catalog change a fresh 0.20.0 install has is here too.
 
+-- H3a: the driver reads functions, not tables (#34 typed contract): status_report() for `dionysus status`,
+-- heartbeat_outcome(id) for a heartbeat's narrative. Caller's rights; EXECUTE for the driver as a fresh install grants.
+-- What a heartbeat did, for its narrative: the driver reads this, not the log and queue tables.
+CREATE FUNCTION heartbeat_outcome(heartbeat_id uuid) RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE outcome jsonb;
+BEGIN
+    IF heartbeat_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "heartbeat_id" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT jsonb_build_object('reasoning', h.decision_reasoning, 'taken', h.actions_taken, 'rejected', h.actions_rejected,
+               'work', (SELECT coalesce(jsonb_agg(jsonb_build_object('action', w.action, 'status', w.status,
+                                   'summary', w.result ->> 'summary', 'error', w.last_error) ORDER BY w.created_at), '[]')
+                          FROM dionysus.work_queue w WHERE w.heartbeat_id = h.id))
+      INTO outcome
+      FROM dionysus.heartbeat_log h WHERE h.id = heartbeat_outcome.heartbeat_id;
+    IF outcome IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "heartbeat_id": no heartbeat with id %', heartbeat_id USING ERRCODE = 'no_data_found';
+    END IF;
+    RETURN outcome;
+END $$;
+COMMENT ON FUNCTION heartbeat_outcome(uuid) IS
+    'What a heartbeat did: {reasoning (its decision''s, may be null), taken: [{action, ...}] (the actions it took), rejected: [...] '
+    '(the actions refused, with why), work: [{action, status, summary, error}] (its queued work, oldest first)}. 02000 for an unknown id.';
+-- What `dionysus status` shows, in one answer: the driver reads functions and views, never
+-- the tables themselves. Runs with the caller's rights (it shows what the caller may read).
+CREATE FUNCTION status_report() RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN jsonb_build_object(
+        'hb', (SELECT to_jsonb(h) FROM dionysus.heartbeat_health h),
+        'goals', (SELECT coalesce(jsonb_agg(jsonb_build_object('title', g.title, 'priority', g.priority) ORDER BY g.priority, g.last_touched DESC), '[]')
+                    FROM (SELECT * FROM dionysus.goals WHERE priority IN ('active', 'queued') ORDER BY priority, last_touched DESC LIMIT 8) g),
+        'beats', (SELECT coalesce(jsonb_agg(b ORDER BY (b ->> 'n')::int DESC), '[]') FROM (
+                    SELECT jsonb_build_object('n', heartbeat_number, 'status', status, 'started', started_at,
+                           'energy_start', energy_start, 'energy_end', energy_end,
+                           'actions', (SELECT coalesce(jsonb_agg(a ->> 'action'), '[]') FROM jsonb_array_elements(actions_taken) a),
+                           'narrative', left(narrative, 140)) AS b
+                      FROM dionysus.heartbeat_log ORDER BY heartbeat_number DESC LIMIT 5) x),
+        'queue', (SELECT coalesce(jsonb_object_agg(status, n), '{}') FROM (SELECT status, count(*) AS n FROM dionysus.work_queue GROUP BY status) q),
+        'messages', (SELECT jsonb_build_object('total', count(*), 'last', max(created_at)) FROM dionysus.messages),
+        'memory', (SELECT to_jsonb(m) FROM dionysus.memory_health m),
+        'mind', (SELECT to_jsonb(p) FROM dionysus.proactive_health p),
+        'imports', dionysus.import_status(3),
+        -- Intervals as seconds: their text form ("00:37:30.011953") is not for people.
+        'waited_s', (SELECT jsonb_build_object('work', extract(epoch FROM h.oldest_pending_work), 'stale', extract(epoch FROM m.oldest_stale_age))
+                       FROM dionysus.heartbeat_health h, dionysus.memory_health m),
+        'now', now());
+END $$;
+COMMENT ON FUNCTION status_report() IS
+    'What `dionysus status` shows: {hb: heartbeat_health''s row, goals: [{title, priority}] (the 8 first active and queued), '
+    'beats: [{n, status, started, energy_start, energy_end, actions: [name], narrative (140 characters)}] (the last 5 heartbeats), '
+    'queue: {status: count} of the work queue, messages: {total, last}, memory: memory_health''s row, mind: proactive_health''s row, '
+    'imports: import_status(3), waited_s: {work, stale} (the oldest pending work and stale neighbourhood, in seconds), now}. '
+    'Runs with the caller''s rights.';
+GRANT EXECUTE ON FUNCTION heartbeat_outcome(uuid), status_report() TO dionysus_driver;
+
+-- H3b: the contact gates in one function (#34 one source of truth): dionysus_internal.contact_gates
+-- writes every gate down for evaluate_contact and evaluate_requested_contact, and decide_contact checks
+-- again those that time spent thinking can close from the same function; the "in flight" query (a crossing
+-- undecided or a message pending in the outbox) and the open-requests count are written once. Behaviour unchanged.
+CREATE FUNCTION dionysus_internal.ignored_after(p dionysus.people) RETURNS interval
+    LANGUAGE sql STABLE AS $$
+    SELECT make_interval(secs => greatest(dionysus_internal.proactive_setting('ignored_after_hours') * 3600,
+                                          3 * coalesce(p.reply_seconds, 0)))
+$$;
+
+CREATE FUNCTION dionysus_internal.open_requests(who text) RETURNS bigint
+    LANGUAGE sql STABLE AS $$
+    SELECT count(*) FROM dionysus.goals g
+     WHERE g.source = 'user_request' AND g.priority IN ('active', 'queued') AND g.private_to = ARRAY[who]
+$$;
+
+CREATE FUNCTION dionysus_internal.contact_gates(p dionysus.people, t timestamptz, solicited boolean,
+                                                deciding uuid DEFAULT NULL, over_threshold boolean DEFAULT false) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    gates jsonb := '[]'::jsonb;
+    sig dionysus.person_signals;
+    av record;
+    local_hour int;
+    quiet boolean;
+    cooldown interval := make_interval(secs => dionysus_internal.heartbeat_setting('reach_out_cooldown_hours') * 3600);
+    since_contact interval := t - p.last_contact_at;
+    on_its_way boolean;
+    energy double precision;
+    cost double precision;
+    muted boolean;
+    new_cause boolean;
+    today bigint;
+    later record;
+    better boolean;
+BEGIN
+    SELECT * INTO sig FROM dionysus.person_signals s
+     WHERE s.person = p.person AND s.ended_at IS NULL AND (s.until IS NULL OR s.until > t) AND (NOT solicited OR s.kind <> 'stop_checkins')
+     ORDER BY s.said_at DESC LIMIT 1;
+    on_its_way := EXISTS (SELECT 1 FROM dionysus.contact_evaluations c
+                           WHERE c.person = p.person AND c.outcome = 'opportunity' AND c.decision IS NULL AND c.id IS DISTINCT FROM deciding)
+               OR EXISTS (SELECT 1 FROM dionysus.outbox o WHERE o.person = p.person AND o.contact_id IS NOT NULL AND o.status = 'pending');
+    IF solicited THEN
+        gates := gates || jsonb_build_object('gate', 'their_word', 'passed', sig.id IS NULL,
+            'detail', CASE WHEN sig.id IS NULL THEN 'nothing said against it' ELSE format('they said "%s" (%s)', sig.words, sig.kind) END);
+        gates := gates || jsonb_build_object('gate', 'in_flight', 'passed', NOT on_its_way,
+            'detail', CASE WHEN NOT on_its_way THEN 'nothing on its way to them' ELSE 'a contact is already being decided or delivered' END);
+        SELECT count(*) INTO today FROM dionysus.contact_evaluations c
+         WHERE c.person = p.person AND c.solicited AND c.decision = 'message' AND c.decided_at > t - interval '1 day';
+        gates := gates || jsonb_build_object('gate', 'daily_limit', 'passed', today < dionysus_internal.proactive_setting('solicited_per_day'),
+            'detail', format('%s asked-for contacts in the last day (at most %s)', today, dionysus_internal.proactive_setting('solicited_per_day')));
+        RETURN gates;
+    END IF;
+    gates := gates || jsonb_build_object('gate', 'their_word', 'passed', sig.id IS NULL,
+        'detail', CASE WHEN sig.id IS NULL THEN 'nothing said against contact'
+                       ELSE format('they said "%s" (%s%s)', sig.words, sig.kind,
+                                   coalesce(' until ' || to_char(sig.until AT TIME ZONE p.time_zone, 'Dy HH24:MI'), ', until they write again')) END);
+    SELECT * INTO av FROM dionysus_internal.availability(p.person, t);
+    local_hour := extract(hour FROM t AT TIME ZONE p.time_zone)::int;
+    -- Default quiet hours hold unless their learned rhythm, trusted enough, says they are up.
+    quiet := CASE WHEN dionysus_internal.proactive_setting('quiet_start_hour') > dionysus_internal.proactive_setting('quiet_end_hour')
+                  THEN local_hour >= dionysus_internal.proactive_setting('quiet_start_hour') OR local_hour < dionysus_internal.proactive_setting('quiet_end_hour')
+                  ELSE local_hour >= dionysus_internal.proactive_setting('quiet_start_hour') AND local_hour < dionysus_internal.proactive_setting('quiet_end_hour') END;
+    gates := gates || jsonb_build_object('gate', 'quiet_hours', 'passed', NOT (quiet AND (av.learned < 0.15 OR av.confidence < 0.5)),
+        'detail', format('%s:00 their time; default quiet %s–%s, learned activity %s (confidence %s)', local_hour,
+                         dionysus_internal.proactive_setting('quiet_start_hour'), dionysus_internal.proactive_setting('quiet_end_hour'),
+                         round(av.learned::numeric, 2), round(av.confidence::numeric, 2)));
+    gates := gates || jsonb_build_object('gate', 'availability', 'passed', av.belief >= dionysus_internal.proactive_setting('min_availability'),
+        'detail', format('likely available %s (confidence %s)', round(av.belief::numeric, 2), round(av.confidence::numeric, 2)));
+    gates := gates || jsonb_build_object('gate', 'cooldown', 'passed', p.last_contact_at IS NULL OR since_contact >= cooldown,
+        'detail', CASE WHEN p.last_contact_at IS NULL THEN 'no contact started yet'
+                       ELSE format('last contact %s ago (cooldown %s)', date_trunc('minute', since_contact), cooldown) END);
+    -- One contact at a time: the last one is answered or counted as ignored before the next.
+    gates := gates || jsonb_build_object('gate', 'waiting_on_them', 'passed', NOT p.awaiting_reply,
+        'detail', CASE WHEN p.awaiting_reply THEN format('the last contact (%s ago) is not answered yet; it counts as ignored after %s',
+                                                         date_trunc('minute', since_contact), date_trunc('minute', dionysus_internal.ignored_after(p)))
+                       ELSE 'no contact waiting for an answer' END);
+    gates := gates || jsonb_build_object('gate', 'in_flight', 'passed', NOT on_its_way,
+        'detail', CASE WHEN NOT on_its_way THEN 'nothing on its way to them' ELSE 'a contact is already being decided or delivered' END);
+    SELECT current_energy INTO energy FROM dionysus.heartbeat_state WHERE id = 1;
+    cost := dionysus.get_action_cost('reach_out_user');
+    gates := gates || jsonb_build_object('gate', 'energy', 'passed', energy >= cost,
+        'detail', format('energy %s, a contact costs %s', round(energy::numeric, 1), cost));
+    -- After repeated ignores, time alone (social debt) no longer opens the way: a new cause must
+    -- (a request they made since, or something new to tell; not pressure grown by time).
+    muted := p.ignored_in_row >= dionysus_internal.proactive_setting('ignores_before_pause');
+    new_cause := NOT muted OR dionysus_internal.open_requests(p.person) > coalesce((p.cause_at_last_contact ->> 'open_requests')::int, 0)
+                 OR p.curiosity > coalesce((p.cause_at_last_contact ->> 'curiosity')::float8, 0) + 0.05;
+    gates := gates || jsonb_build_object('gate', 'ignored', 'passed', new_cause,
+        'detail', CASE WHEN NOT muted THEN format('%s unanswered in a row', p.ignored_in_row)
+                       ELSE format('%s contacts in a row went unanswered: only a new cause counts (%s)', p.ignored_in_row,
+                                   CASE WHEN new_cause THEN 'there is one' ELSE 'there is none' END) END);
+    -- A considerate friend who knows you are busy now and free tonight waits for tonight: when
+    -- the rhythm says a clearly better hour comes within the look-ahead, the contact waits for it.
+    IF over_threshold AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(gates) g WHERE NOT (g ->> 'passed')::boolean) THEN
+        SELECT k, f.belief, f.confidence INTO later
+          FROM generate_series(1, dionysus_internal.proactive_setting('better_moment_hours')::int) k,
+               LATERAL dionysus_internal.availability(p.person, t + make_interval(hours => k)) f
+         ORDER BY f.belief DESC, k LIMIT 1;
+        -- The beliefs carry their confidence already (a prior, or what was learned).
+        better := later.belief >= av.belief + dionysus_internal.proactive_setting('better_moment_margin');
+        gates := gates || jsonb_build_object('gate', 'better_moment', 'passed', NOT better,
+            'detail', CASE WHEN better THEN format('likely more available around %s:00 their time (%s against %s now)',
+                                                   extract(hour FROM (t + make_interval(hours => later.k)) AT TIME ZONE p.time_zone),
+                                                   round(later.belief::numeric, 2), round(av.belief::numeric, 2))
+                           ELSE format('no clearly better hour in the next %s', dionysus_internal.proactive_setting('better_moment_hours')) END);
+    END IF;
+    RETURN gates;
+END $$;
+
+CREATE OR REPLACE FUNCTION dionysus_internal.evaluate_contact(who text) RETURNS dionysus.contact_evaluations
+    LANGUAGE plpgsql AS $$
+DECLARE
+    t timestamptz := dionysus.clock_now();
+    p dionysus.people;
+    a dionysus.agent_state;
+    av record;
+    e dionysus.contact_evaluations;
+    ins jsonb := '[]'::jsonb;
+    gates jsonb;
+    w record;
+    v double precision;
+    total double precision := 0;
+    threshold double precision;
+    task double precision;
+    ignore_after interval;
+    blocked text[];
+    top record;
+    words text;
+    factor double precision;
+    last_contact uuid;
+BEGIN
+    p := dionysus_internal.person_row(who);
+    SELECT * INTO a FROM dionysus.agent_state WHERE id = 1;
+    -- A contact nobody answered within their usual window counts as ignored.
+    ignore_after := dionysus_internal.ignored_after(p);
+    IF p.awaiting_reply AND t - p.last_contact_at > ignore_after THEN
+        UPDATE dionysus.people x SET awaiting_reply = false, ignored_in_row = x.ignored_in_row + 1 WHERE x.person = who
+        RETURNING * INTO p;
+        PERFORM dionysus_internal.note_miss(who, p.last_contact_at, 1);
+        -- Silence is feedback too: the reason it was sent for and the personality learn from it.
+        SELECT c.id INTO last_contact FROM dionysus.contact_evaluations c
+         WHERE c.person = who AND c.decision = 'message' AND c.feedback_at IS NULL AND NOT c.solicited
+         ORDER BY c.decided_at DESC, c.recorded_at DESC LIMIT 1;
+        IF last_contact IS NOT NULL THEN
+            UPDATE dionysus.contact_evaluations c SET feedback = jsonb_build_object('by', 'silence', 'signal', -0.5), feedback_at = t
+             WHERE c.id = last_contact;
+            PERFORM dionysus_internal.learn_from_contact(who, last_contact, p.last_contact_at, -0.5,
+                format('no answer within %s', date_trunc('minute', ignore_after)));
+        END IF;
+        PERFORM dionysus.push_event('internal', 'contact_ignored', 2, jsonb_build_object('ignored_in_row', p.ignored_in_row), who);
+    END IF;
+    -- A contact one of their own rules asked for (a reminder) is weighed on its own terms.
+    IF p.contact_request IS NOT NULL THEN
+        RETURN dionysus_internal.evaluate_requested_contact(p);
+    END IF;
+    -- Task pressure is state the rules move (015): open requests make it build over hours.
+    task := p.task_pressure;
+    FOR w IN SELECT * FROM dionysus.contact_weights ORDER BY input LOOP
+        v := CASE w.input
+                 WHEN 'social_debt' THEN p.social_debt
+                 WHEN 'acquaintance' THEN 1.0 / (1 + p.turns / dionysus_internal.proactive_setting('acquaintance_turns'))
+                 WHEN 'task_pressure' THEN task
+                 WHEN 'curiosity' THEN p.curiosity END;
+        -- What their answers taught about this reason to write (015's person_contact_weights).
+        factor := coalesce((SELECT f.factor FROM dionysus.person_contact_weights f WHERE f.person = who AND f.input = w.input), 1);
+        ins := ins || jsonb_build_object('input', w.input, 'value', round(v::numeric, 3), 'weight', round((w.weight * factor)::numeric, 3),
+                                         'learned_factor', round(factor::numeric, 3),
+                                         'contribution', round((v * w.weight * factor)::numeric, 3), 'why', w.description);
+        total := total + v * w.weight * factor;
+    END LOOP;
+    -- Personality, vitality and their state move the threshold: shy waits longer, independent
+    -- less; a tired agent needs more to act; restraint (the night rule) holds back; an
+    -- empathetic one holds back after cold replies.
+    threshold := dionysus_internal.proactive_setting('contact_threshold')
+                 * (1 + 0.5 * (dionysus_internal.trait('shyness') - 0.5))
+                 * (1 - 0.5 * (dionysus_internal.trait('independence') - 0.5))
+                 * (1 + 0.3 * (1 - a.vitality))
+                 * (1 + p.restraint)
+                 * (1 + 0.5 * dionysus_internal.trait('empathy') * greatest(0, -p.mood));
+
+    -- The gates (contact_gates), each written down whether it passed or not.
+    SELECT * INTO av FROM dionysus_internal.availability(who, t);
+    gates := dionysus_internal.contact_gates(p, t, false, over_threshold => total >= threshold);
+    SELECT coalesce(array_agg(g ->> 'gate'), '{}') INTO blocked FROM jsonb_array_elements(gates) g WHERE NOT (g ->> 'passed')::boolean;
+
+    SELECT x ->> 'input' AS input, (x ->> 'value')::float8 AS value, (x ->> 'weight')::float8 AS weight,
+           (x ->> 'contribution')::float8 AS contribution INTO top
+      FROM jsonb_array_elements(ins) x ORDER BY (x ->> 'contribution')::float8 DESC LIMIT 1;
+    words := format('pressure %s against threshold %s; %s was %s (weight %s, contributing %s)', round(total::numeric, 2),
+                    round(threshold::numeric, 2), top.input, top.value, top.weight, top.contribution)
+             || CASE WHEN p.restraint >= 0.05 THEN format('; restraint %s raised the threshold', round(p.restraint::numeric, 2)) ELSE '' END;
+    e.outcome := CASE WHEN total < dionysus_internal.proactive_setting('signal_threshold') THEN 'below'
+                      WHEN total < threshold THEN 'signal'
+                      WHEN cardinality(blocked) > 0 THEN 'gated'
+                      ELSE 'opportunity' END;
+    words := words || CASE e.outcome
+        WHEN 'below' THEN '; nothing to say yet'
+        WHEN 'signal' THEN '; an urge, not yet enough to write'
+        WHEN 'gated' THEN '; enough to write, held back by ' || array_to_string(blocked, ', ')
+        ELSE format('; %s — the person was likely available (%s, confidence %s)',
+                    'over the threshold', round(av.belief::numeric, 2), round(av.confidence::numeric, 2)) END;
+    INSERT INTO dionysus.contact_evaluations (person, at, inputs, pressure, threshold, threshold_parts, gates, outcome, explanation)
+    VALUES (who, t, ins, total, threshold,
+            jsonb_build_object('base', dionysus_internal.proactive_setting('contact_threshold'), 'shyness', dionysus_internal.trait('shyness'),
+                               'independence', dionysus_internal.trait('independence'), 'vitality', round(a.vitality::numeric, 3),
+                               'restraint', round(p.restraint::numeric, 3), 'mood', round(p.mood::numeric, 3),
+                               'empathy', dionysus_internal.trait('empathy')),
+            gates, e.outcome, words)
+    RETURNING * INTO e;
+    UPDATE dionysus.people x SET last_pressure = total, last_evaluated_at = t,
+           next_check_at = t + make_interval(secs => coalesce(x.check_interval_minutes, dionysus_internal.proactive_setting('check_interval_minutes')) * 60)
+     WHERE x.person = who;
+    IF e.outcome = 'signal' THEN
+        PERFORM dionysus.push_event('internal', 'contact_urge', 3, jsonb_build_object('pressure', round(total::numeric, 3)), who);
+    END IF;
+    IF e.outcome = 'opportunity' THEN
+        UPDATE dionysus.contact_evaluations c SET notified_at = now() WHERE c.id = e.id;
+        -- Which evaluation, nothing more: any role that may connect can LISTEN (the driver reads the rest).
+        PERFORM pg_notify('dionysus_contact', jsonb_build_object('evaluation_id', e.id)::text);
+    END IF;
+    RETURN e;
+END $$;
+
+CREATE OR REPLACE FUNCTION dionysus_internal.evaluate_requested_contact(p dionysus.people) RETURNS dionysus.contact_evaluations
+    LANGUAGE plpgsql AS $$
+DECLARE
+    t timestamptz := dionysus.clock_now();
+    req jsonb := p.contact_request;
+    e dionysus.contact_evaluations;
+    gates jsonb;
+    blocked text[];
+    words text;
+BEGIN
+    IF (req ->> 'at')::timestamptz < t - make_interval(secs => dionysus_internal.proactive_setting('contact_request_hours') * 3600) THEN
+        UPDATE dionysus.people x SET contact_request = NULL WHERE x.person = p.person;
+        INSERT INTO dionysus.contact_evaluations (person, at, inputs, pressure, threshold, gates, outcome, explanation, solicited, request)
+        VALUES (p.person, t, '[]'::jsonb, 0, 1, '[]'::jsonb, 'gated',
+                format('a contact their rule "%s" asked for (%s) could not go out within %s hours and lapsed', req ->> 'rule_name', req ->> 'about',
+                       dionysus_internal.proactive_setting('contact_request_hours')), true, req)
+        RETURNING * INTO e;
+        RETURN e;
+    END IF;
+    gates := dionysus_internal.contact_gates(p, t, true);
+    SELECT array_agg(g ->> 'gate') INTO blocked FROM jsonb_array_elements(gates) g WHERE NOT (g ->> 'passed')::boolean;
+    words := format('they asked for this: %s (their rule "%s")', req ->> 'about', req ->> 'rule_name')
+             || CASE WHEN blocked IS NULL THEN '' ELSE '; held back by ' || array_to_string(blocked, ', ') END;
+    INSERT INTO dionysus.contact_evaluations (person, at, inputs, pressure, threshold, gates, outcome, explanation, solicited, request)
+    VALUES (p.person, t, jsonb_build_array(jsonb_build_object('input', 'request', 'value', 1, 'weight', 1, 'contribution', 1,
+                                                              'why', req ->> 'about', 'rule', req -> 'rule')),
+            1, 1, gates, CASE WHEN blocked IS NULL THEN 'opportunity' ELSE 'gated' END, words, true, req)
+    RETURNING * INTO e;
+    UPDATE dionysus.people x SET last_evaluated_at = t,
+           next_check_at = t + make_interval(secs => dionysus_internal.proactive_setting('check_interval_minutes') * 60)
+     WHERE x.person = p.person;
+    IF e.outcome = 'opportunity' THEN
+        UPDATE dionysus.contact_evaluations c SET notified_at = now() WHERE c.id = e.id;
+        -- Which evaluation, nothing more: any role that may connect can LISTEN (the driver reads the rest).
+        PERFORM pg_notify('dionysus_contact', jsonb_build_object('evaluation_id', e.id)::text);
+    END IF;
+    RETURN e;
+END $$;
+
+CREATE OR REPLACE FUNCTION decide_contact(evaluation_id uuid, decision text, message text DEFAULT NULL, reason text DEFAULT NULL,
+                               decided_by text DEFAULT 'model') RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    e dionysus.contact_evaluations;
+    p dionysus.people;
+    t timestamptz := dionysus.clock_now();
+    target jsonb;
+    msg_id uuid;
+    cost double precision;
+    backoff double precision;
+    censored jsonb;
+    held jsonb := '{}'::jsonb;
+    gates jsonb;
+    gate text;
+BEGIN
+    IF decision IS NULL OR decision NOT IN ('message', 'wait') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "decision": % (message or wait)', dionysus_internal.input_prefix(decision) USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF decided_by IS NULL OR decided_by NOT IN ('model', 'default', 'skipped') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "decided_by": % (model, default or skipped)', dionysus_internal.input_prefix(decided_by) USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF decision = 'message' AND (coalesce(btrim(message), '') = '' OR length(message) > 4000) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "message": a contact needs the message to send, at most 4,000 characters'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- Lock order: the state row (energy), agent_state, then the evaluation and the person.
+    PERFORM 1 FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
+    PERFORM 1 FROM dionysus.agent_state WHERE id = 1 FOR UPDATE;
+    SELECT * INTO e FROM dionysus.contact_evaluations c WHERE c.id = evaluation_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "evaluation_id": no contact evaluation with id %', evaluation_id USING ERRCODE = 'no_data_found';
+    END IF;
+    IF e.outcome <> 'opportunity' THEN
+        RAISE EXCEPTION 'dionysus: evaluation % was %, not an opportunity to contact', evaluation_id, e.outcome
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF e.decision IS NOT NULL THEN
+        -- Decided already (a redelivered NOTIFY): the first decision stands.
+        RETURN jsonb_build_object('decision', e.decision, 'outbox_id', e.outbox_id, 'duplicate', true);
+    END IF;
+    SELECT * INTO p FROM dionysus.people x WHERE x.person = e.person FOR UPDATE;
+    -- Censors (022) read the words: a blocked message is decided as a wait (its activation
+    -- counted), and takes the wait's path below.
+    IF decision = 'message' THEN
+        censored := dionysus.censor_gate('reach_out', message, e.person, jsonb_build_object('evaluation_id', e.id));
+        IF censored ->> 'verdict' = 'block' THEN
+            decision := 'wait';
+            reason := left('censored: ' || (SELECT string_agg(r, '; ') FROM jsonb_array_elements_text(censored -> 'reasons') r), 1000);
+            held := jsonb_build_object('censored', censored -> 'censors');
+        END IF;
+    END IF;
+    IF decision = 'wait' AND e.solicited THEN
+        -- A contact they asked for is not dropped for a "wait": it is weighed again at the next
+        -- check, until it goes out or lapses.
+        UPDATE dionysus.contact_evaluations c SET decision = 'wait', decided_by = decide_contact.decided_by, decided_at = t,
+               reason = decide_contact.reason WHERE c.id = e.id;
+        RETURN jsonb_build_object('decision', 'wait', 'next_check_at', p.next_check_at, 'duplicate', false) || held;
+    ELSIF decision = 'wait' THEN
+        -- Exponential back-off of the check-in cadence, longer for a patient personality.
+        backoff := least(dionysus_internal.proactive_setting('check_backoff_max_minutes'),
+                         coalesce(p.check_interval_minutes, dionysus_internal.proactive_setting('check_interval_minutes'))
+                         * (1.5 + dionysus_internal.trait('patience')));
+        UPDATE dionysus.people x SET check_interval_minutes = backoff, next_check_at = t + make_interval(secs => backoff * 60)
+         WHERE x.person = e.person;
+        UPDATE dionysus.contact_evaluations c SET decision = 'wait', decided_by = decide_contact.decided_by, decided_at = t,
+               reason = decide_contact.reason WHERE c.id = e.id;
+        UPDATE dionysus.agent_state SET model_calls = model_calls + CASE WHEN decide_contact.decided_by = 'model' THEN 1 ELSE 0 END,
+               vitality = greatest(0, vitality - CASE WHEN decide_contact.decided_by = 'model' THEN dionysus_internal.proactive_setting('vitality_drain_model') ELSE 0 END)
+         WHERE id = 1;
+        RETURN jsonb_build_object('decision', 'wait', 'next_check_at', t + make_interval(secs => backoff * 60), 'duplicate', false) || held;
+    END IF;
+    -- The gates time spent thinking can close are checked again (contact_gates; a contact they
+    -- asked for has no cooldown and is not held back by energy: it spends what there is).
+    gates := dionysus_internal.contact_gates(p, t, e.solicited, deciding => e.id);
+    FOREACH gate IN ARRAY ARRAY['in_flight', 'their_word', 'cooldown', 'energy'] LOOP
+        IF EXISTS (SELECT 1 FROM jsonb_array_elements(gates) g WHERE g ->> 'gate' = gate AND NOT (g ->> 'passed')::boolean) THEN
+            RAISE EXCEPTION 'dionysus: contact refused: %', CASE gate
+                WHEN 'in_flight' THEN format('a message to %s is already on its way', e.person)
+                WHEN 'their_word' THEN format('%s asked not to be contacted now', e.person)
+                WHEN 'cooldown' THEN format('%s was contacted less than the cooldown ago', e.person)
+                ELSE format('energy below the %s a contact costs', dionysus.get_action_cost('reach_out_user')) END
+                USING ERRCODE = 'object_not_in_prerequisite_state';
+        END IF;
+    END LOOP;
+    cost := dionysus.get_action_cost('reach_out_user');
+    IF e.solicited THEN
+        cost := least(cost, greatest(0, (SELECT current_energy FROM dionysus.heartbeat_state WHERE id = 1)));
+    END IF;
+    IF dionysus_internal.web_only_basis(message) THEN
+        RAISE EXCEPTION 'dionysus: contact refused: it rests on web content alone' USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    target := dionysus.reach_out_target(e.person);
+    PERFORM dionysus.update_energy(-cost, NULL, 'reach_out_user',
+                                   CASE WHEN e.solicited THEN 'contact they asked for: ' ELSE 'contact born of pressure: ' END || left(e.explanation, 200));
+    INSERT INTO dionysus.outbox (audience, content, person, platform, contact_id)
+    VALUES ('user', message, target ->> 'person', target ->> 'platform', e.id)
+    RETURNING id INTO msg_id;
+    UPDATE dionysus.contact_evaluations c SET decision = 'message', decided_by = decide_contact.decided_by, decided_at = t,
+           reason = decide_contact.reason, outbox_id = msg_id WHERE c.id = e.id;
+    IF e.solicited THEN
+        UPDATE dionysus.people x SET contact_request = NULL WHERE x.person = e.person;
+    ELSE
+        UPDATE dionysus.people x SET
+            check_interval_minutes = dionysus_internal.proactive_setting('check_interval_minutes'),
+            cause_at_last_contact = jsonb_build_object(
+                'open_requests', dionysus_internal.open_requests(e.person),
+                'task_pressure', x.task_pressure, 'curiosity', x.curiosity)
+         WHERE x.person = e.person;
+    END IF;
+    -- Two model calls (decide, compose); one for a contact they asked for (compose only).
+    UPDATE dionysus.agent_state SET model_calls = model_calls + CASE WHEN decide_contact.decided_by <> 'model' THEN 0 WHEN e.solicited THEN 1 ELSE 2 END,
+           vitality = greatest(0, vitality - CASE WHEN decide_contact.decided_by <> 'model' THEN 0 WHEN e.solicited THEN 1 ELSE 2 END
+                                             * dionysus_internal.proactive_setting('vitality_drain_model'))
+     WHERE id = 1;
+    PERFORM pg_notify('dionysus_outbox', msg_id::text);
+    RETURN jsonb_build_object('decision', 'message', 'outbox_id', msg_id, 'duplicate', false);
+END $$;
+
+COMMENT ON FUNCTION dionysus_internal.ignored_after(dionysus.people) IS 'How long an unanswered contact with this person waits before it counts as ignored.';
+COMMENT ON FUNCTION dionysus_internal.open_requests(text) IS 'How many of the person''s own requests (goals from their words) are still open.';
+COMMENT ON FUNCTION dionysus_internal.contact_gates(dionysus.people, timestamptz, boolean, uuid, boolean) IS 'Every gate a contact with this person must pass now, as [{gate, passed, detail}]: the one home of the contact gates (evaluate_contact, evaluate_requested_contact, decide_contact).';
+GRANT EXECUTE ON FUNCTION dionysus_internal.ignored_after(dionysus.people), dionysus_internal.open_requests(text),
+    dionysus_internal.contact_gates(dionysus.people, timestamptz, boolean, uuid, boolean) TO dionysus_driver;
+
 -- H2: one current schema (sql/ defines each object once, its COMMENT beside it, the shipped
 -- prompts' texts as files of their own under sql/prompts/). A fresh install's rows of
 -- prompt_templates now come from the library's copy of those files; an updated database has
@@ -305,3 +750,16 @@ BEGIN
                               'events_processed', n_processed, 'events_filtered', n_filtered, 'events_dropped', n_dropped,
                               'evaluated', evaluated, 'opportunities', opportunities, 'rules_fired', n_fired);
 END $$;
+
+-- H3b: pending_proposals(for_person): one person's proposals waiting for their word (`dionysus proposals` lists only
+-- those the terminal's person may decide), not everyone's.
+-- One person's pending and discussed proposals, oldest first: those only they may decide.
+CREATE FUNCTION pending_proposals(for_person text)
+    RETURNS TABLE (proposal_id uuid, kind text, target text, rationale text, evidence jsonb, proposal jsonb, status text, created_at timestamptz)
+    LANGUAGE sql STABLE AS $$
+    SELECT p.proposal_id, p.kind, p.target, p.rationale, p.evidence, p.proposal, p.status, p.created_at
+      FROM dionysus.pending_proposals() p JOIN dionysus.proposals x ON x.id = p.proposal_id
+     WHERE x.person = for_person ORDER BY p.created_at
+$$;
+COMMENT ON FUNCTION pending_proposals(text) IS 'One person''s proposals waiting for their word (pending or under discussion), oldest first: the rows of pending_proposals() whose dream was theirs, the only ones they may decide.';
+GRANT EXECUTE ON FUNCTION pending_proposals(text) TO dionysus_driver;
