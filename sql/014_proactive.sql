@@ -616,6 +616,130 @@ END $$;
 COMMENT ON FUNCTION dionysus_internal.note_person_message(text, uuid, text) IS 'A person wrote: rhythm, signals, social debt, an answered contact, the check-in cadence reset.';
 
 -- ---------------------------------------------------------------------------------------
+-- The contact gates, in one place: evaluate_contact and evaluate_requested_contact (015)
+-- write them down, decide_contact checks again those that time spent thinking can close
+-- ---------------------------------------------------------------------------------------
+-- A contact nobody answered within this long counts as ignored: ignored_after_hours, or three
+-- times the person's usual reply time when that is longer.
+CREATE FUNCTION dionysus_internal.ignored_after(p dionysus.people) RETURNS interval
+    LANGUAGE sql STABLE AS $$
+    SELECT make_interval(secs => greatest(dionysus_internal.proactive_setting('ignored_after_hours') * 3600,
+                                          3 * coalesce(p.reply_seconds, 0)))
+$$;
+COMMENT ON FUNCTION dionysus_internal.ignored_after(dionysus.people) IS 'How long an unanswered contact with this person waits before it counts as ignored.';
+
+-- The requests a person made that are still open (their goals from their own words).
+CREATE FUNCTION dionysus_internal.open_requests(who text) RETURNS bigint
+    LANGUAGE sql STABLE AS $$
+    SELECT count(*) FROM dionysus.goals g
+     WHERE g.source = 'user_request' AND g.priority IN ('active', 'queued') AND g.private_to = ARRAY[who]
+$$;
+COMMENT ON FUNCTION dionysus_internal.open_requests(text) IS 'How many of the person''s own requests (goals from their words) are still open.';
+
+-- Every gate a contact with person p at time t must pass, as [{gate, passed, detail}], each
+-- written down whether it passed or not. A contact born of pressure: their word, quiet hours,
+-- availability, cooldown, waiting on them, in flight, energy, ignored, and (over_threshold and
+-- every other gate open: it costs a few lookups) a better moment soon. A contact they asked
+-- for (solicited: their rule's reminder) is not pressure-born: only their word ("stop checking
+-- in" is about check-ins, not what they asked for), in flight and the daily limit. One contact
+-- at a time: nothing on its way (a crossing undecided, other than `deciding`, or a message not
+-- yet delivered).
+CREATE FUNCTION dionysus_internal.contact_gates(p dionysus.people, t timestamptz, solicited boolean,
+                                                deciding uuid DEFAULT NULL, over_threshold boolean DEFAULT false) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    gates jsonb := '[]'::jsonb;
+    sig dionysus.person_signals;
+    av record;
+    local_hour int;
+    quiet boolean;
+    cooldown interval := make_interval(secs => dionysus_internal.heartbeat_setting('reach_out_cooldown_hours') * 3600);
+    since_contact interval := t - p.last_contact_at;
+    on_its_way boolean;
+    energy double precision;
+    cost double precision;
+    muted boolean;
+    new_cause boolean;
+    today bigint;
+    later record;
+    better boolean;
+BEGIN
+    SELECT * INTO sig FROM dionysus.person_signals s
+     WHERE s.person = p.person AND s.ended_at IS NULL AND (s.until IS NULL OR s.until > t) AND (NOT solicited OR s.kind <> 'stop_checkins')
+     ORDER BY s.said_at DESC LIMIT 1;
+    on_its_way := EXISTS (SELECT 1 FROM dionysus.contact_evaluations c
+                           WHERE c.person = p.person AND c.outcome = 'opportunity' AND c.decision IS NULL AND c.id IS DISTINCT FROM deciding)
+               OR EXISTS (SELECT 1 FROM dionysus.outbox o WHERE o.person = p.person AND o.contact_id IS NOT NULL AND o.status = 'pending');
+    IF solicited THEN
+        gates := gates || jsonb_build_object('gate', 'their_word', 'passed', sig.id IS NULL,
+            'detail', CASE WHEN sig.id IS NULL THEN 'nothing said against it' ELSE format('they said "%s" (%s)', sig.words, sig.kind) END);
+        gates := gates || jsonb_build_object('gate', 'in_flight', 'passed', NOT on_its_way,
+            'detail', CASE WHEN NOT on_its_way THEN 'nothing on its way to them' ELSE 'a contact is already being decided or delivered' END);
+        SELECT count(*) INTO today FROM dionysus.contact_evaluations c
+         WHERE c.person = p.person AND c.solicited AND c.decision = 'message' AND c.decided_at > t - interval '1 day';
+        gates := gates || jsonb_build_object('gate', 'daily_limit', 'passed', today < dionysus_internal.proactive_setting('solicited_per_day'),
+            'detail', format('%s asked-for contacts in the last day (at most %s)', today, dionysus_internal.proactive_setting('solicited_per_day')));
+        RETURN gates;
+    END IF;
+    gates := gates || jsonb_build_object('gate', 'their_word', 'passed', sig.id IS NULL,
+        'detail', CASE WHEN sig.id IS NULL THEN 'nothing said against contact'
+                       ELSE format('they said "%s" (%s%s)', sig.words, sig.kind,
+                                   coalesce(' until ' || to_char(sig.until AT TIME ZONE p.time_zone, 'Dy HH24:MI'), ', until they write again')) END);
+    SELECT * INTO av FROM dionysus_internal.availability(p.person, t);
+    local_hour := extract(hour FROM t AT TIME ZONE p.time_zone)::int;
+    -- Default quiet hours hold unless their learned rhythm, trusted enough, says they are up.
+    quiet := CASE WHEN dionysus_internal.proactive_setting('quiet_start_hour') > dionysus_internal.proactive_setting('quiet_end_hour')
+                  THEN local_hour >= dionysus_internal.proactive_setting('quiet_start_hour') OR local_hour < dionysus_internal.proactive_setting('quiet_end_hour')
+                  ELSE local_hour >= dionysus_internal.proactive_setting('quiet_start_hour') AND local_hour < dionysus_internal.proactive_setting('quiet_end_hour') END;
+    gates := gates || jsonb_build_object('gate', 'quiet_hours', 'passed', NOT (quiet AND (av.learned < 0.15 OR av.confidence < 0.5)),
+        'detail', format('%s:00 their time; default quiet %s–%s, learned activity %s (confidence %s)', local_hour,
+                         dionysus_internal.proactive_setting('quiet_start_hour'), dionysus_internal.proactive_setting('quiet_end_hour'),
+                         round(av.learned::numeric, 2), round(av.confidence::numeric, 2)));
+    gates := gates || jsonb_build_object('gate', 'availability', 'passed', av.belief >= dionysus_internal.proactive_setting('min_availability'),
+        'detail', format('likely available %s (confidence %s)', round(av.belief::numeric, 2), round(av.confidence::numeric, 2)));
+    gates := gates || jsonb_build_object('gate', 'cooldown', 'passed', p.last_contact_at IS NULL OR since_contact >= cooldown,
+        'detail', CASE WHEN p.last_contact_at IS NULL THEN 'no contact started yet'
+                       ELSE format('last contact %s ago (cooldown %s)', date_trunc('minute', since_contact), cooldown) END);
+    -- One contact at a time: the last one is answered or counted as ignored before the next.
+    gates := gates || jsonb_build_object('gate', 'waiting_on_them', 'passed', NOT p.awaiting_reply,
+        'detail', CASE WHEN p.awaiting_reply THEN format('the last contact (%s ago) is not answered yet; it counts as ignored after %s',
+                                                         date_trunc('minute', since_contact), date_trunc('minute', dionysus_internal.ignored_after(p)))
+                       ELSE 'no contact waiting for an answer' END);
+    gates := gates || jsonb_build_object('gate', 'in_flight', 'passed', NOT on_its_way,
+        'detail', CASE WHEN NOT on_its_way THEN 'nothing on its way to them' ELSE 'a contact is already being decided or delivered' END);
+    SELECT current_energy INTO energy FROM dionysus.heartbeat_state WHERE id = 1;
+    cost := dionysus.get_action_cost('reach_out_user');
+    gates := gates || jsonb_build_object('gate', 'energy', 'passed', energy >= cost,
+        'detail', format('energy %s, a contact costs %s', round(energy::numeric, 1), cost));
+    -- After repeated ignores, time alone (social debt) no longer opens the way: a new cause must
+    -- (a request they made since, or something new to tell; not pressure grown by time).
+    muted := p.ignored_in_row >= dionysus_internal.proactive_setting('ignores_before_pause');
+    new_cause := NOT muted OR dionysus_internal.open_requests(p.person) > coalesce((p.cause_at_last_contact ->> 'open_requests')::int, 0)
+                 OR p.curiosity > coalesce((p.cause_at_last_contact ->> 'curiosity')::float8, 0) + 0.05;
+    gates := gates || jsonb_build_object('gate', 'ignored', 'passed', new_cause,
+        'detail', CASE WHEN NOT muted THEN format('%s unanswered in a row', p.ignored_in_row)
+                       ELSE format('%s contacts in a row went unanswered: only a new cause counts (%s)', p.ignored_in_row,
+                                   CASE WHEN new_cause THEN 'there is one' ELSE 'there is none' END) END);
+    -- A considerate friend who knows you are busy now and free tonight waits for tonight: when
+    -- the rhythm says a clearly better hour comes within the look-ahead, the contact waits for it.
+    IF over_threshold AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(gates) g WHERE NOT (g ->> 'passed')::boolean) THEN
+        SELECT k, f.belief, f.confidence INTO later
+          FROM generate_series(1, dionysus_internal.proactive_setting('better_moment_hours')::int) k,
+               LATERAL dionysus_internal.availability(p.person, t + make_interval(hours => k)) f
+         ORDER BY f.belief DESC, k LIMIT 1;
+        -- The beliefs carry their confidence already (a prior, or what was learned).
+        better := later.belief >= av.belief + dionysus_internal.proactive_setting('better_moment_margin');
+        gates := gates || jsonb_build_object('gate', 'better_moment', 'passed', NOT better,
+            'detail', CASE WHEN better THEN format('likely more available around %s:00 their time (%s against %s now)',
+                                                   extract(hour FROM (t + make_interval(hours => later.k)) AT TIME ZONE p.time_zone),
+                                                   round(later.belief::numeric, 2), round(av.belief::numeric, 2))
+                           ELSE format('no clearly better hour in the next %s', dionysus_internal.proactive_setting('better_moment_hours')) END);
+    END IF;
+    RETURN gates;
+END $$;
+COMMENT ON FUNCTION dionysus_internal.contact_gates(dionysus.people, timestamptz, boolean, uuid, boolean) IS 'Every gate a contact with this person must pass now, as [{gate, passed, detail}]: the one home of the contact gates (evaluate_contact, evaluate_requested_contact, decide_contact).';
+
+-- ---------------------------------------------------------------------------------------
 -- The neuron: one evaluation of whether to contact one person, written down
 -- ---------------------------------------------------------------------------------------
 CREATE FUNCTION dionysus_internal.evaluate_contact(who text) RETURNS dionysus.contact_evaluations
@@ -627,37 +751,23 @@ DECLARE
     av record;
     e dionysus.contact_evaluations;
     ins jsonb := '[]'::jsonb;
-    gates jsonb := '[]'::jsonb;
+    gates jsonb;
     w record;
     v double precision;
-    muted boolean;
     total double precision := 0;
     threshold double precision;
-    open_requests bigint;
     task double precision;
-    energy double precision;
-    cost double precision;
-    cooldown interval;
-    since_contact interval;
     ignore_after interval;
-    sig dionysus.person_signals;
-    local_hour int;
-    blocked text[] := '{}';
+    blocked text[];
     top record;
-    new_cause boolean;
-    later record;
-    better boolean;
-    on_its_way bigint;
     words text;
     factor double precision;
     last_contact uuid;
-    quiet boolean;
 BEGIN
     p := dionysus_internal.person_row(who);
     SELECT * INTO a FROM dionysus.agent_state WHERE id = 1;
     -- A contact nobody answered within their usual window counts as ignored.
-    ignore_after := make_interval(secs => greatest(dionysus_internal.proactive_setting('ignored_after_hours') * 3600,
-                                                   3 * coalesce(p.reply_seconds, 0)));
+    ignore_after := dionysus_internal.ignored_after(p);
     IF p.awaiting_reply AND t - p.last_contact_at > ignore_after THEN
         UPDATE dionysus.people x SET awaiting_reply = false, ignored_in_row = x.ignored_in_row + 1 WHERE x.person = who
         RETURNING * INTO p;
@@ -678,12 +788,8 @@ BEGIN
     IF p.contact_request IS NOT NULL THEN
         RETURN dionysus_internal.evaluate_requested_contact(p);
     END IF;
-    SELECT count(*) INTO open_requests FROM dionysus.goals g
-     WHERE g.source = 'user_request' AND g.priority IN ('active', 'queued') AND g.private_to = ARRAY[who];
     -- Task pressure is state the rules move (015): open requests make it build over hours.
     task := p.task_pressure;
-    -- After repeated ignores, time alone (social debt) no longer opens the way: a new cause must.
-    muted := p.ignored_in_row >= dionysus_internal.proactive_setting('ignores_before_pause');
     FOR w IN SELECT * FROM dionysus.contact_weights ORDER BY input LOOP
         v := CASE w.input
                  WHEN 'social_debt' THEN p.social_debt
@@ -707,74 +813,10 @@ BEGIN
                  * (1 + p.restraint)
                  * (1 + 0.5 * dionysus_internal.trait('empathy') * greatest(0, -p.mood));
 
-    -- The gates, each written down whether it passed or not.
-    SELECT * INTO sig FROM dionysus.person_signals s
-     WHERE s.person = who AND s.ended_at IS NULL AND (s.until IS NULL OR s.until > t) ORDER BY s.said_at DESC LIMIT 1;
-    gates := gates || jsonb_build_object('gate', 'their_word', 'passed', sig.id IS NULL,
-        'detail', CASE WHEN sig.id IS NULL THEN 'nothing said against contact'
-                       ELSE format('they said "%s" (%s%s)', sig.words, sig.kind,
-                                   coalesce(' until ' || to_char(sig.until AT TIME ZONE p.time_zone, 'Dy HH24:MI'), ', until they write again')) END);
+    -- The gates (contact_gates), each written down whether it passed or not.
     SELECT * INTO av FROM dionysus_internal.availability(who, t);
-    local_hour := extract(hour FROM t AT TIME ZONE p.time_zone)::int;
-    -- Default quiet hours hold unless their learned rhythm, trusted enough, says they are up.
-    quiet := CASE WHEN dionysus_internal.proactive_setting('quiet_start_hour') > dionysus_internal.proactive_setting('quiet_end_hour')
-                  THEN local_hour >= dionysus_internal.proactive_setting('quiet_start_hour') OR local_hour < dionysus_internal.proactive_setting('quiet_end_hour')
-                  ELSE local_hour >= dionysus_internal.proactive_setting('quiet_start_hour') AND local_hour < dionysus_internal.proactive_setting('quiet_end_hour') END;
-    gates := gates || jsonb_build_object('gate', 'quiet_hours', 'passed', NOT (quiet AND (av.learned < 0.15 OR av.confidence < 0.5)),
-        'detail', format('%s:00 their time; default quiet %s–%s, learned activity %s (confidence %s)', local_hour,
-                         dionysus_internal.proactive_setting('quiet_start_hour'), dionysus_internal.proactive_setting('quiet_end_hour'),
-                         round(av.learned::numeric, 2), round(av.confidence::numeric, 2)));
-    gates := gates || jsonb_build_object('gate', 'availability', 'passed', av.belief >= dionysus_internal.proactive_setting('min_availability'),
-        'detail', format('likely available %s (confidence %s)', round(av.belief::numeric, 2), round(av.confidence::numeric, 2)));
-    cooldown := make_interval(secs => dionysus_internal.heartbeat_setting('reach_out_cooldown_hours') * 3600);
-    since_contact := t - p.last_contact_at;
-    gates := gates || jsonb_build_object('gate', 'cooldown', 'passed', p.last_contact_at IS NULL OR since_contact >= cooldown,
-        'detail', CASE WHEN p.last_contact_at IS NULL THEN 'no contact started yet'
-                       ELSE format('last contact %s ago (cooldown %s)', date_trunc('minute', since_contact), cooldown) END);
-    -- One contact at a time: the last one is answered or counted as ignored before the next,
-    -- and nothing is on its way (a crossing undecided, a message not yet delivered).
-    gates := gates || jsonb_build_object('gate', 'waiting_on_them', 'passed', NOT p.awaiting_reply,
-        'detail', CASE WHEN p.awaiting_reply THEN format('the last contact (%s ago) is not answered yet; it counts as ignored after %s',
-                                                         date_trunc('minute', since_contact), date_trunc('minute', ignore_after))
-                       ELSE 'no contact waiting for an answer' END);
-    SELECT count(*) INTO on_its_way FROM (
-        SELECT 1 FROM dionysus.contact_evaluations c WHERE c.person = who AND c.outcome = 'opportunity' AND c.decision IS NULL
-        UNION ALL
-        SELECT 1 FROM dionysus.outbox o WHERE o.person = who AND o.contact_id IS NOT NULL AND o.status = 'pending') x;
-    gates := gates || jsonb_build_object('gate', 'in_flight', 'passed', on_its_way = 0,
-        'detail', CASE WHEN on_its_way = 0 THEN 'nothing on its way to them' ELSE 'a contact is already being decided or delivered' END);
-    SELECT current_energy INTO energy FROM dionysus.heartbeat_state WHERE id = 1;
-    cost := dionysus.get_action_cost('reach_out_user');
-    gates := gates || jsonb_build_object('gate', 'energy', 'passed', energy >= cost,
-        'detail', format('energy %s, a contact costs %s', round(energy::numeric, 1), cost));
-    -- A new cause: a request they made since, or something new to tell (not pressure grown by time).
-    new_cause := NOT muted OR open_requests > coalesce((p.cause_at_last_contact ->> 'open_requests')::int, 0)
-                 OR p.curiosity > coalesce((p.cause_at_last_contact ->> 'curiosity')::float8, 0) + 0.05;
-    gates := gates || jsonb_build_object('gate', 'ignored', 'passed', new_cause,
-        'detail', CASE WHEN NOT muted THEN format('%s unanswered in a row', p.ignored_in_row)
-                       ELSE format('%s contacts in a row went unanswered: only a new cause counts (%s)', p.ignored_in_row,
-                                   CASE WHEN new_cause THEN 'there is one' ELSE 'there is none' END) END);
-    SELECT array_agg(g ->> 'gate') INTO blocked FROM jsonb_array_elements(gates) g WHERE NOT (g ->> 'passed')::boolean;
-    blocked := coalesce(blocked, '{}');
-    -- A considerate friend who knows you are busy now and free tonight waits for tonight: when
-    -- the rhythm says a clearly better hour comes within the look-ahead, the contact waits for it.
-    -- Weighed only when everything else would let the contact through (it costs a few lookups).
-    IF total >= threshold AND cardinality(blocked) = 0 THEN
-        SELECT k, f.belief, f.confidence INTO later
-          FROM generate_series(1, dionysus_internal.proactive_setting('better_moment_hours')::int) k,
-               LATERAL dionysus_internal.availability(who, t + make_interval(hours => k)) f
-         ORDER BY f.belief DESC, k LIMIT 1;
-        -- The beliefs carry their confidence already (a prior, or what was learned).
-        better := later.belief >= av.belief + dionysus_internal.proactive_setting('better_moment_margin');
-        gates := gates || jsonb_build_object('gate', 'better_moment', 'passed', NOT better,
-            'detail', CASE WHEN better THEN format('likely more available around %s:00 their time (%s against %s now)',
-                                                   extract(hour FROM (t + make_interval(hours => later.k)) AT TIME ZONE p.time_zone),
-                                                   round(later.belief::numeric, 2), round(av.belief::numeric, 2))
-                           ELSE format('no clearly better hour in the next %s', dionysus_internal.proactive_setting('better_moment_hours')) END);
-        IF better THEN
-            blocked := blocked || 'better_moment'::text;
-        END IF;
-    END IF;
+    gates := dionysus_internal.contact_gates(p, t, false, over_threshold => total >= threshold);
+    SELECT coalesce(array_agg(g ->> 'gate'), '{}') INTO blocked FROM jsonb_array_elements(gates) g WHERE NOT (g ->> 'passed')::boolean;
 
     SELECT x ->> 'input' AS input, (x ->> 'value')::float8 AS value, (x ->> 'weight')::float8 AS weight,
            (x ->> 'contribution')::float8 AS contribution INTO top
@@ -1068,6 +1110,8 @@ DECLARE
     backoff double precision;
     censored jsonb;
     held jsonb := '{}'::jsonb;
+    gates jsonb;
+    gate text;
 BEGIN
     IF decision IS NULL OR decision NOT IN ('message', 'wait') THEN
         RAISE EXCEPTION 'dionysus: invalid argument "decision": % (message or wait)', dionysus_internal.input_prefix(decision) USING ERRCODE = 'invalid_parameter_value';
@@ -1125,24 +1169,22 @@ BEGIN
          WHERE id = 1;
         RETURN jsonb_build_object('decision', 'wait', 'next_check_at', t + make_interval(secs => backoff * 60), 'duplicate', false) || held;
     END IF;
-    -- The gates are checked again: time passed while the model thought.
-    IF EXISTS (SELECT 1 FROM dionysus.outbox o WHERE o.person = e.person AND o.contact_id IS NOT NULL AND o.status = 'pending') THEN
-        RAISE EXCEPTION 'dionysus: contact refused: a message to % is already on its way', e.person USING ERRCODE = 'object_not_in_prerequisite_state';
-    END IF;
-    IF EXISTS (SELECT 1 FROM dionysus.person_signals s WHERE s.person = e.person AND s.ended_at IS NULL AND (s.until IS NULL OR s.until > t)
-                                                           AND (NOT e.solicited OR s.kind <> 'stop_checkins')) THEN
-        RAISE EXCEPTION 'dionysus: contact refused: % asked not to be contacted now', e.person USING ERRCODE = 'object_not_in_prerequisite_state';
-    END IF;
-    -- What they asked for (a reminder) has no cooldown and is not held back by energy: it
-    -- spends what there is.
-    IF NOT e.solicited AND p.last_contact_at IS NOT NULL AND t - p.last_contact_at < make_interval(secs => dionysus_internal.heartbeat_setting('reach_out_cooldown_hours') * 3600) THEN
-        RAISE EXCEPTION 'dionysus: contact refused: % was contacted less than the cooldown ago', e.person USING ERRCODE = 'object_not_in_prerequisite_state';
-    END IF;
+    -- The gates time spent thinking can close are checked again (contact_gates; a contact they
+    -- asked for has no cooldown and is not held back by energy: it spends what there is).
+    gates := dionysus_internal.contact_gates(p, t, e.solicited, deciding => e.id);
+    FOREACH gate IN ARRAY ARRAY['in_flight', 'their_word', 'cooldown', 'energy'] LOOP
+        IF EXISTS (SELECT 1 FROM jsonb_array_elements(gates) g WHERE g ->> 'gate' = gate AND NOT (g ->> 'passed')::boolean) THEN
+            RAISE EXCEPTION 'dionysus: contact refused: %', CASE gate
+                WHEN 'in_flight' THEN format('a message to %s is already on its way', e.person)
+                WHEN 'their_word' THEN format('%s asked not to be contacted now', e.person)
+                WHEN 'cooldown' THEN format('%s was contacted less than the cooldown ago', e.person)
+                ELSE format('energy below the %s a contact costs', dionysus.get_action_cost('reach_out_user')) END
+                USING ERRCODE = 'object_not_in_prerequisite_state';
+        END IF;
+    END LOOP;
     cost := dionysus.get_action_cost('reach_out_user');
     IF e.solicited THEN
         cost := least(cost, greatest(0, (SELECT current_energy FROM dionysus.heartbeat_state WHERE id = 1)));
-    ELSIF (SELECT current_energy FROM dionysus.heartbeat_state WHERE id = 1) < cost THEN
-        RAISE EXCEPTION 'dionysus: contact refused: energy below the % a contact costs', cost USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
     IF dionysus_internal.web_only_basis(message) THEN
         RAISE EXCEPTION 'dionysus: contact refused: it rests on web content alone' USING ERRCODE = 'insufficient_privilege';
@@ -1161,8 +1203,7 @@ BEGIN
         UPDATE dionysus.people x SET
             check_interval_minutes = dionysus_internal.proactive_setting('check_interval_minutes'),
             cause_at_last_contact = jsonb_build_object(
-                'open_requests', (SELECT count(*) FROM dionysus.goals g WHERE g.source = 'user_request' AND g.priority IN ('active', 'queued')
-                                                                          AND g.private_to = ARRAY[e.person]),
+                'open_requests', dionysus_internal.open_requests(e.person),
                 'task_pressure', x.task_pressure, 'curiosity', x.curiosity)
          WHERE x.person = e.person;
     END IF;

@@ -729,9 +729,8 @@ SELECT key, version, temperature, note, version = max(version) OVER (PARTITION B
 -- ---------------------------------------------------------------------------------------
 -- A contact the person asked for (their rule's request_contact)
 -- ---------------------------------------------------------------------------------------
--- Not pressure-born, so no threshold, cooldown, quiet hours or ignore count: they chose the
--- time. Their word still holds (busy, asleep, away; "stop checking in" is about check-ins, not
--- what they asked for), one contact at a time, and at most solicited_per_day a day. A request
+-- Not pressure-born, so no threshold: they chose the time. Its gates are contact_gates' for a
+-- contact they asked for (their word, one at a time, at most solicited_per_day a day). A request
 -- that cannot go out within contact_request_hours lapses, written down.
 CREATE FUNCTION dionysus_internal.evaluate_requested_contact(p dionysus.people) RETURNS dionysus.contact_evaluations
     LANGUAGE plpgsql AS $$
@@ -739,10 +738,7 @@ DECLARE
     t timestamptz := dionysus.clock_now();
     req jsonb := p.contact_request;
     e dionysus.contact_evaluations;
-    gates jsonb := '[]'::jsonb;
-    sig dionysus.person_signals;
-    on_its_way bigint;
-    today bigint;
+    gates jsonb;
     blocked text[];
     words text;
 BEGIN
@@ -755,21 +751,7 @@ BEGIN
         RETURNING * INTO e;
         RETURN e;
     END IF;
-    SELECT * INTO sig FROM dionysus.person_signals s
-     WHERE s.person = p.person AND s.ended_at IS NULL AND (s.until IS NULL OR s.until > t) AND s.kind <> 'stop_checkins'
-     ORDER BY s.said_at DESC LIMIT 1;
-    gates := gates || jsonb_build_object('gate', 'their_word', 'passed', sig.id IS NULL,
-        'detail', CASE WHEN sig.id IS NULL THEN 'nothing said against it' ELSE format('they said "%s" (%s)', sig.words, sig.kind) END);
-    SELECT count(*) INTO on_its_way FROM (
-        SELECT 1 FROM dionysus.contact_evaluations c WHERE c.person = p.person AND c.outcome = 'opportunity' AND c.decision IS NULL
-        UNION ALL
-        SELECT 1 FROM dionysus.outbox o WHERE o.person = p.person AND o.contact_id IS NOT NULL AND o.status = 'pending') x;
-    gates := gates || jsonb_build_object('gate', 'in_flight', 'passed', on_its_way = 0,
-        'detail', CASE WHEN on_its_way = 0 THEN 'nothing on its way to them' ELSE 'a contact is already being decided or delivered' END);
-    SELECT count(*) INTO today FROM dionysus.contact_evaluations c
-     WHERE c.person = p.person AND c.solicited AND c.decision = 'message' AND c.decided_at > t - interval '1 day';
-    gates := gates || jsonb_build_object('gate', 'daily_limit', 'passed', today < dionysus_internal.proactive_setting('solicited_per_day'),
-        'detail', format('%s asked-for contacts in the last day (at most %s)', today, dionysus_internal.proactive_setting('solicited_per_day')));
+    gates := dionysus_internal.contact_gates(p, t, true);
     SELECT array_agg(g ->> 'gate') INTO blocked FROM jsonb_array_elements(gates) g WHERE NOT (g ->> 'passed')::boolean;
     words := format('they asked for this: %s (their rule "%s")', req ->> 'about', req ->> 'rule_name')
              || CASE WHEN blocked IS NULL THEN '' ELSE '; held back by ' || array_to_string(blocked, ', ') END;

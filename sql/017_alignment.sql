@@ -859,6 +859,16 @@ CREATE FUNCTION pending_proposals()
 $$;
 COMMENT ON FUNCTION pending_proposals() IS 'Proposals waiting for the person (pending or under discussion), oldest first.';
 
+-- One person's pending and discussed proposals, oldest first: those only they may decide.
+CREATE FUNCTION pending_proposals(for_person text)
+    RETURNS TABLE (proposal_id uuid, kind text, target text, rationale text, evidence jsonb, proposal jsonb, status text, created_at timestamptz)
+    LANGUAGE sql STABLE AS $$
+    SELECT p.proposal_id, p.kind, p.target, p.rationale, p.evidence, p.proposal, p.status, p.created_at
+      FROM dionysus.pending_proposals() p JOIN dionysus.proposals x ON x.id = p.proposal_id
+     WHERE x.person = for_person ORDER BY p.created_at
+$$;
+COMMENT ON FUNCTION pending_proposals(text) IS 'One person''s proposals waiting for their word (pending or under discussion), oldest first: the rows of pending_proposals() whose dream was theirs, the only ones they may decide.';
+
 -- The person's approval: the proposal takes effect for them (their own version of the template
 -- becomes active; their own archetype is added or retuned). The only way a dream changes anything.
 -- Only the person whose dream wrote it decides it (`decided_by`, their person key, as
