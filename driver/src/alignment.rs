@@ -6,13 +6,59 @@
 use crate::channel::{Incoming, Reaction};
 use crate::config::Config;
 use crate::db::Db;
-use crate::jsonish::text;
+use crate::jsonish::{flag, text};
 use crate::llm::Msg;
 use crate::prompt::{self, render};
 use crate::Mind;
+use serde::Deserialize;
 use serde_json::Value;
 use std::process::ExitCode;
 use uuid::Uuid;
+
+/// `set_north_star(person, words, origin_message_id)`'s answer (see its COMMENT).
+#[derive(Debug, Deserialize)]
+struct NorthStarSet {
+    north_star_id: Uuid,
+    duplicate: bool,
+    /// The acknowledgement to send instead of a reply.
+    ack: Option<String>,
+}
+
+/// `undo_feedback(platform, author_id, platform_message_id)`'s answer: whether feedback was
+/// taken back, and the message that carried it (its 🫡 comes off).
+#[derive(Debug, Deserialize)]
+struct Undone {
+    undone: bool,
+    platform_message_id: Option<String>,
+}
+
+/// `give_feedback(...)`'s answer: stored (with its id and sentiment), or why not.
+#[derive(Debug, Deserialize)]
+struct Given {
+    stored: bool,
+    feedback_id: Option<Uuid>,
+    sentiment: Option<String>,
+    reason: Option<String>,
+}
+
+/// A row of `person_north_stars(for_person)`.
+#[derive(Debug, Deserialize)]
+struct NorthStar {
+    north_star_id: Uuid,
+    content: String,
+}
+
+/// A row of `pending_proposals(for_person)`: a proposal waiting for the person's word.
+#[derive(Debug, Deserialize)]
+struct Pending {
+    proposal_id: Uuid,
+    kind: String,
+    target: String,
+    status: String,
+    rationale: String,
+    /// What it proposes: a template's text under "template", anything else shown as JSON.
+    proposal: Value,
+}
 
 /// The acknowledgement of feedback: seen, and nothing said in the conversation.
 pub const SALUTE: &str = "🫡";
@@ -37,10 +83,10 @@ pub async fn north_star(mind: &Mind, person: &str, message_id: Uuid, words: &str
         Some("maybe") => confirm_north_star(mind, words).await?,
         _ => return None,
     };
-    match mind.chat_db.json("SELECT dionysus.set_north_star($1, $2, $3)", &[&person, &statement, &message_id]).await {
+    match mind.chat_db.one::<NorthStarSet>("SELECT dionysus.set_north_star($1, $2, $3)", &[&person, &statement, &message_id]).await {
         Ok(v) => {
-            tracing::info!(%person, north_star = %v["north_star_id"], duplicate = %v["duplicate"], "a north star");
-            v["ack"].as_str().map(str::to_string)
+            tracing::info!(%person, north_star = %v.north_star_id, duplicate = v.duplicate, "a north star");
+            v.ack
         }
         Err(e) => {
             tracing::warn!(error = %e, "the north star was not stored");
@@ -61,7 +107,7 @@ async fn confirm_north_star(mind: &Mind, words: &str) -> Option<String> {
         })
         .await;
     match answer {
-        Ok(a) if a["north_star"] == Value::Bool(true) => text(&a, "statement"),
+        Ok(a) if flag(&a, "north_star") == Some(true) => text(&a, "statement"),
         Ok(_) => None,
         Err(e) => {
             tracing::warn!(error = %e, "could not ask whether this is a north star");
@@ -94,10 +140,10 @@ pub async fn feedback(mind: &Mind, m: &Incoming) -> Feedback {
         (rest.to_string(), None, "command")
     } else if command(words, "/undo").is_some_and(str::is_empty) {
         let sql = "SELECT dionysus.undo_feedback($1, $2)";
-        return match mind.chat_db.json(sql, &[&platform, &m.author_id]).await {
+        return match mind.chat_db.one::<Undone>(sql, &[&platform, &m.author_id]).await {
             Ok(v) => {
-                let undone = v["undone"] == Value::Bool(true);
-                if let Some(carrier) = v["platform_message_id"].as_str() {
+                let undone = v.undone;
+                if let Some(carrier) = v.platform_message_id.as_deref() {
                     ch.react(&m.channel_id, carrier, SALUTE, false).await;
                 }
                 let _ = ch.send(&m.channel_id, if undone { "(feedback taken back)" } else { "(no feedback to take back)" }, &nonce(m)).await;
@@ -126,19 +172,19 @@ pub async fn feedback(mind: &Mind, m: &Incoming) -> Feedback {
         return Feedback::Failed;
     }
     let sql = "SELECT dionysus.give_feedback($1, $2, $3, $4, $5, source => $6)";
-    match mind.chat_db.json(sql, &[&platform, &m.message_id, &m.author_id, &content, &about, &source]).await {
-        Ok(v) if v["stored"] == Value::Bool(true) => {
-            tracing::info!(feedback = %v["feedback_id"], sentiment = %v["sentiment"], "invisible feedback");
+    match mind.chat_db.one::<Given>(sql, &[&platform, &m.message_id, &m.author_id, &content, &about, &source]).await {
+        Ok(v) if v.stored => {
+            tracing::info!(feedback = ?v.feedback_id, sentiment = ?v.sentiment, "invisible feedback");
             ch.react(&m.channel_id, &m.message_id, SALUTE, true).await;
             Feedback::Stored
         }
         // A reply to someone else's message (or to nothing Dionysus sent them) is conversation.
         Ok(v) if source == "reply" => {
-            tracing::debug!(reason = %v["reason"], "a reply that is not feedback");
+            tracing::debug!(reason = ?v.reason, "a reply that is not feedback");
             Feedback::NotFeedback
         }
         Ok(v) => {
-            let _ = ch.send(&m.channel_id, &format!("(no feedback stored: {})", v["reason"].as_str().unwrap_or("nothing to give it on")), &nonce(m)).await;
+            let _ = ch.send(&m.channel_id, &format!("(no feedback stored: {})", v.reason.as_deref().unwrap_or("nothing to give it on")), &nonce(m)).await;
             Feedback::Failed
         }
         Err(e) => {
@@ -153,10 +199,9 @@ pub async fn feedback(mind: &Mind, m: &Incoming) -> Feedback {
 async fn north_star_command(mind: &Mind, m: &Incoming, words: &str) {
     let ch = &mind.channel;
     let person = format!("{}:{}", ch.platform(), m.author_id);
-    let sql = "SELECT coalesce(jsonb_agg(jsonb_build_object('id', n.north_star_id, 'content', n.content) ORDER BY n.created_at), '[]') \
-               FROM dionysus.person_north_stars($1) n";
-    let stars = match mind.chat_db.json(sql, &[&person]).await {
-        Ok(v) => v.as_array().cloned().unwrap_or_default(),
+    let sql = "SELECT to_jsonb(n) FROM dionysus.person_north_stars($1) n ORDER BY n.created_at";
+    let stars = match mind.chat_db.all::<NorthStar>(sql, &[&person]).await {
+        Ok(v) => v,
         Err(e) => {
             tracing::warn!(error = %e, "cannot list north stars");
             let _ = ch.send(&m.channel_id, "(I couldn't read your north stars just now)", &nonce(m)).await;
@@ -166,9 +211,8 @@ async fn north_star_command(mind: &Mind, m: &Incoming, words: &str) {
     let text = match command(words, "/retire") {
         Some(n) => match n.parse::<usize>().ok().and_then(|i| stars.get(i.wrapping_sub(1))) {
             Some(star) => {
-                let id = star["id"].as_str().and_then(|s| Uuid::parse_str(s).ok());
-                match mind.chat_db.json("SELECT to_jsonb(dionysus.retire_north_star($1, $2))", &[&person, &id]).await {
-                    Ok(Value::Bool(true)) => format!("(retired: \"{}\")", star["content"].as_str().unwrap_or("")),
+                match mind.chat_db.json("SELECT to_jsonb(dionysus.retire_north_star($1, $2))", &[&person, &star.north_star_id]).await {
+                    Ok(Value::Bool(true)) => format!("(retired: \"{}\")", star.content),
                     Ok(_) => "(that north star was retired already)".to_string(),
                     Err(e) => {
                         tracing::warn!(error = %e, "cannot retire a north star");
@@ -179,7 +223,7 @@ async fn north_star_command(mind: &Mind, m: &Incoming, words: &str) {
             None => "(which one? /northstars lists them, numbered)".to_string(),
         },
         None if stars.is_empty() => "(no north stars yet: start a message with \"North star:\")".to_string(),
-        None => stars.iter().enumerate().map(|(i, s)| format!("{}. {}", i + 1, s["content"].as_str().unwrap_or(""))).collect::<Vec<_>>().join("\n"),
+        None => stars.iter().enumerate().map(|(i, s)| format!("{}. {}", i + 1, s.content)).collect::<Vec<_>>().join("\n"),
     };
     let _ = ch.send(&m.channel_id, &text, &nonce(m)).await;
 }
@@ -197,8 +241,8 @@ fn nonce(m: &Incoming) -> String {
 /// 🗑️ on a message that carried feedback: the feedback is taken back and the 🫡 removed.
 pub async fn undo_by_reaction(mind: &Mind, r: &Reaction) -> bool {
     let platform = mind.channel.platform();
-    match mind.chat_db.json("SELECT dionysus.undo_feedback($1, $2, $3)", &[&platform, &r.author_id, &r.message_id]).await {
-        Ok(v) if v["undone"] == Value::Bool(true) => {
+    match mind.chat_db.one::<Undone>("SELECT dionysus.undo_feedback($1, $2, $3)", &[&platform, &r.author_id, &r.message_id]).await {
+        Ok(v) if v.undone => {
             mind.channel.react(&r.channel_id, &r.message_id, SALUTE, false).await;
             true
         }
@@ -223,17 +267,17 @@ fn who(config: &Config) -> String {
 
 pub async fn proposals(config: &Config) -> ExitCode {
     let db = Db::new(&config.database_url, "cli").with_patience(std::time::Duration::from_secs(5));
-    let sql = "SELECT coalesce(jsonb_agg(to_jsonb(p) ORDER BY p.created_at), '[]') FROM dionysus.pending_proposals() p";
-    match db.json(sql, &[]).await {
-        Ok(v) => {
-            let items = v.as_array().cloned().unwrap_or_default();
+    // Only the proposals this person may decide: a dream's proposals are its person's.
+    let sql = "SELECT to_jsonb(p) FROM dionysus.pending_proposals($1) p ORDER BY p.created_at";
+    match db.all::<Pending>(sql, &[&who(config)]).await {
+        Ok(items) => {
             if items.is_empty() {
                 println!("no proposals waiting");
             }
             for p in items {
-                println!("{}  {} → {}  ({})", p["proposal_id"].as_str().unwrap_or(""), p["kind"].as_str().unwrap_or(""), p["target"].as_str().unwrap_or(""), p["status"].as_str().unwrap_or(""));
-                println!("    why: {}", p["rationale"].as_str().unwrap_or(""));
-                let body = p["proposal"]["template"].as_str().map(str::to_string).unwrap_or_else(|| p["proposal"].to_string());
+                println!("{}  {} → {}  ({})", p.proposal_id, p.kind, p.target, p.status);
+                println!("    why: {}", p.rationale);
+                let body = p.proposal.get("template").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| p.proposal.to_string());
                 for line in body.lines().take(12) {
                     println!("    | {line}");
                 }
@@ -256,11 +300,11 @@ pub async fn decide(config: &Config, approve: bool, id: Option<&str>, why: Optio
     let db = Db::new(&config.database_url, "cli").with_patience(std::time::Duration::from_secs(5));
     let by = who(config);
     let done = if approve {
-        db.json("SELECT dionysus.approve_proposal($1, $2)", &[&id, &by]).await.map(|v| {
-            if v["approved"] == Value::Bool(true) {
-                format!("approved: {}", v["applied"])
+        db.one::<crate::api::ProposalDecision>("SELECT dionysus.approve_proposal($1, $2)", &[&id, &by]).await.map(|v| {
+            if v.approved == Some(true) {
+                format!("approved: {}", v.applied)
             } else {
-                format!("not approved: {}", v["reason"].as_str().unwrap_or(""))
+                format!("not approved: {}", v.reason.as_deref().unwrap_or(""))
             }
         })
     } else {

@@ -185,3 +185,18 @@ pub struct Content {
     pub content: String,
     pub role: Option<String>,
 }
+
+/// `approve_proposal(proposal_id, decided_by)`'s answer, and `mirror_decide(...)`'s, which adds the
+/// proposal's `status` after any decision (a reject or discuss answers `decided` instead of
+/// `approved`). See their COMMENTs.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ProposalDecision {
+    pub approved: Option<bool>,
+    pub decided: Option<bool>,
+    /// Why it was not approved.
+    pub reason: Option<String>,
+    pub status: Option<String>,
+    /// What the approval changed (free-form, shown as it is).
+    #[serde(default)]
+    pub applied: serde_json::Value,
+}

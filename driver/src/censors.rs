@@ -2,12 +2,47 @@
 //! by the fast model, and the chat reply judged before it is sent (a blocked draft is written
 //! again once with the reasons; if that is blocked too, the censored_reply line goes instead).
 //! What holds, what counts and what escalates is the extension's.
-use crate::jsonish::text;
+use crate::jsonish::{flag, strings, text};
 use crate::llm::Msg;
 use crate::prompt::{self, render};
 use crate::Mind;
+use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
+
+/// `censor_gate(kind, content, person, context)`'s verdict (see its COMMENT): "allow", "warn"
+/// or "block", and the reasons of the censors that held.
+#[derive(Debug, Deserialize)]
+struct Verdict {
+    verdict: String,
+    #[serde(default)]
+    reasons: Vec<String>,
+}
+
+/// A row of `person_censors(person)`: a censor in force for the person.
+#[derive(Debug, Deserialize)]
+struct InForce {
+    censor_id: Uuid,
+    trigger: String,
+    severity: String,
+    /// Theirs (not everyone's).
+    own: bool,
+}
+
+/// A row of `proposed_censors(person)`: what a failed episode proposed, not in force yet.
+#[derive(Debug, Deserialize)]
+struct Proposed {
+    censor_id: Uuid,
+    trigger: String,
+    reason: String,
+}
+
+/// `mark_censor_false_positive(censor_id, person)`'s answer: the censor's severity and status now.
+#[derive(Debug, Deserialize)]
+struct Stepped {
+    severity: String,
+    status: String,
+}
 
 /// A censor from the person's words, when they asked for one: the acknowledgement to send them.
 /// None when the words asked for nothing (or the model or the extension refused: the
@@ -34,13 +69,14 @@ pub async fn from_words(mind: &Mind, person: &str, message_id: Uuid, words: &str
         }
     };
     let c = answer.get("censor").filter(|c| c.is_object())?;
-    let kinds: Option<Vec<String>> = c["kinds"].as_array().map(|a| a.iter().filter_map(|k| k.as_str().map(str::to_string)).collect());
+    let kinds = strings(c, "kinds");
     // Whole local hours [from, to), wrapping past midnight; hours that cannot be read make no
     // censor at all, rather than one that holds all day.
-    let (from_hour, to_hour) = match hours(&c["hours"]) {
+    let said_hours = c.get("hours").unwrap_or(&Value::Null);
+    let (from_hour, to_hour) = match hours(said_hours) {
         Ok(h) => h,
         Err(why) => {
-            tracing::warn!(%why, hours = %c["hours"], "the proposed censor's hours could not be read");
+            tracing::warn!(%why, hours = %said_hours, "the proposed censor's hours could not be read");
             return None;
         }
     };
@@ -58,7 +94,7 @@ pub async fn from_words(mind: &Mind, person: &str, message_id: Uuid, words: &str
                 &kinds,
                 &from_hour,
                 &to_hour,
-                &c["any_content"].as_bool().unwrap_or(false),
+                &flag(c, "any_content").unwrap_or(false),
                 &message_id,
             ],
         )
@@ -80,10 +116,8 @@ pub async fn from_words(mind: &Mind, person: &str, message_id: Uuid, words: &str
 /// that cannot be asked blocks (fail closed): an absolute censor must hold when embedding fails.
 pub async fn blocks_reply(mind: &Mind, person: &str, message_id: Uuid, reply: &str) -> Option<Vec<String>> {
     let context = json!({"message_id": message_id});
-    match mind.chat_db.json("SELECT dionysus.censor_gate('reply', $1, $2, $3)", &[&reply, &person, &context]).await {
-        Ok(v) if v["verdict"] == "block" => {
-            Some(v["reasons"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect())
-        }
+    match mind.chat_db.one::<Verdict>("SELECT dionysus.censor_gate('reply', $1, $2, $3)", &[&reply, &person, &context]).await {
+        Ok(v) if v.verdict == "block" => Some(v.reasons),
         Ok(_) => None,
         Err(e) => {
             tracing::warn!(error = %e, "the censors could not be asked about the reply: it is held back");
@@ -138,11 +172,9 @@ pub async fn command(mind: &Mind, channel_id: &str, author_id: &str, words: &str
     }
     let person = format!("{}:{}", ch.platform(), author_id);
     // In person_censors' own order (theirs first, oldest first), so numbers stay put.
-    let sql = "SELECT coalesce(jsonb_agg(jsonb_build_object('id', c.censor_id, 'trigger', c.trigger, 'severity', c.severity, 'own', c.own) \
-               ORDER BY c.n), '[]') \
-               FROM dionysus.person_censors($1) WITH ORDINALITY c(censor_id, trigger, reason, severity, scope, own, activations, false_positives, last_activated, n)";
-    let listed = match mind.chat_db.json(sql, &[&person]).await {
-        Ok(v) => v.as_array().cloned().unwrap_or_default(),
+    let sql = "SELECT to_jsonb(c) FROM dionysus.person_censors($1) WITH ORDINALITY c ORDER BY c.ordinality";
+    let listed = match mind.chat_db.all::<InForce>(sql, &[&person]).await {
+        Ok(v) => v,
         Err(e) => {
             tracing::warn!(error = %e, "cannot list censors");
             let _ = ch.send(channel_id, "(I couldn't read what I was asked not to do just now)", nonce).await;
@@ -150,17 +182,16 @@ pub async fn command(mind: &Mind, channel_id: &str, author_id: &str, words: &str
         }
     };
     // What a failed episode proposed (sql/024_episodes.sql); none when it cannot be read.
-    let sql = "SELECT coalesce(jsonb_agg(jsonb_build_object('id', p.censor_id, 'trigger', p.trigger, 'reason', p.reason) \
-               ORDER BY p.proposed_at, p.censor_id), '[]') FROM dionysus.proposed_censors($1) p";
-    let proposed = match mind.chat_db.json(sql, &[&person]).await {
-        Ok(v) => v.as_array().cloned().unwrap_or_default(),
+    let sql = "SELECT to_jsonb(p) FROM dionysus.proposed_censors($1) p ORDER BY p.proposed_at, p.censor_id";
+    let proposed = match mind.chat_db.all::<Proposed>(sql, &[&person]).await {
+        Ok(v) => v,
         Err(e) => {
             tracing::warn!(error = %e, "cannot list proposed censors");
             Vec::new()
         }
     };
-    let chosen = n.and_then(|i| if matches!(verb, "keep" | "drop") { proposed.get(i.wrapping_sub(1)) } else { listed.get(i.wrapping_sub(1)) });
-    let text = match (verb, chosen) {
+    let nth = |i: usize| i.wrapping_sub(1);
+    let text = match (verb, n) {
         ("list", _) => {
             let mut text = if listed.is_empty() {
                 "(nothing I was asked not to do)".to_string()
@@ -169,8 +200,8 @@ pub async fn command(mind: &Mind, channel_id: &str, author_id: &str, words: &str
                     .iter()
                     .enumerate()
                     .map(|(i, c)| {
-                        let whose = if c["own"] == true { "" } else { " (everyone's)" };
-                        format!("{}. {} [{}]{whose}", i + 1, c["trigger"].as_str().unwrap_or(""), c["severity"].as_str().unwrap_or(""))
+                        let whose = if c.own { "" } else { " (everyone's)" };
+                        format!("{}. {} [{}]{whose}", i + 1, c.trigger, c.severity)
                     })
                     .collect::<Vec<_>>()
                     .join("\n")
@@ -180,18 +211,18 @@ pub async fn command(mind: &Mind, channel_id: &str, author_id: &str, words: &str
                 let lines: Vec<String> = proposed
                     .iter()
                     .enumerate()
-                    .map(|(i, c)| format!("{}. {} — {}", i + 1, c["trigger"].as_str().unwrap_or(""), c["reason"].as_str().unwrap_or("")))
+                    .map(|(i, c)| format!("{}. {} — {}", i + 1, c.trigger, c.reason))
                     .collect();
                 text.push_str(&lines.join("\n"));
                 text.push_str("\n(/censor keep N or /censor drop N)");
             }
             text
         }
-        ("keep" | "drop", Some(c)) => {
-            let id = c["id"].as_str().and_then(|s| Uuid::parse_str(s).ok());
+        ("keep" | "drop", Some(i)) if proposed.get(nth(i)).is_some() => {
+            let c = &proposed[nth(i)];
             let sql = if verb == "keep" { "SELECT to_jsonb(dionysus.accept_censor($1, $2))" } else { "SELECT to_jsonb(dionysus.retire_censor($1, $2))" };
-            let trigger = c["trigger"].as_str().unwrap_or("");
-            match mind.chat_db.json(sql, &[&id, &person]).await {
+            let trigger = &c.trigger;
+            match mind.chat_db.json(sql, &[&c.censor_id, &person]).await {
                 Ok(Value::Bool(true)) if verb == "keep" => {
                     format!("(kept: \"{trigger}\" — a warning from now on; three times in a row and it becomes a block, as any warning)")
                 }
@@ -205,17 +236,20 @@ pub async fn command(mind: &Mind, channel_id: &str, author_id: &str, words: &str
                 }
             }
         }
-        ("fine" | "lift", Some(c)) => {
-            let id = c["id"].as_str().and_then(|s| Uuid::parse_str(s).ok());
-            let sql = if verb == "fine" {
-                "SELECT to_jsonb(dionysus.mark_censor_false_positive($1, $2))"
-            } else {
-                "SELECT to_jsonb(dionysus.retire_censor($1, $2))"
-            };
-            match mind.chat_db.json(sql, &[&id, &person]).await {
-                Ok(v) if verb == "fine" => format!("(noted: \"{}\" is now {})", c["trigger"].as_str().unwrap_or(""),
-                                                   if v["status"] == "retired" { "lifted".to_string() } else { v["severity"].as_str().unwrap_or("").to_string() }),
-                Ok(_) => format!("(lifted: \"{}\")", c["trigger"].as_str().unwrap_or("")),
+        ("fine", Some(i)) if listed.get(nth(i)).is_some() => {
+            let c = &listed[nth(i)];
+            match mind.chat_db.one::<Stepped>("SELECT dionysus.mark_censor_false_positive($1, $2)", &[&c.censor_id, &person]).await {
+                Ok(v) => format!("(noted: \"{}\" is now {})", c.trigger, if v.status == "retired" { "lifted" } else { &v.severity }),
+                Err(e) => {
+                    tracing::info!(error = %e, "a censor command was refused");
+                    "(that one is not yours to change)".to_string()
+                }
+            }
+        }
+        ("lift", Some(i)) if listed.get(nth(i)).is_some() => {
+            let c = &listed[nth(i)];
+            match mind.chat_db.json("SELECT to_jsonb(dionysus.retire_censor($1, $2))", &[&c.censor_id, &person]).await {
+                Ok(_) => format!("(lifted: \"{}\")", c.trigger),
                 Err(e) => {
                     tracing::info!(error = %e, "a censor command was refused");
                     "(that one is not yours to change)".to_string()

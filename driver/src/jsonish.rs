@@ -132,6 +132,27 @@ pub fn list<'a>(v: &'a Value, key: &str) -> Result<&'a [Value], String> {
     }
 }
 
+/// The items of an array field; anything else (missing, null, not an array) has none. For a
+/// model's optional parts, where a malformed one is dropped rather than failing the answer.
+pub fn items<'a>(v: &'a Value, key: &str) -> &'a [Value] {
+    v.get(key).and_then(Value::as_array).map_or(&[], Vec::as_slice)
+}
+
+/// The strings of an array field (other items skipped), or None when it is not an array.
+pub fn strings(v: &Value, key: &str) -> Option<Vec<String>> {
+    v.get(key).and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+}
+
+/// A boolean field.
+pub fn flag(v: &Value, key: &str) -> Option<bool> {
+    v.get(key).and_then(Value::as_bool)
+}
+
+/// How many items an array field holds (0 when it is not an array).
+pub fn count(v: &Value, key: &str) -> usize {
+    items(v, key).len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

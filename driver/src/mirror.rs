@@ -7,6 +7,7 @@
 use crate::channel::{Answer, Button, ButtonStyle, Card, DreamChannel, Form, FormInput, Interaction, SendError};
 use crate::db::DbError;
 use crate::Mind;
+use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -109,19 +110,58 @@ fn lines_of(v: &Value) -> String {
         .join("\n")
 }
 
+/// An item's card as `mirror_record` writes it (see 019_dream_channel.sql): title, time,
+/// sections, and the free-form metrics and context shown as "key: value" lines.
+#[derive(Debug, Default, Deserialize)]
+pub struct CardBody {
+    pub title: Option<String>,
+    pub at: Option<String>,
+    #[serde(default)]
+    pub sections: Vec<Section>,
+    #[serde(default)]
+    pub metrics: Value,
+    #[serde(default)]
+    pub context: Value,
+    /// A proposal's status when the card was claimed.
+    pub status: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct Section {
+    pub name: Option<String>,
+    pub value: Option<String>,
+}
+
+/// A row of `claim_mirror_items(viewer, worker, max)`: an item to post.
+#[derive(Debug, Deserialize)]
+struct Claimed {
+    item_id: Uuid,
+    kind: String,
+    card: CardBody,
+    has_prompt: bool,
+}
+
+/// `mirror_view(item_id, platform, author_id)`: one item as its viewer may see it now.
+#[derive(Debug, Deserialize)]
+struct View {
+    kind: String,
+    card: CardBody,
+    prompt: Option<String>,
+    proposal_status: Option<String>,
+}
+
 /// A card from an item as the extension gives it (`claim_mirror_items` or `mirror_view`):
 /// its sections, metrics and context, within every embed limit, and its buttons — View prompt
 /// when it has one, Feedback always, and Approve / Reject / Discuss on an open proposal.
-pub fn card(item_id: Uuid, kind: &str, body: &Value, has_prompt: bool, proposal_status: Option<&str>) -> Card {
-    let mut fields: Vec<(String, String)> = body["sections"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|s| (clip(s["name"].as_str().unwrap_or("·"), FIELD_NAME_MAX), clip(s["value"].as_str().unwrap_or(""), FIELD_VALUE_MAX)))
+pub fn card(item_id: Uuid, kind: &str, body: &CardBody, has_prompt: bool, proposal_status: Option<&str>) -> Card {
+    let mut fields: Vec<(String, String)> = body
+        .sections
+        .iter()
+        .map(|s| (clip(s.name.as_deref().unwrap_or("·"), FIELD_NAME_MAX), clip(s.value.as_deref().unwrap_or(""), FIELD_VALUE_MAX)))
         .map(|(n, v)| (if n.trim().is_empty() { "·".into() } else { n }, if v.trim().is_empty() { "(empty)".into() } else { v }))
         .collect();
-    for (name, key) in [("Metrics", "metrics"), ("Context used", "context")] {
-        let text = lines_of(&body[key]);
+    for (name, lines) in [("Metrics", &body.metrics), ("Context used", &body.context)] {
+        let text = lines_of(lines);
         if !text.is_empty() {
             fields.push((name.into(), clip(&text, FIELD_VALUE_MAX)));
         }
@@ -130,9 +170,9 @@ pub fn card(item_id: Uuid, kind: &str, body: &Value, has_prompt: bool, proposal_
         fields.push(("Status".into(), status.to_string()));
     }
     fields.truncate(FIELDS_MAX);
-    let title = clip(body["title"].as_str().unwrap_or(kind), TITLE_MAX);
+    let title = clip(body.title.as_deref().unwrap_or(kind), TITLE_MAX);
     let description =
-        clip(&format!("{} · {}", kind.replace('_', "-"), body["at"].as_str().map(|t| t.get(..16).unwrap_or(t)).unwrap_or("")), DESCRIPTION_MAX);
+        clip(&format!("{} · {}", kind.replace('_', "-"), body.at.as_deref().map(|t| t.get(..16).unwrap_or(t)).unwrap_or("")), DESCRIPTION_MAX);
     let footer = clip(&format!("item {item_id}"), FOOTER_MAX);
     // The whole card within Discord's total: the longest section gives way first.
     let total = |f: &[(String, String)]| {
@@ -288,10 +328,9 @@ pub async fn deliver(mind: &Mind, dream: &DreamChannel) -> usize {
     let mut posted = 0;
     loop {
         // One at a time, oldest first: a channel that goes down costs only that item an attempt.
-        let sql = "SELECT coalesce(jsonb_agg(to_jsonb(c)), '[]') \
-                   FROM dionysus.claim_mirror_items(dionysus.person_key($1, $2), $3, 1) c";
-        let items = match mind.mirror_db.json(sql, &[&platform, &dream.owner, worker]).await {
-            Ok(v) => v.as_array().cloned().unwrap_or_default(),
+        let sql = "SELECT to_jsonb(c) FROM dionysus.claim_mirror_items(dionysus.person_key($1, $2), $3, 1) c";
+        let items = match mind.mirror_db.all::<Claimed>(sql, &[&platform, &dream.owner, worker]).await {
+            Ok(v) => v,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot claim dream-channel items");
                 return posted;
@@ -301,11 +340,8 @@ pub async fn deliver(mind: &Mind, dream: &DreamChannel) -> usize {
             return posted;
         }
         for item in items {
-            let Some(id) = item["item_id"].as_str().and_then(|s| Uuid::parse_str(s).ok()) else {
-                continue;
-            };
-            let kind = item["kind"].as_str().unwrap_or("");
-            let c = card(id, kind, &item["card"], item["has_prompt"] == Value::Bool(true), item["card"]["status"].as_str());
+            let id = item.item_id;
+            let c = card(id, &item.kind, &item.card, item.has_prompt, item.card.status.as_deref());
             let settle = "SELECT to_jsonb(dionysus.mirror_settle($1, $2, $3, $4, $5, $6))";
             let none: Option<String> = None;
             let (result, stop) = match mind.channel.post_card(&dream.channel_id, &c, &nonce(id)).await {
@@ -371,14 +407,14 @@ fn refused_or(e: DbError, what: &str) -> Answer {
     }
 }
 
-async fn view(mind: &Mind, item: Uuid, i: &Interaction) -> Result<Value, Answer> {
+async fn view(mind: &Mind, item: Uuid, i: &Interaction) -> Result<View, Answer> {
     let platform = mind.channel.platform();
-    mind.mirror_db.json("SELECT dionysus.mirror_view($1, $2, $3)", &[&item, &platform, &i.author_id]).await.map_err(|e| refused_or(e, "open that"))
+    mind.mirror_db.one("SELECT dionysus.mirror_view($1, $2, $3)", &[&item, &platform, &i.author_id]).await.map_err(|e| refused_or(e, "open that"))
 }
 
 /// The card as it is now (after a decision: its status, without the decision buttons).
-fn card_of(view: &Value, item: Uuid) -> Card {
-    card(item, view["kind"].as_str().unwrap_or(""), &view["card"], !view["prompt"].is_null(), view["proposal_status"].as_str())
+fn card_of(view: &View, item: Uuid) -> Card {
+    card(item, &view.kind, &view.card, view.prompt.is_some(), view.proposal_status.as_deref())
 }
 
 fn field<'a>(i: &'a Interaction, name: &str) -> &'a str {
@@ -398,7 +434,7 @@ async fn respond(mind: &Mind, i: &Interaction) -> Answer {
     let item = press.item;
     match press.action {
         Action::Prompt => match view(mind, item, i).await {
-            Ok(v) => match v["prompt"].as_str() {
+            Ok(v) => match v.prompt.as_deref() {
                 Some(p) => prompt_answer(p),
                 None => private("This item has no prompt: no model was asked."),
             },
@@ -432,11 +468,11 @@ async fn respond(mind: &Mind, i: &Interaction) -> Answer {
             let note = field(i, "note").trim().to_string();
             let note = (!note.is_empty()).then_some(note);
             let sql = "SELECT dionysus.mirror_decide($1, $2, $3, $4, $5, $6)";
-            match mind.mirror_db.json(sql, &[&item, &platform, &i.author_id, &decision, &note, &i.id]).await {
-                Ok(v) if decision == "approve" && v["approved"] == Value::Bool(false) => {
-                    private(format!("Not approved: {}", v["reason"].as_str().unwrap_or("it is no longer open")))
+            match mind.mirror_db.one::<crate::api::ProposalDecision>(sql, &[&item, &platform, &i.author_id, &decision, &note, &i.id]).await {
+                Ok(v) if decision == "approve" && v.approved == Some(false) => {
+                    private(format!("Not approved: {}", v.reason.as_deref().unwrap_or("it is no longer open")))
                 }
-                Ok(v) if v["decided"] == Value::Bool(false) => private(format!("Already {}.", v["status"].as_str().unwrap_or("decided"))),
+                Ok(v) if v.decided == Some(false) => private(format!("Already {}.", v.status.as_deref().unwrap_or("decided"))),
                 Ok(_) => match view(mind, item, i).await {
                     Ok(v) => Answer::Update(card_of(&v, item)),
                     Err(a) => a,
@@ -461,6 +497,11 @@ pub fn card_text(c: &Card) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A card body as the extension writes it.
+    fn body(v: Value) -> CardBody {
+        serde_json::from_value(v).unwrap()
+    }
 
     fn id() -> Uuid {
         Uuid::parse_str("7f1c2d3e-4b5a-6978-8a9b-0c1d2e3f4a5b").unwrap()
@@ -491,14 +532,14 @@ mod tests {
     #[test]
     fn a_card_keeps_every_discord_limit_whatever_it_carries() {
         let huge = "word ".repeat(5000);
-        let body = json!({
+        let card_json = json!({
             "title": "T".repeat(400),
             "at": "2026-11-24T12:00:00+00:00",
             "sections": (0..30).map(|i| json!({"name": format!("{i}{}", "n".repeat(300)), "value": huge})).collect::<Vec<_>>(),
             "metrics": {"latency_ms": 1234, "model": "m".repeat(2000)},
             "context": {"archetype": "small_talk"},
         });
-        let c = card(id(), "reply", &body, true, None);
+        let c = card(id(), "reply", &body(card_json), true, None);
         assert!(c.title.chars().count() <= TITLE_MAX);
         assert!(c.fields.len() <= FIELDS_MAX);
         for (n, v) in &c.fields {
@@ -514,13 +555,13 @@ mod tests {
 
     #[test]
     fn a_card_shows_its_sections_metrics_and_context_and_the_right_buttons() {
-        let body = json!({
+        let card_json = json!({
             "title": "Reply", "at": "2026-11-24T12:00:00+00:00",
             "sections": [{"name": "Their message", "value": "How was the concert?"}, {"name": "Response", "value": "Loud!"}],
             "metrics": {"latency_ms": 812, "model": "smart-model", "prompt_tokens": 120},
             "context": {"archetype": "small_talk", "memories": 2},
         });
-        let c = card(id(), "reply", &body, true, None);
+        let c = card(id(), "reply", &body(card_json), true, None);
         assert_eq!(c.title, "Reply");
         assert_eq!(c.fields[0], ("Their message".to_string(), "How was the concert?".to_string()));
         assert_eq!(c.fields[1].1, "Loud!");
@@ -529,13 +570,13 @@ mod tests {
         assert_eq!(c.buttons.iter().map(|b| b.label.as_str()).collect::<Vec<_>>(), ["View prompt", "Feedback"]);
         assert!(c.footer.contains(&id().to_string()));
         // A heartbeat without a prompt: Feedback only.
-        let c = card(id(), "heartbeat", &json!({"title": "Heartbeat #3", "sections": []}), false, None);
+        let c = card(id(), "heartbeat", &body(json!({"title": "Heartbeat #3", "sections": []})), false, None);
         assert_eq!(c.buttons.iter().map(|b| b.label.as_str()).collect::<Vec<_>>(), ["Feedback"]);
         // An open proposal can be decided; a decided one shows its status and cannot.
-        let c = card(id(), "proposal", &json!({"title": "Proposal"}), true, Some("pending"));
+        let c = card(id(), "proposal", &body(json!({"title": "Proposal"})), true, Some("pending"));
         assert_eq!(c.buttons.iter().map(|b| b.label.as_str()).collect::<Vec<_>>(), ["View prompt", "Feedback", "Approve", "Reject", "Discuss"]);
         assert_eq!(Press::parse(&c.buttons[2].custom_id), Some(Press { action: Action::Approve, item: id() }));
-        let c = card(id(), "proposal", &json!({"title": "Proposal"}), true, Some("approved"));
+        let c = card(id(), "proposal", &body(json!({"title": "Proposal"})), true, Some("approved"));
         assert_eq!(c.buttons.len(), 2);
         assert!(c.fields.contains(&("Status".to_string(), "approved".to_string())));
     }
