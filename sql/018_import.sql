@@ -267,7 +267,8 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION import_messages(uuid, integer, jsonb) IS
     'A batch of turns at first_position of an import, in one transaction: each into the message log once, at its own time, '
-    'as a memory private to the person; their own turns queued for extraction at background priority. A batch sent again skips what is in.';
+    'as a memory private to the person; their own turns queued for extraction at background priority. A batch sent again skips what is in. '
+    'Returns {import_id, position, total, imported, duplicates, skipped, finished}: imported and duplicates are this batch''s.';
 
 -- The imports, newest first, with what the queue still has to do for each (for `dionysus status`).
 CREATE FUNCTION import_status(max_items integer DEFAULT 10) RETURNS jsonb

@@ -100,7 +100,9 @@ COMMENT ON VIEW memory_health IS
 COMMENT ON FUNCTION embed_real IS 'embed() as real[]: for clients without the vector type.';
 COMMENT ON FUNCTION embed_batch_real IS 'embed_batch() as real[] rows.';
 COMMENT ON FUNCTION embedding_info IS
-    'The embedding provider in use, its model and whether it loads: for diagnostics (dionysus doctor).';
+    'The embedding provider in use, its model and whether it loads: for diagnostics (dionysus doctor). '
+    '{provider (local, http), model_key, dimensions, store_model_key (the model of the stored vectors, null before any), reindex_needed; '
+    'local: model_path, loadable, error (when it does not load); http: url}.';
 COMMENT ON FUNCTION embedding_settings() IS 'The embedding model the settings name ({provider, url, model, model_path, model_key}), never the API key.';
 COMMENT ON FUNCTION embedding_store_adopt(boolean) IS
     'Owner only: declares the stored vectors the settings'' model''s, for a store with no memories yet (force: vectors made elsewhere by that model); its width must be the store''s (22000). Anything else is a re-index.';

@@ -145,7 +145,7 @@ async fn discord_identity(token: &str) -> Result<String, String> {
         .await
         .map_err(|e| format!("cannot reach Discord: {e}"))?;
     match resp.status().as_u16() {
-        200 => Ok(resp.json::<serde_json::Value>().await.ok().and_then(|v| v["username"].as_str().map(str::to_string)).unwrap_or_default()),
+        200 => Ok(resp.json::<DiscordUser>().await.ok().and_then(|u| u.username).unwrap_or_default()),
         401 => Err("Discord refused the token (401)".into()),
         s => Err(format!("Discord answered HTTP {s}")),
     }
@@ -218,7 +218,7 @@ async fn preload(c: &Client) -> Check {
             "ALTER SYSTEM SET shared_preload_libraries = 'dionysus'; then restart PostgreSQL",
         ),
         // dionysus_driver may not read the setting: the workers' own record shows it instead.
-        Err(_) => match one(c, "SELECT (last_tick_at IS NOT NULL)::text FROM dionysus.scheduler_status").await {
+        Err(_) => match one(c, "SELECT (last_scheduler_tick IS NOT NULL)::text FROM dionysus.heartbeat_health").await {
             Ok(Some(t)) if t == "true" => Check::ok("preload", "the background workers run in this database"),
             _ => Check::warn(
                 "preload",
@@ -256,30 +256,54 @@ async fn worker(c: &Client) -> Check {
     }
 }
 
+/// The Discord user a bot token belongs to (`GET /users/@me`).
+#[derive(serde::Deserialize)]
+struct DiscordUser {
+    username: Option<String>,
+}
+
+/// `embedding_info()`: the embedding model in use (see its COMMENT).
+#[derive(Debug, serde::Deserialize)]
+struct EmbeddingInfo {
+    provider: Option<String>,
+    model_key: Option<String>,
+    store_model_key: Option<String>,
+    reindex_needed: bool,
+    /// The local model's only.
+    model_path: Option<String>,
+    loadable: Option<bool>,
+    error: Option<String>,
+    /// The HTTP provider's only.
+    url: Option<String>,
+}
+
 async fn model(c: &Client) -> Check {
-    let info: Result<serde_json::Value, String> =
-        c.query_one("SELECT dionysus.embedding_info()", &[]).await.map(|r| r.get(0)).map_err(|e| e.to_string());
+    let info = c
+        .query_one("SELECT dionysus.embedding_info()", &[])
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| serde_json::from_value::<EmbeddingInfo>(r.get(0)).map_err(|e| format!("embedding_info's answer does not have its documented shape: {e}")));
     let info = match info {
         Ok(i) => i,
         Err(e) => return Check::fail("model", e, "see the server log"),
     };
-    let provider = info["provider"].as_str().unwrap_or("?").to_string();
-    if provider == "local" && info["loadable"] != serde_json::Value::Bool(true) {
+    let provider = info.provider.clone().unwrap_or_else(|| "?".into());
+    if provider == "local" && info.loadable != Some(true) {
         return Check::fail(
             "model",
-            format!("{} — {}", info["model_path"].as_str().unwrap_or("?"), info["error"].as_str().unwrap_or("not loadable")),
-            format!("scripts/fetch-model.sh {}", info["model_path"].as_str().unwrap_or("")),
+            format!("{} — {}", info.model_path.as_deref().unwrap_or("?"), info.error.as_deref().unwrap_or("not loadable")),
+            format!("scripts/fetch-model.sh {}", info.model_path.as_deref().unwrap_or("")),
         );
     }
     match c.query_one("SELECT vector_dims(dionysus.embed('dionysus doctor'))", &[]).await {
         Ok(r) => {
             let dims: i32 = r.get(0);
-            let where_ = info["model_path"].as_str().or(info["url"].as_str()).unwrap_or("").to_string();
-            if info["reindex_needed"] == serde_json::Value::Bool(true) {
-                // Vectors of two models side by side compare as noise.
+            let where_ = info.model_path.as_deref().or(info.url.as_deref()).unwrap_or("").to_string();
+            if info.reindex_needed {
+                // Vectors of two models side by side compare as noise (named as JSON shows them, quoted).
                 return Check::warn(
                     "model",
-                    format!("the settings name {} but the stored vectors were made by {}", info["model_key"], info["store_model_key"]),
+                    format!("the settings name {} but the stored vectors were made by {}", serde_json::json!(info.model_key), serde_json::json!(info.store_model_key)),
                     "dionysus reindex",
                 );
             }

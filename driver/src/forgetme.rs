@@ -17,6 +17,12 @@ pub const CONFIRM_WITHIN: Duration = Duration::from_secs(300);
 
 /// Who asked, by database and person, and when: a confirmation counts only after an ask by the
 /// same person (a restart forgets the ask, and they ask again).
+/// `forget_person(person)`: `{person, forgotten}`, the counts erased by kind (logged as they are).
+#[derive(Debug, serde::Deserialize)]
+struct Forgotten {
+    forgotten: serde_json::Value,
+}
+
 static ASKED: Mutex<Option<HashMap<(String, String), Instant>>> = Mutex::new(None);
 
 pub const ASK: &str = "This erases everything you have said to me and everything I learned from it, for good: \
@@ -48,9 +54,9 @@ pub async fn command(mind: &Mind, channel_id: &str, author_id: &str, words: &str
             if !confirmed(asked_at, Instant::now()) {
                 NOT_ASKED.to_string()
             } else {
-                match mind.chat_db.json("SELECT dionysus.forget_person($1)", &[&person]).await {
+                match mind.chat_db.one::<Forgotten>("SELECT dionysus.forget_person($1)", &[&person]).await {
                     Ok(v) => {
-                        tracing::info!(%person, forgotten = %v["forgotten"], "a person left: everything of theirs erased");
+                        tracing::info!(%person, forgotten = %v.forgotten, "a person left: everything of theirs erased");
                         DONE.to_string()
                     }
                     Err(e) if e.code() == Some("P0002") => "(nothing of yours is stored here)".to_string(),

@@ -522,7 +522,7 @@ fn locomo(path: &Path, src: &str, samples: &[Value], opts: &Options) -> Result<H
     let listed = src.trim_start().starts_with('[');
     for (i, s) in samples.iter().enumerate() {
         let sample = s.get("sample_id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("sample-{}", i + 1));
-        let conv = s["conversation"].as_object().expect("checked by read");
+        let conv = s.get("conversation").and_then(Value::as_object).expect("checked by read");
         // Where this sample starts in the file: its errors are looked for after it.
         let here = src.find(&format!("\"{sample}\"")).unwrap_or(0);
         let at_conv = || line_of(src, here, &format!("\"{sample}\"")).or_else(|| line_of(src, here, "\"conversation\""));
@@ -738,6 +738,17 @@ fn discord(root: &Path, opts: &Options) -> Result<History, Malformed> {
 // The command
 // ---------------------------------------------------------------------------------------
 
+/// `begin_import(...)` and `import_messages(...)`: where an import stands (see their COMMENTs).
+#[derive(Debug, Deserialize)]
+struct Progress {
+    import_id: Option<uuid::Uuid>,
+    position: Option<i64>,
+    imported: Option<i64>,
+    duplicates: Option<i64>,
+    /// `begin_import`'s only: when an earlier run finished this input.
+    finished_at: Option<String>,
+}
+
 const USAGE: &str = "usage: dionysus import PATH [--person KEY] [--author ID] [--dry-run]
   PATH       a Discord data package (its folder), a chat file (the README's format) or LoCoMo JSON
   --person   the person key it all belongs to (default: the author's key on the input's platform,
@@ -805,8 +816,8 @@ pub async fn run(config: &Config, args: &[String]) -> ExitCode {
     let db = Db::new(&config.database_url, "import").with_patience(std::time::Duration::from_secs(30));
     if !dry {
         // The database's own limit may be below its default: a turn over it is left out as well.
-        match db.json("SELECT to_jsonb(coalesce(nullif(current_setting('dionysus.max_content_length', true), '')::int, 100000))", &[]).await {
-            Ok(v) => history.fit(v.as_u64().unwrap_or(100_000) as usize),
+        match db.one::<i64>("SELECT to_jsonb(coalesce(nullif(current_setting('dionysus.max_content_length', true), '')::int, 100000))", &[]).await {
+            Ok(v) => history.fit(usize::try_from(v).unwrap_or(100_000)),
             Err(e) => {
                 eprintln!("dionysus import: {e}");
                 return ExitCode::FAILURE;
@@ -845,8 +856,8 @@ pub async fn run(config: &Config, args: &[String]) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let total = history.turns.len() as i32;
-    let begun = match db
-        .json("SELECT dionysus.begin_import($1, $2, $3, $4, $5)", &[&history.person, &history.kind.as_str(), &path.as_str(), &history.fingerprint(), &total])
+    let begun: Progress = match db
+        .one("SELECT dionysus.begin_import($1, $2, $3, $4, $5)", &[&history.person, &history.kind.as_str(), &path.as_str(), &history.fingerprint(), &total])
         .await
     {
         Ok(v) => v,
@@ -855,37 +866,37 @@ pub async fn run(config: &Config, args: &[String]) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let Some(id) = begun["import_id"].as_str().and_then(|s| uuid::Uuid::parse_str(s).ok()) else {
-        eprintln!("dionysus import: begin_import answered without an import id: {begun}");
+    let Some(id) = begun.import_id else {
+        eprintln!("dionysus import: begin_import answered without an import id: {begun:?}");
         return ExitCode::FAILURE;
     };
-    let mut position = begun["position"].as_i64().unwrap_or(0).clamp(0, total as i64) as usize;
-    if !begun["finished_at"].is_null() {
+    let mut position = begun.position.unwrap_or(0).clamp(0, total as i64) as usize;
+    if begun.finished_at.is_some() {
         println!(
             "already imported ({} new turns, {} the log held already); nothing to do",
-            thousands(begun["imported"].as_i64().unwrap_or(0)),
-            thousands(begun["duplicates"].as_i64().unwrap_or(0))
+            thousands(begun.imported.unwrap_or(0)),
+            thousands(begun.duplicates.unwrap_or(0))
         );
         return ExitCode::SUCCESS;
     }
     if position > 0 {
         println!("resuming at turn {} of {}", thousands(position as i64), thousands(total as i64));
     }
-    let (mut added, mut dup) = (begun["imported"].as_i64().unwrap_or(0), begun["duplicates"].as_i64().unwrap_or(0));
+    let (mut added, mut dup) = (begun.imported.unwrap_or(0), begun.duplicates.unwrap_or(0));
     while position < history.turns.len() {
         let end = (position + batch).min(history.turns.len());
         let items = Value::Array(history.turns[position..end].iter().map(Turn::item).collect());
         // Safe to send again if the connection breaks: the database skips what it committed.
-        let r = match db.json("SELECT dionysus.import_messages($1, $2, $3)", &[&id, &(position as i32), &items]).await {
+        let r: Progress = match db.one("SELECT dionysus.import_messages($1, $2, $3)", &[&id, &(position as i32), &items]).await {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("dionysus import: stopped at turn {position}: {e}\n(run the same command again to resume)");
                 return ExitCode::FAILURE;
             }
         };
-        added += r["imported"].as_i64().unwrap_or(0);
-        dup += r["duplicates"].as_i64().unwrap_or(0);
-        position = r["position"].as_i64().map_or(end, |p| p as usize);
+        added += r.imported.unwrap_or(0);
+        dup += r.duplicates.unwrap_or(0);
+        position = r.position.map_or(end, |p| p as usize);
         eprintln!(
             "import: {}/{} turns ({}%), {} new, {} already in the log",
             thousands(position as i64),

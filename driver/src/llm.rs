@@ -1,5 +1,5 @@
 //! OpenAI-compatible chat completions (Ollama, OpenRouter, OpenAI, vLLM, LM Studio), with the
-//! resilience of seed 003: a timeout per call, two retries with exponential back-off, and a
+//! resilience an outside service needs: a timeout per call, two retries with exponential back-off, and a
 //! circuit breaker that opens after 3 failures of the endpoint for 30 s. A JSON task's answer
 //! is parsed robustly and checked against the expected shape; an unusable answer is an error
 //! of that call (retried), never a failure of the endpoint: the model did answer.

@@ -12,6 +12,13 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+/// `note_reaction(...)`: whether the reaction was noted, and whether it answered a contact.
+#[derive(Debug, serde::Deserialize)]
+struct NotedReaction {
+    noted: bool,
+    answered_contact: Option<bool>,
+}
+
 /// What the conversation reports per message (the tests and the benchmark listen to it).
 pub type Observer = mpsc::UnboundedSender<Handled>;
 
@@ -79,8 +86,8 @@ pub async fn run(mind: Arc<Mind>, observer: Option<Observer>) {
                     }
                     let sql = "SELECT dionysus.note_reaction($1, $2, $3, $4)";
                     let platform = mind.channel.platform();
-                    match mind.chat_db.json(sql, &[&platform, &r.message_id, &r.author_id, &r.emoji]).await {
-                        Ok(v) => tracing::info!(noted = %v["noted"], answered = %v["answered_contact"], "reaction"),
+                    match mind.chat_db.one::<NotedReaction>(sql, &[&platform, &r.message_id, &r.author_id, &r.emoji]).await {
+                        Ok(v) => tracing::info!(noted = v.noted, answered = ?v.answered_contact, "reaction"),
                         Err(e) => tracing::warn!(error = %e, "the reaction was not noted"),
                     }
                 });
@@ -246,8 +253,8 @@ async fn autonomy(mind: Arc<Mind>, mut wakes: mpsc::Receiver<Wake>) {
             contact::decide_open(&mind).await;
         }
         if heartbeat_due && !mind.shutdown.is_cancelled() {
-            match mind.work_db.json("SELECT to_jsonb(dionysus.heartbeat_due())", &[]).await {
-                Ok(serde_json::Value::Bool(true)) => {
+            match mind.work_db.one::<Option<bool>>("SELECT to_jsonb(dionysus.heartbeat_due())", &[]).await {
+                Ok(Some(true)) => {
                     if let Err(e) = heartbeat::run_once(&mind).await {
                         tracing::error!(error = %e, "heartbeat failed; the scheduler will recover it");
                     }

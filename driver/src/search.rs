@@ -21,15 +21,18 @@ pub async fn search(web: &Web, endpoint: &str, query: &str, max: usize) -> Resul
     web::accepted_type(&resp, web::SEARCH_TYPES)?;
     let body = web::read_capped(resp, web::PAGE_CAP).await?;
     let v: Value = serde_json::from_slice(&body).map_err(|e| format!("not JSON: {e}"))?;
-    let hits = v["results"]
-        .as_array()
+    let hits = v
+        .get("results")
+        .and_then(Value::as_array)
         .ok_or("no \"results\" array")?
         .iter()
         .filter_map(|r| {
+            // An untrusted answer: a field that is not a string is taken as absent.
+            let field = |key: &str| r.get(key).and_then(Value::as_str);
             Some(Hit {
-                title: r["title"].as_str().unwrap_or("").chars().take(200).collect(),
-                url: r["url"].as_str()?.to_string(),
-                snippet: r["content"].as_str().unwrap_or("").chars().take(400).collect(),
+                title: field("title").unwrap_or("").chars().take(200).collect(),
+                url: field("url")?.to_string(),
+                snippet: field("content").unwrap_or("").chars().take(400).collect(),
             })
         })
         .take(max)

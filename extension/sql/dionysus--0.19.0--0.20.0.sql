@@ -763,3 +763,15 @@ CREATE FUNCTION pending_proposals(for_person text)
 $$;
 COMMENT ON FUNCTION pending_proposals(text) IS 'One person''s proposals waiting for their word (pending or under discussion), oldest first: the rows of pending_proposals() whose dream was theirs, the only ones they may decide.';
 GRANT EXECUTE ON FUNCTION pending_proposals(text) TO dionysus_driver;
+
+-- H3a: the answers the driver reads into its structs say their keys in their COMMENTs.
+COMMENT ON FUNCTION import_messages(uuid, integer, jsonb) IS
+    'A batch of turns at first_position of an import, in one transaction: each into the message log once, at its own time, '
+    'as a memory private to the person; their own turns queued for extraction at background priority. A batch sent again skips what is in. '
+    'Returns {import_id, position, total, imported, duplicates, skipped, finished}: imported and duplicates are this batch''s.';
+COMMENT ON FUNCTION forget_person(text) IS
+    'Erases, in one transaction, everything one person said and everything derived from it (turns, memories, facts, triples, goals, sentence vectors, people in their life, north stars, objectives, feedback, censors, rules, evaluations, learning, dreams and their proposals, their own templates and archetypes, threads, working memory, work items, outbox, mirror items, re-index staging, tombstones); what mixed them with others is redacted (heartbeats) or re-derived (episodes: summary cleared and queued again); the embedding cache is emptied. Owner, or the driver on the person''s own confirmed request (/forgetme). Returns {person, forgotten: {kind: count erased}}. P0002 for a person of whom nothing is stored.';
+COMMENT ON FUNCTION embedding_info IS
+    'The embedding provider in use, its model and whether it loads: for diagnostics (dionysus doctor). '
+    '{provider (local, http), model_key, dimensions, store_model_key (the model of the stored vectors, null before any), reindex_needed; '
+    'local: model_path, loadable, error (when it does not load); http: url}.';

@@ -220,7 +220,7 @@ mod tests {
 
     #[test]
     fn short_messages_stay_whole() {
-        assert_eq!(split_message("hello", 2000), vec!["hello"]);
+        assert_eq!(split_message("hello", 2000), vec!["hello".to_string()]);
     }
 
     #[test]

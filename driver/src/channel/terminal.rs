@@ -99,14 +99,18 @@ impl Channel for Terminal {
             }
             n += 1;
             let msg = match (self.json, serde_json::from_str::<serde_json::Value>(line)) {
-                (true, Ok(v)) if v.is_object() => Incoming {
-                    message_id: v["id"].as_str().map(str::to_string).unwrap_or_else(|| format!("{session}-{n}")),
-                    channel_id: CHANNEL_ID.into(),
-                    author_id: v["author"].as_str().unwrap_or(&self.user).to_string(),
-                    content: v["text"].as_str().unwrap_or_default().to_string(),
-                    private: true,
-                    reply_to: v["reply_to"].as_str().map(str::to_string),
-                },
+                // A line of --json input: {"text", "id", "author", "reply_to"}, each a string or left out.
+                (true, Ok(serde_json::Value::Object(v))) => {
+                    let field = |key: &str| v.get(key).and_then(serde_json::Value::as_str);
+                    Incoming {
+                        message_id: field("id").map(str::to_string).unwrap_or_else(|| format!("{session}-{n}")),
+                        channel_id: CHANNEL_ID.into(),
+                        author_id: field("author").unwrap_or(&self.user).to_string(),
+                        content: field("text").unwrap_or_default().to_string(),
+                        private: true,
+                        reply_to: field("reply_to").map(str::to_string),
+                    }
+                }
                 _ => Incoming {
                     message_id: format!("{session}-{n}"),
                     channel_id: CHANNEL_ID.into(),
