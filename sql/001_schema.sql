@@ -386,6 +386,20 @@ INSERT INTO recall_config (key, value, description) VALUES
     ('lexical_max_df',     0.25, 'lexemes in more than this share of memories are not matched (too common to tell memories apart)'),
     ('lexical_candidates', 200,  'most memories the query''s words look up per recall: its rarest words search while their memories together fit, and the rest are counted on the memories found otherwise');
 
+-- One value of recall_config: the table is the one home of recall's knobs (recall itself reads
+-- them all at once), so no caller writes a default of its own.
+CREATE FUNCTION dionysus_internal.recall_setting(setting_key text) RETURNS double precision
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE v double precision;
+BEGIN
+    SELECT value INTO v FROM dionysus.recall_config WHERE key = setting_key;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: recall_config has no key "%"', setting_key USING ERRCODE = 'undefined_object';
+    END IF;
+    RETURN v;
+END $$;
+COMMENT ON FUNCTION dionysus_internal.recall_setting(text) IS 'One value of recall_config; an unknown key is an error naming it.';
+
 -- ---------------------------------------------------------------------------------------
 -- Worker status (singleton row per database), read by the health view.
 -- ---------------------------------------------------------------------------------------

@@ -321,6 +321,14 @@ END $$;
 COMMENT ON FUNCTION review_goals() IS
     'The goal assessment of §4.4: active, queued, blocked, stale, promotion candidates, whether to brainstorm, a promotion to suggest.';
 
+-- The goals still open (active, queued, backburner), for brainstorm_goals: what the model
+-- should not propose again.
+CREATE FUNCTION open_goals() RETURNS TABLE (goal_id uuid, title text, priority text)
+    LANGUAGE sql STABLE AS $$
+    SELECT g.id, g.title, g.priority::text FROM dionysus.goals g WHERE g.priority IN ('active', 'queued', 'backburner')
+$$;
+COMMENT ON FUNCTION open_goals() IS 'The goals still open (active, queued or backburner): goal_id, title, priority.';
+
 CREATE VIEW active_goals AS
 SELECT * FROM goals WHERE priority = 'active' ORDER BY last_touched DESC;
 COMMENT ON VIEW active_goals IS 'Active goals, most recently touched first.';

@@ -47,3 +47,13 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION set_worldview_belief(text, double precision) IS
     'Adds a worldview belief, or updates its confidence; returns its id (reflect writes these).';
+
+-- Who the agent is and what it believes, as a reflection shows them: each aspect or belief
+-- with its confidence ("curious (0.80)").
+CREATE FUNCTION self_model() RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object(
+        'identity', (SELECT coalesce(jsonb_agg(aspect || ' (' || round(confidence::numeric, 2) || ')'), '[]') FROM dionysus.identity_aspects),
+        'worldview', (SELECT coalesce(jsonb_agg(belief || ' (' || round(confidence::numeric, 2) || ')'), '[]') FROM dionysus.worldview_beliefs))
+$$;
+COMMENT ON FUNCTION self_model() IS 'The agent''s identity aspects and worldview beliefs, each with its confidence: {identity: ["aspect (0.80)"], worldview: ["belief (0.60)"]}.';

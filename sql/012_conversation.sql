@@ -547,6 +547,16 @@ CREATE FUNCTION episode_transcript(episode_id uuid) RETURNS jsonb
 $$;
 COMMENT ON FUNCTION episode_transcript(uuid) IS 'An episode''s memories in order, for its summary.';
 
+-- A person's own latest turns, oldest first: a message written to them sees only theirs.
+CREATE FUNCTION person_turns(person text, max_turns integer DEFAULT 8) RETURNS TABLE (role text, content text)
+    LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN m.is_bot THEN 'assistant' ELSE 'user' END, m.content
+      FROM (SELECT x.is_bot, x.content, x.created_at FROM dionysus.messages x WHERE x.person = person_turns.person
+             ORDER BY x.created_at DESC LIMIT max_turns) m
+     ORDER BY m.created_at
+$$;
+COMMENT ON FUNCTION person_turns(text, integer) IS 'The person''s own latest turns (at most max_turns), oldest first: role (user or assistant) and content.';
+
 -- ---------------------------------------------------------------------------------------
 -- The default prompts. Each begins with a "TASK:" line, so a log (or a scripted test model)
 -- can tell them apart. Edit with set_prompt_template(); the old version is kept. Every version

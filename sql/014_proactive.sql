@@ -1097,6 +1097,15 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION contact_opportunity(uuid) IS 'What the thinking layer needs at a crossing: the explanation, the person''s own recent turns, their open requests, the personality.';
 
+-- The crossings still waiting for the thinking layer's decision, oldest first (the driver
+-- decides them; a wake-up may stand for several, or for none).
+CREATE FUNCTION open_contact_opportunities(max_items integer DEFAULT 5) RETURNS SETOF uuid
+    LANGUAGE sql STABLE AS $$
+    SELECT c.id FROM dionysus.contact_evaluations c
+     WHERE c.outcome = 'opportunity' AND c.decision IS NULL ORDER BY c.at LIMIT greatest(max_items, 0)
+$$;
+COMMENT ON FUNCTION open_contact_opportunities(integer) IS 'The ids of the contact opportunities not yet decided, oldest first, at most max_items: what decide_contact waits for.';
+
 CREATE FUNCTION decide_contact(evaluation_id uuid, decision text, message text DEFAULT NULL, reason text DEFAULT NULL,
                                decided_by text DEFAULT 'model') RETURNS jsonb
     LANGUAGE plpgsql AS $$
@@ -1250,6 +1259,15 @@ BEGIN
     UPDATE dionysus.people x SET time_zone = set_person_time_zone.time_zone, updated_at = now() WHERE x.person = set_person_time_zone.person;
 END $$;
 COMMENT ON FUNCTION set_person_time_zone(text, text) IS 'The person''s time zone (an IANA name): their quiet hours and rhythm are in their local time.';
+
+-- The person's local time, as a rule from their words reads it ("Sunday 2026-11-29 09:30"):
+-- their time zone's (UTC while none is known).
+CREATE FUNCTION person_local_time(person text) RETURNS text
+    LANGUAGE sql STABLE AS $$
+    SELECT to_char(dionysus.clock_now() AT TIME ZONE coalesce((SELECT p.time_zone FROM dionysus.people p WHERE p.person = person_local_time.person), 'UTC'),
+                   'FMDay YYYY-MM-DD HH24:MI')
+$$;
+COMMENT ON FUNCTION person_local_time(text) IS 'The person''s local time now (the clock, in their time zone; UTC while none is known) as "Day YYYY-MM-DD HH24:MI".';
 
 -- The thinking layer's two prompts: decide at a crossing (fast model), then compose (smart).
 -- Texts: sql/prompts/<key>.txt, older versions sql/prompts/superseded/<key>.v<N>.txt; the newest

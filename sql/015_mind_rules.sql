@@ -700,6 +700,14 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION contact_feedback(uuid, text, text) IS 'The fast model''s reading (positive, neutral, negative) of a reply the cues could not judge; learned from once.';
 
+-- The words of the contact an evaluation sent (NULL when it sent none): what the person's
+-- reply answers, for the fast model's reading of it.
+CREATE FUNCTION contact_message(evaluation_id uuid) RETURNS text
+    LANGUAGE sql STABLE AS $$
+    SELECT o.content FROM dionysus.contact_evaluations c JOIN dionysus.outbox o ON o.id = c.outbox_id WHERE c.id = evaluation_id
+$$;
+COMMENT ON FUNCTION contact_message(uuid) IS 'The message a contact evaluation sent (its outbox row''s content), NULL when it sent none.';
+
 -- What was learned, newest first.
 CREATE FUNCTION explain_learning(for_person text DEFAULT NULL, max_items integer DEFAULT 20)
     RETURNS TABLE (at timestamptz, person text, kind text, target text, before double precision, after double precision,

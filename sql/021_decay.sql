@@ -207,6 +207,15 @@ CREATE FUNCTION dionysus_internal.clip_words(words text, n integer) RETURNS text
 $$;
 COMMENT ON FUNCTION dionysus_internal.clip_words(text, integer) IS 'Text clipped to at most n characters at a word boundary, marked with an ellipsis (decay''s fallback when the model gives no shorter level).';
 
+-- Memories with their shorter levels, in the order of the ids given (a task then shows each
+-- at the richest level its token budget fits); ids of memories gone are left out.
+CREATE FUNCTION memory_levels(ids uuid[]) RETURNS TABLE (id uuid, content text, source text, summary text, micro text)
+    LANGUAGE sql STABLE AS $$
+    SELECT m.id, m.content, m.source, m.summary, m.micro
+      FROM unnest(ids) WITH ORDINALITY i(id, n) JOIN dionysus.memories m ON m.id = i.id ORDER BY i.n
+$$;
+COMMENT ON FUNCTION memory_levels(uuid[]) IS 'The memories of ids, in that order, with their shorter levels: id, content, source, summary, micro.';
+
 -- One decay pass: mentions first (a memory just repeated must not fade this pass), then each
 -- memory whose age calls for a later stage moves one stage, oldest first, at most batch.
 CREATE FUNCTION dionysus_internal.decay_run() RETURNS jsonb

@@ -353,7 +353,7 @@ CREATE FUNCTION recall_all(query text, k integer DEFAULT 10, person text DEFAULT
     LANGUAGE plpgsql AS $$
 DECLARE
     q vector;
-    w double precision := coalesce((SELECT c.value FROM dionysus.recall_config c WHERE c.key = 'weight_vector'), 1.0);
+    w double precision := dionysus_internal.recall_setting('weight_vector');
 BEGIN
     IF query IS NULL OR btrim(query) = '' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "query": must not be empty' USING ERRCODE = 'invalid_parameter_value';

@@ -775,3 +775,129 @@ COMMENT ON FUNCTION embedding_info IS
     'The embedding provider in use, its model and whether it loads: for diagnostics (dionysus doctor). '
     '{provider (local, http), model_key, dimensions, store_model_key (the model of the stored vectors, null before any), reindex_needed; '
     'local: model_path, loadable, error (when it does not load); http: url}.';
+
+-- H3b: recall's defaults in one place, the recall_config table (#34 one source of truth): recall reads every knob from
+-- it with no fallback value of its own (a missing key is 42704 naming it), and recall_all through recall_setting.
+CREATE FUNCTION dionysus_internal.recall_setting(setting_key text) RETURNS double precision
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE v double precision;
+BEGIN
+    SELECT value INTO v FROM dionysus.recall_config WHERE key = setting_key;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: recall_config has no key "%"', setting_key USING ERRCODE = 'undefined_object';
+    END IF;
+    RETURN v;
+END $$;
+COMMENT ON FUNCTION dionysus_internal.recall_setting(text) IS 'One value of recall_config; an unknown key is an error naming it.';
+GRANT EXECUTE ON FUNCTION dionysus_internal.recall_setting(text) TO dionysus_driver;
+CREATE OR REPLACE FUNCTION recall_all(query text, k integer DEFAULT 10, person text DEFAULT NULL)
+    RETURNS TABLE (kind text, id uuid, content text, score double precision, detail jsonb)
+    LANGUAGE plpgsql AS $$
+DECLARE
+    q vector;
+    w double precision := dionysus_internal.recall_setting('weight_vector');
+BEGIN
+    IF query IS NULL OR btrim(query) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "query": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF k IS NULL OR k < 1 OR k > 100 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "k": % is outside [1, 100]', k USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    q := dionysus.embed(query);
+    RETURN QUERY
+    WITH model AS (SELECT dionysus_internal.store_model_key() AS key),
+    mems AS (
+        SELECT CASE WHEN f.memory_id IS NOT NULL THEN 'fact' ELSE 'memory' END AS kind, r.memory_id AS id, r.content, r.score,
+               jsonb_build_object('type', r.type, 'found_by', r.found_by, 'created_at', r.created_at, 'subject', f.subject) AS detail
+          FROM dionysus.recall(query, k, person => recall_all.person) r
+          LEFT JOIN dionysus.facts f ON f.memory_id = r.memory_id),
+    procs AS (
+        SELECT 'procedure'::text, p.id, p.name || coalesce(': ' || array_to_string(p.goals, '; '), ''),
+               w * (1 - (e.v <=> q)), dionysus_internal.procedure_json(p)
+          FROM dionysus.procedures p CROSS JOIN model
+         CROSS JOIN LATERAL (SELECT CASE WHEN p.model_key = model.key THEN p.embedding
+                                         ELSE dionysus.embed(dionysus_internal.procedure_text(p.name, p.domain, p.goals, p.core_patterns, p.core_concepts))
+                                    END AS v) e
+         WHERE p.status = 'active' AND (p.person IS NULL OR p.person = recall_all.person)
+         ORDER BY e.v <=> q, p.id LIMIT k),
+    cens AS (
+        SELECT 'censor'::text, c.id, c.trigger, w * (1 - (e.v <=> q)),
+               jsonb_build_object('severity', c.severity, 'reason', c.reason, 'personal', c.person IS NOT NULL)
+          FROM dionysus.censors c CROSS JOIN model
+         CROSS JOIN LATERAL (SELECT CASE WHEN c.model_key = model.key THEN c.embedding ELSE dionysus.embed(c.trigger) END AS v) e
+         WHERE c.status = 'active' AND NOT c.any_content AND (c.person IS NULL OR c.person = recall_all.person)
+         ORDER BY e.v <=> q, c.id LIMIT k),
+    eps AS (
+        SELECT 'episode'::text, x.id, x.summary, w * (1 - (x.summary_embedding <=> q)),
+               jsonb_build_object('started_at', x.started_at, 'ended_at', x.ended_at, 'outcome', x.outcome, 'lessons', to_jsonb(x.lessons))
+          FROM dionysus.episodes x
+         WHERE recall_all.person IS NOT NULL AND x.summary_embedding IS NOT NULL
+           AND x.participants = ARRAY[recall_all.person]
+         ORDER BY x.summary_embedding <=> q, x.id LIMIT k)
+    SELECT u.kind, u.id, u.content, u.score, u.detail
+      FROM (SELECT * FROM mems UNION ALL SELECT * FROM procs UNION ALL SELECT * FROM cens UNION ALL SELECT * FROM eps) u
+     ORDER BY u.score DESC, u.kind, u.id
+     LIMIT k;
+END $$;
+
+-- H3b: the driver reads functions, not tables (#34 typed contract): the open contact opportunities, a person's local
+-- time, the words a contact sent, the open goals, the self-model, a person's own latest turns, memories with their
+-- shorter levels. Each runs with its caller's rights (the driver's role reads these tables today).
+-- The crossings still waiting for the thinking layer's decision, oldest first (the driver
+-- decides them; a wake-up may stand for several, or for none).
+CREATE FUNCTION open_contact_opportunities(max_items integer DEFAULT 5) RETURNS SETOF uuid
+    LANGUAGE sql STABLE AS $$
+    SELECT c.id FROM dionysus.contact_evaluations c
+     WHERE c.outcome = 'opportunity' AND c.decision IS NULL ORDER BY c.at LIMIT greatest(max_items, 0)
+$$;
+COMMENT ON FUNCTION open_contact_opportunities(integer) IS 'The ids of the contact opportunities not yet decided, oldest first, at most max_items: what decide_contact waits for.';
+-- The person's local time, as a rule from their words reads it ("Sunday 2026-11-29 09:30"):
+-- their time zone's (UTC while none is known).
+CREATE FUNCTION person_local_time(person text) RETURNS text
+    LANGUAGE sql STABLE AS $$
+    SELECT to_char(dionysus.clock_now() AT TIME ZONE coalesce((SELECT p.time_zone FROM dionysus.people p WHERE p.person = person_local_time.person), 'UTC'),
+                   'FMDay YYYY-MM-DD HH24:MI')
+$$;
+COMMENT ON FUNCTION person_local_time(text) IS 'The person''s local time now (the clock, in their time zone; UTC while none is known) as "Day YYYY-MM-DD HH24:MI".';
+-- The words of the contact an evaluation sent (NULL when it sent none): what the person's
+-- reply answers, for the fast model's reading of it.
+CREATE FUNCTION contact_message(evaluation_id uuid) RETURNS text
+    LANGUAGE sql STABLE AS $$
+    SELECT o.content FROM dionysus.contact_evaluations c JOIN dionysus.outbox o ON o.id = c.outbox_id WHERE c.id = evaluation_id
+$$;
+COMMENT ON FUNCTION contact_message(uuid) IS 'The message a contact evaluation sent (its outbox row''s content), NULL when it sent none.';
+-- The goals still open (active, queued, backburner), for brainstorm_goals: what the model
+-- should not propose again.
+CREATE FUNCTION open_goals() RETURNS TABLE (goal_id uuid, title text, priority text)
+    LANGUAGE sql STABLE AS $$
+    SELECT g.id, g.title, g.priority::text FROM dionysus.goals g WHERE g.priority IN ('active', 'queued', 'backburner')
+$$;
+COMMENT ON FUNCTION open_goals() IS 'The goals still open (active, queued or backburner): goal_id, title, priority.';
+-- Who the agent is and what it believes, as a reflection shows them: each aspect or belief
+-- with its confidence ("curious (0.80)").
+CREATE FUNCTION self_model() RETURNS jsonb
+    LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object(
+        'identity', (SELECT coalesce(jsonb_agg(aspect || ' (' || round(confidence::numeric, 2) || ')'), '[]') FROM dionysus.identity_aspects),
+        'worldview', (SELECT coalesce(jsonb_agg(belief || ' (' || round(confidence::numeric, 2) || ')'), '[]') FROM dionysus.worldview_beliefs))
+$$;
+COMMENT ON FUNCTION self_model() IS 'The agent''s identity aspects and worldview beliefs, each with its confidence: {identity: ["aspect (0.80)"], worldview: ["belief (0.60)"]}.';
+-- A person's own latest turns, oldest first: a message written to them sees only theirs.
+CREATE FUNCTION person_turns(person text, max_turns integer DEFAULT 8) RETURNS TABLE (role text, content text)
+    LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN m.is_bot THEN 'assistant' ELSE 'user' END, m.content
+      FROM (SELECT x.is_bot, x.content, x.created_at FROM dionysus.messages x WHERE x.person = person_turns.person
+             ORDER BY x.created_at DESC LIMIT max_turns) m
+     ORDER BY m.created_at
+$$;
+COMMENT ON FUNCTION person_turns(text, integer) IS 'The person''s own latest turns (at most max_turns), oldest first: role (user or assistant) and content.';
+-- Memories with their shorter levels, in the order of the ids given (a task then shows each
+-- at the richest level its token budget fits); ids of memories gone are left out.
+CREATE FUNCTION memory_levels(ids uuid[]) RETURNS TABLE (id uuid, content text, source text, summary text, micro text)
+    LANGUAGE sql STABLE AS $$
+    SELECT m.id, m.content, m.source, m.summary, m.micro
+      FROM unnest(ids) WITH ORDINALITY i(id, n) JOIN dionysus.memories m ON m.id = i.id ORDER BY i.n
+$$;
+COMMENT ON FUNCTION memory_levels(uuid[]) IS 'The memories of ids, in that order, with their shorter levels: id, content, source, summary, micro.';
+GRANT EXECUTE ON FUNCTION open_contact_opportunities(integer), person_local_time(text), contact_message(uuid), open_goals(), self_model(),
+    person_turns(text, integer), memory_levels(uuid[]) TO dionysus_driver;

@@ -65,30 +65,36 @@ impl Config {
             })
             .into_iter()
             .collect();
-        let get = |k: &str, d: f64| map.get(k).copied().unwrap_or(d);
+        // The table is the one home of every value (its rows ship with the extension): a key
+        // missing from it is an error naming it, never a default written here a second time.
+        let get = |k: &str| {
+            map.get(k).copied().unwrap_or_else(|| {
+                errors::raise(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, format!("dionysus: recall_config has no key \"{k}\""), None)
+            })
+        };
         Config {
-            weight_vector: get("weight_vector", 1.0),
-            weight_lexical: get("weight_lexical", 1.0),
-            weight_association: get("weight_association", 0.3),
-            weight_temporal: get("weight_temporal", 0.35),
-            weight_importance: get("weight_importance", 0.1),
-            weight_recency: get("weight_recency", 0.05),
-            recency_half_life_days: get("recency_half_life_days", 30.0).max(1e-6),
-            seed_multiplier: get("seed_multiplier", 4.0),
-            min_seeds: get("min_seeds", 40.0),
-            expand_seeds: get("expand_seeds", 10.0),
-            temporal_window: get("temporal_window", 2.0),
-            temporal_decay: get("temporal_decay", 0.5),
-            bm25_k1: get("bm25_k1", 1.2),
-            bm25_b: get("bm25_b", 0.75),
-            lexical_max_df: get("lexical_max_df", 0.25),
-            lexical_candidates: get("lexical_candidates", 200.0),
-            inherit_beyond_own: get("inherit_beyond_own", 0.5).clamp(0.0, 1.0),
-            weight_person: get("weight_person", 0.4),
-            person_mention: get("person_mention", 0.0).clamp(0.0, 1.0),
-            weight_time: get("weight_time", 0.3),
-            lexical_corroboration: get("lexical_corroboration", 0.3),
-            sentence_share: get("sentence_share", 0.5).clamp(0.0, 1.0),
+            weight_vector: get("weight_vector"),
+            weight_lexical: get("weight_lexical"),
+            weight_association: get("weight_association"),
+            weight_temporal: get("weight_temporal"),
+            weight_importance: get("weight_importance"),
+            weight_recency: get("weight_recency"),
+            recency_half_life_days: get("recency_half_life_days").max(1e-6),
+            seed_multiplier: get("seed_multiplier"),
+            min_seeds: get("min_seeds"),
+            expand_seeds: get("expand_seeds"),
+            temporal_window: get("temporal_window"),
+            temporal_decay: get("temporal_decay"),
+            bm25_k1: get("bm25_k1"),
+            bm25_b: get("bm25_b"),
+            lexical_max_df: get("lexical_max_df"),
+            lexical_candidates: get("lexical_candidates"),
+            inherit_beyond_own: get("inherit_beyond_own").clamp(0.0, 1.0),
+            weight_person: get("weight_person"),
+            person_mention: get("person_mention").clamp(0.0, 1.0),
+            weight_time: get("weight_time"),
+            lexical_corroboration: get("lexical_corroboration"),
+            sentence_share: get("sentence_share").clamp(0.0, 1.0),
         }
     }
 }
