@@ -4,10 +4,11 @@
 //! extract_concepts, heartbeat_censors, dream). Each builds its prompt from what the extension
 //! gives it and returns an [`Outcome`]; the queue ([`crate::work`]) claims and settles. No memory logic here: results go back through complete_work.
 use crate::db::{Db, DbError};
-use crate::jsonish::{list, number, text};
+use crate::jsonish::{count, items, list, number, strings, text};
 use crate::llm::{Llm, LlmError, Msg};
 use crate::prompt::{self, bullets, contents, render};
 use crate::{search, web, Mind};
+use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -127,9 +128,9 @@ async fn recalled(db: &Db, query: &str, k: i32, person: Option<&str>) -> Step<Sh
 async fn recalled_json(db: &Db, query: &str, k: i32, person: Option<&str>) -> Step<Value> {
     json_of(
         db,
-        "SELECT coalesce(jsonb_agg(jsonb_build_object('id', r.memory_id, 'content', r.content, 'source', m.source, \
-                                                      'summary', m.summary, 'micro', m.micro) ORDER BY r.score DESC), '[]') \
-         FROM dionysus.recall($1, $2, person => $3) r JOIN dionysus.memories m ON m.id = r.memory_id",
+        "SELECT coalesce(jsonb_agg(to_jsonb(m) - 'n' ORDER BY m.n), '[]') \
+         FROM dionysus.memory_levels(ARRAY(SELECT r.memory_id FROM dionysus.recall($1, $2, person => $3) r ORDER BY r.score DESC)) \
+              WITH ORDINALITY m(id, content, source, summary, micro, n)",
         &[&query, &k, &person],
     )
     .await
@@ -143,9 +144,9 @@ async fn recent(db: &Db, k: i32) -> Step<Shown> {
 async fn recent_json(db: &Db, k: i32) -> Step<Value> {
     json_of(
         db,
-        "SELECT coalesce(jsonb_agg(jsonb_build_object('id', r.memory_id, 'content', r.content, 'source', r.source, \
-                                                      'summary', m.summary, 'micro', m.micro) ORDER BY r.created_at DESC, r.memory_id), '[]') \
-         FROM dionysus.recall_recent($1) r JOIN dionysus.memories m ON m.id = r.memory_id",
+        "SELECT coalesce(jsonb_agg(to_jsonb(m) - 'n' ORDER BY m.n), '[]') \
+         FROM dionysus.memory_levels(ARRAY(SELECT r.memory_id FROM dionysus.recall_recent($1) r ORDER BY r.created_at DESC, r.memory_id)) \
+              WITH ORDINALITY m(id, content, source, summary, micro, n)",
         &[&k],
     )
     .await
@@ -182,7 +183,7 @@ fn clip(s: &str, n: usize) -> String {
 }
 
 // ---------------------------------------------------------------------------------------
-// Conversation extraction (seed 004 §3 step 7)
+// Conversation extraction: after the reply, by the fast model
 // ---------------------------------------------------------------------------------------
 
 /// Normalises an extraction: keeps the well-formed items, drops the rest.
@@ -205,11 +206,9 @@ pub fn extraction_shape(v: Value) -> Result<Value, String> {
         })
         .take(10)
         .collect();
-    // The person's objectives (seed 004): optional, so a template without them still works.
-    let objectives: Vec<Value> = v["objectives"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    // The person's objectives: optional, so a template without them still works.
+    let objectives: Vec<Value> = items(&v, "objectives")
+        .iter()
         .filter_map(|o| {
             let status = text(o, "status").filter(|s| matches!(s.as_str(), "pending" | "completed" | "archived"));
             Some(json!({"description": clip(&text(o, "description")?, 1000), "saliency": number(o, "saliency", 0.0, 1.0).unwrap_or(0.5), "status": status}))
@@ -232,7 +231,7 @@ pub fn extraction_shape(v: Value) -> Result<Value, String> {
         out["focus"] = json!(clip(&focus, 200));
     }
     let threads = |key: &str| -> Vec<Value> {
-        v["threads"][key].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::trim).filter(|t| wordy(t)).map(|t| json!(clip(t, 300))).take(5).collect()
+        v.get("threads").map_or(&[][..], |t| items(t, key)).iter().filter_map(Value::as_str).map(str::trim).filter(|t| wordy(t)).map(|t| json!(clip(t, 300))).take(5).collect()
     };
     let (opened, closed) = (threads("opened"), threads("closed"));
     if !opened.is_empty() || !closed.is_empty() {
@@ -245,14 +244,12 @@ pub fn extraction_shape(v: Value) -> Result<Value, String> {
 /// template still works; an item the model got wrong is dropped, never the whole extraction.
 fn people_shape(v: &Value) -> (Vec<Value>, Vec<Value>) {
     let strings = |x: &Value, key: &str, len: usize, n: usize| -> Vec<String> {
-        x[key].as_array().into_iter().flatten().filter_map(|s| s.as_str()).map(str::trim).filter(|s| !s.is_empty()).map(|s| clip(s, len)).take(n).collect()
+        items(x, key).iter().filter_map(|s| s.as_str()).map(str::trim).filter(|s| !s.is_empty()).map(|s| clip(s, len)).take(n).collect()
     };
     let myself = |s: &str| matches!(s.trim().to_lowercase().as_str(), "user" | "me" | "i" | "myself" | "you" | "yourself" | "the user");
     let wordy = |s: &str| s.chars().any(char::is_alphanumeric);
-    let people = v["people"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let people = items(v, "people")
+        .iter()
         .filter_map(|p| {
             let name = text(p, "name").filter(|n| !myself(n) && wordy(n))?;
             Some(json!({"name": clip(&name, 200), "aliases": strings(p, "aliases", 200, 5), "same_as": text(p, "same_as").map(|s| clip(&s, 200)),
@@ -262,10 +259,8 @@ fn people_shape(v: &Value) -> (Vec<Value>, Vec<Value>) {
         })
         .take(10)
         .collect();
-    let relations = v["relations"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let relations = items(v, "relations")
+        .iter()
         .filter_map(|r| {
             let source = text(r, "source").filter(|s| s == "said" || s == "inferred").unwrap_or_else(|| "inferred".into());
             let end = |key: &str| text(r, key).filter(|n| !myself(n) && wordy(n)).map(|n| clip(&n, 200));
@@ -280,18 +275,19 @@ fn people_shape(v: &Value) -> (Vec<Value>, Vec<Value>) {
 
 async fn extract_message(mind: &Mind, p: &Value, mirrored: bool) -> Step<Outcome> {
     let message = uuid_param(p, "message_id")?;
-    let ctx = json_of(&mind.work_db, "SELECT dionysus.chat_context($1, 0, 6, use_archetype => false)", &[&message]).await?;
+    let ctx: crate::api::ChatContext =
+        mind.work_db.one("SELECT dionysus.chat_context($1, 0, 6, use_archetype => false)", &[&message]).await.map_err(from_db)?;
     // Theirs when the turn is a person's (their own version of the extraction, if they approved one).
-    let t = match p["person"].as_str() {
+    let t = match text(p, "person").as_deref() {
         Some(person) => prompt::load_for(&mind.work_db, "extract_message", person).await.map_err(from_db)?,
         None => template(&mind.work_db, "extract_message").await?,
     };
     let system = render(
         &t.text,
         &[
-            ("turns", prompt::transcript(&ctx["recent_turns"])),
-            ("threads", prompt::threads(&ctx["working_memory"], "(none)")),
-            ("message", ctx["message"]["content"].as_str().unwrap_or("").to_string()),
+            ("turns", prompt::transcript(&ctx.recent_turns)),
+            ("threads", prompt::threads(&ctx.working_memory, "(none)")),
+            ("message", ctx.message.map(|m| m.content).unwrap_or_default()),
         ],
     );
     let shown = mind.channel.dream_channel().filter(|_| mirrored).map(|d| (format!("[system]\n{system}"), d.owner));
@@ -304,18 +300,18 @@ async fn extract_message(mind: &Mind, p: &Value, mirrored: bool) -> Step<Outcome
     }
     let counts = format!(
         "{} facts, {} triples, {} goals, {} objectives, {} people",
-        v["facts"].as_array().map_or(0, Vec::len),
-        v["triples"].as_array().map_or(0, Vec::len),
-        v["goals"].as_array().map_or(0, Vec::len),
-        v["objectives"].as_array().map_or(0, Vec::len),
-        v["people"].as_array().map_or(0, Vec::len)
+        count(&v, "facts"),
+        count(&v, "triples"),
+        count(&v, "goals"),
+        count(&v, "objectives"),
+        count(&v, "people")
     );
     v["summary"] = json!(format!("extracted {counts}"));
     Ok(Outcome::Done(v))
 }
 
 // ---------------------------------------------------------------------------------------
-// The worker's language jobs (seed 000 §6.4–6.5)
+// The worker's language jobs: episode summaries, shorter levels, censors, concepts
 // ---------------------------------------------------------------------------------------
 
 async fn summarize_episode(mind: &Mind, p: &Value) -> Step<Outcome> {
@@ -342,14 +338,12 @@ pub fn episode_shape(v: Value) -> Result<Value, String> {
     let summary = text(&v, "summary").ok_or("\"summary\" must be a non-empty string")?;
     let outcome = text(&v, "outcome").map(|o| o.to_lowercase()).filter(|o| matches!(o.as_str(), "success" | "failure" | "mixed" | "neutral"));
     let strings = |key: &str, len: usize, n: usize| -> Vec<String> {
-        v[key].as_array().into_iter().flatten().filter_map(|s| s.as_str()).map(str::trim).filter(|s| !s.is_empty()).map(|s| clip(s, len)).take(n).collect()
+        items(&v, key).iter().filter_map(|s| s.as_str()).map(str::trim).filter(|s| !s.is_empty()).map(|s| clip(s, len)).take(n).collect()
     };
     let episode = outcome.map(|o| {
         let candidates: Vec<Value> = if o == "failure" {
-            v["censor_candidates"]
-                .as_array()
-                .into_iter()
-                .flatten()
+            items(&v, "censor_candidates")
+                .iter()
                 .filter_map(|c| Some(json!({"trigger": clip(&text(c, "trigger")?, 500), "reason": clip(&text(c, "reason")?, 500)})))
                 .take(3)
                 .collect()
@@ -407,7 +401,7 @@ pub(crate) async fn extract_concepts(mind: &Mind, batch: &[WorkItem]) -> Vec<Out
     let mems = match mind
         .work_db
         .json(
-            "SELECT coalesce(jsonb_object_agg(id::text, left(content, 600)), '{}') FROM dionysus.memories WHERE id = ANY($1)",
+            "SELECT coalesce(jsonb_object_agg(m.id::text, left(m.content, 600)), '{}') FROM dionysus.memory_levels($1) m",
             &[&ids],
         )
         .await
@@ -480,7 +474,7 @@ async fn dream(mind: &Mind, p: &Value) -> Step<Outcome> {
     let system = render(&t.text, &[("evidence", serde_json::to_string_pretty(&evidence).unwrap_or_default())]);
     let msgs = [Msg::system(system), Msg::user("Answer with the JSON object now.")];
     let mut v = mind.smart.json(&msgs, t.temperature, dream_shape).await.map_err(from_llm)?;
-    let n = v["proposals"].as_array().map_or(0, Vec::len);
+    let n = count(&v, "proposals");
     if crate::mirror::enabled(mind) {
         // record_dream posts the proposals to the dream channel with the prompt behind them.
         v["mirror"] = json!({"prompt": crate::mirror::prompt_text(&msgs)});
@@ -489,20 +483,19 @@ async fn dream(mind: &Mind, p: &Value) -> Step<Outcome> {
 }
 
 // ---------------------------------------------------------------------------------------
-// Heartbeat actions (seed 000 §3.2)
+// Heartbeat actions: what the heartbeat decided that needs a model or the web
 // ---------------------------------------------------------------------------------------
 
+/// `self_model()`: the agent's identity aspects and worldview beliefs, each with its confidence.
+#[derive(Debug, Deserialize)]
+struct SelfModel {
+    identity: Vec<String>,
+    worldview: Vec<String>,
+}
+
 async fn self_model(db: &Db) -> Step<(String, String)> {
-    let v = json_of(
-        db,
-        "SELECT jsonb_build_object(\
-           'identity', (SELECT coalesce(jsonb_agg(aspect || ' (' || round(confidence::numeric, 2) || ')'), '[]') FROM dionysus.identity_aspects), \
-           'worldview', (SELECT coalesce(jsonb_agg(belief || ' (' || round(confidence::numeric, 2) || ')'), '[]') FROM dionysus.worldview_beliefs))",
-        &[],
-    )
-    .await?;
-    let strs = |k: &str| v[k].as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect::<Vec<_>>()).unwrap_or_default();
-    Ok((bullets(strs("identity"), "(not yet formed)"), bullets(strs("worldview"), "(not yet formed)")))
+    let v: SelfModel = db.one("SELECT dionysus.self_model()", &[]).await.map_err(from_db)?;
+    Ok((bullets(v.identity, "(not yet formed)"), bullets(v.worldview, "(not yet formed)")))
 }
 
 async fn reflect(mind: &Mind, p: &Value) -> Step<Outcome> {
@@ -546,12 +539,12 @@ async fn reflect(mind: &Mind, p: &Value) -> Step<Outcome> {
     })
     .await?;
     let mut v = v;
-    v["summary"] = json!(format!("{} insights", v["memories"].as_array().map_or(0, Vec::len)));
+    v["summary"] = json!(format!("{} insights", count(&v, "memories")));
     v["basis"] = json!(mems.basis);
     Ok(Outcome::Done(v))
 }
 
-/// §3.2.3: one belief, identity aspect or memory, loaded with its evidence by the extension;
+/// One belief, identity aspect or memory, loaded with its evidence by the extension;
 /// the model judges whether it still holds; complete_work applies the verdict and records it.
 async fn maintain(mind: &Mind, p: &Value, _work: Uuid) -> Step<Outcome> {
     let memory_id = p.get("memory_id").and_then(Value::as_str).and_then(|s| Uuid::parse_str(s).ok());
@@ -596,8 +589,7 @@ async fn brainstorm_goals(mind: &Mind, p: &Value) -> Step<Outcome> {
     let focus = text(p, "focus");
     let goals = json_of(
         &mind.work_db,
-        "SELECT coalesce(jsonb_agg(jsonb_build_object('content', title || ' [' || priority || ']')), '[]') \
-         FROM dionysus.goals WHERE priority IN ('active', 'queued', 'backburner')",
+        "SELECT coalesce(jsonb_agg(jsonb_build_object('content', g.title || ' [' || g.priority || ']')), '[]') FROM dionysus.open_goals() g",
         &[],
     )
     .await?;
@@ -627,12 +619,12 @@ async fn brainstorm_goals(mind: &Mind, p: &Value) -> Step<Outcome> {
     })
     .await?;
     let mut v = v;
-    v["summary"] = json!(format!("{} goals proposed", v["goals"].as_array().map_or(0, Vec::len)));
+    v["summary"] = json!(format!("{} goals proposed", count(&v, "goals")));
     v["basis"] = json!(mems.basis);
     Ok(Outcome::Done(v))
 }
 
-/// §3.2.4. Shallow: one search, its top 2 pages, an answer. Deep: 3–5 searches the fast model
+/// An inquiry. Shallow: one search, its top 2 pages, an answer. Deep: 3–5 searches the fast model
 /// plans, up to 8 distinct pages, related memories recalled, a multi-source synthesis, and an
 /// evaluation of how far it can be trusted; the answer is stored with that confidence (the
 /// extension keeps web-derived memories at low trust whatever it says).
@@ -680,8 +672,9 @@ async fn inquire(mind: &Mind, p: &Value, deep: bool) -> Step<Outcome> {
         Ok(json!({"answer": answer, "sources": sources}))
     })
     .await?;
-    let sources = v["sources"].as_array().map(|a| a.iter().filter_map(|s| s.as_str()).collect::<Vec<_>>().join(", ")).unwrap_or_default();
-    let answer = v["answer"].as_str().unwrap_or("");
+    let sources = strings(&v, "sources").unwrap_or_default().join(", ");
+    let answer = text(&v, "answer").unwrap_or_default();
+    let answer = answer.as_str();
     let (confidence, caveats) = if deep { evaluate(mind, &question, answer, &sources).await } else { (0.5, None) };
     let content = clip(
         &format!("Question: {question}\nAnswer: {answer}\nSources: {sources}{}", caveats.map(|c| format!("\nCaveats: {c}")).unwrap_or_default()),
@@ -723,20 +716,19 @@ async fn evaluate(mind: &Mind, question: &str, answer: &str, sources: &str) -> (
     })
     .await
     {
-        Ok(v) => (v["confidence"].as_f64().unwrap_or(0.5), v["caveats"].as_str().map(|c| clip(c, 500))),
+        Ok(v) => (number(&v, "confidence", 0.0, 1.0).unwrap_or(0.5), text(&v, "caveats").map(|c| clip(&c, 500))),
         Err(_) => (0.5, None),
     }
 }
 
 async fn synthesize(mind: &Mind, p: &Value) -> Step<Outcome> {
     let topic = text(p, "topic").ok_or_else(|| Outcome::Fail("params.topic is missing".into(), false))?;
-    let ids: Vec<Uuid> = p["memory_ids"].as_array().into_iter().flatten().filter_map(|v| v.as_str().and_then(|s| Uuid::parse_str(s).ok())).collect();
+    let ids: Vec<Uuid> = items(p, "memory_ids").iter().filter_map(|v| v.as_str().and_then(|s| Uuid::parse_str(s).ok())).collect();
     let mut found = json!([]);
     if !ids.is_empty() {
         found = json_of(
             &mind.work_db,
-            "SELECT coalesce(jsonb_agg(jsonb_build_object('id', id, 'content', content, 'source', source, 'summary', summary, 'micro', micro)), '[]') \
-             FROM dionysus.memories WHERE id = ANY($1)",
+            "SELECT coalesce(jsonb_agg(to_jsonb(m)), '[]') FROM dionysus.memory_levels($1) m",
             &[&ids],
         )
         .await?;
@@ -751,7 +743,7 @@ async fn synthesize(mind: &Mind, p: &Value) -> Step<Outcome> {
         Ok(json!({"title": text(&v, "title").unwrap_or_else(|| "Synthesis".into()), "artifact": artifact}))
     })
     .await?;
-    let content = clip(&format!("{}\n\n{}", v["title"].as_str().unwrap_or(""), v["artifact"].as_str().unwrap_or("")), 8000);
+    let content = clip(&format!("{}\n\n{}", text(&v, "title").unwrap_or_default(), text(&v, "artifact").unwrap_or_default()), 8000);
     Ok(Outcome::Done(json!({
         "memories": [{"content": content, "type": "semantic", "importance": 0.7}],
         "summary": format!("synthesized \"{}\"", clip(&topic, 80)),
@@ -769,14 +761,8 @@ async fn reach_out(mind: &Mind, p: &Value) -> Step<Outcome> {
     let target = json_of(&mind.work_db, "SELECT dionysus.reach_out_target($1)", &[&text(p, "person")]).await?;
     let person = target["person"].as_str().map(str::to_string);
     let viewer = person.clone().unwrap_or_else(|| "nobody:".into());
-    let turns = json_of(
-        &mind.work_db,
-        "SELECT coalesce(jsonb_agg(jsonb_build_object('role', CASE WHEN is_bot THEN 'assistant' ELSE 'user' END, 'content', content) \
-                                   ORDER BY created_at), '[]') \
-         FROM (SELECT * FROM dionysus.messages WHERE person = $1 ORDER BY created_at DESC LIMIT 8) m",
-        &[&viewer],
-    )
-    .await?;
+    let turns: Vec<crate::api::Turn> =
+        mind.work_db.all("SELECT to_jsonb(t) FROM dionysus.person_turns($1, 8) t", &[&viewer]).await.map_err(from_db)?;
     let mems = recalled(&mind.work_db, draft.as_deref().unwrap_or(&intent), 6, Some(&viewer)).await?;
     let t = template(&mind.work_db, "reach_out").await?;
     let system = render(

@@ -1,4 +1,4 @@
-//! The proactive mind's thinking layer (seed 003): woken by NOTIFY dionysus_contact when the
+//! The proactive mind's thinking layer: woken by NOTIFY dionysus_contact when the
 //! extension's contact pressure crossed its threshold with every gate open. The fast model
 //! decides "message" or "wait"; on "message" the smart model writes it in the personality's
 //! voice; `decide_contact` records the decision (and queues the message, exactly once). The
@@ -6,22 +6,57 @@
 use crate::jsonish::text;
 use crate::llm::Msg;
 use crate::prompt::{self, bullets, render};
-use crate::{outbox, Mind};
-use serde_json::{json, Value};
+use crate::{api, outbox, Mind};
+use serde::Deserialize;
+use serde_json::{json, Number, Value};
 use uuid::Uuid;
+
+/// `contact_opportunity(evaluation_id)`: what the thinking layer needs at a crossing (see its
+/// COMMENT). Only the person's own turns and what they may see.
+#[derive(Debug, Deserialize)]
+struct Opportunity {
+    decided: bool,
+    person: String,
+    /// A contact their own rule asked for (a reminder): no decision, only the words.
+    solicited: bool,
+    /// What they asked to be reminded of.
+    request: Option<String>,
+    explanation: Option<String>,
+    #[serde(default)]
+    inputs: Vec<Input>,
+    #[serde(default)]
+    recent_turns: Vec<api::Turn>,
+    #[serde(default)]
+    their_requests: Vec<String>,
+    /// The personality's traits, shown to the model as they are.
+    #[serde(default)]
+    personality: Value,
+    #[serde(default)]
+    north_stars: Vec<String>,
+    #[serde(default)]
+    objectives: Vec<String>,
+}
+
+/// One input of the contact pressure, as the evaluation wrote it down.
+#[derive(Debug, Deserialize)]
+struct Input {
+    input: String,
+    value: Number,
+    weight: Number,
+    why: Option<String>,
+}
+
+/// `decide_contact(...)`'s answer: `censored` when a censor held the message back.
+#[derive(Debug, Deserialize)]
+struct Decided {
+    censored: Option<Value>,
+}
 
 /// Decides every crossing still open (a wake-up may stand for several, or for none).
 pub async fn decide_open(mind: &Mind) -> usize {
-    let open = mind
-        .work_db
-        .json(
-            "SELECT coalesce(jsonb_agg(id ORDER BY at), '[]') FROM (SELECT id, at FROM dionysus.contact_evaluations \
-              WHERE outcome = 'opportunity' AND decision IS NULL ORDER BY at LIMIT 5) o",
-            &[],
-        )
-        .await;
-    let ids: Vec<Uuid> = match open {
-        Ok(v) => v.as_array().into_iter().flatten().filter_map(|x| x.as_str()?.parse().ok()).collect(),
+    let open = mind.work_db.all::<Uuid>("SELECT to_jsonb(o) FROM dionysus.open_contact_opportunities(5) o", &[]).await;
+    let ids = match open {
+        Ok(ids) => ids,
         Err(e) => {
             tracing::warn!(error = %e, "cannot read the open contact opportunities");
             return 0;
@@ -62,15 +97,15 @@ async fn decide(mind: &Mind, id: Uuid) -> Result<String, String> {
 }
 
 async fn decide_with(mind: &Mind, id: Uuid, shown: &mut Vec<String>) -> Result<String, String> {
-    let ctx = mind.work_db.json("SELECT dionysus.contact_opportunity($1)", &[&id]).await.map_err(|e| e.to_string())?;
-    if ctx["decided"] == Value::Bool(true) {
+    let ctx: Opportunity = mind.work_db.one("SELECT dionysus.contact_opportunity($1)", &[&id]).await.map_err(|e| e.to_string())?;
+    if ctx.decided {
         return Ok("already decided".into());
     }
-    let person = ctx["person"].as_str().unwrap_or("them").to_string();
-    let turns = prompt::transcript(&ctx["recent_turns"]);
+    let person = ctx.person.clone();
+    let turns = prompt::transcript(&ctx.recent_turns);
     // A contact they asked for (their rule: a reminder) needs no decision, only the words.
-    if ctx["solicited"] == Value::Bool(true) {
-        let intent = format!("what they asked you to remind them of: {}", ctx["request"].as_str().unwrap_or("their request"));
+    if ctx.solicited {
+        let intent = format!("what they asked you to remind them of: {}", ctx.request.as_deref().unwrap_or("their request"));
         return match compose(mind, &ctx, &person, &intent, &turns, shown).await {
             Ok(message) => record(mind, id, "message", Some(&message), "they asked for it (their rule)", "model").await,
             Err(why) => record(mind, id, "wait", None, &format!("could not compose: {why}"), "skipped").await,
@@ -90,22 +125,18 @@ async fn decide_with(mind: &Mind, id: Uuid, shown: &mut Vec<String>) -> Result<S
     }
 }
 
-async fn ask_decision(mind: &Mind, ctx: &Value, person: &str, turns: &str, shown: &mut Vec<String>) -> Result<(String, String, String), String> {
+async fn ask_decision(mind: &Mind, ctx: &Opportunity, person: &str, turns: &str, shown: &mut Vec<String>) -> Result<(String, String, String), String> {
     let t = prompt::load(&mind.work_db, "proactive_decision").await.map_err(|e| e.to_string())?;
-    let inputs = ctx["inputs"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|i| format!("{}: {} (weight {}, {})", i["input"].as_str().unwrap_or("?"), i["value"], i["weight"], i["why"].as_str().unwrap_or("")));
-    let requests = ctx["their_requests"].as_array().into_iter().flatten().filter_map(|r| r.as_str().map(str::to_string));
+    let inputs = ctx.inputs.iter().map(|i| format!("{}: {} (weight {}, {})", i.input, i.value, i.weight, i.why.as_deref().unwrap_or("")));
+    let requests = ctx.their_requests.iter().cloned();
     // What matters most to them and what they work toward weigh on every proactive decision.
-    let stars = prompt::north_stars(&ctx["north_stars"]);
-    let objectives = bullets(ctx["objectives"].as_array().into_iter().flatten().filter_map(|o| o.as_str().map(str::to_string)), "(none known)");
+    let stars = prompt::north_stars(&ctx.north_stars);
+    let objectives = bullets(ctx.objectives.iter().cloned(), "(none known)");
     let system = render(
         &t.text,
         &[
             ("person", person.to_string()),
-            ("explanation", ctx["explanation"].as_str().unwrap_or_default().to_string()),
+            ("explanation", ctx.explanation.clone().unwrap_or_default()),
             ("inputs", bullets(inputs, "(none)")),
             ("requests", prompt::with_north_stars(&t.text, bullets(requests, "(nothing)"), &stars, &objectives)),
             ("north_stars", stars.clone()),
@@ -132,14 +163,14 @@ async fn ask_decision(mind: &Mind, ctx: &Value, person: &str, turns: &str, shown
     ))
 }
 
-async fn compose(mind: &Mind, ctx: &Value, person: &str, intent: &str, turns: &str, shown: &mut Vec<String>) -> Result<String, String> {
+async fn compose(mind: &Mind, ctx: &Opportunity, person: &str, intent: &str, turns: &str, shown: &mut Vec<String>) -> Result<String, String> {
     let t = prompt::load_for(&mind.work_db, "proactive_compose", person).await.map_err(|e| e.to_string())?;
     let system = render(
         &t.text,
         &[
             ("person", person.to_string()),
             ("intent", intent.to_string()),
-            ("personality", ctx["personality"].to_string()),
+            ("personality", ctx.personality.to_string()),
             ("turns", turns.to_string()),
         ],
     );
@@ -159,9 +190,9 @@ async fn compose(mind: &Mind, ctx: &Value, person: &str, intent: &str, turns: &s
 
 async fn record(mind: &Mind, id: Uuid, decision: &str, message: Option<&str>, reason: &str, by: &str) -> Result<String, String> {
     let sql = "SELECT dionysus.decide_contact($1, $2, $3, $4, $5)";
-    match mind.work_db.json(sql, &[&id, &decision, &message, &reason, &by]).await {
+    match mind.work_db.one::<Decided>(sql, &[&id, &decision, &message, &reason, &by]).await {
         // A censor may hold the message back: the evaluation then says wait, and so do we.
-        Ok(v) if v.get("censored").is_some() => Ok(format!("wait (censored: {})", v["censored"])),
+        Ok(Decided { censored: Some(censors) }) => Ok(format!("wait (censored: {censors})")),
         Ok(_) => Ok(decision.to_string()),
         // The extension checks the gates again and may refuse the message (a contact meanwhile,
         // energy spent, a web-only basis): that is a decision too, or the crossing would be

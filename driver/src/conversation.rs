@@ -317,7 +317,7 @@ async fn compose(mind: &Mind, message_id: Uuid, person: &str, content: &str, pri
         Err(e) => {
             tracing::warn!(error = %e, "replying with the fallback");
             metrics.insert("fallback".into(), json!(e.chars().take(300).collect::<String>()));
-            let reply = crate::censors::allowed_or_censored(mind, person, message_id, fallback::reply(mind, &raw, content, private).await).await;
+            let reply = crate::censors::allowed_or_censored(mind, person, message_id, fallback::reply(mind, &ctx, content, private).await).await;
             (reply, true, Note { prompt: prompt_shown, metrics: Value::Object(metrics), context })
         }
     }

@@ -1,8 +1,8 @@
 //! The honest answer when the model cannot be used: it says so, and, where only the person
 //! reads it, shows what was recalled that is about their message.
+use crate::api::ChatContext;
 use crate::prompt::{self, bullets, render};
 use crate::Mind;
-use serde_json::Value;
 use std::collections::HashSet;
 
 /// At most this many remembered things in a fallback.
@@ -10,7 +10,7 @@ const SHOWN: usize = 3;
 
 /// `ctx` is the message's `chat_context`. `private`: the channel is the person's alone; in a
 /// channel others read, the fallback quotes nothing remembered.
-pub async fn reply(mind: &Mind, ctx: &Value, content: &str, private: bool) -> String {
+pub async fn reply(mind: &Mind, ctx: &ChatContext, content: &str, private: bool) -> String {
     let shown = if private { recalled_about(ctx, content) } else { Vec::new() };
     let recalled = if shown.is_empty() {
         String::new()
@@ -29,40 +29,36 @@ pub async fn reply(mind: &Mind, ctx: &Value, content: &str, private: bool) -> St
 /// memories (`found_by` names it), the words themselves for the turns. What the companion thought
 /// (heartbeat narratives, reflections, web pages) and its own turns are not shown: they are not
 /// what the person said, and a narrative of a failure is no answer.
-pub fn recalled_about(ctx: &Value, content: &str) -> Vec<String> {
-    let said = |at: &Value, text: &str| match at.as_str().and_then(|t| t.get(..10)) {
+pub fn recalled_about(ctx: &ChatContext, content: &str) -> Vec<String> {
+    let said = |at: Option<&str>, text: &str| match at.and_then(|t| t.get(..10)) {
         Some(day) => format!("you said on {day}: \"{text}\""),
         None => format!("you said: \"{text}\""),
     };
-    let memories = ctx["memories"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["found_by"].as_str().is_some_and(|f| f.contains("lexical")))
+    let memories = ctx
+        .memories
+        .iter()
+        .filter(|m| m.found_by.as_deref().is_some_and(|f| f.contains("lexical")))
         .filter_map(|m| {
-            let text = m["content"].as_str()?;
             // Only their own words are quoted: a summary, micro line or clipped text (a tight
             // budget's shorter level) is not what they said.
-            if m["level"].as_str().is_some_and(|l| l != "full") {
+            if m.level.as_deref().is_some_and(|l| l != "full") {
                 None
-            } else if m["fact"] == Value::Bool(true) {
-                Some(text.to_string())
-            } else if m["role"] == "user" {
-                Some(said(&m["created_at"], text))
+            } else if m.fact {
+                Some(m.content.clone())
+            } else if m.role.as_deref() == Some("user") {
+                Some(said(m.created_at.as_deref(), &m.content))
             } else {
                 None
             }
         });
     let asked = subject_words(content);
-    let turns = ctx["recent_turns"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let turns = ctx
+        .recent_turns
+        .iter()
         .rev()
-        .filter(|t| t["role"] == "user" && t["level"].as_str().is_none_or(|l| l == "full"))
-        .filter_map(|t| Some((t, t["content"].as_str()?)))
-        .filter(|(_, text)| !subject_words(text).is_disjoint(&asked))
-        .map(|(t, text)| said(&t["at"], text));
+        .filter(|t| t.role == "user" && t.is_full())
+        .filter(|t| !subject_words(&t.content).is_disjoint(&asked))
+        .map(|t| said(t.at.as_deref(), &t.content));
     memories.chain(turns).take(SHOWN).collect()
 }
 
@@ -86,29 +82,38 @@ fn subject_words(text: &str) -> HashSet<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn memory(content: &str, found_by: &str, fact: bool, role: Option<&str>) -> Value {
         json!({"content": content, "found_by": found_by, "fact": fact, "role": role, "type": "episodic",
                "created_at": "2026-03-01T10:00:00+00:00", "score": 0.8})
     }
 
+    /// A chat_context answer with only its memories and recent turns.
+    fn context(memories: Value, recent_turns: Value) -> ChatContext {
+        ChatContext {
+            memories: serde_json::from_value(memories).unwrap(),
+            recent_turns: serde_json::from_value(recent_turns).unwrap(),
+            ..ChatContext::default()
+        }
+    }
+
     #[test]
     fn the_fallback_shows_what_the_person_told_about_the_message() {
-        let ctx = json!({
-            "memories": [
+        let ctx = context(
+            json!([
                 memory("Ada's sister is called Mira", "vector+lexical", true, None),
                 memory("While resting I wondered how Mira is doing.", "vector+lexical", false, None),
                 memory("I told Ada that Mira sounds lovely.", "lexical", false, Some("assistant")),
                 memory("Ada's favourite colour is green", "vector", true, None),
                 memory("Mira and I grew up in Braga.", "lexical", false, Some("user")),
-            ],
-            "recent_turns": [
+            ]),
+            json!([
                 {"role": "user", "content": "Mira moved to Porto last spring.", "at": "2026-03-02T09:00:00+00:00"},
                 {"role": "assistant", "content": "Porto is beautiful, and Mira will love it.", "at": "2026-03-02T09:00:05+00:00"},
                 {"role": "user", "content": "I had pasta for lunch today.", "at": "2026-03-02T09:01:00+00:00"},
-            ],
-        });
+            ]),
+        );
         let shown = recalled_about(&ctx, "Where does my sister Mira live now?");
         assert_eq!(
             shown,
@@ -122,12 +127,13 @@ mod tests {
 
     #[test]
     fn nothing_is_shown_when_nothing_recalled_is_about_the_message() {
-        let ctx = json!({
-            "memories": [memory("Heartbeat 3: the model was unreachable.", "vector", false, None)],
-            "recent_turns": [{"role": "user", "content": "What do you think of the weather?", "at": "2026-03-02T09:00:00+00:00"}],
-        });
+        let ctx = context(
+            json!([memory("Heartbeat 3: the model was unreachable.", "vector", false, None)]),
+            json!([{"role": "user", "content": "What do you think of the weather?", "at": "2026-03-02T09:00:00+00:00"}]),
+        );
         assert!(recalled_about(&ctx, "Are you there?").is_empty());
-        assert!(recalled_about(&Value::Null, "Are you there?").is_empty());
+        // No context (chat_context answered nothing): nothing to show.
+        assert!(recalled_about(&ChatContext::default(), "Are you there?").is_empty());
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The dream channel (#12 §5, seed 004 §4.1): every autonomous activity — reply, check-in,
+//! The dream channel (#12 §5): every autonomous activity — reply, check-in,
 //! extraction, heartbeat, dream proposal — mirrored as a card to a channel of the person's,
 //! never into the conversation. The extension records the items and decides who may see and
 //! decide them (sql/019_dream_channel.sql); here cards are rendered (pure functions), posted by

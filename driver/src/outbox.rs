@@ -134,7 +134,7 @@ pub async fn send_reserved(mind: &Mind, m: &Reserved, retries: u32) -> Result<De
     Ok(Delivery::Delivered(logged.first().map(|r| r.get(0)).unwrap_or_default()))
 }
 
-/// One part, with up to `retries` more tries while the channel is unavailable (seed 003).
+/// One part, with up to `retries` more tries while the channel is unavailable.
 async fn send_part(mind: &Mind, channel: &str, text: &str, nonce: &str, retries: u32) -> Result<String, SendError> {
     let mut delay = Duration::from_millis(500);
     let mut attempt = 0;

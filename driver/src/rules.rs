@@ -1,4 +1,4 @@
-//! Rules in the person's own words (seed 003 §4): "remind me to call mom on Sundays". A cheap
+//! Rules in the person's own words: "remind me to call mom on Sundays". A cheap
 //! look at the words decides whether to ask at all; the fast model turns them into a rule in
 //! the extension's vocabulary; `add_rule` checks it and stores it as theirs. The driver keeps
 //! no rule logic: what a rule may say, and what it does, live in the database.
@@ -6,7 +6,16 @@ use crate::jsonish::text;
 use crate::llm::Msg;
 use crate::prompt::{self, render};
 use crate::Mind;
+use serde::Deserialize;
 use serde_json::Value;
+
+/// `add_rule(person, words, rule)`'s answer: the rule stored as theirs (see its COMMENT).
+#[derive(Debug, Deserialize)]
+struct Stored {
+    rule_id: i64,
+    name: String,
+    description: Option<String>,
+}
 
 /// Words that may ask for something scheduled or recurring (cheap, before any model).
 pub fn may_ask_for_a_rule(words: &str) -> bool {
@@ -34,22 +43,14 @@ pub async fn from_words(mind: &Mind, person: &str, words: &str) -> Option<String
             return None;
         }
     };
-    let facts = mind
-        .chat_db
-        .json(
-            "SELECT jsonb_build_object('vocabulary', dionysus.rule_vocabulary(), \
-                    'local_time', to_char(dionysus.clock_now() AT TIME ZONE coalesce((SELECT time_zone FROM dionysus.people WHERE person = $1), 'UTC'), \
-                                          'FMDay YYYY-MM-DD HH24:MI'))",
-            &[&person],
-        )
-        .await
-        .ok()?;
+    let vocabulary = mind.chat_db.json("SELECT dionysus.rule_vocabulary()", &[]).await.ok()?;
+    let local_time: String = mind.chat_db.one("SELECT to_jsonb(dionysus.person_local_time($1))", &[&person]).await.ok()?;
     let system = render(
         &t.text,
         &[
             ("words", words.to_string()),
-            ("local_time", facts["local_time"].as_str().unwrap_or_default().to_string()),
-            ("vocabulary", serde_json::to_string_pretty(&facts["vocabulary"]).unwrap_or_default()),
+            ("local_time", local_time),
+            ("vocabulary", serde_json::to_string_pretty(&vocabulary).unwrap_or_default()),
         ],
     );
     let msgs = [Msg::system(system), Msg::user("Answer with the JSON object now.".to_string())];
@@ -69,11 +70,11 @@ pub async fn from_words(mind: &Mind, person: &str, words: &str) -> Option<String
         }
     };
     let rule = answer.get("rule").filter(|r| r.is_object())?.clone();
-    match mind.chat_db.json("SELECT dionysus.add_rule($1, $2, $3)", &[&person, &words, &rule]).await {
+    match mind.chat_db.one::<Stored>("SELECT dionysus.add_rule($1, $2, $3)", &[&person, &words, &rule]).await {
         Ok(stored) => {
-            tracing::info!(%person, rule = %stored["rule_id"], name = %stored["name"], "a rule in their words");
-            let said = text(&answer, "confirmation").unwrap_or_else(|| format!("Noted: {}.", stored["description"].as_str().unwrap_or("done")));
-            Some(format!("{said} (rule {}: `dionysus rules` lists it)", stored["rule_id"]))
+            tracing::info!(%person, rule = stored.rule_id, name = %stored.name, "a rule in their words");
+            let said = text(&answer, "confirmation").unwrap_or_else(|| format!("Noted: {}.", stored.description.as_deref().unwrap_or("done")));
+            Some(format!("{said} (rule {}: `dionysus rules` lists it)", stored.rule_id))
         }
         Err(e) => {
             // The extension refused what the model proposed (its message names the part).
@@ -88,13 +89,10 @@ pub async fn judge_reply(mind: &Mind, contact_id: uuid::Uuid, reply: &str) {
     let Ok(t) = prompt::load(&mind.work_db, "contact_feedback").await else { return };
     let contact = mind
         .work_db
-        .json(
-            "SELECT to_jsonb(o.content) FROM dionysus.contact_evaluations c JOIN dionysus.outbox o ON o.id = c.outbox_id WHERE c.id = $1",
-            &[&contact_id],
-        )
+        .one::<Option<String>>("SELECT to_jsonb(dionysus.contact_message($1))", &[&contact_id])
         .await
         .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
+        .flatten()
         .unwrap_or_default();
     let system = render(&t.text, &[("contact", contact), ("reply", reply.to_string())]);
     let msgs = [Msg::system(system), Msg::user("Answer with the JSON object now.".to_string())];

@@ -7,6 +7,17 @@ use crate::db::{Db, DbError};
 use crate::Mind;
 use uuid::Uuid;
 
+/// What the dream channel is told of an extraction (`actions::extract_message` puts it beside
+/// the result): the prompt, the metrics, and whose channel it is.
+#[derive(Debug, serde::Deserialize)]
+struct Mirrored {
+    prompt: Option<String>,
+    #[serde(default)]
+    metrics: serde_json::Value,
+    platform: Option<String>,
+    owner: Option<String>,
+}
+
 const COLUMNS: &str = "id, action, params, heartbeat_id, lease_token";
 
 fn item(r: &tokio_postgres::Row) -> WorkItem {
@@ -34,14 +45,13 @@ pub async fn settle(db: &Db, item: &WorkItem, outcome: Outcome) -> Result<&'stat
     let r = match outcome {
         Outcome::Done(mut result) => {
             // What the dream channel is told of an extraction travels beside its result, not in it.
-            let mirror = result.as_object_mut().and_then(|o| o.remove("mirror"));
+            let mirror = result.as_object_mut().and_then(|o| o.remove("mirror")).and_then(|m| serde_json::from_value::<Mirrored>(m).ok());
             match db.query("SELECT dionysus.complete_work($1, $2, $3)", &[&item.id, &result, &lease]).await {
                 Ok(_) => {
                     tracing::info!(action = %item.action, id = %item.id, "work done");
                     if let (Some(m), "extract_message") = (mirror, item.action.as_str()) {
                         let sql = "SELECT to_jsonb(dionysus.mirror_record('extraction', $1, $2, $3, '{}', dionysus.person_key($4, $5)))";
-                        let (platform, owner) = (m["platform"].as_str(), m["owner"].as_str());
-                        if let Err(e) = db.json(sql, &[&item.id, &m["prompt"].as_str(), &m["metrics"], &platform, &owner]).await {
+                        if let Err(e) = db.json(sql, &[&item.id, &m.prompt, &m.metrics, &m.platform, &m.owner]).await {
                             tracing::warn!(id = %item.id, error = %e, "extraction not mirrored to the dream channel");
                         }
                     }
@@ -93,10 +103,9 @@ pub async fn drain(mind: &Mind, heartbeat: Option<Uuid>) -> usize {
         let Some(first) = claimed.into_iter().next() else { break };
         // Concept extraction is batched: one model call for up to 10 memories.
         let batch = if first.action == "extract_concepts" {
+            let more = claim(&mind.work_db, &mind.config.worker_name, Some(&[first.action.as_str()]), 9, heartbeat).await.unwrap_or_default();
             let mut b = vec![first];
-            if let Ok(more) = claim(&mind.work_db, &mind.config.worker_name, Some(&["extract_concepts"]), 9, heartbeat).await {
-                b.extend(more);
-            }
+            b.extend(more);
             b
         } else {
             vec![first]
