@@ -479,6 +479,29 @@ mod tests {
         assert!(TlsSettings::parse("postgresql://db/x?sslmode=allow-anything").unwrap_err().contains("allow-anything"));
     }
 
+    /// An answer without its documented shape is an error naming the call and what is wrong,
+    /// never a silent default.
+    #[test]
+    fn an_answer_of_another_shape_is_a_clear_error() {
+        #[derive(Debug, serde::Deserialize)]
+        struct Logged {
+            #[allow(dead_code)]
+            message_id: uuid::Uuid,
+        }
+        let sql = "SELECT dionysus.log_message($1,\n   $2)";
+        let ok: Logged = shape(serde_json::json!({"message_id": "00000000-0000-0000-0000-000000000001", "extra": 1}), sql).unwrap();
+        assert_eq!(ok.message_id, uuid::Uuid::from_u128(1));
+        for (answer, wrong) in [
+            (serde_json::json!({"duplicate": false}), "missing field `message_id`"),
+            (serde_json::json!({"message_id": "not a uuid"}), "UUID parsing failed"),
+            (serde_json::Value::Null, "invalid type: null"),
+        ] {
+            let Err(DbError::Sql { code, message }) = shape::<Logged>(answer, sql) else { panic!("a wrong shape was accepted") };
+            assert_eq!(code, "DNY01");
+            assert!(message.contains("`SELECT dionysus.log_message($1, $2)` does not have its documented shape") && message.contains(wrong), "{message}");
+        }
+    }
+
     #[test]
     fn a_missing_or_empty_ca_file_is_an_error_naming_it() {
         assert!(tls_connector(true, Some("/nonexistent/ca.pem")).err().unwrap().contains("/nonexistent/ca.pem"));
