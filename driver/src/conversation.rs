@@ -230,23 +230,16 @@ async fn compose(mind: &Mind, message_id: Uuid, person: &str, content: &str, pri
     let started = std::time::Instant::now();
     let mut prompt_shown = None;
     let mut usage = None;
-    let raw = match mind
+    let ctx: ChatContext = match mind
         .chat_db
-        .json("SELECT dionysus.chat_context($1, $2, $3)", &[&message_id, &mind.config.max_memories, &mind.config.max_turns])
+        .one("SELECT dionysus.chat_context($1, $2, $3)", &[&message_id, &mind.config.max_memories, &mind.config.max_turns])
         .await
     {
         Ok(c) => c,
         Err(e) => {
             tracing::error!(error = %e, "cannot build the context");
-            Value::Null
-        }
-    };
-    let ctx: ChatContext = match &raw {
-        Value::Null => ChatContext::default(),
-        v => serde_json::from_value(v.clone()).unwrap_or_else(|e| {
-            tracing::error!(error = %e, "chat_context's answer does not have its documented shape");
             ChatContext::default()
-        }),
+        }
     };
     let memories: Vec<String> = ctx
         .memories
