@@ -839,6 +839,13 @@ BEGIN
      ORDER BY u.score DESC, u.kind, u.id
      LIMIT k;
 END $$;
+-- CREATE OR REPLACE drops the function's settings: pgvector's schema back on its search_path,
+-- as a fresh install's 900_api.sql sets it.
+DO $$
+BEGIN
+    EXECUTE format('ALTER FUNCTION dionysus.recall_all(text, integer, text) SET search_path = pg_catalog, dionysus, %I',
+                   (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'));
+END $$;
 
 -- H3b: the driver reads functions, not tables (#34 typed contract): the open contact opportunities, a person's local
 -- time, the words a contact sent, the open goals, the self-model, a person's own latest turns, memories with their
