@@ -409,7 +409,7 @@ async fn the_api_schema_lists_exactly_the_documented_api() {
         .collect();
     assert!(undocumented.is_empty(), "functions without a COMMENT: {undocumented:?}");
     // Trigger functions and the checks and locks the API is made of are not something to call
-    // (check_censors is seed 002's own name for an API: what would a censor say of these words).
+    // (check_censors is an API in its own right: what would a censor say of these words).
     let misplaced: Vec<String> = db
         .client
         .query(

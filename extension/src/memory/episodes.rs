@@ -13,7 +13,7 @@ use pgrx::prelude::*;
 use pgrx::Uuid;
 
 pub const DEFAULT_SOURCE: &str = "default";
-/// Members within this many positions are temporal neighbours (seed 000 §6.3).
+/// Members within this many positions are temporal neighbours (three either side, as the design has it).
 pub const TEMPORAL_SPAN: i32 = 3;
 
 pub fn lock_source(source: &str) {

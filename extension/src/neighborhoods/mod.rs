@@ -1,4 +1,4 @@
-//! Memory neighborhoods (seed 000 §6.3): each memory's top-20 associations, precomputed so
+//! Memory neighborhoods: each memory's top-20 associations, precomputed so
 //! recall can expand through them without walking the graph at query time.
 //!
 //! Staleness lives in the append-only `neighborhood_queue`. Writers only INSERT into it, so
@@ -98,7 +98,7 @@ fn vector_neighbors(id: Uuid, embedding: &[f32]) -> Vec<(Uuid, f64)> {
     })
 }
 
-/// Computes one memory's neighborhood per seed 000 §6.3 and stores it.
+/// Computes one memory's neighborhood (graph neighbours, same-episode turns, nearest by meaning) and stores it.
 pub fn recompute_one(id: Uuid) {
     let embedding =
         select_prepared("SELECT embedding::real[] FROM dionysus.memories WHERE id = $1", &[id.into()], |t| {
@@ -109,7 +109,7 @@ pub fn recompute_one(id: Uuid) {
         return; // deleted meanwhile: its queue rows went with it
     };
     let mut weights: HashMap<Uuid, f64> = HashMap::new();
-    // 1. Graph neighbours within two hops: 1.0 for one hop, 0.5 for two (seed 000 §6.3), times
+    // 1. Graph neighbours within two hops: 1.0 for one hop, 0.5 for two (the design's values), times
     //    the edge weight, which is in [0, 1]: an edge marked weak counts less, none counts more
     //    than the seed's flat value. Past the caps the strongest are kept, ties by id, so the
     //    same graph always gives the same neighbourhood.
