@@ -73,6 +73,48 @@ impl TestDb {
     }
 }
 
+/// A passed test's database is dropped: the preloaded launcher visits every database one after
+/// another each interval, so hundreds of finished ones would slow every later test that waits on
+/// a background pass (and load the CPU). A failed test's database stays, to be looked at.
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        drop_when_passed(&self.name);
+    }
+}
+
+/// A database a test made itself (not a TestDb), dropped as a TestDb is when the guard goes.
+pub struct DropWhenPassed(pub String);
+
+impl Drop for DropWhenPassed {
+    fn drop(&mut self) {
+        drop_when_passed(&self.0);
+    }
+}
+
+fn drop_when_passed(name: &str) {
+    if std::thread::panicking() || std::env::var_os("DIONYSUS_TEST_KEEP_DATABASES").is_some() {
+        return;
+    }
+    drop_database_now(name);
+}
+
+/// DROP DATABASE … WITH (FORCE), from synchronous code (a Drop): on a thread of its own with
+/// its own runtime, since the caller's runtime may be single-threaded and busy. Best effort: a
+/// database left behind costs only time.
+pub fn drop_database_now(name: &str) {
+    let name = name.to_string();
+    let _ = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+        rt.block_on(async {
+            let conninfo = format!("{} dbname=postgres", cluster_conninfo());
+            let (client, conn) = tokio_postgres::connect(&conninfo, NoTls).await.ok()?;
+            tokio::spawn(conn);
+            client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.ok()
+        })
+    })
+    .join();
+}
+
 /// The SQLSTATE of a failed statement ("" if it was not a database error).
 pub fn sqlstate(e: &tokio_postgres::Error) -> String {
     e.code().map(|c| c.code().to_string()).unwrap_or_default()

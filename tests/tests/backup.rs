@@ -114,10 +114,11 @@ fn restore_plain(script: &std::path::Path, plain: Vec<u8>, db: &str) {
 }
 
 /// A fresh database the background passes leave alone (a restore is written into it).
-async fn paused_database(admin: &tokio_postgres::Client, name: &str) {
+async fn paused_database(admin: &tokio_postgres::Client, name: &str) -> dionysus_tests::DropWhenPassed {
     admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
     admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
     admin.batch_execute(&format!("ALTER DATABASE {name} SET dionysus.worker_paused = on")).await.unwrap();
+    dionysus_tests::DropWhenPassed(name.to_string())
 }
 
 #[tokio::test]
@@ -216,9 +217,9 @@ async fn a_dump_restores_every_table_and_recall_in_both_formats() {
 
     // pg_restore in one transaction, and the plain script through psql.
     let (by_restore, by_psql) = (format!("{}_r", db.name), format!("{}_p", db.name));
-    paused_database(&admin, &by_restore).await;
+    let _dropped_1 = paused_database(&admin, &by_restore).await;
     run(Command::new(pg_tool("pg_restore")).args(["--single-transaction", "--exit-on-error", "-d"]).arg(conninfo(&by_restore)).arg(&custom));
-    paused_database(&admin, &by_psql).await;
+    let _dropped_2 = paused_database(&admin, &by_psql).await;
     let script = std::env::temp_dir().join(format!("{}.sql", db.name));
     restore_plain(&script, plain, &by_psql);
 
@@ -254,7 +255,7 @@ async fn a_dump_restores_every_table_and_recall_in_both_formats() {
 async fn a_database_updated_from_0_18_dumps_and_restores_whole() {
     let admin = connect("postgres").await;
     let name = format!("t_backup_upd_{}", std::process::id());
-    paused_database(&admin, &name).await;
+    let _dropped_3 = paused_database(&admin, &name).await;
     admin.batch_execute(&format!("ALTER DATABASE {name} SET dionysus.allow_old_schema = on")).await.unwrap();
     let c = connect(&name).await;
     c.batch_execute("CREATE EXTENSION vector; CREATE EXTENSION dionysus VERSION '0.18.0'").await.expect("install 0.18.0");
@@ -275,7 +276,7 @@ async fn a_database_updated_from_0_18_dumps_and_restores_whole() {
     let before = digests(&c).await;
     assert!(before["dionysus.memories"].0 >= 1 && before["dionysus.messages"].0 == 1, "{before:?}");
     let restored = format!("{name}_r");
-    paused_database(&admin, &restored).await;
+    let _dropped_4 = paused_database(&admin, &restored).await;
     let script = std::env::temp_dir().join(format!("{name}.sql"));
     restore_plain(&script, plain, &restored);
     let r = connect(&restored).await;
