@@ -301,10 +301,11 @@ pub async fn rules(config: &Config, person: Option<&str>) -> ExitCode {
             println!("Rules acting on {person}:");
             for r in rules {
                 println!(
-                    "  {:>4} {:<9} {:<9} w {:.2} used {:>4}×  {} — {}",
+                    "  {:>4} {:<9} {:<9} {:<17} w {:.2} used {:>4}×  {} — {}",
                     r.rule_id,
                     r.origin.as_deref().unwrap_or("?"),
                     r.status.as_deref().unwrap_or("?"),
+                    r.repeats.as_deref().unwrap_or("repeats"),
                     r.weight.unwrap_or(0.0),
                     r.use_count,
                     r.name.as_deref().unwrap_or("?"),
@@ -343,6 +344,9 @@ pub struct Rule {
     pub weight: Option<f64>,
     pub use_count: i64,
     pub description: Option<String>,
+    /// 'once' (retires after it fires), 'repeats', or 'until YYYY-MM-DD'.
+    #[serde(default)]
+    pub repeats: Option<String>,
 }
 
 /// `explain_learning(person, n)`: one thing learned from their answers.
