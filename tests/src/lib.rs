@@ -71,6 +71,29 @@ impl TestDb {
     pub async fn connect(&self) -> Client {
         connect(&self.name).await
     }
+
+    /// Holds the background passes off this database, for a test that ages rows and then runs a
+    /// step itself which a pass would otherwise run first: new passes skip the database
+    /// (dionysus.worker_paused), and this waits until no pass begun before is still connected.
+    pub async fn hold_worker_off(&self) {
+        let admin = connect("postgres").await;
+        admin.batch_execute(&format!("ALTER DATABASE {} SET dionysus.worker_paused = on", self.name)).await.unwrap();
+        for _ in 0..600 {
+            let passes: i64 = admin
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND backend_type LIKE 'dionysus %'",
+                    &[&self.name],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            if passes == 0 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("a background pass stayed connected to {} for 30 s", self.name);
+    }
 }
 
 /// A passed test's database is dropped: the preloaded launcher visits every database one after
