@@ -8,15 +8,17 @@
 -- ---------------------------------------------------------------------------------------
 -- Sessions (§5.3): heartbeats pause while the person is talking.
 -- ---------------------------------------------------------------------------------------
+-- The last interaction is on the driven clock (001_schema.sql's clock_now), as end_idle_session
+-- measures idleness by it; the start stays in real time, as the messages it counts are stamped.
 CREATE FUNCTION session_start() RETURNS void LANGUAGE sql AS $$
     UPDATE dionysus.heartbeat_state SET session_active = true,
            session_started_at = CASE WHEN session_active THEN session_started_at ELSE now() END,
-           last_user_interaction_at = now(), updated_at = now() WHERE id = 1;
+           last_user_interaction_at = dionysus.clock_now(), updated_at = now() WHERE id = 1;
 $$;
 COMMENT ON FUNCTION session_start() IS 'The person is talking: heartbeats pause.';
 
 CREATE FUNCTION note_user_message() RETURNS void LANGUAGE sql AS $$
-    UPDATE dionysus.heartbeat_state SET last_user_interaction_at = now(), updated_at = now() WHERE id = 1;
+    UPDATE dionysus.heartbeat_state SET last_user_interaction_at = dionysus.clock_now(), updated_at = now() WHERE id = 1;
 $$;
 COMMENT ON FUNCTION note_user_message() IS 'The person spoke (ends the reach-out cooldown).';
 

@@ -52,8 +52,9 @@ INSERT INTO proactive_config (key, value, description) VALUES
     ('prior_quiet', 0.05, 'availability believed, before anything is learned, in quiet hours'),
     ('better_moment_hours', 10, 'a contact waits when one of the next this many hours (a working day) is clearly better for them'),
     ('better_moment_margin', 0.25, 'how much more available an hour ahead must be believed to wait for it'),
-    ('rhythm_confident_after', 25, 'messages after which the learned rhythm is fully trusted (confidence 1)'),
-    ('miss_weight', 0.3, 'each missed contact at an hour of their week takes this share off the availability learned there (at most 0.8)'),
+    ('rhythm_confident_after', 8, 'messages after which the learned rhythm is fully trusted (with rhythm_confident_days: both must be reached)'),
+    ('rhythm_confident_days', 3, 'days since their first message after which the learned rhythm is fully trusted: a routine shows in days, not in a count of messages'),
+    ('miss_weight', 0.3, 'each missed contact at an hour of their week takes this share off the availability believed there, prior included (at most 0.8)'),
     ('rhythm_confidence_days', 14, 'without messages, confidence in the rhythm halves every this many days'),
     ('ignored_after_hours', 6, 'a contact unanswered this long (or 3 × the usual reply time, if longer) counts as ignored'),
     ('ignores_before_pause', 3, 'after this many ignored contacts in a row, time alone no longer adds pressure'),
@@ -81,7 +82,7 @@ BEGIN
        AND NEW.value > 1 THEN
         RAISE EXCEPTION 'dionysus: proactive_config "%" must be within [0, 1], not %', NEW.key, NEW.value USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF NEW.key IN ('acquaintance_turns', 'rhythm_confident_after', 'rhythm_confidence_days', 'base_tick_seconds',
+    IF NEW.key IN ('acquaintance_turns', 'rhythm_confident_after', 'rhythm_confident_days', 'rhythm_confidence_days', 'base_tick_seconds',
                    'min_tick_seconds', 'max_tick_seconds', 'check_interval_minutes', 'check_backoff_max_minutes', 'ignored_after_hours',
                    'ignores_before_pause', 'better_moment_hours', 'event_queue_limit', 'signal_busy_hours', 'rules_per_person',
                    'solicited_per_day', 'contact_request_hours')
@@ -176,7 +177,13 @@ CREATE TABLE people (
     check_interval_minutes double precision,
     last_pressure          double precision NOT NULL DEFAULT 0,
     last_evaluated_at      timestamptz,
-    updated_at             timestamptz NOT NULL DEFAULT now()
+    updated_at             timestamptz NOT NULL DEFAULT now(),
+    -- Where time_zone came from: nothing yet (UTC), the configuration, their words, or inferred
+    -- from when they write. A weaker source never overrides a stronger one (set_person_time_zone).
+    time_zone_source       text NOT NULL DEFAULT 'default' CHECK (time_zone_source IN ('default', 'inferred', 'words', 'config')),
+    -- Their own availability prior, key by key over proactive_config's (a night shift:
+    -- {"quiet_start_hour": 9, "quiet_end_hour": 16}); see prior_setting.
+    prior                  jsonb NOT NULL DEFAULT '{}'::jsonb CHECK (jsonb_typeof(prior) = 'object')
 );
 COMMENT ON TABLE people IS 'Each person as the proactive mind sees them: social debt, curiosity, task pressure, restraint, mood, contact history, a contact their rule asked for, the check-in cadence.';
 
@@ -346,12 +353,31 @@ CREATE FUNCTION dionysus_internal.hour_of_week(at timestamptz, tz text) RETURNS 
 $$;
 COMMENT ON FUNCTION dionysus_internal.hour_of_week(timestamptz, text) IS 'Hour of the week (Monday 00:00 = 0) of an instant in a time zone.';
 
+-- The prior a considerate stranger would hold about someone at an hour of their day (asleep at
+-- night, likely busy in weekday working hours, free otherwise): data, the deployment's in
+-- proactive_config, a person's own in people.prior (their night shift), key by key.
+CREATE FUNCTION dionysus_internal.prior_setting(p dionysus.people, setting_key text) RETURNS double precision
+    LANGUAGE sql STABLE AS $$
+    SELECT coalesce((p.prior ->> setting_key)::float8, dionysus_internal.proactive_setting(setting_key))
+$$;
+COMMENT ON FUNCTION dionysus_internal.prior_setting(dionysus.people, text) IS 'One setting of the availability prior for a person: theirs (people.prior) or the deployment''s (proactive_config).';
+
+-- Whether a local hour falls in the person's quiet hours (their prior's, or the deployment's).
+CREATE FUNCTION dionysus_internal.in_quiet_hours(p dionysus.people, local_hour int) RETURNS boolean
+    LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN qs > qe THEN local_hour >= qs OR local_hour < qe ELSE local_hour >= qs AND local_hour < qe END
+      FROM (SELECT dionysus_internal.prior_setting(p, 'quiet_start_hour')::int AS qs, dionysus_internal.prior_setting(p, 'quiet_end_hour')::int AS qe) q
+$$;
+COMMENT ON FUNCTION dionysus_internal.in_quiet_hours(dionysus.people, integer) IS 'Whether an hour of the person''s day is in their quiet hours (their prior''s, else the deployment''s).';
+
 -- What the person is believed to be able to do at an instant: availability in [0, 1] from
--- their learned rhythm, blended by the confidence in it with the prior a considerate stranger
--- would hold (asleep at night, likely busy in weekday working hours, free otherwise).
--- The rhythm is read twice and averaged: this hour of this weekday (weekly habits, which take
--- weeks to learn) and this hour on any day (daily routine, learned in days), each relative to
--- its busiest hour, with neighbouring hours counting half. Missed contacts there lower it.
+-- their learned rhythm, blended by the confidence in it with the prior (prior_setting).
+-- The rhythm is read three ways, each relative to its busiest hour, neighbouring hours counting
+-- half: this hour on days of the same kind (weekday or weekend; all days while that kind has
+-- no messages yet), this hour of this weekday (weekly habits, which take weeks), and this hour
+-- on any day (a daily routine shows in days). Confidence comes from days known and messages.
+-- A contact they missed at this hour (ignored, answered late, "not now") lowers the belief
+-- itself, prior included: evidence against an hour beats what a stranger would guess.
 CREATE FUNCTION dionysus_internal.availability(who text, at timestamptz)
     RETURNS TABLE (belief double precision, confidence double precision, learned double precision, prior double precision)
     LANGUAGE plpgsql STABLE AS $$
@@ -359,50 +385,63 @@ DECLARE
     p dionysus.people;
     h smallint;
     hod int;
+    weekend boolean;
     local_hour int;
     week_here double precision;
     week_peak double precision;
     day_here double precision;
     day_peak double precision;
+    kind_here double precision;
+    kind_peak double precision;
     total double precision;
     missed double precision;
-    qs int := dionysus_internal.proactive_setting('quiet_start_hour')::int;
-    qe int := dionysus_internal.proactive_setting('quiet_end_hour')::int;
-    ws int := dionysus_internal.proactive_setting('workday_start_hour')::int;
-    we int := dionysus_internal.proactive_setting('workday_end_hour')::int;
+    days_known double precision;
 BEGIN
     SELECT * INTO p FROM dionysus.people x WHERE x.person = who;
-    local_hour := extract(hour FROM at AT TIME ZONE coalesce(p.time_zone, 'UTC'))::int;
-    prior := CASE WHEN (qs > qe AND (local_hour >= qs OR local_hour < qe)) OR (qs < qe AND local_hour >= qs AND local_hour < qe)
-                       THEN dionysus_internal.proactive_setting('prior_quiet')
-                  WHEN extract(isodow FROM at AT TIME ZONE coalesce(p.time_zone, 'UTC')) <= 5 AND local_hour >= ws AND local_hour < we
-                       THEN dionysus_internal.proactive_setting('prior_workday')
-                  ELSE dionysus_internal.proactive_setting('prior_free') END;
-    h := dionysus_internal.hour_of_week(at, coalesce(p.time_zone, 'UTC'));
+    p.time_zone := coalesce(p.time_zone, 'UTC');
+    local_hour := extract(hour FROM at AT TIME ZONE p.time_zone)::int;
+    weekend := extract(isodow FROM at AT TIME ZONE p.time_zone) > 5;
+    prior := CASE WHEN dionysus_internal.in_quiet_hours(p, local_hour) THEN dionysus_internal.prior_setting(p, 'prior_quiet')
+                  WHEN NOT weekend AND local_hour >= dionysus_internal.prior_setting(p, 'workday_start_hour')
+                       AND local_hour < dionysus_internal.prior_setting(p, 'workday_end_hour')
+                       THEN dionysus_internal.prior_setting(p, 'prior_workday')
+                  ELSE dionysus_internal.prior_setting(p, 'prior_free') END;
+    h := dionysus_internal.hour_of_week(at, p.time_zone);
     hod := h % 24;
-    SELECT max(activity), sum(activity) INTO week_peak, total FROM dionysus.person_rhythm r WHERE r.person = who;
-    SELECT coalesce(sum(r.activity * CASE WHEN r.hour_of_week = h THEN 1.0 ELSE 0.5 END), 0) INTO week_here
-      FROM dionysus.person_rhythm r
-     WHERE r.person = who AND r.hour_of_week IN (h, (h + 167) % 168, (h + 1) % 168);
-    SELECT max(d.n) INTO day_peak
-      FROM (SELECT r.hour_of_week % 24 AS hr, sum(r.activity) AS n FROM dionysus.person_rhythm r WHERE r.person = who GROUP BY 1) d;
-    SELECT coalesce(sum(r.activity * CASE WHEN r.hour_of_week % 24 = hod THEN 1.0 ELSE 0.5 END), 0),
-           coalesce(sum(r.misses) FILTER (WHERE r.hour_of_week = h), 0)
-           + 0.25 * coalesce(sum(r.misses) FILTER (WHERE r.hour_of_week % 24 = hod AND r.hour_of_week <> h), 0)
-      INTO day_here, missed
-      FROM dionysus.person_rhythm r
-     WHERE r.person = who AND r.hour_of_week % 24 IN (hod, (hod + 23) % 24, (hod + 1) % 24);
-    learned := (0.5 * CASE WHEN coalesce(week_peak, 0) > 0 THEN least(1.0, week_here / week_peak) ELSE 0 END
-                + 0.5 * CASE WHEN coalesce(day_peak, 0) > 0 THEN least(1.0, day_here / day_peak) ELSE 0 END)
-               * (1 - least(0.8, dionysus_internal.proactive_setting('miss_weight') * missed));
+    -- One pass over their (at most 168) hours: each profile's value here and its peak.
+    WITH r AS (SELECT x.hour_of_week AS how, x.hour_of_week % 24 AS hr, x.hour_of_week >= 120 AS we, x.activity, x.misses
+                 FROM dionysus.person_rhythm x WHERE x.person = who),
+         by_hour AS (SELECT hr, we, sum(activity) AS n FROM r GROUP BY hr, we),
+         near AS (SELECT d.hr, (SELECT sum(b.n * CASE WHEN b.hr = d.hr THEN 1.0 ELSE 0.5 END) FROM by_hour b
+                                 WHERE b.hr IN (d.hr, (d.hr + 23) % 24, (d.hr + 1) % 24)) AS all_n,
+                         (SELECT sum(b.n * CASE WHEN b.hr = d.hr THEN 1.0 ELSE 0.5 END) FROM by_hour b
+                           WHERE b.we = weekend AND b.hr IN (d.hr, (d.hr + 23) % 24, (d.hr + 1) % 24)) AS kind_n
+                    FROM generate_series(0, 23) d(hr))
+    SELECT (SELECT max(activity) FROM r), (SELECT sum(activity) FROM r),
+           (SELECT coalesce(sum(activity * CASE WHEN how = h THEN 1.0 ELSE 0.5 END), 0) FROM r
+             WHERE how IN (h, (h + 167) % 168, (h + 1) % 168)),
+           (SELECT max(all_n) FROM near), (SELECT coalesce(all_n, 0) FROM near WHERE near.hr = hod),
+           (SELECT max(kind_n) FROM near), (SELECT coalesce(kind_n, 0) FROM near WHERE near.hr = hod),
+           (SELECT coalesce(sum(misses) FILTER (WHERE how = h), 0) + 0.25 * coalesce(sum(misses) FILTER (WHERE hr = hod AND how <> h), 0) FROM r)
+      INTO week_peak, total, week_here, day_peak, day_here, kind_peak, kind_here, missed;
+    IF coalesce(kind_peak, 0) = 0 THEN
+        kind_peak := day_peak;
+        kind_here := day_here;
+    END IF;
+    learned := 0.6 * CASE WHEN coalesce(kind_peak, 0) > 0 THEN least(1.0, kind_here / kind_peak) ELSE 0 END
+             + 0.2 * CASE WHEN coalesce(week_peak, 0) > 0 THEN least(1.0, week_here / week_peak) ELSE 0 END
+             + 0.2 * CASE WHEN coalesce(day_peak, 0) > 0 THEN least(1.0, day_here / day_peak) ELSE 0 END;
+    days_known := greatest(0, extract(epoch FROM at - coalesce(p.first_message_at, at)) / 86400.0);
     confidence := least(1.0, coalesce(total, 0) / dionysus_internal.proactive_setting('rhythm_confident_after'))
+                  * least(1.0, days_known / dionysus_internal.proactive_setting('rhythm_confident_days'))
                   * power(0.5, least(1000, greatest(0, extract(epoch FROM at - coalesce(p.last_message_at, at)) / 86400.0)
                                            / dionysus_internal.proactive_setting('rhythm_confidence_days')));
-    belief := confidence * learned + (1 - confidence) * prior;
+    belief := (confidence * learned + (1 - confidence) * prior)
+              * (1 - least(0.8, dionysus_internal.proactive_setting('miss_weight') * missed));
     RETURN NEXT;
 END $$;
 COMMENT ON FUNCTION dionysus_internal.availability(text, timestamptz) IS
-    'The belief that a person is available at an instant: their learned rhythm blended with the day/night prior by the confidence in it.';
+    'The belief that a person is available at an instant: their learned rhythm (same kind of day, same weekday, any day) blended with their prior by the confidence in it (days known and messages), lowered where contacts were missed.';
 
 -- A contact at this hour of their week went unanswered (1) or was answered late (0.5).
 CREATE FUNCTION dionysus_internal.note_miss(who text, contact_at timestamptz, weight double precision) RETURNS void
@@ -542,6 +581,7 @@ DECLARE
     contact uuid;
     cue record;
     unsure uuid;
+    said_zone text;
 BEGIN
     -- Lock order: agent_state (push_event, feedback) before the person's row.
     PERFORM dionysus.push_event('communication', 'message_received', 1, jsonb_build_object('message_id', message_id), who);
@@ -551,6 +591,11 @@ BEGIN
          WHERE id = 1;
     END IF;
     p := dionysus_internal.person_row(who);
+    -- Their words may say where they are ("I'm in Berlin", "it's 3 am here").
+    said_zone := dionysus_internal.time_zone_from_words(words, t);
+    IF said_zone IS NOT NULL AND said_zone <> p.time_zone AND dionysus.set_person_time_zone(who, said_zone, 'words') THEN
+        p := dionysus_internal.person_row(who);
+    END IF;
     SELECT * INTO sig FROM dionysus_internal.contact_signal(words, t, p.time_zone);
     -- Their rhythm: this hour of their week gained one message, unless the message says they
     -- are busy (then it is evidence against the hour: a miss); the rest fades a little.
@@ -653,7 +698,9 @@ DECLARE
     av record;
     local_hour int;
     quiet boolean;
-    cooldown interval := make_interval(secs => dionysus_internal.heartbeat_setting('reach_out_cooldown_hours') * 3600);
+    -- Each contact they left unanswered doubles the wait before the next: silence is an answer.
+    cooldown interval := make_interval(secs => dionysus_internal.heartbeat_setting('reach_out_cooldown_hours') * 3600
+                                              * power(2, least(p.ignored_in_row, 6)));
     since_contact interval := t - p.last_contact_at;
     on_its_way boolean;
     energy double precision;
@@ -687,19 +734,20 @@ BEGIN
                                    coalesce(' until ' || to_char(sig.until AT TIME ZONE p.time_zone, 'Dy HH24:MI'), ', until they write again')) END);
     SELECT * INTO av FROM dionysus_internal.availability(p.person, t);
     local_hour := extract(hour FROM t AT TIME ZONE p.time_zone)::int;
-    -- Default quiet hours hold unless their learned rhythm, trusted enough, says they are up.
-    quiet := CASE WHEN dionysus_internal.proactive_setting('quiet_start_hour') > dionysus_internal.proactive_setting('quiet_end_hour')
-                  THEN local_hour >= dionysus_internal.proactive_setting('quiet_start_hour') OR local_hour < dionysus_internal.proactive_setting('quiet_end_hour')
-                  ELSE local_hour >= dionysus_internal.proactive_setting('quiet_start_hour') AND local_hour < dionysus_internal.proactive_setting('quiet_end_hour') END;
+    -- Their quiet hours (their prior's) hold unless their learned rhythm, trusted enough, says they are up.
+    quiet := dionysus_internal.in_quiet_hours(p, local_hour);
     gates := gates || jsonb_build_object('gate', 'quiet_hours', 'passed', NOT (quiet AND (av.learned < 0.15 OR av.confidence < 0.5)),
-        'detail', format('%s:00 their time; default quiet %s–%s, learned activity %s (confidence %s)', local_hour,
-                         dionysus_internal.proactive_setting('quiet_start_hour'), dionysus_internal.proactive_setting('quiet_end_hour'),
+        'detail', format('%s:00 their time (%s, %s); quiet %s–%s, learned activity %s (confidence %s)', local_hour, p.time_zone,
+                         CASE p.time_zone_source WHEN 'config' THEN 'configured' WHEN 'words' THEN 'from their words'
+                                                 WHEN 'inferred' THEN 'guessed' ELSE 'none known yet' END,
+                         dionysus_internal.prior_setting(p, 'quiet_start_hour'), dionysus_internal.prior_setting(p, 'quiet_end_hour'),
                          round(av.learned::numeric, 2), round(av.confidence::numeric, 2)));
     gates := gates || jsonb_build_object('gate', 'availability', 'passed', av.belief >= dionysus_internal.proactive_setting('min_availability'),
         'detail', format('likely available %s (confidence %s)', round(av.belief::numeric, 2), round(av.confidence::numeric, 2)));
     gates := gates || jsonb_build_object('gate', 'cooldown', 'passed', p.last_contact_at IS NULL OR since_contact >= cooldown,
         'detail', CASE WHEN p.last_contact_at IS NULL THEN 'no contact started yet'
-                       ELSE format('last contact %s ago (cooldown %s)', date_trunc('minute', since_contact), cooldown) END);
+                       ELSE format('last contact %s ago (cooldown %s%s)', date_trunc('minute', since_contact), cooldown,
+                                   CASE WHEN p.ignored_in_row > 0 THEN format(', doubled for each of %s unanswered', p.ignored_in_row) ELSE '' END) END);
     -- One contact at a time: the last one is answered or counted as ignored before the next.
     gates := gates || jsonb_build_object('gate', 'waiting_on_them', 'passed', NOT p.awaiting_reply,
         'detail', CASE WHEN p.awaiting_reply THEN format('the last contact (%s ago) is not answered yet; it counts as ignored after %s',
@@ -1245,8 +1293,16 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION dionysus_internal.note_contact_delivered(text) IS 'A contact Dionysus started reached the person: awaiting their reply (unless they asked for it), social debt relieved.';
 
-CREATE FUNCTION set_person_time_zone(person text, time_zone text) RETURNS void
+-- The person's time zone, and where it came from. A source never gives way to a weaker one
+-- (config > words > inferred > default): the configuration is the owner's word, what they
+-- said beats a guess. What was learned of their rhythm moves with the zone, so the hours they
+-- wrote stay the hours they wrote. Returns whether the zone was taken.
+CREATE FUNCTION set_person_time_zone(person text, time_zone text, source text DEFAULT 'config') RETURNS boolean
     LANGUAGE plpgsql AS $$
+DECLARE
+    p dionysus.people;
+    rank_of constant text[] := ARRAY['default', 'inferred', 'words', 'config'];
+    shift int;
 BEGIN
     IF person IS NULL OR btrim(person) = '' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "person": must not be empty' USING ERRCODE = 'invalid_parameter_value';
@@ -1255,10 +1311,99 @@ BEGIN
         RAISE EXCEPTION 'dionysus: invalid argument "time_zone": % is not a time zone name (e.g. Europe/Lisbon)', dionysus_internal.input_prefix(time_zone)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    PERFORM dionysus_internal.person_row(person);
-    UPDATE dionysus.people x SET time_zone = set_person_time_zone.time_zone, updated_at = now() WHERE x.person = set_person_time_zone.person;
+    IF source IS NULL OR source NOT IN ('inferred', 'words', 'config') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "source": % (config, words or inferred)', dionysus_internal.input_prefix(source)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    p := dionysus_internal.person_row(person);
+    IF array_position(rank_of, source) < array_position(rank_of, p.time_zone_source) THEN
+        RETURN false;
+    END IF;
+    -- Hours between their old local time and the new one, now: the rhythm's hours move by it.
+    shift := round(extract(epoch FROM (dionysus.clock_now() AT TIME ZONE set_person_time_zone.time_zone)
+                                      - (dionysus.clock_now() AT TIME ZONE p.time_zone)) / 3600)::int;
+    IF shift <> 0 THEN
+        WITH old AS (DELETE FROM dionysus.person_rhythm r WHERE r.person = set_person_time_zone.person RETURNING r.*)
+        INSERT INTO dionysus.person_rhythm (person, hour_of_week, activity, misses)
+        SELECT o.person, ((o.hour_of_week + shift) % 168 + 168) % 168, sum(o.activity), sum(o.misses) FROM old o GROUP BY 1, 2;
+    END IF;
+    UPDATE dionysus.people x SET time_zone = set_person_time_zone.time_zone, time_zone_source = set_person_time_zone.source, updated_at = now()
+     WHERE x.person = set_person_time_zone.person;
+    RETURN true;
 END $$;
-COMMENT ON FUNCTION set_person_time_zone(text, text) IS 'The person''s time zone (an IANA name): their quiet hours and rhythm are in their local time.';
+COMMENT ON FUNCTION set_person_time_zone(text, text, text) IS
+    'The person''s time zone (an IANA name) and its source (config, words, inferred; a weaker source never overrides a stronger one): their quiet hours, rhythm and rules are in their local time. Returns whether it was taken.';
+
+-- A time zone in a person's words: a place ("I'm in Berlin", "I live in New York") named by a
+-- zone, or their clock ("it's 3 am here": the whole-hour offset from the clock, as Etc/GMT±N).
+-- NULL when they said neither.
+CREATE FUNCTION dionysus_internal.time_zone_from_words(words text, at timestamptz) RETURNS text
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    w text := lower(words);
+    place text;
+    zone text;
+    hh int;
+    offset_hours int;
+BEGIN
+    -- The place: one or two words after "I'm in", "I live in", "based in" (a city a zone is named by).
+    place := substring(w FROM '\m(?:i''m|i am|im|i live|we live|we''re|we are|living|based|here) (?:now |currently )?in ([a-z]+(?: [a-z]+)?)');
+    IF place IS NOT NULL THEN
+        SELECT z.name INTO zone FROM pg_timezone_names z
+         WHERE lower(z.name) LIKE '%/' || replace(place, ' ', '\_')
+            OR lower(z.name) LIKE '%/' || split_part(place, ' ', 1)
+         ORDER BY z.name !~ '^(Africa|America|Asia|Atlantic|Australia|Europe|Indian|Pacific)/', lower(z.name) NOT LIKE '%/' || replace(place, ' ', '\_'), z.name LIMIT 1;
+        IF zone IS NOT NULL THEN
+            RETURN zone;
+        END IF;
+    END IF;
+    hh := substring(w FROM '\mit''?s (?:already |now |almost |just )?(\d{1,2})(?::\d\d)? ?(?:am|pm|h|o''clock)? (?:here|where i am|for me)')::int;
+    IF hh IS NULL OR hh > 23 THEN
+        RETURN NULL;
+    END IF;
+    IF w ~ ('\m' || hh || '(:\d\d)? ?pm') AND hh < 12 THEN
+        hh := hh + 12;
+    ELSIF w ~ ('\m' || hh || '(:\d\d)? ?am') AND hh = 12 THEN
+        hh := 0;
+    END IF;
+    offset_hours := ((hh - extract(hour FROM at AT TIME ZONE 'UTC')::int + 36) % 24) - 12;
+    -- POSIX's sign is the other way round: Etc/GMT-1 is an hour ahead of UTC.
+    RETURN CASE WHEN offset_hours = 0 THEN 'Etc/UTC' WHEN offset_hours > 0 THEN 'Etc/GMT-' || offset_hours ELSE 'Etc/GMT+' || -offset_hours END;
+END $$;
+COMMENT ON FUNCTION dionysus_internal.time_zone_from_words(text, timestamptz) IS
+    'The time zone a person''s words give: a place named by a zone ("I''m in Berlin"), or their clock ("it''s 3 am here") as Etc/GMT±N; NULL if neither.';
+
+-- A person's own availability prior, key by key (the deployment's in proactive_config holds
+-- for every key they have not got): quiet and working hours, and what is believed in each.
+CREATE FUNCTION set_person_prior(person text, prior jsonb) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    k text;
+    v jsonb;
+BEGIN
+    IF person IS NULL OR btrim(person) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "person": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF prior IS NULL OR jsonb_typeof(prior) <> 'object' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "prior": a JSON object of proactive_config''s prior keys' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR k, v IN SELECT * FROM jsonb_each(prior) LOOP
+        IF k NOT IN ('quiet_start_hour', 'quiet_end_hour', 'workday_start_hour', 'workday_end_hour', 'prior_free', 'prior_workday', 'prior_quiet') THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "prior": % is not a prior key (quiet_start_hour, quiet_end_hour, workday_start_hour, workday_end_hour, prior_free, prior_workday, prior_quiet)',
+                dionysus_internal.input_prefix(k) USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF jsonb_typeof(v) <> 'number' OR (k LIKE '%hour' AND ((v::text)::numeric NOT BETWEEN 0 AND 23 OR (v::text)::numeric <> trunc((v::text)::numeric)))
+           OR (k LIKE 'prior%' AND (v::text)::numeric NOT BETWEEN 0 AND 1) THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "prior": "%" must be %', k,
+                CASE WHEN k LIKE '%hour' THEN 'a whole hour in [0, 23]' ELSE 'within [0, 1]' END USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END LOOP;
+    PERFORM dionysus_internal.person_row(person);
+    UPDATE dionysus.people x SET prior = set_person_prior.prior, updated_at = now() WHERE x.person = set_person_prior.person;
+    RETURN prior;
+END $$;
+COMMENT ON FUNCTION set_person_prior(text, jsonb) IS
+    'A person''s own availability prior (quiet and working hours, the belief in each), over the deployment''s proactive_config key by key; {} returns them to it.';
 
 -- The person's local time, as a rule from their words reads it ("Sunday 2026-11-29 09:30"):
 -- their time zone's (UTC while none is known).

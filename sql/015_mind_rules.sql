@@ -31,7 +31,8 @@ CREATE TABLE mind_rules (
     origin       text NOT NULL CHECK (origin IN ('built_in', 'person', 'learned')),
     -- Built-in rules are the bootstrap; the others are learned.
     learned      boolean GENERATED ALWAYS AS (origin <> 'built_in') STORED,
-    status       text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'forgotten', 'removed')),
+    -- done: a one-off that fired; ended: its last day passed (ends_at).
+    status       text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'forgotten', 'removed', 'done', 'ended')),
     description  text NOT NULL,
     -- The person's words the rule came from.
     words        text,
@@ -40,9 +41,13 @@ CREATE TABLE mind_rules (
     decayed_at   timestamptz,
     created_at   timestamptz NOT NULL,
     ended_at     timestamptz,
-    CHECK (origin = 'built_in' OR person IS NOT NULL)
+    CHECK (origin = 'built_in' OR person IS NOT NULL),
+    -- "on Sunday": fires once, then retires itself (done); "every Sunday" repeats.
+    once         boolean NOT NULL DEFAULT false,
+    -- "until May": from this instant (the start of the day they named, their time) it no longer fires.
+    ends_at      timestamptz
 );
-COMMENT ON TABLE mind_rules IS 'Rules as data: trigger (event type or tick), a declarative condition over named values, intents (adjust, create_objective, schedule_event, request_contact), weight and use; built-in, the person''s own, or learned (those strengthen with use, decay unused, are forgotten).';
+COMMENT ON TABLE mind_rules IS 'Rules as data: trigger (event type or tick), a declarative condition over named values, intents (adjust, create_objective, schedule_event, request_contact), weight and use; built-in, the person''s own, or learned (those strengthen with use, decay unused, are forgotten); once (a one-off retires itself when it fires) and ends_at (it stops then).';
 CREATE UNIQUE INDEX mind_rules_name ON mind_rules (coalesce(person, ''), name) WHERE status = 'active';
 CREATE INDEX mind_rules_trigger ON mind_rules (trigger) WHERE status = 'active';
 
@@ -355,7 +360,7 @@ DECLARE
 BEGIN
     FOR r IN SELECT * FROM dionysus.mind_rules m
               WHERE m.status = 'active' AND m.trigger = on_trigger
-                AND (m.person IS NULL OR m.person = who)
+                AND (m.person IS NULL OR m.person = who) AND (m.ends_at IS NULL OR m.ends_at > t)
               ORDER BY m.weight DESC, m.id LOOP
         rv := vals || jsonb_build_object('rule.hours_since_fired', coalesce(round((extract(epoch FROM t - r.last_used_at) / 3600)::numeric, 2), 1000000),
                                          'rule.times_fired', r.use_count);
@@ -435,8 +440,9 @@ BEGIN
         END LOOP;
         fired := jsonb_set(fired, ARRAY[(i - 1)::text, 'effects'], effects);
     END LOOP;
-    -- Used: learned rules strengthen; every rule counts its use.
+    -- Used: learned rules strengthen; every rule counts its use; a one-off is done.
     UPDATE dionysus.mind_rules m SET use_count = m.use_count + 1, last_used_at = t,
+           status = CASE WHEN m.once THEN 'done' ELSE m.status END, ended_at = CASE WHEN m.once THEN t ELSE m.ended_at END,
            weight = CASE WHEN m.learned THEN least(1, m.weight + dionysus_internal.proactive_setting('rule_strengthen') * (1 - m.weight)) ELSE m.weight END
      WHERE m.id IN (SELECT f.id FROM unnest(fired_rules) f);
     INSERT INTO dionysus.rule_firings (at, person, trigger, event_id, inputs, fired)
@@ -464,9 +470,11 @@ BEGIN
     UPDATE dionysus.mind_rules m SET status = 'forgotten', ended_at = t
      WHERE m.status = 'active' AND m.learned AND m.weight < dionysus_internal.proactive_setting('rule_forget_below');
     GET DIAGNOSTICS n = ROW_COUNT;
+    -- "until May": past its end a rule is over (run_rules already skips it).
+    UPDATE dionysus.mind_rules m SET status = 'ended', ended_at = m.ends_at WHERE m.status = 'active' AND m.ends_at <= t;
     RETURN n;
 END $$;
-COMMENT ON FUNCTION dionysus_internal.decay_rules() IS 'Learned rules unused for a day lose weight; below rule_forget_below they are forgotten.';
+COMMENT ON FUNCTION dionysus_internal.decay_rules() IS 'Learned rules unused for a day lose weight; below rule_forget_below they are forgotten; a rule past its ends_at is ended.';
 
 -- A rule in the person's words, as the fast model proposed it: checked against the vocabulary,
 -- stored as theirs. Returns the rule as stored. SECURITY DEFINER: the driver's role inserts no
@@ -477,6 +485,7 @@ DECLARE
     who text := btrim(add_rule.person);
     r dionysus.mind_rules;
     nm text;
+    ends timestamptz;
 BEGIN
     IF who IS NULL OR who = '' THEN
         RAISE EXCEPTION 'dionysus: invalid argument "person": must not be empty' USING ERRCODE = 'invalid_parameter_value';
@@ -487,9 +496,24 @@ BEGIN
     IF rule IS NULL OR jsonb_typeof(rule) <> 'object' OR octet_length(rule::text) > 4096 THEN
         RAISE EXCEPTION 'dionysus: invalid argument "rule": must be a JSON object of at most 4 kB' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF EXISTS (SELECT 1 FROM jsonb_object_keys(rule) k WHERE k NOT IN ('name', 'trigger', 'condition', 'intents', 'description')) THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "rule": only name, trigger, condition, intents and description'
+    IF EXISTS (SELECT 1 FROM jsonb_object_keys(rule) k WHERE k NOT IN ('name', 'trigger', 'condition', 'intents', 'description', 'once', 'ends_on')) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "rule": only name, trigger, condition, intents, description, once and ends_on'
             USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF rule ? 'once' AND jsonb_typeof(rule -> 'once') NOT IN ('boolean', 'null') THEN
+        RAISE EXCEPTION 'dionysus: invalid rule: once must be true (fires once) or false (repeats)' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jsonb_typeof(rule -> 'ends_on') = 'string' AND rule ->> 'ends_on' ~ '^\d{4}-\d{2}-\d{2}$' THEN
+        BEGIN
+            ends := (rule ->> 'ends_on')::date::timestamp
+                    AT TIME ZONE coalesce((SELECT x.time_zone FROM dionysus.people x WHERE x.person = who), 'UTC');
+        EXCEPTION WHEN datetime_field_overflow OR invalid_datetime_format THEN
+            ends := NULL;
+        END;
+    END IF;
+    IF rule ? 'ends_on' AND jsonb_typeof(rule -> 'ends_on') <> 'null' AND (ends IS NULL OR ends <= dionysus.clock_now()) THEN
+        RAISE EXCEPTION 'dionysus: invalid rule: ends_on must be a date to come, YYYY-MM-DD (the first day, their time, it no longer fires), not %',
+            dionysus_internal.input_prefix(rule ->> 'ends_on') USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF jsonb_typeof(rule -> 'trigger') IS DISTINCT FROM 'string' OR NOT (dionysus.rule_vocabulary() -> 'triggers') ? (rule ->> 'trigger') THEN
         RAISE EXCEPTION 'dionysus: invalid rule: trigger "%" is not one of rule_vocabulary()''s triggers', rule ->> 'trigger'
@@ -510,28 +534,33 @@ BEGIN
     IF EXISTS (SELECT 1 FROM dionysus.mind_rules m WHERE m.person = who AND m.status = 'active' AND m.name = nm) THEN
         RAISE EXCEPTION 'dionysus: % already has a rule named "%"', who, nm USING ERRCODE = 'unique_violation';
     END IF;
-    INSERT INTO dionysus.mind_rules (name, person, trigger, condition, intents, origin, description, words, created_at)
+    INSERT INTO dionysus.mind_rules (name, person, trigger, condition, intents, origin, description, words, created_at, once, ends_at)
     VALUES (nm, who, rule ->> 'trigger', coalesce(rule -> 'condition', '{}'::jsonb), rule -> 'intents', 'person',
-            left(coalesce(nullif(btrim(rule ->> 'description'), ''), nm), 300), left(words, 2000), dionysus.clock_now())
+            left(coalesce(nullif(btrim(rule ->> 'description'), ''), nm), 300), left(words, 2000), dionysus.clock_now(),
+            coalesce((rule ->> 'once')::boolean, false), ends)
     RETURNING * INTO r;
     RETURN jsonb_build_object('rule_id', r.id, 'name', r.name, 'trigger', r.trigger, 'condition', r.condition, 'intents', r.intents,
-                              'description', r.description);
+                              'description', r.description, 'once', r.once, 'ends_at', r.ends_at);
 END $$;
 COMMENT ON FUNCTION add_rule(text, text, jsonb) IS
-    'A rule in the person''s words (as the fast model proposed it: name, trigger, condition, intents): checked against rule_vocabulary(), stored as theirs, acting only on them. Errors name the part that is wrong.';
+    'A rule in the person''s words (as the fast model proposed it: name, trigger, condition, intents, and once or ends_on): checked against rule_vocabulary(), stored as theirs, acting only on them. Errors name the part that is wrong.';
 REVOKE EXECUTE ON FUNCTION add_rule(text, text, jsonb) FROM PUBLIC;
 
 -- A person's rules (active first), and the built-ins that apply to everyone.
 CREATE FUNCTION person_rules(for_person text)
     RETURNS TABLE (rule_id bigint, name text, origin text, status text, trigger text, condition jsonb, intents jsonb,
-                   weight double precision, use_count bigint, last_used_at timestamptz, description text, words text)
+                   weight double precision, use_count bigint, last_used_at timestamptz, description text, words text,
+                   repeats text)
     LANGUAGE sql STABLE AS $$
-    SELECT m.id, m.name, m.origin, m.status, m.trigger, m.condition, m.intents, m.weight, m.use_count, m.last_used_at, m.description, m.words
+    SELECT m.id, m.name, m.origin, m.status, m.trigger, m.condition, m.intents, m.weight, m.use_count, m.last_used_at, m.description, m.words,
+           CASE WHEN m.once THEN 'once'
+                WHEN m.ends_at IS NOT NULL THEN 'until ' || to_char(m.ends_at AT TIME ZONE coalesce((SELECT x.time_zone FROM dionysus.people x WHERE x.person = m.person), 'UTC'), 'YYYY-MM-DD')
+                ELSE 'repeats' END
       FROM dionysus.mind_rules m
      WHERE (m.person = for_person AND m.status <> 'removed') OR (m.person IS NULL AND m.status = 'active')
      ORDER BY m.person NULLS LAST, m.status, m.id
 $$;
-COMMENT ON FUNCTION person_rules(text) IS 'A person''s rules (active, forgotten) and the built-ins that apply to everyone, with weight and use.';
+COMMENT ON FUNCTION person_rules(text) IS 'A person''s rules (active, done, ended, forgotten) and the built-ins that apply to everyone, with weight, use and whether each repeats (once, repeats, until YYYY-MM-DD: the first day it no longer fires, their time).';
 
 -- The person takes one of their rules back. Only their own: built-ins and other people's
 -- rules are not theirs to remove.
@@ -731,6 +760,7 @@ SELECT key, version, temperature, note, version = max(version) OVER (PARTITION B
        dionysus_internal.shipped_prompt(key, version)
   FROM (VALUES
     ('rule_from_words', 1, 0.0, 'proactive mind: a rule the person asked for in plain words, as data'),
+    ('rule_from_words', 2, 0.0, 'proactive mind: a rule the person asked for in plain words, as data; once, repeating or until a date, as they said'),
     ('contact_feedback', 1, 0.0, 'proactive mind: how a reply to a contact landed, when the cheap cues could not tell')
   ) AS shipped (key, version, temperature, note);
 

@@ -908,3 +908,663 @@ $$;
 COMMENT ON FUNCTION memory_levels(uuid[]) IS 'The memories of ids, in that order, with their shorter levels: id, content, source, summary, micro.';
 GRANT EXECUTE ON FUNCTION open_contact_opportunities(integer), person_local_time(text), contact_message(uuid), open_goals(), self_model(),
     person_turns(text, integer), memory_levels(uuid[]) TO dionysus_driver;
+
+-- #36 lives: a mind that fits any life. Evidence beats the prior (availability reads the
+-- rhythm by kind of day, weekday and any day; confidence from days known; a missed contact
+-- lowers the belief itself; the prior is data per person: people.prior, set_person_prior);
+-- each unanswered contact doubles the cooldown; rules keep their meaning (once, ends_on;
+-- status done/ended; person_rules says which); each person's time zone with its source
+-- (set_person_time_zone(person, zone, source), from their words in note_person_message);
+-- session idleness on the driven clock (session_start, note_user_message).
+UPDATE proactive_config SET value = 8, description = 'messages after which the learned rhythm is fully trusted (with rhythm_confident_days: both must be reached)'
+ WHERE key = 'rhythm_confident_after' AND value = 25;
+UPDATE proactive_config SET description = 'each missed contact at an hour of their week takes this share off the availability believed there, prior included (at most 0.8)'
+ WHERE key = 'miss_weight';
+INSERT INTO proactive_config (key, value, description) VALUES
+    ('rhythm_confident_days', 3, 'days since their first message after which the learned rhythm is fully trusted: a routine shows in days, not in a count of messages');
+ALTER TABLE people ADD COLUMN time_zone_source text NOT NULL DEFAULT 'default' CHECK (time_zone_source IN ('default', 'inferred', 'words', 'config')),
+    ADD COLUMN prior jsonb NOT NULL DEFAULT '{}'::jsonb CHECK (jsonb_typeof(prior) = 'object');
+ALTER TABLE mind_rules DROP CONSTRAINT mind_rules_status_check,
+    ADD CONSTRAINT mind_rules_status_check CHECK (status IN ('active', 'forgotten', 'removed', 'done', 'ended')),
+    ADD COLUMN once boolean NOT NULL DEFAULT false,
+    ADD COLUMN ends_at timestamptz;
+
+COMMENT ON TABLE mind_rules IS 'Rules as data: trigger (event type or tick), a declarative condition over named values, intents (adjust, create_objective, schedule_event, request_contact), weight and use; built-in, the person''s own, or learned (those strengthen with use, decay unused, are forgotten); once (a one-off retires itself when it fires) and ends_at (it stops then).';
+
+CREATE OR REPLACE FUNCTION session_start() RETURNS void LANGUAGE sql AS $$
+    UPDATE dionysus.heartbeat_state SET session_active = true,
+           session_started_at = CASE WHEN session_active THEN session_started_at ELSE now() END,
+           last_user_interaction_at = dionysus.clock_now(), updated_at = now() WHERE id = 1;
+$$;
+COMMENT ON FUNCTION session_start() IS 'The person is talking: heartbeats pause.';
+
+CREATE OR REPLACE FUNCTION note_user_message() RETURNS void LANGUAGE sql AS $$
+    UPDATE dionysus.heartbeat_state SET last_user_interaction_at = dionysus.clock_now(), updated_at = now() WHERE id = 1;
+$$;
+COMMENT ON FUNCTION note_user_message() IS 'The person spoke (ends the reach-out cooldown).';
+
+CREATE OR REPLACE FUNCTION dionysus_internal.proactive_config_check() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.key IN ('debt_relief_on_message', 'debt_relief_on_contact', 'curiosity_per_new_memory',
+                   'disturbance_decay', 'miss_weight', 'better_moment_margin', 'min_availability', 'contact_threshold',
+                   'signal_threshold', 'vitality_drain_tick', 'vitality_drain_event', 'vitality_drain_model',
+                   'vitality_recharge_hour', 'vitality_feedback', 'rule_strengthen', 'rule_decay_per_day', 'rule_forget_below',
+                   'learn_timing_rate', 'learn_topic_rate', 'mood_memory', 'prior_free', 'prior_workday', 'prior_quiet')
+       AND NEW.value > 1 THEN
+        RAISE EXCEPTION 'dionysus: proactive_config "%" must be within [0, 1], not %', NEW.key, NEW.value USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NEW.key IN ('acquaintance_turns', 'rhythm_confident_after', 'rhythm_confident_days', 'rhythm_confidence_days', 'base_tick_seconds',
+                   'min_tick_seconds', 'max_tick_seconds', 'check_interval_minutes', 'check_backoff_max_minutes', 'ignored_after_hours',
+                   'ignores_before_pause', 'better_moment_hours', 'event_queue_limit', 'signal_busy_hours', 'rules_per_person',
+                   'solicited_per_day', 'contact_request_hours')
+       AND NEW.value <= 0 THEN
+        RAISE EXCEPTION 'dionysus: proactive_config "%" must be above 0, not %', NEW.key, NEW.value USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NEW.key IN ('quiet_start_hour', 'quiet_end_hour', 'workday_start_hour', 'workday_end_hour') AND (NEW.value > 23 OR NEW.value <> trunc(NEW.value)) THEN
+        RAISE EXCEPTION 'dionysus: proactive_config "%" must be a whole hour in [0, 23], not %', NEW.key, NEW.value USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN NEW;
+END $$;
+COMMENT ON FUNCTION dionysus_internal.proactive_config_check() IS 'Trigger: proactive_config values within their ranges (shares in [0, 1], time constants above 0, whole hours).';
+
+CREATE FUNCTION dionysus_internal.prior_setting(p dionysus.people, setting_key text) RETURNS double precision
+    LANGUAGE sql STABLE AS $$
+    SELECT coalesce((p.prior ->> setting_key)::float8, dionysus_internal.proactive_setting(setting_key))
+$$;
+COMMENT ON FUNCTION dionysus_internal.prior_setting(dionysus.people, text) IS 'One setting of the availability prior for a person: theirs (people.prior) or the deployment''s (proactive_config).';
+
+CREATE FUNCTION dionysus_internal.in_quiet_hours(p dionysus.people, local_hour int) RETURNS boolean
+    LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN qs > qe THEN local_hour >= qs OR local_hour < qe ELSE local_hour >= qs AND local_hour < qe END
+      FROM (SELECT dionysus_internal.prior_setting(p, 'quiet_start_hour')::int AS qs, dionysus_internal.prior_setting(p, 'quiet_end_hour')::int AS qe) q
+$$;
+COMMENT ON FUNCTION dionysus_internal.in_quiet_hours(dionysus.people, integer) IS 'Whether an hour of the person''s day is in their quiet hours (their prior''s, else the deployment''s).';
+
+CREATE OR REPLACE FUNCTION dionysus_internal.availability(who text, at timestamptz)
+    RETURNS TABLE (belief double precision, confidence double precision, learned double precision, prior double precision)
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    p dionysus.people;
+    h smallint;
+    hod int;
+    weekend boolean;
+    local_hour int;
+    week_here double precision;
+    week_peak double precision;
+    day_here double precision;
+    day_peak double precision;
+    kind_here double precision;
+    kind_peak double precision;
+    total double precision;
+    missed double precision;
+    days_known double precision;
+BEGIN
+    SELECT * INTO p FROM dionysus.people x WHERE x.person = who;
+    p.time_zone := coalesce(p.time_zone, 'UTC');
+    local_hour := extract(hour FROM at AT TIME ZONE p.time_zone)::int;
+    weekend := extract(isodow FROM at AT TIME ZONE p.time_zone) > 5;
+    prior := CASE WHEN dionysus_internal.in_quiet_hours(p, local_hour) THEN dionysus_internal.prior_setting(p, 'prior_quiet')
+                  WHEN NOT weekend AND local_hour >= dionysus_internal.prior_setting(p, 'workday_start_hour')
+                       AND local_hour < dionysus_internal.prior_setting(p, 'workday_end_hour')
+                       THEN dionysus_internal.prior_setting(p, 'prior_workday')
+                  ELSE dionysus_internal.prior_setting(p, 'prior_free') END;
+    h := dionysus_internal.hour_of_week(at, p.time_zone);
+    hod := h % 24;
+    -- One pass over their (at most 168) hours: each profile's value here and its peak.
+    WITH r AS (SELECT x.hour_of_week AS how, x.hour_of_week % 24 AS hr, x.hour_of_week >= 120 AS we, x.activity, x.misses
+                 FROM dionysus.person_rhythm x WHERE x.person = who),
+         by_hour AS (SELECT hr, we, sum(activity) AS n FROM r GROUP BY hr, we),
+         near AS (SELECT d.hr, (SELECT sum(b.n * CASE WHEN b.hr = d.hr THEN 1.0 ELSE 0.5 END) FROM by_hour b
+                                 WHERE b.hr IN (d.hr, (d.hr + 23) % 24, (d.hr + 1) % 24)) AS all_n,
+                         (SELECT sum(b.n * CASE WHEN b.hr = d.hr THEN 1.0 ELSE 0.5 END) FROM by_hour b
+                           WHERE b.we = weekend AND b.hr IN (d.hr, (d.hr + 23) % 24, (d.hr + 1) % 24)) AS kind_n
+                    FROM generate_series(0, 23) d(hr))
+    SELECT (SELECT max(activity) FROM r), (SELECT sum(activity) FROM r),
+           (SELECT coalesce(sum(activity * CASE WHEN how = h THEN 1.0 ELSE 0.5 END), 0) FROM r
+             WHERE how IN (h, (h + 167) % 168, (h + 1) % 168)),
+           (SELECT max(all_n) FROM near), (SELECT coalesce(all_n, 0) FROM near WHERE near.hr = hod),
+           (SELECT max(kind_n) FROM near), (SELECT coalesce(kind_n, 0) FROM near WHERE near.hr = hod),
+           (SELECT coalesce(sum(misses) FILTER (WHERE how = h), 0) + 0.25 * coalesce(sum(misses) FILTER (WHERE hr = hod AND how <> h), 0) FROM r)
+      INTO week_peak, total, week_here, day_peak, day_here, kind_peak, kind_here, missed;
+    IF coalesce(kind_peak, 0) = 0 THEN
+        kind_peak := day_peak;
+        kind_here := day_here;
+    END IF;
+    learned := 0.6 * CASE WHEN coalesce(kind_peak, 0) > 0 THEN least(1.0, kind_here / kind_peak) ELSE 0 END
+             + 0.2 * CASE WHEN coalesce(week_peak, 0) > 0 THEN least(1.0, week_here / week_peak) ELSE 0 END
+             + 0.2 * CASE WHEN coalesce(day_peak, 0) > 0 THEN least(1.0, day_here / day_peak) ELSE 0 END;
+    days_known := greatest(0, extract(epoch FROM at - coalesce(p.first_message_at, at)) / 86400.0);
+    confidence := least(1.0, coalesce(total, 0) / dionysus_internal.proactive_setting('rhythm_confident_after'))
+                  * least(1.0, days_known / dionysus_internal.proactive_setting('rhythm_confident_days'))
+                  * power(0.5, least(1000, greatest(0, extract(epoch FROM at - coalesce(p.last_message_at, at)) / 86400.0)
+                                           / dionysus_internal.proactive_setting('rhythm_confidence_days')));
+    belief := (confidence * learned + (1 - confidence) * prior)
+              * (1 - least(0.8, dionysus_internal.proactive_setting('miss_weight') * missed));
+    RETURN NEXT;
+END $$;
+COMMENT ON FUNCTION dionysus_internal.availability(text, timestamptz) IS
+    'The belief that a person is available at an instant: their learned rhythm (same kind of day, same weekday, any day) blended with their prior by the confidence in it (days known and messages), lowered where contacts were missed.';
+
+CREATE OR REPLACE FUNCTION dionysus_internal.note_person_message(who text, message_id uuid, words text) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    t timestamptz := dionysus.clock_now();
+    p dionysus.people;
+    sig record;
+    answered boolean := false;
+    ack boolean := dionysus.is_acknowledgement(words);
+    contact uuid;
+    cue record;
+    unsure uuid;
+    said_zone text;
+BEGIN
+    -- Lock order: agent_state (push_event, feedback) before the person's row.
+    PERFORM dionysus.push_event('communication', 'message_received', 1, jsonb_build_object('message_id', message_id), who);
+    IF EXISTS (SELECT 1 FROM dionysus.people x WHERE x.person = who AND x.awaiting_reply) THEN
+        answered := true;
+        UPDATE dionysus.agent_state SET vitality = least(1, vitality + dionysus_internal.proactive_setting('vitality_feedback'))
+         WHERE id = 1;
+    END IF;
+    p := dionysus_internal.person_row(who);
+    -- Their words may say where they are ("I'm in Berlin", "it's 3 am here").
+    said_zone := dionysus_internal.time_zone_from_words(words, t);
+    IF said_zone IS NOT NULL AND said_zone <> p.time_zone AND dionysus.set_person_time_zone(who, said_zone, 'words') THEN
+        p := dionysus_internal.person_row(who);
+    END IF;
+    SELECT * INTO sig FROM dionysus_internal.contact_signal(words, t, p.time_zone);
+    -- Their rhythm: this hour of their week gained one message, unless the message says they
+    -- are busy (then it is evidence against the hour: a miss); the rest fades a little.
+    UPDATE dionysus.person_rhythm r SET activity = r.activity * 0.998, misses = r.misses * 0.998 WHERE r.person = who;
+    INSERT INTO dionysus.person_rhythm AS r (person, hour_of_week, activity, misses)
+    VALUES (who, dionysus_internal.hour_of_week(t, p.time_zone), CASE WHEN sig.kind = 'busy' THEN 0 ELSE 1 END,
+            CASE WHEN sig.kind = 'busy' THEN 1 ELSE 0 END)
+    ON CONFLICT (person, hour_of_week) DO UPDATE SET activity = r.activity + EXCLUDED.activity, misses = r.misses + EXCLUDED.misses;
+    -- They wrote: a crossing still undecided is moot (the conversation is on).
+    UPDATE dionysus.contact_evaluations c SET decision = 'wait', decided_by = 'skipped', decided_at = t, reason = 'they wrote first'
+     WHERE c.person = who AND c.outcome = 'opportunity' AND c.decision IS NULL;
+    -- Whatever they said before about not being available ends when they write again.
+    UPDATE dionysus.person_signals s SET ended_at = t WHERE s.person = who AND s.ended_at IS NULL;
+    IF sig.kind IS NOT NULL THEN
+        INSERT INTO dionysus.person_signals (person, kind, said_at, until, message_id, words)
+        VALUES (who, sig.kind, t, sig.until, message_id, left(words, 200));
+    END IF;
+    -- A contact answered only after an hour: that hour of their week is a poor one.
+    IF answered AND t - p.last_contact_at > interval '1 hour' THEN
+        PERFORM dionysus_internal.note_miss(who, p.last_contact_at, 0.5);
+    END IF;
+    -- How the contact landed, from cheap cues (latency, length, tone); the fast model is asked
+    -- only when they disagree (contact_feedback). Learning is logged with its cause (015).
+    IF answered THEN
+        SELECT c.id INTO contact FROM dionysus.contact_evaluations c
+         WHERE c.person = who AND c.decision = 'message' AND c.feedback_at IS NULL ORDER BY c.decided_at DESC, c.recorded_at DESC LIMIT 1;
+        SELECT * INTO cue FROM dionysus_internal.reply_signal(words, extract(epoch FROM t - p.last_contact_at), p.reply_seconds);
+        IF contact IS NOT NULL AND cue.unsure THEN
+            unsure := contact;
+            UPDATE dionysus.contact_evaluations c SET feedback = jsonb_build_object('by', 'cues', 'unsure', true, 'latency', round(cue.latency::numeric, 2),
+                   'length', cue.length, 'tone', round(cue.tone::numeric, 2), 'signal', round(cue.signal::numeric, 3)) WHERE c.id = contact;
+        ELSIF contact IS NOT NULL THEN
+            UPDATE dionysus.contact_evaluations c SET feedback = jsonb_build_object('by', 'cues', 'latency', round(cue.latency::numeric, 2),
+                   'length', cue.length, 'tone', round(cue.tone::numeric, 2), 'signal', round(cue.signal::numeric, 3)), feedback_at = t
+             WHERE c.id = contact;
+            PERFORM dionysus_internal.learn_from_contact(who, contact, p.last_contact_at, cue.signal,
+                format('they answered after %s (latency %s, length %s, tone %s)', date_trunc('minute', t - p.last_contact_at),
+                       round(cue.latency::numeric, 2), cue.length, round(cue.tone::numeric, 2)));
+        END IF;
+        PERFORM dionysus.push_event('communication', 'contact_answered', 2, jsonb_build_object('message_id', message_id), who);
+    END IF;
+    UPDATE dionysus.people x SET
+        turns = x.turns + 1,
+        first_message_at = coalesce(x.first_message_at, t),
+        last_message_at = t,
+        social_debt = x.social_debt * (1 - dionysus_internal.proactive_setting('debt_relief_on_message')),
+        mood = dionysus_internal.proactive_setting('mood_memory') * x.mood
+               + (1 - dionysus_internal.proactive_setting('mood_memory')) * dionysus_internal.message_tone(words),
+        awaiting_reply = false,
+        ignored_in_row = 0,
+        reply_seconds = CASE WHEN answered THEN coalesce(0.7 * x.reply_seconds, 0)
+                                                + CASE WHEN x.reply_seconds IS NULL THEN 1 ELSE 0.3 END
+                                                  * extract(epoch FROM t - x.last_contact_at)
+                             ELSE x.reply_seconds END,
+        -- A message resets the check-in cadence (check_interval_minutes).
+        check_interval_minutes = dionysus_internal.proactive_setting('check_interval_minutes'),
+        next_check_at = t + make_interval(mins => dionysus_internal.proactive_setting('check_interval_minutes')::int),
+        updated_at = now()
+     WHERE x.person = who;
+    RETURN jsonb_build_object('acknowledgement', ack, 'answered_contact', answered, 'signal', sig.kind, 'signal_until', sig.until,
+                              'feedback_unsure', unsure);
+END $$;
+COMMENT ON FUNCTION dionysus_internal.note_person_message(text, uuid, text) IS 'A person wrote: rhythm, signals, social debt, an answered contact, the check-in cadence reset.';
+
+CREATE OR REPLACE FUNCTION dionysus_internal.contact_gates(p dionysus.people, t timestamptz, solicited boolean,
+                                                deciding uuid DEFAULT NULL, over_threshold boolean DEFAULT false) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    gates jsonb := '[]'::jsonb;
+    sig dionysus.person_signals;
+    av record;
+    local_hour int;
+    quiet boolean;
+    -- Each contact they left unanswered doubles the wait before the next: silence is an answer.
+    cooldown interval := make_interval(secs => dionysus_internal.heartbeat_setting('reach_out_cooldown_hours') * 3600
+                                              * power(2, least(p.ignored_in_row, 6)));
+    since_contact interval := t - p.last_contact_at;
+    on_its_way boolean;
+    energy double precision;
+    cost double precision;
+    muted boolean;
+    new_cause boolean;
+    today bigint;
+    later record;
+    better boolean;
+BEGIN
+    SELECT * INTO sig FROM dionysus.person_signals s
+     WHERE s.person = p.person AND s.ended_at IS NULL AND (s.until IS NULL OR s.until > t) AND (NOT solicited OR s.kind <> 'stop_checkins')
+     ORDER BY s.said_at DESC LIMIT 1;
+    on_its_way := EXISTS (SELECT 1 FROM dionysus.contact_evaluations c
+                           WHERE c.person = p.person AND c.outcome = 'opportunity' AND c.decision IS NULL AND c.id IS DISTINCT FROM deciding)
+               OR EXISTS (SELECT 1 FROM dionysus.outbox o WHERE o.person = p.person AND o.contact_id IS NOT NULL AND o.status = 'pending');
+    IF solicited THEN
+        gates := gates || jsonb_build_object('gate', 'their_word', 'passed', sig.id IS NULL,
+            'detail', CASE WHEN sig.id IS NULL THEN 'nothing said against it' ELSE format('they said "%s" (%s)', sig.words, sig.kind) END);
+        gates := gates || jsonb_build_object('gate', 'in_flight', 'passed', NOT on_its_way,
+            'detail', CASE WHEN NOT on_its_way THEN 'nothing on its way to them' ELSE 'a contact is already being decided or delivered' END);
+        SELECT count(*) INTO today FROM dionysus.contact_evaluations c
+         WHERE c.person = p.person AND c.solicited AND c.decision = 'message' AND c.decided_at > t - interval '1 day';
+        gates := gates || jsonb_build_object('gate', 'daily_limit', 'passed', today < dionysus_internal.proactive_setting('solicited_per_day'),
+            'detail', format('%s asked-for contacts in the last day (at most %s)', today, dionysus_internal.proactive_setting('solicited_per_day')));
+        RETURN gates;
+    END IF;
+    gates := gates || jsonb_build_object('gate', 'their_word', 'passed', sig.id IS NULL,
+        'detail', CASE WHEN sig.id IS NULL THEN 'nothing said against contact'
+                       ELSE format('they said "%s" (%s%s)', sig.words, sig.kind,
+                                   coalesce(' until ' || to_char(sig.until AT TIME ZONE p.time_zone, 'Dy HH24:MI'), ', until they write again')) END);
+    SELECT * INTO av FROM dionysus_internal.availability(p.person, t);
+    local_hour := extract(hour FROM t AT TIME ZONE p.time_zone)::int;
+    -- Their quiet hours (their prior's) hold unless their learned rhythm, trusted enough, says they are up.
+    quiet := dionysus_internal.in_quiet_hours(p, local_hour);
+    gates := gates || jsonb_build_object('gate', 'quiet_hours', 'passed', NOT (quiet AND (av.learned < 0.15 OR av.confidence < 0.5)),
+        'detail', format('%s:00 their time (%s, %s); quiet %s–%s, learned activity %s (confidence %s)', local_hour, p.time_zone,
+                         CASE p.time_zone_source WHEN 'config' THEN 'configured' WHEN 'words' THEN 'from their words'
+                                                 WHEN 'inferred' THEN 'guessed' ELSE 'none known yet' END,
+                         dionysus_internal.prior_setting(p, 'quiet_start_hour'), dionysus_internal.prior_setting(p, 'quiet_end_hour'),
+                         round(av.learned::numeric, 2), round(av.confidence::numeric, 2)));
+    gates := gates || jsonb_build_object('gate', 'availability', 'passed', av.belief >= dionysus_internal.proactive_setting('min_availability'),
+        'detail', format('likely available %s (confidence %s)', round(av.belief::numeric, 2), round(av.confidence::numeric, 2)));
+    gates := gates || jsonb_build_object('gate', 'cooldown', 'passed', p.last_contact_at IS NULL OR since_contact >= cooldown,
+        'detail', CASE WHEN p.last_contact_at IS NULL THEN 'no contact started yet'
+                       ELSE format('last contact %s ago (cooldown %s%s)', date_trunc('minute', since_contact), cooldown,
+                                   CASE WHEN p.ignored_in_row > 0 THEN format(', doubled for each of %s unanswered', p.ignored_in_row) ELSE '' END) END);
+    -- One contact at a time: the last one is answered or counted as ignored before the next.
+    gates := gates || jsonb_build_object('gate', 'waiting_on_them', 'passed', NOT p.awaiting_reply,
+        'detail', CASE WHEN p.awaiting_reply THEN format('the last contact (%s ago) is not answered yet; it counts as ignored after %s',
+                                                         date_trunc('minute', since_contact), date_trunc('minute', dionysus_internal.ignored_after(p)))
+                       ELSE 'no contact waiting for an answer' END);
+    gates := gates || jsonb_build_object('gate', 'in_flight', 'passed', NOT on_its_way,
+        'detail', CASE WHEN NOT on_its_way THEN 'nothing on its way to them' ELSE 'a contact is already being decided or delivered' END);
+    SELECT current_energy INTO energy FROM dionysus.heartbeat_state WHERE id = 1;
+    cost := dionysus.get_action_cost('reach_out_user');
+    gates := gates || jsonb_build_object('gate', 'energy', 'passed', energy >= cost,
+        'detail', format('energy %s, a contact costs %s', round(energy::numeric, 1), cost));
+    -- After repeated ignores, time alone (social debt) no longer opens the way: a new cause must
+    -- (a request they made since, or something new to tell; not pressure grown by time).
+    muted := p.ignored_in_row >= dionysus_internal.proactive_setting('ignores_before_pause');
+    new_cause := NOT muted OR dionysus_internal.open_requests(p.person) > coalesce((p.cause_at_last_contact ->> 'open_requests')::int, 0)
+                 OR p.curiosity > coalesce((p.cause_at_last_contact ->> 'curiosity')::float8, 0) + 0.05;
+    gates := gates || jsonb_build_object('gate', 'ignored', 'passed', new_cause,
+        'detail', CASE WHEN NOT muted THEN format('%s unanswered in a row', p.ignored_in_row)
+                       ELSE format('%s contacts in a row went unanswered: only a new cause counts (%s)', p.ignored_in_row,
+                                   CASE WHEN new_cause THEN 'there is one' ELSE 'there is none' END) END);
+    -- A considerate friend who knows you are busy now and free tonight waits for tonight: when
+    -- the rhythm says a clearly better hour comes within the look-ahead, the contact waits for it.
+    IF over_threshold AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(gates) g WHERE NOT (g ->> 'passed')::boolean) THEN
+        SELECT k, f.belief, f.confidence INTO later
+          FROM generate_series(1, dionysus_internal.proactive_setting('better_moment_hours')::int) k,
+               LATERAL dionysus_internal.availability(p.person, t + make_interval(hours => k)) f
+         ORDER BY f.belief DESC, k LIMIT 1;
+        -- The beliefs carry their confidence already (a prior, or what was learned).
+        better := later.belief >= av.belief + dionysus_internal.proactive_setting('better_moment_margin');
+        gates := gates || jsonb_build_object('gate', 'better_moment', 'passed', NOT better,
+            'detail', CASE WHEN better THEN format('likely more available around %s:00 their time (%s against %s now)',
+                                                   extract(hour FROM (t + make_interval(hours => later.k)) AT TIME ZONE p.time_zone),
+                                                   round(later.belief::numeric, 2), round(av.belief::numeric, 2))
+                           ELSE format('no clearly better hour in the next %s', dionysus_internal.proactive_setting('better_moment_hours')) END);
+    END IF;
+    RETURN gates;
+END $$;
+COMMENT ON FUNCTION dionysus_internal.contact_gates(dionysus.people, timestamptz, boolean, uuid, boolean) IS 'Every gate a contact with this person must pass now, as [{gate, passed, detail}]: the one home of the contact gates (evaluate_contact, evaluate_requested_contact, decide_contact).';
+
+DROP FUNCTION set_person_time_zone(text, text);
+
+CREATE FUNCTION set_person_time_zone(person text, time_zone text, source text DEFAULT 'config') RETURNS boolean
+    LANGUAGE plpgsql AS $$
+DECLARE
+    p dionysus.people;
+    rank_of constant text[] := ARRAY['default', 'inferred', 'words', 'config'];
+    shift int;
+BEGIN
+    IF person IS NULL OR btrim(person) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "person": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF time_zone IS NULL OR NOT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = time_zone) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "time_zone": % is not a time zone name (e.g. Europe/Lisbon)', dionysus_internal.input_prefix(time_zone)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF source IS NULL OR source NOT IN ('inferred', 'words', 'config') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "source": % (config, words or inferred)', dionysus_internal.input_prefix(source)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    p := dionysus_internal.person_row(person);
+    IF array_position(rank_of, source) < array_position(rank_of, p.time_zone_source) THEN
+        RETURN false;
+    END IF;
+    -- Hours between their old local time and the new one, now: the rhythm's hours move by it.
+    shift := round(extract(epoch FROM (dionysus.clock_now() AT TIME ZONE set_person_time_zone.time_zone)
+                                      - (dionysus.clock_now() AT TIME ZONE p.time_zone)) / 3600)::int;
+    IF shift <> 0 THEN
+        WITH old AS (DELETE FROM dionysus.person_rhythm r WHERE r.person = set_person_time_zone.person RETURNING r.*)
+        INSERT INTO dionysus.person_rhythm (person, hour_of_week, activity, misses)
+        SELECT o.person, ((o.hour_of_week + shift) % 168 + 168) % 168, sum(o.activity), sum(o.misses) FROM old o GROUP BY 1, 2;
+    END IF;
+    UPDATE dionysus.people x SET time_zone = set_person_time_zone.time_zone, time_zone_source = set_person_time_zone.source, updated_at = now()
+     WHERE x.person = set_person_time_zone.person;
+    RETURN true;
+END $$;
+COMMENT ON FUNCTION set_person_time_zone(text, text, text) IS
+    'The person''s time zone (an IANA name) and its source (config, words, inferred; a weaker source never overrides a stronger one): their quiet hours, rhythm and rules are in their local time. Returns whether it was taken.';
+
+CREATE FUNCTION dionysus_internal.time_zone_from_words(words text, at timestamptz) RETURNS text
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    w text := lower(words);
+    place text;
+    zone text;
+    hh int;
+    offset_hours int;
+BEGIN
+    -- The place: one or two words after "I'm in", "I live in", "based in" (a city a zone is named by).
+    place := substring(w FROM '\m(?:i''m|i am|im|i live|we live|we''re|we are|living|based|here) (?:now |currently )?in ([a-z]+(?: [a-z]+)?)');
+    IF place IS NOT NULL THEN
+        SELECT z.name INTO zone FROM pg_timezone_names z
+         WHERE lower(z.name) LIKE '%/' || replace(place, ' ', '\_')
+            OR lower(z.name) LIKE '%/' || split_part(place, ' ', 1)
+         ORDER BY z.name !~ '^(Africa|America|Asia|Atlantic|Australia|Europe|Indian|Pacific)/', lower(z.name) NOT LIKE '%/' || replace(place, ' ', '\_'), z.name LIMIT 1;
+        IF zone IS NOT NULL THEN
+            RETURN zone;
+        END IF;
+    END IF;
+    hh := substring(w FROM '\mit''?s (?:already |now |almost |just )?(\d{1,2})(?::\d\d)? ?(?:am|pm|h|o''clock)? (?:here|where i am|for me)')::int;
+    IF hh IS NULL OR hh > 23 THEN
+        RETURN NULL;
+    END IF;
+    IF w ~ ('\m' || hh || '(:\d\d)? ?pm') AND hh < 12 THEN
+        hh := hh + 12;
+    ELSIF w ~ ('\m' || hh || '(:\d\d)? ?am') AND hh = 12 THEN
+        hh := 0;
+    END IF;
+    offset_hours := ((hh - extract(hour FROM at AT TIME ZONE 'UTC')::int + 36) % 24) - 12;
+    -- POSIX's sign is the other way round: Etc/GMT-1 is an hour ahead of UTC.
+    RETURN CASE WHEN offset_hours = 0 THEN 'Etc/UTC' WHEN offset_hours > 0 THEN 'Etc/GMT-' || offset_hours ELSE 'Etc/GMT+' || -offset_hours END;
+END $$;
+COMMENT ON FUNCTION dionysus_internal.time_zone_from_words(text, timestamptz) IS
+    'The time zone a person''s words give: a place named by a zone ("I''m in Berlin"), or their clock ("it''s 3 am here") as Etc/GMT±N; NULL if neither.';
+
+CREATE FUNCTION set_person_prior(person text, prior jsonb) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    k text;
+    v jsonb;
+BEGIN
+    IF person IS NULL OR btrim(person) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "person": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF prior IS NULL OR jsonb_typeof(prior) <> 'object' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "prior": a JSON object of proactive_config''s prior keys' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR k, v IN SELECT * FROM jsonb_each(prior) LOOP
+        IF k NOT IN ('quiet_start_hour', 'quiet_end_hour', 'workday_start_hour', 'workday_end_hour', 'prior_free', 'prior_workday', 'prior_quiet') THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "prior": % is not a prior key (quiet_start_hour, quiet_end_hour, workday_start_hour, workday_end_hour, prior_free, prior_workday, prior_quiet)',
+                dionysus_internal.input_prefix(k) USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF jsonb_typeof(v) <> 'number' OR (k LIKE '%hour' AND ((v::text)::numeric NOT BETWEEN 0 AND 23 OR (v::text)::numeric <> trunc((v::text)::numeric)))
+           OR (k LIKE 'prior%' AND (v::text)::numeric NOT BETWEEN 0 AND 1) THEN
+            RAISE EXCEPTION 'dionysus: invalid argument "prior": "%" must be %', k,
+                CASE WHEN k LIKE '%hour' THEN 'a whole hour in [0, 23]' ELSE 'within [0, 1]' END USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END LOOP;
+    PERFORM dionysus_internal.person_row(person);
+    UPDATE dionysus.people x SET prior = set_person_prior.prior, updated_at = now() WHERE x.person = set_person_prior.person;
+    RETURN prior;
+END $$;
+COMMENT ON FUNCTION set_person_prior(text, jsonb) IS
+    'A person''s own availability prior (quiet and working hours, the belief in each), over the deployment''s proactive_config key by key; {} returns them to it.';
+
+CREATE OR REPLACE FUNCTION dionysus_internal.run_rules(on_trigger text, who text, hours double precision DEFAULT 0, ev dionysus.events DEFAULT NULL)
+    RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    t timestamptz := dionysus.clock_now();
+    vals jsonb := dionysus_internal.rule_values(who, t, ev);
+    r dionysus.mind_rules;
+    rv jsonb;
+    fired_rules dionysus.mind_rules[] := '{}';
+    it jsonb;
+    fired jsonb := '[]'::jsonb;
+    effects jsonb;
+    target text;
+    before double precision;
+    after double precision;
+    w double precision;
+    made uuid;
+    requested boolean := false;
+    has_person boolean := who IS NOT NULL AND vals ? 'person.turns';
+    -- The values adjustments move, kept here and written back once.
+    st jsonb;
+    i integer;
+BEGIN
+    FOR r IN SELECT * FROM dionysus.mind_rules m
+              WHERE m.status = 'active' AND m.trigger = on_trigger
+                AND (m.person IS NULL OR m.person = who) AND (m.ends_at IS NULL OR m.ends_at > t)
+              ORDER BY m.weight DESC, m.id LOOP
+        rv := vals || jsonb_build_object('rule.hours_since_fired', coalesce(round((extract(epoch FROM t - r.last_used_at) / 3600)::numeric, 2), 1000000),
+                                         'rule.times_fired', r.use_count);
+        IF dionysus_internal.rule_holds(r.condition, rv) THEN
+            fired_rules := fired_rules || r;
+        END IF;
+    END LOOP;
+    IF cardinality(fired_rules) = 0 THEN
+        RETURN 0;
+    END IF;
+    -- Lock order: the goals lock (4) before the person's row (6), if a rule will make an objective.
+    IF EXISTS (SELECT 1 FROM unnest(fired_rules) f, jsonb_array_elements(f.intents) x WHERE x ? 'create_objective') THEN
+        PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
+    END IF;
+    -- Adjustments first, each scaled by the rule's weight, in weight order, on the values as
+    -- the previous adjustment left them; written back in one statement.
+    SELECT jsonb_build_object('person.social_debt', x.social_debt, 'person.curiosity', x.curiosity, 'person.task_pressure', x.task_pressure,
+                              'person.restraint', x.restraint)
+      INTO st FROM dionysus.people x WHERE x.person = who;
+    st := coalesce(st, '{}'::jsonb) || jsonb_build_object('agent.vitality', (SELECT vitality FROM dionysus.agent_state WHERE id = 1));
+    FOREACH r IN ARRAY fired_rules LOOP
+        effects := '[]'::jsonb;
+        w := r.weight;
+        FOR it IN SELECT * FROM jsonb_array_elements(r.intents) x WHERE x ? 'adjust' LOOP
+            target := it ->> 'adjust';
+            IF NOT st ? target THEN
+                CONTINUE; -- a person's value, and no person
+            END IF;
+            before := (st ->> target)::float8;
+            after := least(1, greatest(0, CASE
+                WHEN it ? 'by' THEN before + w * (it ->> 'by')::float8
+                WHEN it ? 'to' THEN before + w * ((it ->> 'to')::float8 - before)
+                -- (The exponent bounded: exp() raises an error where it underflows, so a tick after
+                -- two months without one, the server down, failed, and failed again every tick.)
+                ELSE (it ->> 'toward')::float8 + (before - (it ->> 'toward')::float8)
+                     * exp(-least(700, greatest(-700, w * (it ->> 'per_hour')::float8 * hours))) END));
+            st := jsonb_set(st, ARRAY[target], to_jsonb(after));
+            effects := effects || jsonb_build_object('adjust', target, 'before', round(before::numeric, 4), 'after', round(after::numeric, 4));
+        END LOOP;
+        fired := fired || jsonb_build_object('rule', r.id, 'name', r.name, 'weight', round(r.weight::numeric, 3), 'effects', effects);
+    END LOOP;
+    IF has_person THEN
+        UPDATE dionysus.people x SET social_debt = (st ->> 'person.social_debt')::float8, curiosity = (st ->> 'person.curiosity')::float8,
+               task_pressure = (st ->> 'person.task_pressure')::float8, restraint = (st ->> 'person.restraint')::float8
+         WHERE x.person = who;
+    END IF;
+    UPDATE dionysus.agent_state SET vitality = (st ->> 'agent.vitality')::float8 WHERE id = 1 AND vitality <> (st ->> 'agent.vitality')::float8;
+    -- Then what the rules make: objectives, scheduled events, a contact the person asked for.
+    FOR i IN 1 .. cardinality(fired_rules) LOOP
+        r := fired_rules[i];
+        effects := fired[i - 1] -> 'effects';
+        FOR it IN SELECT * FROM jsonb_array_elements(r.intents) x WHERE x ? 'create_objective' LOOP
+            IF has_person THEN
+                SELECT g.id INTO made FROM dionysus.goals g
+                 WHERE g.title = btrim(it ->> 'create_objective') AND g.private_to = ARRAY[who] AND g.priority IN ('active', 'queued');
+                IF made IS NULL THEN
+                    made := dionysus.create_goal(btrim(it ->> 'create_objective'), 'set up by the rule "' || r.name || '"', 'user_request',
+                                                 private_to => ARRAY[who]);
+                END IF;
+                effects := effects || jsonb_build_object('create_objective', it ->> 'create_objective', 'goal_id', made);
+            END IF;
+        END LOOP;
+        FOR it IN SELECT * FROM jsonb_array_elements(r.intents) x WHERE x ? 'schedule_event' LOOP
+            INSERT INTO dionysus.events (source, type, priority, person, payload, at, status)
+            VALUES ('internal', it ->> 'schedule_event', coalesce((it ->> 'priority')::int, 2), who,
+                    jsonb_build_object('rule', r.id), t + make_interval(secs => (it ->> 'in_minutes')::float8 * 60), 'scheduled');
+            effects := effects || jsonb_build_object('schedule_event', it ->> 'schedule_event', 'in_minutes', (it ->> 'in_minutes')::float8);
+        END LOOP;
+        FOR it IN SELECT * FROM jsonb_array_elements(r.intents) x WHERE x ? 'request_contact' LOOP
+            IF has_person AND NOT requested THEN
+                requested := true;
+                UPDATE dionysus.people x SET contact_request = jsonb_build_object('about', it ->> 'request_contact', 'rule', r.id, 'rule_name', r.name, 'at', t),
+                       next_check_at = t
+                 WHERE x.person = who;
+                effects := effects || jsonb_build_object('request_contact', it ->> 'request_contact');
+            END IF;
+        END LOOP;
+        fired := jsonb_set(fired, ARRAY[(i - 1)::text, 'effects'], effects);
+    END LOOP;
+    -- Used: learned rules strengthen; every rule counts its use; a one-off is done.
+    UPDATE dionysus.mind_rules m SET use_count = m.use_count + 1, last_used_at = t,
+           status = CASE WHEN m.once THEN 'done' ELSE m.status END, ended_at = CASE WHEN m.once THEN t ELSE m.ended_at END,
+           weight = CASE WHEN m.learned THEN least(1, m.weight + dionysus_internal.proactive_setting('rule_strengthen') * (1 - m.weight)) ELSE m.weight END
+     WHERE m.id IN (SELECT f.id FROM unnest(fired_rules) f);
+    INSERT INTO dionysus.rule_firings (at, person, trigger, event_id, inputs, fired)
+    VALUES (t, who, on_trigger, ev.id, vals, fired);
+    RETURN cardinality(fired_rules);
+END $$;
+COMMENT ON FUNCTION dionysus_internal.run_rules(text, text, double precision, dionysus.events) IS
+    'Runs the active rules of a trigger for a person: conditions read once, intents applied in a fixed order (adjust, create_objective, schedule_event, request_contact), the pass logged, learned rules strengthened.';
+
+CREATE OR REPLACE FUNCTION dionysus_internal.decay_rules() RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    t timestamptz := dionysus.clock_now();
+    n integer;
+BEGIN
+    UPDATE dionysus.mind_rules m
+       SET weight = m.weight * CASE WHEN dionysus_internal.proactive_setting('rule_decay_per_day') >= 1 THEN 0
+                                    -- (power() raises an error where it underflows: bounded.)
+                                    ELSE exp(greatest(-700, ln(1 - dionysus_internal.proactive_setting('rule_decay_per_day'))
+                                                            * extract(epoch FROM t - coalesce(m.decayed_at, m.last_used_at, m.created_at)) / 86400)) END,
+           decayed_at = t
+     WHERE m.status = 'active' AND m.learned AND coalesce(m.last_used_at, m.created_at) < t - interval '1 day'
+       AND coalesce(m.decayed_at, m.last_used_at, m.created_at) < t - interval '1 day';
+    UPDATE dionysus.mind_rules m SET status = 'forgotten', ended_at = t
+     WHERE m.status = 'active' AND m.learned AND m.weight < dionysus_internal.proactive_setting('rule_forget_below');
+    GET DIAGNOSTICS n = ROW_COUNT;
+    -- "until May": past its end a rule is over (run_rules already skips it).
+    UPDATE dionysus.mind_rules m SET status = 'ended', ended_at = m.ends_at WHERE m.status = 'active' AND m.ends_at <= t;
+    RETURN n;
+END $$;
+COMMENT ON FUNCTION dionysus_internal.decay_rules() IS 'Learned rules unused for a day lose weight; below rule_forget_below they are forgotten; a rule past its ends_at is ended.';
+
+CREATE OR REPLACE FUNCTION add_rule(person text, words text, rule jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    who text := btrim(add_rule.person);
+    r dionysus.mind_rules;
+    nm text;
+    ends timestamptz;
+BEGIN
+    IF who IS NULL OR who = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "person": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF words IS NULL OR btrim(words) = '' OR length(words) > 2000 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "words": the person''s words, 1 to 2,000 characters' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF rule IS NULL OR jsonb_typeof(rule) <> 'object' OR octet_length(rule::text) > 4096 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "rule": must be a JSON object of at most 4 kB' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF EXISTS (SELECT 1 FROM jsonb_object_keys(rule) k WHERE k NOT IN ('name', 'trigger', 'condition', 'intents', 'description', 'once', 'ends_on')) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "rule": only name, trigger, condition, intents, description, once and ends_on'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF rule ? 'once' AND jsonb_typeof(rule -> 'once') NOT IN ('boolean', 'null') THEN
+        RAISE EXCEPTION 'dionysus: invalid rule: once must be true (fires once) or false (repeats)' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jsonb_typeof(rule -> 'ends_on') = 'string' AND rule ->> 'ends_on' ~ '^\d{4}-\d{2}-\d{2}$' THEN
+        BEGIN
+            ends := (rule ->> 'ends_on')::date::timestamp
+                    AT TIME ZONE coalesce((SELECT x.time_zone FROM dionysus.people x WHERE x.person = who), 'UTC');
+        EXCEPTION WHEN datetime_field_overflow OR invalid_datetime_format THEN
+            ends := NULL;
+        END;
+    END IF;
+    IF rule ? 'ends_on' AND jsonb_typeof(rule -> 'ends_on') <> 'null' AND (ends IS NULL OR ends <= dionysus.clock_now()) THEN
+        RAISE EXCEPTION 'dionysus: invalid rule: ends_on must be a date to come, YYYY-MM-DD (the first day, their time, it no longer fires), not %',
+            dionysus_internal.input_prefix(rule ->> 'ends_on') USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jsonb_typeof(rule -> 'trigger') IS DISTINCT FROM 'string' OR NOT (dionysus.rule_vocabulary() -> 'triggers') ? (rule ->> 'trigger') THEN
+        RAISE EXCEPTION 'dionysus: invalid rule: trigger "%" is not one of rule_vocabulary()''s triggers', rule ->> 'trigger'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM dionysus_internal.check_rule_condition(coalesce(rule -> 'condition', '{}'::jsonb));
+    PERFORM dionysus_internal.check_rule_intents(rule -> 'intents');
+    nm := left(btrim(coalesce(rule ->> 'name', rule ->> 'description', words)), 80);
+    IF nm = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid rule: name must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM dionysus_internal.person_row(who);
+    IF (SELECT count(*) FROM dionysus.mind_rules m WHERE m.person = who AND m.status = 'active')
+       >= dionysus_internal.proactive_setting('rules_per_person') THEN
+        RAISE EXCEPTION 'dionysus: % has % rules already (rules_per_person); remove one first', who,
+                        dionysus_internal.proactive_setting('rules_per_person') USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+    IF EXISTS (SELECT 1 FROM dionysus.mind_rules m WHERE m.person = who AND m.status = 'active' AND m.name = nm) THEN
+        RAISE EXCEPTION 'dionysus: % already has a rule named "%"', who, nm USING ERRCODE = 'unique_violation';
+    END IF;
+    INSERT INTO dionysus.mind_rules (name, person, trigger, condition, intents, origin, description, words, created_at, once, ends_at)
+    VALUES (nm, who, rule ->> 'trigger', coalesce(rule -> 'condition', '{}'::jsonb), rule -> 'intents', 'person',
+            left(coalesce(nullif(btrim(rule ->> 'description'), ''), nm), 300), left(words, 2000), dionysus.clock_now(),
+            coalesce((rule ->> 'once')::boolean, false), ends)
+    RETURNING * INTO r;
+    RETURN jsonb_build_object('rule_id', r.id, 'name', r.name, 'trigger', r.trigger, 'condition', r.condition, 'intents', r.intents,
+                              'description', r.description, 'once', r.once, 'ends_at', r.ends_at);
+END $$;
+COMMENT ON FUNCTION add_rule(text, text, jsonb) IS
+    'A rule in the person''s words (as the fast model proposed it: name, trigger, condition, intents, and once or ends_on): checked against rule_vocabulary(), stored as theirs, acting only on them. Errors name the part that is wrong.';
+
+DROP FUNCTION person_rules(text);
+
+CREATE FUNCTION person_rules(for_person text)
+    RETURNS TABLE (rule_id bigint, name text, origin text, status text, trigger text, condition jsonb, intents jsonb,
+                   weight double precision, use_count bigint, last_used_at timestamptz, description text, words text,
+                   repeats text)
+    LANGUAGE sql STABLE AS $$
+    SELECT m.id, m.name, m.origin, m.status, m.trigger, m.condition, m.intents, m.weight, m.use_count, m.last_used_at, m.description, m.words,
+           CASE WHEN m.once THEN 'once'
+                WHEN m.ends_at IS NOT NULL THEN 'until ' || to_char(m.ends_at AT TIME ZONE coalesce((SELECT x.time_zone FROM dionysus.people x WHERE x.person = m.person), 'UTC'), 'YYYY-MM-DD')
+                ELSE 'repeats' END
+      FROM dionysus.mind_rules m
+     WHERE (m.person = for_person AND m.status <> 'removed') OR (m.person IS NULL AND m.status = 'active')
+     ORDER BY m.person NULLS LAST, m.status, m.id
+$$;
+COMMENT ON FUNCTION person_rules(text) IS 'A person''s rules (active, done, ended, forgotten) and the built-ins that apply to everyone, with weight, use and whether each repeats (once, repeats, until YYYY-MM-DD: the first day it no longer fires, their time).';
+
+INSERT INTO prompt_templates (key, version, temperature, note, active, template)
+VALUES ('rule_from_words', 2, 0.0, 'proactive mind: a rule the person asked for in plain words, as data; once, repeating or until a date, as they said', false,
+        dionysus_internal.shipped_prompt('rule_from_words', 2));
+UPDATE prompt_templates SET active = false WHERE key = 'rule_from_words' AND version <> 2;
+UPDATE prompt_templates SET active = true WHERE key = 'rule_from_words' AND version = 2;
+GRANT EXECUTE ON FUNCTION dionysus_internal.prior_setting(dionysus.people, text), dionysus_internal.in_quiet_hours(dionysus.people, integer),
+    set_person_time_zone(text, text, text), dionysus_internal.time_zone_from_words(text, timestamptz), set_person_prior(text, jsonb),
+    person_rules(text) TO dionysus_driver;
