@@ -74,6 +74,9 @@ pub struct Config {
     pub log_format: LogFormat,
     /// Where the logs go while the conversation is on this terminal (see [`Config::log_path`]).
     pub log_file: Option<String>,
+    /// Each person's time zone, as the owner knows it (person key, IANA name): it outranks
+    /// what they say and what is guessed (`set_person_time_zone(..., 'config')`).
+    pub time_zones: Vec<(String, String)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,6 +98,8 @@ struct File {
     discord: Option<DiscordFile>,
     chat: Option<ChatFile>,
     mcp: Option<McpFile>,
+    /// `[time_zones]` "discord:1234" = "Europe/Berlin"
+    time_zones: Option<std::collections::BTreeMap<String, String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -173,6 +178,19 @@ fn with_ca_file(url: String, ca_file: Option<String>) -> String {
     } else {
         format!("{url} sslrootcert={ca}")
     }
+}
+
+/// DIONYSUS_TIME_ZONES: `person=Zone` pairs, comma-separated (`discord:1234=Europe/Berlin`).
+/// The extension checks each zone's name.
+fn parse_time_zones(v: &str) -> Result<Vec<(String, String)>, String> {
+    v.split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(|e| match e.split_once('=') {
+            Some((p, z)) if !p.trim().is_empty() && !z.trim().is_empty() => Ok((p.trim().to_string(), z.trim().to_string())),
+            _ => Err(format!("DIONYSUS_TIME_ZONES: \"{e}\" is not person=Zone (e.g. discord:1234=Europe/Berlin)")),
+        })
+        .collect()
 }
 
 fn parse_ids(key: &str, v: &str) -> Result<Vec<u64>, String> {
@@ -292,6 +310,10 @@ impl Config {
             mirror_gap: Duration::from_millis(1000),
             log_format,
             log_file: env("DIONYSUS_LOG_FILE").or(file.log_file).filter(|f| !f.is_empty()),
+            time_zones: match env("DIONYSUS_TIME_ZONES") {
+                Some(v) => parse_time_zones(&v)?,
+                None => file.time_zones.unwrap_or_default().into_iter().collect(),
+            },
         })
     }
 

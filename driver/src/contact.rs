@@ -52,6 +52,17 @@ struct Decided {
     censored: Option<Value>,
 }
 
+/// The time zones the configuration gives (`time_zones`), told to the extension: they outrank
+/// what a person says and what is guessed. A zone the extension refuses is logged, not fatal.
+pub async fn apply_time_zones(mind: &Mind) {
+    for (person, zone) in &mind.config.time_zones {
+        match mind.work_db.json("SELECT to_jsonb(dionysus.set_person_time_zone($1, $2, 'config'))", &[person, zone]).await {
+            Ok(_) => tracing::info!(%person, %zone, "time zone from the configuration"),
+            Err(e) => tracing::warn!(%person, %zone, error = %e, "time zone from the configuration refused"),
+        }
+    }
+}
+
 /// Decides every crossing still open (a wake-up may stand for several, or for none).
 pub async fn decide_open(mind: &Mind) -> usize {
     let open = mind.work_db.all::<Uuid>("SELECT to_jsonb(o) FROM dionysus.open_contact_opportunities(5) o", &[]).await;

@@ -32,9 +32,10 @@ pub fn may_ask_for_a_rule(words: &str) -> bool {
         || days.iter().any(|d| w.contains(&format!("every {d}")) || w.contains(&format!("on {d}s")))
 }
 
-/// A rule made from the person's words: the confirmation to send them, or None when the words
-/// asked for nothing scheduled (or the model could not make a valid rule: the conversation
-/// then goes on as usual, and why is logged).
+/// A rule made from the person's words: the confirmation to send them; when a rule was proposed
+/// but could not be made (the model unreachable, or the extension refused what it proposed), an
+/// honest sentence saying so; None when the words asked for nothing scheduled (the conversation
+/// then goes on as usual).
 pub async fn from_words(mind: &Mind, person: &str, words: &str) -> Option<String> {
     let t = match prompt::load(&mind.chat_db, "rule_from_words").await {
         Ok(t) => t,
@@ -66,7 +67,7 @@ pub async fn from_words(mind: &Mind, person: &str, words: &str) -> Option<String
         Ok(a) => a,
         Err(e) => {
             tracing::warn!(error = %e, "no rule from the words (the model could not be used)");
-            return None;
+            return Some(could_not("I could not reach my model just now"));
         }
     };
     let rule = answer.get("rule").filter(|r| r.is_object())?.clone();
@@ -79,9 +80,14 @@ pub async fn from_words(mind: &Mind, person: &str, words: &str) -> Option<String
         Err(e) => {
             // The extension refused what the model proposed (its message names the part).
             tracing::warn!(error = %e, "the proposed rule was refused");
-            None
+            Some(could_not("what I made of it did not hold up"))
         }
     }
+}
+
+/// What the person is told when they asked for something scheduled and no rule came of it.
+fn could_not(why: &str) -> String {
+    format!("I could not set that up as a reminder ({why}); please tell me again, with a day and a time.")
 }
 
 /// The fast model's reading of a reply to a contact that the cheap cues could not judge.
