@@ -110,7 +110,9 @@ for major in $MAJORS; do
   # The oldest supported release's full script, for the update tests only (scripts/install.sh
   # installs none: a release is reached from it through the released update scripts).
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO cp tests/upgrade/releases/dionysus--*.sql "$("/usr/lib/postgresql/$major/bin/pg_config" --sharedir)/extension/"
+  for fixture in tests/upgrade/releases/dionysus--*.sql.gz; do
+    gzip -dc "$fixture" | $SUDO tee "$("/usr/lib/postgresql/$major/bin/pg_config" --sharedir)/extension/$(basename "$fixture" .gz)" >/dev/null
+  done
 
   DATA="$DATA_BASE-$port"
   log "PostgreSQL $major: integration cluster on 127.0.0.1:$port ($DATA)"

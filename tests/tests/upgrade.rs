@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 /// The oldest release this library updates (its full script is the fixture
-/// tests/upgrade/releases/dionysus--0.10.0.sql); a later release is reached from it through the
+/// tests/upgrade/releases/dionysus--0.10.0.sql.gz, which scripts/test.sh
+/// decompresses into the extension directory); a later release is reached from it through the
 /// released update scripts.
 const OLDEST: &str = "0.10.0";
 /// The cases' folder.
