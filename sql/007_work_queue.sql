@@ -162,6 +162,41 @@ END $$;
 COMMENT ON FUNCTION dionysus_internal.require_claimed_work(uuid, uuid) IS
     'The work item, locked; with a lease, the caller must still hold it (an item claimed again since is someone else''s: 55000).';
 
+-- ---------------------------------------------------------------------------------------
+-- The work actions (#34: each action dispatched in one place). What complete_work decides by
+-- an item's action is this table's data; the driver's actions.rs performs them (its match is
+-- the driver's one switch). Every action's result may carry the common keys; only the
+-- actions named here carry the others.
+-- ---------------------------------------------------------------------------------------
+CREATE VIEW work_actions AS
+SELECT a.action,
+       ARRAY['memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts', 'message', 'summary',
+             'basis', 'person', 'maintenance', 'levels', 'episode', 'censor_candidates'] || a.carries AS result_keys,
+       a.provenance, a.audience, a.person_turn, a.staged
+  FROM (VALUES
+    -- action             its own result keys                                                 provenance   audience  person_turn staged
+    ('extract_message',   ARRAY['people', 'relations', 'objectives', 'focus', 'threads'],     'heartbeat', NULL,     true,       false),
+    ('reindex_message',   ARRAY['people', 'relations', 'objectives', 'focus', 'threads'],     'heartbeat', NULL,     false,      true),
+    ('summarize_episode', ARRAY['episode_summary'],                                           'heartbeat', NULL,     false,      false),
+    ('condense_memory',   ARRAY[]::text[],                                                    'heartbeat', NULL,     false,      false),
+    ('heartbeat_censors', ARRAY[]::text[],                                                    'heartbeat', NULL,     false,      false),
+    ('extract_concepts',  ARRAY[]::text[],                                                    'heartbeat', NULL,     false,      false),
+    ('reflect',           ARRAY[]::text[],                                                    'heartbeat', NULL,     false,      false),
+    ('maintain',          ARRAY[]::text[],                                                    'heartbeat', NULL,     false,      false),
+    ('brainstorm_goals',  ARRAY[]::text[],                                                    'heartbeat', NULL,     false,      false),
+    ('inquire_shallow',   ARRAY[]::text[],                                                    'web',       NULL,     false,      false),
+    ('inquire_deep',      ARRAY[]::text[],                                                    'web',       NULL,     false,      false),
+    ('synthesize',        ARRAY[]::text[],                                                    'heartbeat', NULL,     false,      false),
+    ('reach_out_user',    ARRAY[]::text[],                                                    'heartbeat', 'user',   false,      false),
+    ('reach_out_public',  ARRAY[]::text[],                                                    'heartbeat', 'public', false,      false),
+    ('dream',             ARRAY['dream'],                                                     'heartbeat', NULL,     false,      false)
+  ) AS a (action, carries, provenance, audience, person_turn, staged);
+COMMENT ON VIEW work_actions IS
+    'What complete_work does by a work item''s action: the result keys it may carry (the common ones and its own), its provenance '
+    '(web: what it brings is stored as low-trust web content, and never alone changes identity or beliefs), its audience (user or '
+    'public: a reach-out, its message goes to the outbox; public ones wait for approval), person_turn (the extraction of a person''s '
+    'turn: their people, objectives, focus and threads, and an imported history''s rules) and staged (a re-index''s: applied at the swap).';
+
 -- Applies what the driver produced, then marks the item done. Completing a done item again
 -- changes nothing and returns the first summary: a retried call never repeats its effects.
 -- result keys (all optional): memories [{content, type, importance, valence}], facts
@@ -202,6 +237,9 @@ DECLARE
     refused jsonb := '[]'::jsonb;
     history_at timestamptz;
     censored jsonb;
+    act dionysus.work_actions;
+    carriers text[];
+    grounded jsonb;
 BEGIN
     -- Lock order: goals before the rows and the learn/episode locks remember and learn take.
     IF result ? 'goals' OR result ? 'goal_progress' THEN
@@ -220,9 +258,7 @@ BEGIN
         RAISE EXCEPTION 'dionysus: argument "result": must be a JSON object' USING ERRCODE = 'invalid_text_representation';
     END IF;
     FOR key IN SELECT jsonb_object_keys(result) LOOP
-        IF key NOT IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts',
-                       'episode_summary', 'message', 'summary', 'basis', 'person', 'maintenance', 'objectives', 'dream',
-                       'levels', 'people', 'relations', 'episode', 'focus', 'threads', 'censor_candidates') THEN
+        IF NOT EXISTS (SELECT 1 FROM dionysus.work_actions a WHERE key = ANY(a.result_keys)) THEN
             RAISE EXCEPTION 'dionysus: argument "result": unknown key "%"', key USING ERRCODE = 'invalid_text_representation';
         END IF;
         IF key IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts', 'basis', 'objectives',
@@ -236,23 +272,48 @@ BEGIN
                    OR (b #>> '{}') !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$') THEN
         RAISE EXCEPTION 'dionysus: argument "result.basis": must be an array of memory ids' USING ERRCODE = 'invalid_text_representation';
     END IF;
+    -- What this action does (work_actions); an action it does not name carries the common keys only.
+    SELECT * INTO act FROM dionysus.work_actions a WHERE a.action = w.action;
+    IF NOT FOUND THEN
+        act := ROW(w.action, (SELECT a.result_keys FROM dionysus.work_actions a WHERE a.action = 'reflect'), 'heartbeat', NULL, false, false);
+    END IF;
     -- A turn read again by a re-index (020): staged for the swap, nothing applied now.
-    IF w.action = 'reindex_message' THEN
+    IF act.staged THEN
         made := dionysus_internal.reindex_stage(w, result);
         UPDATE dionysus.work_queue SET status = 'done', completed_at = now(), lease_until = NULL,
                result = complete_work.result || jsonb_build_object('applied', made)
          WHERE id = w.id;
         RETURN made;
     END IF;
+    -- A key another action carries (present and not an empty list) is refused, naming who carries it.
+    FOR key IN SELECT k FROM jsonb_object_keys(result) k
+                WHERE k <> ALL(act.result_keys) AND result -> k IS DISTINCT FROM '[]'::jsonb LOOP
+        carriers := ARRAY(SELECT a.action FROM dionysus.work_actions a WHERE key = ANY(a.result_keys) ORDER BY a.action);
+        RAISE EXCEPTION 'dionysus: argument "result.%": a % item does not carry it; only % carry %', key, w.action,
+            array_to_string(carriers, ', '),
+            (SELECT string_agg('result.' || k, ', ' ORDER BY k) FROM (SELECT DISTINCT unnest(a.result_keys) k FROM dionysus.work_actions a) ks
+              WHERE ARRAY(SELECT a.action FROM dionysus.work_actions a WHERE ks.k = ANY(a.result_keys) ORDER BY a.action) = carriers)
+            USING ERRCODE = 'invalid_parameter_value';
+    END LOOP;
+    IF act.person_turn AND w.params ->> 'person' IS NULL
+       AND EXISTS (SELECT 1 FROM jsonb_object_keys(result) k WHERE k IN ('people', 'relations', 'objectives', 'focus', 'threads')
+                                                              AND result -> k IS DISTINCT FROM '[]'::jsonb) THEN
+        RAISE EXCEPTION 'dionysus: argument "result.people": only the extraction of a person''s turn carries result.people, result.relations, result.objectives, result.focus and result.threads (params.person is missing)'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     privacy := CASE WHEN w.params ->> 'person' IS NOT NULL THEN ARRAY[w.params ->> 'person'] END;
     privacy := dionysus_internal.privacy_union(privacy, (SELECT h.private_to FROM dionysus.heartbeat_log h WHERE h.id = w.heartbeat_id));
     privacy := dionysus_internal.privacy_union(privacy, dionysus_internal.memory_privacy(
                    ARRAY(SELECT (b #>> '{}')::uuid FROM jsonb_array_elements(coalesce(result -> 'basis', '[]')) b)));
-    from_web := w.action IN ('inquire_shallow', 'inquire_deep');
+    from_web := act.provenance = 'web';
+    -- What the model wrote and the check refuses is not stored (032_grounding.sql); the refusals are recorded.
+    grounded := dionysus_internal.ground_result(w, result, privacy);
+    result := grounded -> 'result';
+    refused := refused || (grounded -> 'refused');
     -- A turn of an imported history (018): what it asked was asked of someone else, not of us (no
     -- goals), and what it aimed at more than 30 days ago is the person's past: it neither adds
     -- objectives nor moves the ones they have now.
-    IF w.action = 'extract_message' THEN
+    IF act.person_turn THEN
         SELECT x.created_at INTO history_at FROM dionysus.messages x
          WHERE x.id = (w.params ->> 'message_id')::uuid AND x.import_id IS NOT NULL;
     END IF;
@@ -286,10 +347,6 @@ BEGIN
     END LOOP;
     -- The people in the person's life their turn speaks of (023_people.sql): theirs alone.
     IF jsonb_array_length(coalesce(result -> 'people', '[]')) + jsonb_array_length(coalesce(result -> 'relations', '[]')) > 0 THEN
-        IF w.action <> 'extract_message' OR w.params ->> 'person' IS NULL THEN
-            RAISE EXCEPTION 'dionysus: argument "result.people": only the extraction of a person''s turn carries people or relations'
-                USING ERRCODE = 'invalid_parameter_value';
-        END IF;
         made := made || dionysus_internal.store_people(w.params ->> 'person', coalesce(result -> 'people', '[]'),
                                                        coalesce(result -> 'relations', '[]'), (w.params ->> 'message_id')::uuid);
     END IF;
@@ -299,8 +356,8 @@ BEGIN
         made := made || jsonb_build_object('concepts', coalesce((made ->> 'concepts')::int, 0) + 1);
     END LOOP;
     IF result ? 'episode_summary' THEN
-        IF w.action <> 'summarize_episode' OR (w.params ->> 'episode_id') IS NULL THEN
-            RAISE EXCEPTION 'dionysus: argument "result.episode_summary": only a summarize_episode item carries one'
+        IF (w.params ->> 'episode_id') IS NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "result.episode_summary": the item names no episode (params.episode_id)'
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
         IF coalesce(btrim(result ->> 'episode_summary'), '') = '' THEN
@@ -339,10 +396,6 @@ BEGIN
     END LOOP;
     -- The person's objectives (017), from their own turn only: theirs, never someone else's.
     IF jsonb_array_length(coalesce(result -> 'objectives', '[]')) > 0 THEN
-        IF w.action <> 'extract_message' OR w.params ->> 'person' IS NULL THEN
-            RAISE EXCEPTION 'dionysus: argument "result.objectives": only the extraction of a person''s turn carries them'
-                USING ERRCODE = 'invalid_parameter_value';
-        END IF;
         FOR item IN SELECT * FROM jsonb_array_elements(result -> 'objectives') LOOP
             new_id := dionysus_internal.note_objective(w.params ->> 'person', item ->> 'description',
                                                        (item ->> 'saliency')::float8, item ->> 'status', (w.params ->> 'message_id')::uuid);
@@ -352,8 +405,8 @@ BEGIN
         END LOOP;
     END IF;
     IF result ? 'dream' THEN
-        IF w.action <> 'dream' OR (w.params ->> 'dream_id') IS NULL THEN
-            RAISE EXCEPTION 'dionysus: argument "result.dream": only a dream item carries one' USING ERRCODE = 'invalid_parameter_value';
+        IF (w.params ->> 'dream_id') IS NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "result.dream": the item names no dream (params.dream_id)' USING ERRCODE = 'invalid_parameter_value';
         END IF;
         made := made || jsonb_build_object('dream', dionysus_internal.record_dream((w.params ->> 'dream_id')::uuid, result -> 'dream'));
     END IF;
@@ -378,7 +431,7 @@ BEGIN
         END IF;
         PERFORM dionysus.set_worldview_belief(item ->> 'belief', coalesce((item ->> 'confidence')::float8, 0.5));
     END LOOP;
-    IF w.action IN ('reach_out_user', 'reach_out_public') THEN
+    IF act.audience IS NOT NULL THEN
         IF coalesce(btrim(result ->> 'message'), '') = '' THEN
             RAISE EXCEPTION 'dionysus: argument "result.message": a reach-out needs the message to send'
                 USING ERRCODE = 'invalid_parameter_value';
@@ -386,7 +439,7 @@ BEGIN
         IF dionysus_internal.web_only_basis(result ->> 'message') THEN
             RAISE EXCEPTION 'dionysus: reach-out refused: web content is its only basis' USING ERRCODE = 'insufficient_privilege';
         END IF;
-        IF w.action = 'reach_out_user' THEN
+        IF act.audience = 'user' THEN
             -- Nobody has talked yet: the message goes to the home channel, and may hold nothing private.
             target := dionysus.reach_out_target(coalesce(result ->> 'person', w.params ->> 'person'));
             IF NOT dionysus_internal.visible_to(privacy, target ->> 'person') THEN
@@ -407,11 +460,10 @@ BEGIN
                 made := made || jsonb_build_object('censor_warnings', censored -> 'censors');
             END IF;
             INSERT INTO dionysus.outbox (work_id, audience, content, requires_approval, person, platform)
-            VALUES (w.id, CASE w.action WHEN 'reach_out_user' THEN 'user' ELSE 'public' END, result ->> 'message',
-                    w.action = 'reach_out_public', target ->> 'person', target ->> 'platform')
+            VALUES (w.id, act.audience, result ->> 'message', act.audience = 'public', target ->> 'person', target ->> 'platform')
             RETURNING id INTO msg_id;
             made := made || jsonb_build_object('outbox_id', msg_id);
-            IF w.action = 'reach_out_user' THEN
+            IF act.audience = 'user' THEN
                 PERFORM pg_notify('dionysus_outbox', msg_id::text);
             END IF;
         END IF;
@@ -419,10 +471,6 @@ BEGIN
     -- The session's focus and the threads the turn opened or closed (025), last: the person's
     -- working-memory lock comes after every other lock (002's order).
     IF result ? 'focus' OR result ? 'threads' THEN
-        IF w.action <> 'extract_message' OR w.params ->> 'person' IS NULL THEN
-            RAISE EXCEPTION 'dionysus: argument "result.threads": only the extraction of a person''s turn carries a focus or threads'
-                USING ERRCODE = 'invalid_parameter_value';
-        END IF;
         made := made || jsonb_build_object('working_memory',
                     dionysus_internal.store_working_focus(w.params ->> 'person', (w.params ->> 'message_id')::uuid,
                                                           result -> 'focus', result -> 'threads'));

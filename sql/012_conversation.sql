@@ -71,11 +71,89 @@ CREATE TABLE prompt_templates (
     note        text,
     created_by  text NOT NULL DEFAULT 'human',
     created_at  timestamptz NOT NULL DEFAULT now(),
+    result_schema jsonb CHECK (result_schema IS NULL OR jsonb_typeof(result_schema) = 'object'),
     PRIMARY KEY (key, version)
 );
 COMMENT ON TABLE prompt_templates IS
     'Versioned prompt templates with {{placeholders}}, one active version per key; set_prompt_template() adds a version.';
+COMMENT ON COLUMN prompt_templates.result_schema IS
+    'The JSON Schema of the task''s answer (the driver sends it as the request''s response_format where the endpoint takes one); NULL for a free-text task.';
 CREATE UNIQUE INDEX prompt_templates_one_active ON prompt_templates (key) WHERE active;
+
+-- The JSON Schema of each shipped JSON task's answer (NULL: a free-text task): the shape the
+-- prompts ask for, as data a server can turn into a grammar. Every version of a key has it.
+CREATE FUNCTION dionysus_internal.task_result_schema(key text) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    WITH t (s, n, a) AS (SELECT '{"type": "string"}'::jsonb, '{"type": "number"}'::jsonb, '{"type": "array", "items": {"type": "string"}}'::jsonb)
+    SELECT jsonb_build_object('type', 'object', 'properties', p, 'required', to_jsonb(r)) FROM t, LATERAL (
+        SELECT * FROM (VALUES
+        ('extract_message', jsonb_build_object(
+            'facts', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object', 'required', '["content"]'::jsonb,
+                'properties', jsonb_build_object('content', s, 'subject', s, 'confidence', n, 'category',
+                    '{"enum": ["preference", "person", "event", "plan", "attribute", "other"]}'::jsonb))),
+            'triples', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object', 'required', '["subject", "predicate", "object"]'::jsonb,
+                'properties', jsonb_build_object('subject', s, 'predicate', s, 'object', s, 'confidence', n))),
+            'goals', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object', 'required', '["title"]'::jsonb,
+                'properties', jsonb_build_object('title', s, 'description', s))),
+            'objectives', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object', 'required', '["description"]'::jsonb,
+                'properties', jsonb_build_object('description', s, 'saliency', n, 'status', '{"enum": ["pending", "completed"]}'::jsonb))),
+            'people', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object', 'required', '["name"]'::jsonb,
+                'properties', jsonb_build_object('name', s, 'aliases', a, 'same_as', '{"type": ["string", "null"]}'::jsonb, 'relation', s,
+                                                 'feeling', n, 'traits', a, 'topics', a, 'confidence', n))),
+            'relations', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object', 'required', '["a", "b", "kind"]'::jsonb,
+                'properties', jsonb_build_object('a', s, 'b', s, 'kind', s, 'sentiment', n, 'confidence', n,
+                                                 'source', '{"enum": ["said", "inferred"]}'::jsonb))),
+            'focus', s,
+            'threads', jsonb_build_object('type', 'object', 'properties', jsonb_build_object('opened', a, 'closed', a))),
+         ARRAY['facts', 'triples', 'goals']),
+        ('heartbeat_system', jsonb_build_object('reasoning', s,
+            'actions', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object', 'required', '["action"]'::jsonb,
+                'properties', jsonb_build_object('action', s, 'params', '{"type": "object"}'::jsonb))),
+            'goal_changes', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object', 'required', '["goal_id", "change"]'::jsonb,
+                'properties', jsonb_build_object('goal_id', s, 'reason', s,
+                                                 'change', '{"enum": ["promote", "demote", "complete", "abandon", "activate"]}'::jsonb)))),
+         ARRAY['reasoning', 'actions']),
+        ('narrative', jsonb_build_object('narrative', s, 'emotional_valence', '{"type": "number", "minimum": -1, "maximum": 1}'::jsonb), ARRAY['narrative']),
+        ('reflect', jsonb_build_object('insights', a,
+            'identity', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object', 'required', '["aspect"]'::jsonb,
+                'properties', jsonb_build_object('aspect', s, 'confidence', n))),
+            'worldview', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object', 'required', '["belief"]'::jsonb,
+                'properties', jsonb_build_object('belief', s, 'confidence', n)))),
+         ARRAY['insights', 'identity', 'worldview']),
+        ('brainstorm_goals', jsonb_build_object('goals', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object',
+            'required', '["title"]'::jsonb, 'properties', jsonb_build_object('title', s, 'description', s)))), ARRAY['goals']),
+        ('inquire', jsonb_build_object('answer', s, 'sources', a), ARRAY['answer']),
+        ('inquiry_queries', jsonb_build_object('queries', a), ARRAY['queries']),
+        ('inquiry_confidence', jsonb_build_object('confidence', '{"type": "number", "minimum": 0, "maximum": 1}'::jsonb, 'caveats', s), ARRAY['confidence']),
+        ('synthesize', jsonb_build_object('title', s, 'artifact', s), ARRAY['artifact']),
+        ('reach_out', jsonb_build_object('message', s), ARRAY['message']),
+        ('proactive_compose', jsonb_build_object('message', s), ARRAY['message']),
+        ('proactive_decision', jsonb_build_object('decision', '{"enum": ["message", "wait"]}'::jsonb, 'reason', s, 'intent', s), ARRAY['decision']),
+        ('maintain', jsonb_build_object('verdict', '{"enum": ["keep", "update", "retire"]}'::jsonb,
+            'confidence', '{"type": "number", "minimum": 0, "maximum": 1}'::jsonb, 'content', s, 'reason', s), ARRAY['verdict']),
+        ('dream', jsonb_build_object('note', s, 'proposals', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object',
+            'required', '["kind", "target", "proposal", "rationale"]'::jsonb,
+            'properties', jsonb_build_object('kind', '{"enum": ["prompt_template", "extraction", "archetype"]}'::jsonb, 'target', s,
+                                             'proposal', '{"type": "object"}'::jsonb, 'rationale', s, 'evidence', a)))),
+         ARRAY['proposals']),
+        ('extract_concepts', jsonb_build_object('memories', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object',
+            'required', '["id", "concepts"]'::jsonb, 'properties', jsonb_build_object('id', s, 'concepts', a)))), ARRAY['memories']),
+        ('summarize_episode', jsonb_build_object('summary', s, 'outcome', '{"enum": ["success", "failure", "mixed", "neutral"]}'::jsonb,
+            'surprise', '{"type": "number", "minimum": 0, "maximum": 1}'::jsonb, 'lessons', a,
+            'censor_candidates', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object',
+                'required', '["trigger", "reason"]'::jsonb, 'properties', jsonb_build_object('trigger', s, 'reason', s)))),
+         ARRAY['summary']),
+        ('condense_memory', jsonb_build_object('summary', s, 'micro', s), ARRAY['summary', 'micro']),
+        ('heartbeat_censors', jsonb_build_object('censor_candidates', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object',
+            'required', '["trigger", "reason"]'::jsonb, 'properties', jsonb_build_object('trigger', s, 'reason', s)))), ARRAY['censor_candidates']),
+        ('censor_from_words', jsonb_build_object('censor', '{"type": ["object", "null"]}'::jsonb, 'acknowledgement', s), ARRAY['censor']),
+        ('rule_from_words', jsonb_build_object('rule', '{"type": ["object", "null"]}'::jsonb, 'confirmation', s), ARRAY['rule']),
+        ('contact_feedback', jsonb_build_object('sentiment', '{"enum": ["positive", "neutral", "negative"]}'::jsonb, 'reason', s), ARRAY['sentiment']),
+        ('north_star_check', jsonb_build_object('north_star', '{"type": "boolean"}'::jsonb, 'statement', s), ARRAY['north_star'])
+        ) AS v (k, p, r) WHERE v.k = task_result_schema.key) x
+$$;
+COMMENT ON FUNCTION dionysus_internal.task_result_schema(text) IS
+    'The JSON Schema of a shipped JSON task''s answer (extract_message, heartbeat_system''s decision, narrative, reflect, dream, ...), NULL for a free-text task: prompt_templates.result_schema of every version of that key.';
 
 CREATE FUNCTION prompt_template(key text) RETURNS jsonb
     LANGUAGE plpgsql STABLE AS $$
@@ -88,9 +166,10 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'dionysus: argument "key": no active prompt template "%"', key USING ERRCODE = 'no_data_found';
     END IF;
-    RETURN jsonb_build_object('key', t.key, 'version', t.version, 'template', t.template, 'temperature', t.temperature);
+    RETURN jsonb_build_object('key', t.key, 'version', t.version, 'template', t.template, 'temperature', t.temperature,
+                              'result_schema', t.result_schema);
 END $$;
-COMMENT ON FUNCTION prompt_template(text) IS 'The active version of a prompt template: {key, version, template, temperature}.';
+COMMENT ON FUNCTION prompt_template(text) IS 'The active version of a prompt template: {key, version, template, temperature, result_schema} (result_schema: the JSON Schema of the answer, null for free text).';
 
 CREATE FUNCTION set_prompt_template(key text, template text, temperature double precision DEFAULT NULL,
                                     note text DEFAULT NULL) RETURNS integer
@@ -114,12 +193,13 @@ BEGIN
     SELECT * INTO prev FROM dionysus.prompt_templates p WHERE p.key = set_prompt_template.key AND p.active;
     SELECT coalesce(max(version), 0) + 1 INTO v FROM dionysus.prompt_templates p WHERE p.key = set_prompt_template.key;
     UPDATE dionysus.prompt_templates p SET active = false WHERE p.key = set_prompt_template.key AND p.active;
-    INSERT INTO dionysus.prompt_templates (key, version, template, temperature, note)
-    VALUES (key, v, template, coalesce(temperature, prev.temperature, 0.7), note);
+    INSERT INTO dionysus.prompt_templates (key, version, template, temperature, note, result_schema)
+    VALUES (key, v, template, coalesce(temperature, prev.temperature, 0.7), note,
+            coalesce(prev.result_schema, dionysus_internal.task_result_schema(key)));
     RETURN v;
 END $$;
 COMMENT ON FUNCTION set_prompt_template(text, text, double precision, text) IS
-    'Adds a new active version of a prompt template (the previous stays, inactive); returns the version number.';
+    'Adds a new active version of a prompt template (the previous stays, inactive; the answer''s schema carries over); returns the version number.';
 
 -- Ships a new version of a prompt template: active where the shipped version it follows (its
 -- note) is still the active one; where the person's own is active, theirs stays and the new
@@ -140,8 +220,8 @@ BEGIN
     ELSE
         RAISE NOTICE 'dionysus: your % template stays active; version % is new (activate_prompt_template to use it)', key, next_version;
     END IF;
-    INSERT INTO dionysus.prompt_templates (key, version, temperature, note, active, template)
-    VALUES (key, next_version, temperature, note, shipped, template);
+    INSERT INTO dionysus.prompt_templates (key, version, temperature, note, active, template, result_schema)
+    VALUES (key, next_version, temperature, note, shipped, template, dionysus_internal.task_result_schema(key));
     RETURN next_version;
 END $$;
 COMMENT ON FUNCTION dionysus_internal.ship_template(text, text, text, double precision, text) IS
@@ -563,7 +643,8 @@ COMMENT ON FUNCTION person_turns(text, integer) IS 'The person''s own latest tur
 -- of a template is inserted here, in the organ that first shipped it: extract_message's
 -- versions 2 to 4 add objectives (017), the people in the person's life (023), the focus and
 -- open threads (025); summarize_episode's version 2 adds outcome, surprise, lessons and censor
--- candidates (024).
+-- candidates (024). The newest versions (#35) show the answer's shape in <placeholders> the
+-- grounding check refuses (032), never in plausible values a small model copies as data.
 -- ---------------------------------------------------------------------------------------
 -- Texts: sql/prompts/<key>.txt, older versions sql/prompts/superseded/<key>.v<N>.txt; the newest
 -- version of each is the active one.
@@ -577,10 +658,13 @@ SELECT key, version, temperature, note, version = max(version) OVER (PARTITION B
     ('extract_message', 2, 0.1, 'fast model: facts, triples, requested goals and the person''s objectives (seed 004)'),
     ('extract_message', 3, 0.1, 'fast model: facts, triples, requested goals, the person''s objectives and the people in their life (seed 003 §9)'),
     ('extract_message', 4, 0.1, 'fast model: facts, triples, goals, objectives, people, and the session''s focus and open threads (seed 002 working memory)'),
+    ('extract_message', 5, 0.1, 'fast model: the same, its shape in placeholders no answer can pass as data (#35)'),
     ('heartbeat_system', 1, 0.6, 'seed 000 §5.2 system prompt'),
     ('heartbeat_user', 1, 0.6, 'seed 000 §5.2 user prompt'),
     ('reflect', 1, 0.6, 'heartbeat action: reflect'),
+    ('reflect', 2, 0.6, 'heartbeat action: reflect, its shape in placeholders no answer can pass as data (#35)'),
     ('brainstorm_goals', 1, 0.8, 'heartbeat action: brainstorm_goals'),
+    ('brainstorm_goals', 2, 0.8, 'heartbeat action: brainstorm_goals, its shape in placeholders no answer can pass as data (#35)'),
     ('inquire', 1, 0.3, 'heartbeat action: inquire_shallow / inquire_deep'),
     ('maintain', 1, 0.2, 'heartbeat action: maintain (§3.2.3), the judgement of one belief, aspect or memory'),
     ('inquiry_queries', 1, 0.3, 'inquire_deep (§3.2.4): the web searches that cover a question'),
@@ -588,7 +672,9 @@ SELECT key, version, temperature, note, version = max(version) OVER (PARTITION B
     ('synthesize', 1, 0.7, 'heartbeat action: synthesize'),
     ('reach_out', 1, 0.7, 'heartbeat action: reach_out_user'),
     ('narrative', 1, 0.5, 'heartbeat record: the narrative stored as an episodic memory'),
+    ('narrative', 2, 0.5, 'heartbeat record: the narrative, its shape in placeholders no answer can pass as data (#35)'),
     ('summarize_episode', 1, 0.3, 'worker job §6.4: episode summary'),
     ('summarize_episode', 2, 0.3, 'worker job §6.4: episode summary, outcome, surprise, lessons and censor candidates (seed 002)'),
+    ('summarize_episode', 3, 0.3, 'worker job: episode summary, outcome, surprise, lessons and censor candidates, its shape in placeholders (#35)'),
     ('extract_concepts', 1, 0.2, 'worker job §6.5: concepts of young memories')
   ) AS shipped (key, version, temperature, note);

@@ -167,8 +167,14 @@ pub struct Report {
     pub narrative: String,
 }
 
-/// The decision's shape: an object; actions and goal_changes arrays of objects.
+/// The decision's shape: an object; actions and goal_changes arrays of objects. A decision
+/// with neither its actions nor its reasoning (`{}`, an echo of another shape) is not one: the
+/// default decision is taken instead.
 pub fn decision_shape(v: Value) -> Result<Value, String> {
+    let reasoned = v.get("reasoning").and_then(Value::as_str).is_some_and(|r| !r.trim().is_empty());
+    if !v.get("actions").is_some_and(Value::is_array) && !reasoned {
+        return Err("a decision needs its \"actions\" or its \"reasoning\"".into());
+    }
     let actions = list(&v, "actions")?;
     if actions.iter().any(|a| !a.is_object()) {
         return Err("every action must be an object {action, params}".into());
@@ -434,7 +440,19 @@ async fn narrate(mind: &Mind, number: i64, log: &Outcome, actions: &[String]) ->
     match mind.fast.json(&[Msg::system(system), Msg::user("Answer with the JSON object now.")], t.temperature, shape).await {
         Ok(v) => {
             let (narrative, valence): (String, f64) = serde_json::from_value(v).unwrap_or_default();
-            (narrative.chars().take(4000).collect(), valence)
+            let narrative: String = narrative.chars().take(4000).collect();
+            // The one grounding check (a "..." or the prompt's own words is no narrative); it records a refusal.
+            match mind.work_db.one::<Option<String>>("SELECT to_jsonb(dionysus.check_model_text('narrative', $1))", &[&narrative]).await {
+                Ok(None) => (narrative, valence),
+                Ok(Some(why)) => {
+                    tracing::info!(%why, "narrative refused; the plain one instead");
+                    (plain(), 0.0)
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "narrative not checked; the plain one instead");
+                    (plain(), 0.0)
+                }
+            }
         }
         Err(e) => {
             tracing::info!(error = %e, "plain narrative");
@@ -452,6 +470,10 @@ mod tests {
         assert!(decision_shape(json!({"actions": "reflect"})).is_err());
         assert!(decision_shape(json!({"actions": [{"params": {}}]})).is_err());
         assert!(decision_shape(json!({"actions": [1]})).is_err());
+        for empty in [json!({}), json!({"reasoning": " "}), json!({"goal_changes": []}), json!({"narrative": "..."})] {
+            assert!(decision_shape(empty.clone()).is_err(), "{empty}");
+        }
+        assert!(decision_shape(json!({"actions": []})).is_ok() && decision_shape(json!({"reasoning": "quiet"})).is_ok());
         let d = decision_shape(json!({"reasoning": "x", "actions": [{"action": "rest"}]})).unwrap();
         assert_eq!(d.get("goal_changes"), Some(&json!([])));
     }

@@ -4,7 +4,7 @@ use crate::api::{Content, PersonInLife, Procedure, Turn, WorkingMemory};
 use crate::db::{Db, DbError};
 use serde::{Deserialize, Serialize};
 
-/// `prompt_template(key[, person])`: `{key, version, template, temperature}`.
+/// `prompt_template(key[, person])`: `{key, version, template, temperature, result_schema}`.
 #[derive(Clone, Debug, Deserialize)]
 pub struct Template {
     pub key: String,
@@ -12,6 +12,9 @@ pub struct Template {
     #[serde(rename = "template")]
     pub text: String,
     pub temperature: f64,
+    /// The JSON Schema of the task's answer (None: free text, or a person's own version).
+    #[serde(default)]
+    pub result_schema: Option<serde_json::Value>,
 }
 
 pub async fn load(db: &Db, key: &str) -> Result<Template, DbError> {

@@ -909,6 +909,677 @@ COMMENT ON FUNCTION memory_levels(uuid[]) IS 'The memories of ids, in that order
 GRANT EXECUTE ON FUNCTION open_contact_opportunities(integer), person_local_time(text), contact_message(uuid), open_goals(), self_model(),
     person_turns(text, integer), memory_levels(uuid[]) TO dionysus_driver;
 
+-- #35 grounding + #34 action table (helper B): what complete_work decides by an item's action is the
+-- work_actions view's data; prompt templates carry their answer's JSON Schema (result_schema); one grounding
+-- check (check_model_text, model_text_refusals) for every model-written thing complete_work stores.
+CREATE VIEW work_actions AS
+SELECT a.action,
+       ARRAY['memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts', 'message', 'summary',
+             'basis', 'person', 'maintenance', 'levels', 'episode', 'censor_candidates'] || a.carries AS result_keys,
+       a.provenance, a.audience, a.person_turn, a.staged
+  FROM (VALUES
+    -- action             its own result keys                                                 provenance   audience  person_turn staged
+    ('extract_message',   ARRAY['people', 'relations', 'objectives', 'focus', 'threads'],     'heartbeat', NULL,     true,       false),
+    ('reindex_message',   ARRAY['people', 'relations', 'objectives', 'focus', 'threads'],     'heartbeat', NULL,     false,      true),
+    ('summarize_episode', ARRAY['episode_summary'],                                           'heartbeat', NULL,     false,      false),
+    ('condense_memory',   ARRAY[]::text[],                                                    'heartbeat', NULL,     false,      false),
+    ('heartbeat_censors', ARRAY[]::text[],                                                    'heartbeat', NULL,     false,      false),
+    ('extract_concepts',  ARRAY[]::text[],                                                    'heartbeat', NULL,     false,      false),
+    ('reflect',           ARRAY[]::text[],                                                    'heartbeat', NULL,     false,      false),
+    ('maintain',          ARRAY[]::text[],                                                    'heartbeat', NULL,     false,      false),
+    ('brainstorm_goals',  ARRAY[]::text[],                                                    'heartbeat', NULL,     false,      false),
+    ('inquire_shallow',   ARRAY[]::text[],                                                    'web',       NULL,     false,      false),
+    ('inquire_deep',      ARRAY[]::text[],                                                    'web',       NULL,     false,      false),
+    ('synthesize',        ARRAY[]::text[],                                                    'heartbeat', NULL,     false,      false),
+    ('reach_out_user',    ARRAY[]::text[],                                                    'heartbeat', 'user',   false,      false),
+    ('reach_out_public',  ARRAY[]::text[],                                                    'heartbeat', 'public', false,      false),
+    ('dream',             ARRAY['dream'],                                                     'heartbeat', NULL,     false,      false)
+  ) AS a (action, carries, provenance, audience, person_turn, staged);
+COMMENT ON VIEW work_actions IS
+    'What complete_work does by a work item''s action: the result keys it may carry (the common ones and its own), its provenance '
+    '(web: what it brings is stored as low-trust web content, and never alone changes identity or beliefs), its audience (user or '
+    'public: a reach-out, its message goes to the outbox; public ones wait for approval), person_turn (the extraction of a person''s '
+    'turn: their people, objectives, focus and threads, and an imported history''s rules) and staged (a re-index''s: applied at the swap).';
+GRANT SELECT, INSERT, UPDATE ON work_actions TO dionysus_driver;
+ALTER TABLE prompt_templates ADD COLUMN result_schema jsonb CHECK (result_schema IS NULL OR jsonb_typeof(result_schema) = 'object');
+COMMENT ON COLUMN prompt_templates.result_schema IS
+    'The JSON Schema of the task''s answer (the driver sends it as the request''s response_format where the endpoint takes one); NULL for a free-text task.';
+CREATE FUNCTION dionysus_internal.task_result_schema(key text) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    WITH t (s, n, a) AS (SELECT '{"type": "string"}'::jsonb, '{"type": "number"}'::jsonb, '{"type": "array", "items": {"type": "string"}}'::jsonb)
+    SELECT jsonb_build_object('type', 'object', 'properties', p, 'required', to_jsonb(r)) FROM t, LATERAL (
+        SELECT * FROM (VALUES
+        ('extract_message', jsonb_build_object(
+            'facts', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object', 'required', '["content"]'::jsonb,
+                'properties', jsonb_build_object('content', s, 'subject', s, 'confidence', n, 'category',
+                    '{"enum": ["preference", "person", "event", "plan", "attribute", "other"]}'::jsonb))),
+            'triples', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object', 'required', '["subject", "predicate", "object"]'::jsonb,
+                'properties', jsonb_build_object('subject', s, 'predicate', s, 'object', s, 'confidence', n))),
+            'goals', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object', 'required', '["title"]'::jsonb,
+                'properties', jsonb_build_object('title', s, 'description', s))),
+            'objectives', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object', 'required', '["description"]'::jsonb,
+                'properties', jsonb_build_object('description', s, 'saliency', n, 'status', '{"enum": ["pending", "completed"]}'::jsonb))),
+            'people', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object', 'required', '["name"]'::jsonb,
+                'properties', jsonb_build_object('name', s, 'aliases', a, 'same_as', '{"type": ["string", "null"]}'::jsonb, 'relation', s,
+                                                 'feeling', n, 'traits', a, 'topics', a, 'confidence', n))),
+            'relations', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object', 'required', '["a", "b", "kind"]'::jsonb,
+                'properties', jsonb_build_object('a', s, 'b', s, 'kind', s, 'sentiment', n, 'confidence', n,
+                                                 'source', '{"enum": ["said", "inferred"]}'::jsonb))),
+            'focus', s,
+            'threads', jsonb_build_object('type', 'object', 'properties', jsonb_build_object('opened', a, 'closed', a))),
+         ARRAY['facts', 'triples', 'goals']),
+        ('heartbeat_system', jsonb_build_object('reasoning', s,
+            'actions', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object', 'required', '["action"]'::jsonb,
+                'properties', jsonb_build_object('action', s, 'params', '{"type": "object"}'::jsonb))),
+            'goal_changes', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object', 'required', '["goal_id", "change"]'::jsonb,
+                'properties', jsonb_build_object('goal_id', s, 'reason', s,
+                                                 'change', '{"enum": ["promote", "demote", "complete", "abandon", "activate"]}'::jsonb)))),
+         ARRAY['reasoning', 'actions']),
+        ('narrative', jsonb_build_object('narrative', s, 'emotional_valence', '{"type": "number", "minimum": -1, "maximum": 1}'::jsonb), ARRAY['narrative']),
+        ('reflect', jsonb_build_object('insights', a,
+            'identity', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object', 'required', '["aspect"]'::jsonb,
+                'properties', jsonb_build_object('aspect', s, 'confidence', n))),
+            'worldview', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object', 'required', '["belief"]'::jsonb,
+                'properties', jsonb_build_object('belief', s, 'confidence', n)))),
+         ARRAY['insights', 'identity', 'worldview']),
+        ('brainstorm_goals', jsonb_build_object('goals', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object',
+            'required', '["title"]'::jsonb, 'properties', jsonb_build_object('title', s, 'description', s)))), ARRAY['goals']),
+        ('inquire', jsonb_build_object('answer', s, 'sources', a), ARRAY['answer']),
+        ('inquiry_queries', jsonb_build_object('queries', a), ARRAY['queries']),
+        ('inquiry_confidence', jsonb_build_object('confidence', '{"type": "number", "minimum": 0, "maximum": 1}'::jsonb, 'caveats', s), ARRAY['confidence']),
+        ('synthesize', jsonb_build_object('title', s, 'artifact', s), ARRAY['artifact']),
+        ('reach_out', jsonb_build_object('message', s), ARRAY['message']),
+        ('proactive_compose', jsonb_build_object('message', s), ARRAY['message']),
+        ('proactive_decision', jsonb_build_object('decision', '{"enum": ["message", "wait"]}'::jsonb, 'reason', s, 'intent', s), ARRAY['decision']),
+        ('maintain', jsonb_build_object('verdict', '{"enum": ["keep", "update", "retire"]}'::jsonb,
+            'confidence', '{"type": "number", "minimum": 0, "maximum": 1}'::jsonb, 'content', s, 'reason', s), ARRAY['verdict']),
+        ('dream', jsonb_build_object('note', s, 'proposals', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object',
+            'required', '["kind", "target", "proposal", "rationale"]'::jsonb,
+            'properties', jsonb_build_object('kind', '{"enum": ["prompt_template", "extraction", "archetype"]}'::jsonb, 'target', s,
+                                             'proposal', '{"type": "object"}'::jsonb, 'rationale', s, 'evidence', a)))),
+         ARRAY['proposals']),
+        ('extract_concepts', jsonb_build_object('memories', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object',
+            'required', '["id", "concepts"]'::jsonb, 'properties', jsonb_build_object('id', s, 'concepts', a)))), ARRAY['memories']),
+        ('summarize_episode', jsonb_build_object('summary', s, 'outcome', '{"enum": ["success", "failure", "mixed", "neutral"]}'::jsonb,
+            'surprise', '{"type": "number", "minimum": 0, "maximum": 1}'::jsonb, 'lessons', a,
+            'censor_candidates', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object',
+                'required', '["trigger", "reason"]'::jsonb, 'properties', jsonb_build_object('trigger', s, 'reason', s)))),
+         ARRAY['summary']),
+        ('condense_memory', jsonb_build_object('summary', s, 'micro', s), ARRAY['summary', 'micro']),
+        ('heartbeat_censors', jsonb_build_object('censor_candidates', jsonb_build_object('type', 'array', 'items', jsonb_build_object('type', 'object',
+            'required', '["trigger", "reason"]'::jsonb, 'properties', jsonb_build_object('trigger', s, 'reason', s)))), ARRAY['censor_candidates']),
+        ('censor_from_words', jsonb_build_object('censor', '{"type": ["object", "null"]}'::jsonb, 'acknowledgement', s), ARRAY['censor']),
+        ('rule_from_words', jsonb_build_object('rule', '{"type": ["object", "null"]}'::jsonb, 'confirmation', s), ARRAY['rule']),
+        ('contact_feedback', jsonb_build_object('sentiment', '{"enum": ["positive", "neutral", "negative"]}'::jsonb, 'reason', s), ARRAY['sentiment']),
+        ('north_star_check', jsonb_build_object('north_star', '{"type": "boolean"}'::jsonb, 'statement', s), ARRAY['north_star'])
+        ) AS v (k, p, r) WHERE v.k = task_result_schema.key) x
+$$;
+COMMENT ON FUNCTION dionysus_internal.task_result_schema(text) IS
+    'The JSON Schema of a shipped JSON task''s answer (extract_message, heartbeat_system''s decision, narrative, reflect, dream, ...), NULL for a free-text task: prompt_templates.result_schema of every version of that key.';
+CREATE OR REPLACE FUNCTION prompt_template(key text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE t dionysus.prompt_templates;
+BEGIN
+    IF key IS NULL OR btrim(key) = '' THEN
+        RAISE EXCEPTION 'dionysus: argument "key" must name a template' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO t FROM dionysus.prompt_templates p WHERE p.key = prompt_template.key AND p.active;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "key": no active prompt template "%"', key USING ERRCODE = 'no_data_found';
+    END IF;
+    RETURN jsonb_build_object('key', t.key, 'version', t.version, 'template', t.template, 'temperature', t.temperature,
+                              'result_schema', t.result_schema);
+END $$;
+COMMENT ON FUNCTION prompt_template(text) IS 'The active version of a prompt template: {key, version, template, temperature, result_schema} (result_schema: the JSON Schema of the answer, null for free text).';
+CREATE OR REPLACE FUNCTION set_prompt_template(key text, template text, temperature double precision DEFAULT NULL,
+                                    note text DEFAULT NULL) RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    prev dionysus.prompt_templates;
+    v integer;
+BEGIN
+    IF key IS NULL OR key !~ '^[a-z][a-z0-9_]*$' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "key": % must be lower_snake_case', quote_nullable(key)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF template IS NULL OR btrim(template) = '' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "template": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF temperature IS NOT NULL AND (temperature = 'NaN'::float8 OR temperature < 0 OR temperature > 2) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "temperature": % is outside [0, 2]', temperature
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.prompt:' || key, 0));
+    SELECT * INTO prev FROM dionysus.prompt_templates p WHERE p.key = set_prompt_template.key AND p.active;
+    SELECT coalesce(max(version), 0) + 1 INTO v FROM dionysus.prompt_templates p WHERE p.key = set_prompt_template.key;
+    UPDATE dionysus.prompt_templates p SET active = false WHERE p.key = set_prompt_template.key AND p.active;
+    INSERT INTO dionysus.prompt_templates (key, version, template, temperature, note, result_schema)
+    VALUES (key, v, template, coalesce(temperature, prev.temperature, 0.7), note,
+            coalesce(prev.result_schema, dionysus_internal.task_result_schema(key)));
+    RETURN v;
+END $$;
+COMMENT ON FUNCTION set_prompt_template(text, text, double precision, text) IS
+    'Adds a new active version of a prompt template (the previous stays, inactive; the answer''s schema carries over); returns the version number.';
+CREATE OR REPLACE FUNCTION dionysus_internal.ship_template(key text, follows_note text, note text, temperature double precision,
+                                               template text) RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    shipped boolean;
+    next_version integer;
+BEGIN
+    SELECT coalesce(bool_and(NOT t.active OR (t.created_by = 'human' AND t.note = ship_template.follows_note)), true),
+           coalesce(max(t.version), 0) + 1
+      INTO shipped, next_version FROM dionysus.prompt_templates t WHERE t.key = ship_template.key;
+    IF shipped THEN
+        UPDATE dionysus.prompt_templates t SET active = false WHERE t.key = ship_template.key;
+    ELSE
+        RAISE NOTICE 'dionysus: your % template stays active; version % is new (activate_prompt_template to use it)', key, next_version;
+    END IF;
+    INSERT INTO dionysus.prompt_templates (key, version, temperature, note, active, template, result_schema)
+    VALUES (key, next_version, temperature, note, shipped, template, dionysus_internal.task_result_schema(key));
+    RETURN next_version;
+END $$;
+COMMENT ON FUNCTION dionysus_internal.ship_template(text, text, text, double precision, text) IS
+    'Ships a new version of a prompt template: active where the shipped version it follows (by note) is active; beside the person''s own otherwise (a NOTICE names it). Returns the version.';
+CREATE TABLE model_text_refusals (
+    id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    refused_at  timestamptz NOT NULL DEFAULT now(),
+    kind        text NOT NULL,
+    value       text,
+    source      text,
+    reason      text NOT NULL,
+    work_id     uuid,
+    private_to  text[]
+);
+COMMENT ON TABLE model_text_refusals IS
+    'What the grounding check (check_model_text) refused to store: the kind (fact, triple, goal, objective, person, alias, thread, focus, level, narrative, identity, belief, rule, proposal, summary), the model''s text, the source it was checked against, why, the work item, and whom it is private to.';
+CREATE INDEX model_text_refusals_at ON model_text_refusals (refused_at);
+
+-- The English stems of a text that carry its meaning (rule 4's "content words").
+CREATE FUNCTION dionysus_internal.content_words(t text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT coalesce(array_agg(w), '{}') FROM unnest(tsvector_to_array(to_tsvector('english', coalesce(t, '')))) w
+     WHERE w <> ALL (tsvector_to_array(to_tsvector('english', 'user person people name named called someone something thing')))
+$$;
+COMMENT ON FUNCTION dionysus_internal.content_words(text) IS
+    'The English stems of a text less stop words and generic words (user, person, name, called, something...): what the grounding check compares.';
+
+-- Why a model's text may not be stored, or NULL when it may (the rule above).
+CREATE FUNCTION dionysus_internal.model_text_problem(kind text, value text, source text) RETURNS text
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v text := btrim(coalesce(value, ''));
+    words text[] := dionysus_internal.content_words(value);
+    said text[] := dionysus_internal.content_words(source);
+    found integer;
+    copied text;
+    grounded boolean;
+BEGIN
+    IF v !~ '[[:alnum:]]' THEN
+        RETURN 'empty';
+    END IF;
+    IF v ~ '<[^<>]*[[:alpha:]][^<>]*>' THEN
+        RETURN 'a placeholder in angle brackets';
+    END IF;
+    IF v ~ '(\.\.\.|…)' THEN
+        RETURN 'an ellipsis where words belong';
+    END IF;
+    found := (SELECT count(*) FROM unnest(words) w WHERE w = ANY(said));
+    grounded := source IS NOT NULL AND cardinality(words) > 0 AND found * 2 >= cardinality(words);
+    IF NOT grounded AND array_length(regexp_split_to_array(v, '\s+'), 1) >= 3 THEN
+        SELECT t.key INTO copied FROM dionysus.prompt_templates t
+         WHERE strpos(lower(t.template), lower(v)) > 0 LIMIT 1;
+        IF copied IS NOT NULL THEN
+            RETURN format('the words of the prompt template "%s", not the person''s', copied);
+        END IF;
+    END IF;
+    IF source IS NOT NULL AND kind IN ('fact', 'triple', 'goal', 'rule', 'person', 'alias') AND NOT grounded THEN
+        RETURN format('not in the source turn: %s of its %s content words appear there (at least half must)', found, cardinality(words));
+    END IF;
+    RETURN NULL;
+END $$;
+COMMENT ON FUNCTION dionysus_internal.model_text_problem(text, text, text) IS
+    'Why a model-written text may not be stored (empty; a "<...>" or "..." placeholder; a prompt template''s words; for a fact, triple (its object), goal, rule, person or alias with a source: under half its content words in it), or NULL.';
+
+CREATE FUNCTION check_model_text(kind text, value text, source text DEFAULT NULL, work_id uuid DEFAULT NULL,
+                                 private_to text[] DEFAULT NULL) RETURNS text
+    LANGUAGE plpgsql AS $$
+DECLARE why text;
+BEGIN
+    IF kind IS NULL OR kind NOT IN ('fact', 'triple', 'goal', 'objective', 'person', 'alias', 'thread', 'focus', 'level',
+                                    'narrative', 'identity', 'belief', 'rule', 'proposal', 'summary') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "kind": % (fact, triple, goal, objective, person, alias, thread, focus, level, narrative, identity, belief, rule, proposal or summary)',
+            quote_nullable(kind) USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    why := dionysus_internal.model_text_problem(kind, value, source);
+    IF why IS NOT NULL THEN
+        INSERT INTO dionysus.model_text_refusals (kind, value, source, reason, work_id, private_to)
+        VALUES (kind, value, source, why, check_model_text.work_id, check_model_text.private_to);
+    END IF;
+    RETURN why;
+END $$;
+COMMENT ON FUNCTION check_model_text(text, text, text, uuid, text[]) IS
+    'The one grounding check for a model-written text about to be stored: NULL when it may be, else why not (the refusal is recorded in model_text_refusals with its inputs). '
+    'source: the person''s words it claims to come from (NULL: none, only the placeholder rules apply).';
+
+-- complete_work's part: the result less what the check refuses, item by item, and the
+-- refusals ({kind, value, reason}). Items of another shape (not a string, or blank) are left
+-- for the store functions to refuse with their own errors.
+CREATE FUNCTION dionysus_internal.ground_result(w dionysus.work_queue, result jsonb, privacy text[]) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    turn text;
+    refused jsonb := '[]'::jsonb;
+    item jsonb;
+    kept jsonb;
+    why text;
+    k text;
+    aliases jsonb;
+    alias jsonb;
+    alias_why text;
+    checks CONSTANT jsonb := '{"facts": ["fact", "content"], "goals": ["goal", "title"], "objectives": ["objective", "description"],
+                               "identity": ["identity", "aspect"], "worldview": ["belief", "belief"], "people": ["person", "name"]}';
+BEGIN
+    SELECT m.content INTO turn FROM dionysus.messages m
+     WHERE w.params ->> 'message_id' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+       AND m.id = (w.params ->> 'message_id')::uuid;
+    -- Lists of objects whose one text field is checked.
+    FOR k IN SELECT jsonb_object_keys(checks) LOOP
+        CONTINUE WHEN jsonb_typeof(result -> k) IS DISTINCT FROM 'array';
+        kept := '[]';
+        FOR item IN SELECT * FROM jsonb_array_elements(result -> k) LOOP
+            why := NULL;
+            IF jsonb_typeof(item -> (checks -> k ->> 1)) = 'string' AND btrim(item ->> (checks -> k ->> 1)) <> '' THEN
+                why := dionysus.check_model_text(checks -> k ->> 0, item ->> (checks -> k ->> 1), turn, w.id, privacy);
+            END IF;
+            IF why IS NULL AND k = 'people' AND jsonb_typeof(item -> 'aliases') = 'array' THEN
+                aliases := '[]';
+                FOR alias IN SELECT * FROM jsonb_array_elements(item -> 'aliases') LOOP
+                    alias_why := CASE WHEN jsonb_typeof(alias) = 'string' THEN dionysus.check_model_text('alias', alias #>> '{}', turn, w.id, privacy) END;
+                    IF alias_why IS NULL THEN
+                        aliases := aliases || jsonb_build_array(alias);
+                    ELSE
+                        refused := refused || jsonb_build_object('kind', 'alias', 'value', alias #>> '{}', 'reason', alias_why);
+                    END IF;
+                END LOOP;
+                item := jsonb_set(item, '{aliases}', aliases);
+            END IF;
+            IF why IS NULL THEN
+                kept := kept || jsonb_build_array(item);
+            ELSE
+                refused := refused || jsonb_build_object('kind', checks -> k ->> 0, 'value', item ->> (checks -> k ->> 1), 'reason', why);
+            END IF;
+        END LOOP;
+        result := jsonb_set(result, ARRAY[k], kept);
+    END LOOP;
+    IF jsonb_typeof(result -> 'triples') = 'array' THEN
+        kept := '[]';
+        FOR item IN SELECT * FROM jsonb_array_elements(result -> 'triples') LOOP
+            why := CASE WHEN jsonb_typeof(item -> 'object') = 'string' AND btrim(item ->> 'object') <> ''
+                        THEN dionysus.check_model_text('triple', item ->> 'object', turn, w.id, privacy) END;
+            IF why IS NULL THEN
+                kept := kept || jsonb_build_array(item);
+            ELSE
+                refused := refused || jsonb_build_object('kind', 'triple', 'value', concat_ws(' ', item ->> 'subject', item ->> 'predicate', item ->> 'object'), 'reason', why);
+            END IF;
+        END LOOP;
+        result := jsonb_set(result, '{triples}', kept);
+    END IF;
+    -- The session's focus and the threads a turn opened (those it closed name open ones).
+    IF jsonb_typeof(result -> 'focus') = 'string' THEN
+        why := dionysus.check_model_text('focus', result ->> 'focus', turn, w.id, privacy);
+        IF why IS NOT NULL THEN
+            refused := refused || jsonb_build_object('kind', 'focus', 'value', result ->> 'focus', 'reason', why);
+            result := result - 'focus';
+        END IF;
+    END IF;
+    IF jsonb_typeof(result #> '{threads,opened}') = 'array' THEN
+        kept := '[]';
+        FOR item IN SELECT * FROM jsonb_array_elements(result #> '{threads,opened}') LOOP
+            why := CASE WHEN jsonb_typeof(item) = 'string' THEN dionysus.check_model_text('thread', item #>> '{}', turn, w.id, privacy) END;
+            IF why IS NULL THEN
+                kept := kept || jsonb_build_array(item);
+            ELSE
+                refused := refused || jsonb_build_object('kind', 'thread', 'value', item #>> '{}', 'reason', why);
+            END IF;
+        END LOOP;
+        result := jsonb_set(result, '{threads,opened}', kept);
+    END IF;
+    -- A fading memory's shorter forms: both or neither, checked against the memory's words.
+    IF jsonb_typeof(result -> 'levels') = 'object' THEN
+        FOR k IN SELECT unnest(ARRAY['summary', 'micro']) LOOP
+            CONTINUE WHEN jsonb_typeof(result -> 'levels' -> k) IS DISTINCT FROM 'string';
+            why := dionysus.check_model_text('level', result -> 'levels' ->> k, NULL, w.id, privacy);
+            IF why IS NOT NULL THEN
+                refused := refused || jsonb_build_object('kind', 'level', 'value', result -> 'levels' ->> k, 'reason', why);
+                result := result - 'levels';
+                EXIT;
+            END IF;
+        END LOOP;
+    END IF;
+    IF jsonb_typeof(result -> 'episode_summary') = 'string' THEN
+        why := dionysus.check_model_text('summary', result ->> 'episode_summary', NULL, w.id, privacy);
+        IF why IS NOT NULL THEN
+            refused := refused || jsonb_build_object('kind', 'summary', 'value', result ->> 'episode_summary', 'reason', why);
+            result := result - 'episode_summary';
+        END IF;
+    END IF;
+    -- A dream's proposals: each says why in its own words.
+    IF jsonb_typeof(result #> '{dream,proposals}') = 'array' THEN
+        kept := '[]';
+        FOR item IN SELECT * FROM jsonb_array_elements(result #> '{dream,proposals}') LOOP
+            why := CASE WHEN jsonb_typeof(item -> 'rationale') = 'string'
+                        THEN dionysus.check_model_text('proposal', item ->> 'rationale', NULL, w.id, privacy) END;
+            IF why IS NULL THEN
+                kept := kept || jsonb_build_array(item);
+            ELSE
+                refused := refused || jsonb_build_object('kind', 'proposal', 'value', item ->> 'rationale', 'reason', why);
+            END IF;
+        END LOOP;
+        result := jsonb_set(result, '{dream,proposals}', kept);
+    END IF;
+    RETURN jsonb_build_object('result', result, 'refused', refused);
+END $$;
+COMMENT ON FUNCTION dionysus_internal.ground_result(dionysus.work_queue, jsonb, text[]) IS
+    'complete_work''s grounding pass: the result less each fact, triple, goal, objective, person, alias, opened thread, focus, level, identity aspect, belief, episode summary and dream proposal check_model_text refuses (facts, triples, goals and people against the item''s turn), and the refusals.';
+
+-- Every shipped template (inserted by its organ's file) gets its task's answer schema
+-- (012's task_result_schema): here, after the last organ has inserted its own.
+UPDATE prompt_templates SET result_schema = dionysus_internal.task_result_schema(key);
+-- The shipped rows recorded before the new column are still the shipped ones.
+UPDATE dionysus_internal.shipped_rows s SET row_hash = md5(to_jsonb(t)::text)
+  FROM dionysus.prompt_templates t
+ WHERE s.tbl = 'dionysus.prompt_templates'::regclass AND s.row_hash = md5((to_jsonb(t) - 'result_schema')::text);
+SELECT pg_catalog.pg_extension_config_dump('dionysus.model_text_refusals', '');
+GRANT SELECT, INSERT, UPDATE ON model_text_refusals TO dionysus_driver;
+GRANT EXECUTE ON FUNCTION dionysus_internal.task_result_schema(text), dionysus_internal.content_words(text),
+    dionysus_internal.model_text_problem(text, text, text), check_model_text(text, text, text, uuid, text[]),
+    dionysus_internal.ground_result(dionysus.work_queue, jsonb, text[]) TO dionysus_driver;
+CREATE OR REPLACE FUNCTION complete_work(work_id uuid, result jsonb DEFAULT '{}', lease uuid DEFAULT NULL) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    w dionysus.work_queue;
+    item jsonb;
+    made jsonb := jsonb_build_object('memories', '[]'::jsonb, 'facts', '[]'::jsonb, 'goals', '[]'::jsonb);
+    new_id uuid;
+    msg_id uuid;
+    key text;
+    privacy text[];
+    from_web boolean;
+    target jsonb;
+    refused jsonb := '[]'::jsonb;
+    history_at timestamptz;
+    censored jsonb;
+    act dionysus.work_actions;
+    carriers text[];
+    grounded jsonb;
+BEGIN
+    -- Lock order: goals before the rows and the learn/episode locks remember and learn take.
+    IF result ? 'goals' OR result ? 'goal_progress' THEN
+        PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
+    END IF;
+    w := dionysus_internal.require_claimed_work(work_id, lease);
+    IF w.status = 'done' THEN
+        RETURN w.result -> 'applied';
+    END IF;
+    IF w.status <> 'claimed' THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "work_id": work item % is %, not claimed', work_id, w.status
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    result := coalesce(result, '{}'::jsonb);
+    IF jsonb_typeof(result) <> 'object' THEN
+        RAISE EXCEPTION 'dionysus: argument "result": must be a JSON object' USING ERRCODE = 'invalid_text_representation';
+    END IF;
+    FOR key IN SELECT jsonb_object_keys(result) LOOP
+        IF NOT EXISTS (SELECT 1 FROM dionysus.work_actions a WHERE key = ANY(a.result_keys)) THEN
+            RAISE EXCEPTION 'dionysus: argument "result": unknown key "%"', key USING ERRCODE = 'invalid_text_representation';
+        END IF;
+        IF key IN ('memories', 'facts', 'triples', 'goals', 'goal_progress', 'identity', 'worldview', 'concepts', 'basis', 'objectives',
+                   'people', 'relations')
+           AND jsonb_typeof(result -> key) <> 'array' THEN
+            RAISE EXCEPTION 'dionysus: argument "result.%": must be an array', key USING ERRCODE = 'invalid_text_representation';
+        END IF;
+    END LOOP;
+    IF EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(result -> 'basis', '[]')) b
+                WHERE jsonb_typeof(b) <> 'string'
+                   OR (b #>> '{}') !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$') THEN
+        RAISE EXCEPTION 'dionysus: argument "result.basis": must be an array of memory ids' USING ERRCODE = 'invalid_text_representation';
+    END IF;
+    -- What this action does (work_actions); an action it does not name carries the common keys only.
+    SELECT * INTO act FROM dionysus.work_actions a WHERE a.action = w.action;
+    IF NOT FOUND THEN
+        act := ROW(w.action, (SELECT a.result_keys FROM dionysus.work_actions a WHERE a.action = 'reflect'), 'heartbeat', NULL, false, false);
+    END IF;
+    -- A turn read again by a re-index (020): staged for the swap, nothing applied now.
+    IF act.staged THEN
+        made := dionysus_internal.reindex_stage(w, result);
+        UPDATE dionysus.work_queue SET status = 'done', completed_at = now(), lease_until = NULL,
+               result = complete_work.result || jsonb_build_object('applied', made)
+         WHERE id = w.id;
+        RETURN made;
+    END IF;
+    -- A key another action carries (present and not an empty list) is refused, naming who carries it.
+    FOR key IN SELECT k FROM jsonb_object_keys(result) k
+                WHERE k <> ALL(act.result_keys) AND result -> k IS DISTINCT FROM '[]'::jsonb LOOP
+        carriers := ARRAY(SELECT a.action FROM dionysus.work_actions a WHERE key = ANY(a.result_keys) ORDER BY a.action);
+        RAISE EXCEPTION 'dionysus: argument "result.%": a % item does not carry it; only % carry %', key, w.action,
+            array_to_string(carriers, ', '),
+            (SELECT string_agg('result.' || k, ', ' ORDER BY k) FROM (SELECT DISTINCT unnest(a.result_keys) k FROM dionysus.work_actions a) ks
+              WHERE ARRAY(SELECT a.action FROM dionysus.work_actions a WHERE ks.k = ANY(a.result_keys) ORDER BY a.action) = carriers)
+            USING ERRCODE = 'invalid_parameter_value';
+    END LOOP;
+    IF act.person_turn AND w.params ->> 'person' IS NULL
+       AND EXISTS (SELECT 1 FROM jsonb_object_keys(result) k WHERE k IN ('people', 'relations', 'objectives', 'focus', 'threads')
+                                                              AND result -> k IS DISTINCT FROM '[]'::jsonb) THEN
+        RAISE EXCEPTION 'dionysus: argument "result.people": only the extraction of a person''s turn carries result.people, result.relations, result.objectives, result.focus and result.threads (params.person is missing)'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    privacy := CASE WHEN w.params ->> 'person' IS NOT NULL THEN ARRAY[w.params ->> 'person'] END;
+    privacy := dionysus_internal.privacy_union(privacy, (SELECT h.private_to FROM dionysus.heartbeat_log h WHERE h.id = w.heartbeat_id));
+    privacy := dionysus_internal.privacy_union(privacy, dionysus_internal.memory_privacy(
+                   ARRAY(SELECT (b #>> '{}')::uuid FROM jsonb_array_elements(coalesce(result -> 'basis', '[]')) b)));
+    from_web := act.provenance = 'web';
+    -- What the model wrote and the check refuses is not stored (032_grounding.sql); the refusals are recorded.
+    grounded := dionysus_internal.ground_result(w, result, privacy);
+    result := grounded -> 'result';
+    refused := refused || (grounded -> 'refused');
+    -- A turn of an imported history (018): what it asked was asked of someone else, not of us (no
+    -- goals), and what it aimed at more than 30 days ago is the person's past: it neither adds
+    -- objectives nor moves the ones they have now.
+    IF act.person_turn THEN
+        SELECT x.created_at INTO history_at FROM dionysus.messages x
+         WHERE x.id = (w.params ->> 'message_id')::uuid AND x.import_id IS NOT NULL;
+    END IF;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'memories', '[]')) LOOP
+        new_id := dionysus.remember(item ->> 'content', coalesce(item ->> 'type', 'semantic'),
+                                    CASE WHEN from_web THEN least(coalesce((item ->> 'importance')::float8, 0.3), 0.3)
+                                         ELSE coalesce((item ->> 'importance')::float8, 0.5) END,
+                                    coalesce((item ->> 'valence')::float8, 0),
+                                    jsonb_build_object('work_id', w.id, 'action', w.action, 'heartbeat_id', w.heartbeat_id,
+                                                       'provenance', CASE WHEN from_web THEN 'web' ELSE 'heartbeat' END),
+                                    CASE WHEN from_web THEN 'web' ELSE 'heartbeat' END,
+                                    confidence => CASE WHEN from_web THEN least(coalesce((item ->> 'confidence')::float8, 0.5), 0.5)
+                                                       ELSE coalesce((item ->> 'confidence')::float8, 1.0) END,
+                                    private_to => privacy);
+        made := jsonb_set(made, '{memories}', (made -> 'memories') || to_jsonb(new_id));
+    END LOOP;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'facts', '[]')) LOOP
+        new_id := dionysus.learn(item ->> 'content', item ->> 'subject', item ->> 'category',
+                                 CASE WHEN from_web THEN least(coalesce((item ->> 'confidence')::float8, 0.5), 0.5)
+                                      ELSE coalesce((item ->> 'confidence')::float8, 0.8) END,
+                                 CASE WHEN from_web THEN 'web' ELSE coalesce(w.params ->> 'source', 'heartbeat:' || w.action) END,
+                                 private_to => privacy);
+        made := jsonb_set(made, '{facts}', (made -> 'facts') || to_jsonb(new_id));
+    END LOOP;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'triples', '[]')) LOOP
+        new_id := dionysus.add_triple(item ->> 'subject', item ->> 'predicate', item ->> 'object',
+                                      coalesce((item ->> 'confidence')::float8, 0.8),
+                                      CASE WHEN from_web THEN 'web' ELSE coalesce(w.params ->> 'source', 'heartbeat:' || w.action) END,
+                                      (w.params ->> 'memory_id')::uuid, private_to => privacy);
+        made := made || jsonb_build_object('triples', coalesce(made -> 'triples', '[]'::jsonb) || to_jsonb(new_id));
+    END LOOP;
+    -- The people in the person's life their turn speaks of (023_people.sql): theirs alone.
+    IF jsonb_array_length(coalesce(result -> 'people', '[]')) + jsonb_array_length(coalesce(result -> 'relations', '[]')) > 0 THEN
+        made := made || dionysus_internal.store_people(w.params ->> 'person', coalesce(result -> 'people', '[]'),
+                                                       coalesce(result -> 'relations', '[]'), (w.params ->> 'message_id')::uuid);
+    END IF;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'concepts', '[]')) LOOP
+        PERFORM dionysus.link_concept(coalesce((item ->> 'memory_id')::uuid, (w.params ->> 'memory_id')::uuid),
+                                      item ->> 'name', coalesce((item ->> 'strength')::float8, 1.0));
+        made := made || jsonb_build_object('concepts', coalesce((made ->> 'concepts')::int, 0) + 1);
+    END LOOP;
+    IF result ? 'episode_summary' THEN
+        IF (w.params ->> 'episode_id') IS NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "result.episode_summary": the item names no episode (params.episode_id)'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF coalesce(btrim(result ->> 'episode_summary'), '') = '' THEN
+            RAISE EXCEPTION 'dionysus: argument "result.episode_summary": must not be empty' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        UPDATE dionysus.episodes SET summary = result ->> 'episode_summary',
+               summary_embedding = dionysus.embed(result ->> 'episode_summary'),
+               participants = dionysus_internal.episode_participants(id)
+         WHERE id = (w.params ->> 'episode_id')::uuid;
+        made := made || jsonb_build_object('episode_id', w.params ->> 'episode_id');
+    END IF;
+    -- How it went, what it taught, and the censors a failure proposes (024_episodes.sql).
+    IF result ? 'episode' THEN
+        made := made || jsonb_build_object('episode', dionysus_internal.store_episode_outcome(w, result -> 'episode'));
+    END IF;
+    -- A fading memory's summary and micro line (021_decay.sql).
+    IF result ? 'levels' THEN
+        made := made || jsonb_build_object('levels', dionysus_internal.store_levels(w, result -> 'levels'));
+    END IF;
+    -- What a heartbeat the person found unwelcome proposes not to do again (028_heartbeat_lessons.sql).
+    IF result ? 'censor_candidates' THEN
+        made := made || jsonb_build_object('censors_proposed', dionysus_internal.propose_heartbeat_censors(w, result -> 'censor_candidates'));
+    END IF;
+    IF history_at IS NOT NULL AND jsonb_array_length(coalesce(result -> 'goals', '[]')) > 0 THEN
+        refused := refused || jsonb_build_object('goals', jsonb_array_length(result -> 'goals'), 'reason', 'asked in an imported history');
+        result := result - 'goals';
+    END IF;
+    IF history_at < now() - interval '30 days' AND jsonb_array_length(coalesce(result -> 'objectives', '[]')) > 0 THEN
+        refused := refused || jsonb_build_object('objectives', jsonb_array_length(result -> 'objectives'), 'reason', 'the past of an imported history');
+        result := result - 'objectives';
+    END IF;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'goals', '[]')) LOOP
+        new_id := dionysus.create_goal(item ->> 'title', item ->> 'description', coalesce(item ->> 'source', 'curiosity'),
+                                       item ->> 'priority', (item ->> 'parent_goal_id')::uuid, private_to => privacy);
+        made := jsonb_set(made, '{goals}', (made -> 'goals') || to_jsonb(new_id));
+    END LOOP;
+    -- The person's objectives (017), from their own turn only: theirs, never someone else's.
+    IF jsonb_array_length(coalesce(result -> 'objectives', '[]')) > 0 THEN
+        FOR item IN SELECT * FROM jsonb_array_elements(result -> 'objectives') LOOP
+            new_id := dionysus_internal.note_objective(w.params ->> 'person', item ->> 'description',
+                                                       (item ->> 'saliency')::float8, item ->> 'status', (w.params ->> 'message_id')::uuid);
+            IF new_id IS NOT NULL THEN
+                made := made || jsonb_build_object('objectives', coalesce(made -> 'objectives', '[]'::jsonb) || to_jsonb(new_id));
+            END IF;
+        END LOOP;
+    END IF;
+    IF result ? 'dream' THEN
+        IF (w.params ->> 'dream_id') IS NULL THEN
+            RAISE EXCEPTION 'dionysus: argument "result.dream": the item names no dream (params.dream_id)' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        made := made || jsonb_build_object('dream', dionysus_internal.record_dream((w.params ->> 'dream_id')::uuid, result -> 'dream'));
+    END IF;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'goal_progress', '[]')) LOOP
+        PERFORM dionysus.add_goal_progress((item ->> 'goal_id')::uuid, item ->> 'note');
+    END LOOP;
+    IF result ? 'maintenance' THEN
+        made := made || jsonb_build_object('maintenance', dionysus_internal.apply_maintenance(result -> 'maintenance', w.heartbeat_id, w.id));
+    END IF;
+    -- Who the agent is and what it believes never changes on the web's word alone.
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'identity', '[]')) LOOP
+        IF from_web OR dionysus_internal.web_only_basis(item ->> 'aspect') THEN
+            refused := refused || jsonb_build_object('identity', item ->> 'aspect', 'reason', 'rests on web content alone');
+            CONTINUE;
+        END IF;
+        PERFORM dionysus.set_identity_aspect(item ->> 'aspect', coalesce((item ->> 'confidence')::float8, 0.5));
+    END LOOP;
+    FOR item IN SELECT * FROM jsonb_array_elements(coalesce(result -> 'worldview', '[]')) LOOP
+        IF from_web OR dionysus_internal.web_only_basis(item ->> 'belief') THEN
+            refused := refused || jsonb_build_object('worldview', item ->> 'belief', 'reason', 'rests on web content alone');
+            CONTINUE;
+        END IF;
+        PERFORM dionysus.set_worldview_belief(item ->> 'belief', coalesce((item ->> 'confidence')::float8, 0.5));
+    END LOOP;
+    IF act.audience IS NOT NULL THEN
+        IF coalesce(btrim(result ->> 'message'), '') = '' THEN
+            RAISE EXCEPTION 'dionysus: argument "result.message": a reach-out needs the message to send'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF dionysus_internal.web_only_basis(result ->> 'message') THEN
+            RAISE EXCEPTION 'dionysus: reach-out refused: web content is its only basis' USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        IF act.audience = 'user' THEN
+            -- Nobody has talked yet: the message goes to the home channel, and may hold nothing private.
+            target := dionysus.reach_out_target(coalesce(result ->> 'person', w.params ->> 'person'));
+            IF NOT dionysus_internal.visible_to(privacy, target ->> 'person') THEN
+                RAISE EXCEPTION 'dionysus: reach-out refused: it drew on what someone other than % said in private', target ->> 'person'
+                    USING ERRCODE = 'insufficient_privilege';
+            END IF;
+        END IF;
+        -- Censors (022) read the words before the outbox does: a blocked message is not sent,
+        -- and the item is done (its activation stays counted; a retry would only repeat it).
+        censored := dionysus.censor_gate('reach_out', result ->> 'message', target ->> 'person', jsonb_build_object('work_id', w.id));
+        IF censored ->> 'verdict' = 'block' THEN
+            refused := refused || jsonb_build_object('message', 'censored', 'reasons', censored -> 'reasons', 'censors', censored -> 'censors');
+            -- What the heartbeat's narrative is told of this work (its summary): nothing was sent.
+            -- Not why: a person's own reasons are theirs, and a narrative may be read by others.
+            result := result || jsonb_build_object('summary', 'not sent: a censor held it back');
+        ELSE
+            IF censored ->> 'verdict' = 'warn' THEN
+                made := made || jsonb_build_object('censor_warnings', censored -> 'censors');
+            END IF;
+            INSERT INTO dionysus.outbox (work_id, audience, content, requires_approval, person, platform)
+            VALUES (w.id, act.audience, result ->> 'message', act.audience = 'public', target ->> 'person', target ->> 'platform')
+            RETURNING id INTO msg_id;
+            made := made || jsonb_build_object('outbox_id', msg_id);
+            IF act.audience = 'user' THEN
+                PERFORM pg_notify('dionysus_outbox', msg_id::text);
+            END IF;
+        END IF;
+    END IF;
+    -- The session's focus and the threads the turn opened or closed (025), last: the person's
+    -- working-memory lock comes after every other lock (002's order).
+    IF result ? 'focus' OR result ? 'threads' THEN
+        made := made || jsonb_build_object('working_memory',
+                    dionysus_internal.store_working_focus(w.params ->> 'person', (w.params ->> 'message_id')::uuid,
+                                                          result -> 'focus', result -> 'threads'));
+    END IF;
+    made := made || jsonb_build_object('private_to', to_jsonb(privacy));
+    IF jsonb_array_length(refused) > 0 THEN
+        made := made || jsonb_build_object('refused', refused);
+    END IF;
+    UPDATE dionysus.work_queue SET status = 'done', completed_at = now(), lease_until = NULL,
+           result = coalesce(complete_work.result, '{}') || jsonb_build_object('applied', made)
+     WHERE id = w.id;
+    RETURN made;
+END $$;
+COMMENT ON FUNCTION complete_work(uuid, jsonb, uuid) IS
+    'Applies a claimed work item''s result (memories, facts, triples, goals, goal_progress, identity, worldview, concepts, '
+    'episode_summary, message, summary; basis: the memory ids the model was shown; person: whom a reach-out is for; objectives: the person''s, '
+    'from their turn''s extraction; people and relations: the people in their life the turn speaks of; focus and threads: their session''s focus and the threads the turn opened or closed; dream: a dream''s proposals, stored pending) and marks it done, '
+    'in one transaction. What it writes is as private as the item''s person, its heartbeat''s context and the basis; what an inquiry '
+    'brought is stored as web content; a reach-out that drew on someone else''s private words, or only on the web, is refused (42501). '
+    'Completing again returns the first summary and repeats nothing. With lease (the claim''s lease_token), only its holder may: '
+    'a driver whose lease lapsed and whose item was claimed again gets 55000.';
+-- The newest versions of five prompts show the answer's shape in <placeholders> (#35).
+SELECT dionysus_internal.ship_template('extract_message',
+    'fast model: facts, triples, goals, objectives, people, and the session''s focus and open threads (seed 002 working memory)',
+    'fast model: the same, its shape in placeholders no answer can pass as data (#35)', 0.1, dionysus_internal.shipped_prompt('extract_message', 5));
+SELECT dionysus_internal.ship_template('reflect', 'heartbeat action: reflect',
+    'heartbeat action: reflect, its shape in placeholders no answer can pass as data (#35)', 0.6, dionysus_internal.shipped_prompt('reflect', 2));
+SELECT dionysus_internal.ship_template('brainstorm_goals', 'heartbeat action: brainstorm_goals',
+    'heartbeat action: brainstorm_goals, its shape in placeholders no answer can pass as data (#35)', 0.8, dionysus_internal.shipped_prompt('brainstorm_goals', 2));
+SELECT dionysus_internal.ship_template('narrative', 'heartbeat record: the narrative stored as an episodic memory',
+    'heartbeat record: the narrative, its shape in placeholders no answer can pass as data (#35)', 0.5, dionysus_internal.shipped_prompt('narrative', 2));
+SELECT dionysus_internal.ship_template('summarize_episode',
+    'worker job §6.4: episode summary, outcome, surprise, lessons and censor candidates (seed 002)',
+    'worker job: episode summary, outcome, surprise, lessons and censor candidates, its shape in placeholders (#35)', 0.3, dionysus_internal.shipped_prompt('summarize_episode', 3));
+-- #35/#34 helper B: end
+
 -- #36 lives: a mind that fits any life. Evidence beats the prior (availability reads the
 -- rhythm by kind of day, weekday and any day; confidence from days known; a missed contact
 -- lowers the belief itself; the prior is data per person: people.prior, set_person_prior);

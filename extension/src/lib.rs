@@ -93,6 +93,8 @@ pgrx::extension_sql_file!("../../sql/029_sentences.sql", name = "sentences", req
 pgrx::extension_sql_file!("../../sql/030_backup.sql", name = "backup", requires = ["sentences"]);
 // A person can leave (issue #33): everything they said and what was derived from it, erased or exported.
 pgrx::extension_sql_file!("../../sql/031_erasure.sql", name = "erasure", requires = ["backup"]);
+// Grounding (issue #35): what a model writes is stored only when it is not a placeholder and what the person said grounds it.
+pgrx::extension_sql_file!("../../sql/032_grounding.sql", name = "grounding", requires = ["erasure"]);
 // After every organ and the Rust functions: vector wrappers, the Rust functions' COMMENTs, the grants.
 pgrx::extension_sql_file!("../../sql/900_api.sql", name = "api", finalize);
 

@@ -7,7 +7,8 @@
 
 /// Every shipped (key, version) and its text, the file's final newline not part of it.
 const SHIPPED: &[(&str, i32, &str)] = &[
-    ("brainstorm_goals", 1, include_str!("../../sql/prompts/brainstorm_goals.txt")),
+    ("brainstorm_goals", 1, include_str!("../../sql/prompts/superseded/brainstorm_goals.v1.txt")),
+    ("brainstorm_goals", 2, include_str!("../../sql/prompts/brainstorm_goals.txt")),
     ("censor_from_words", 1, include_str!("../../sql/prompts/censor_from_words.txt")),
     ("censored_reply", 1, include_str!("../../sql/prompts/censored_reply.txt")),
     ("chat_system", 1, include_str!("../../sql/prompts/chat_system.txt")),
@@ -20,7 +21,8 @@ const SHIPPED: &[(&str, i32, &str)] = &[
     ("extract_message", 1, include_str!("../../sql/prompts/superseded/extract_message.v1.txt")),
     ("extract_message", 2, include_str!("../../sql/prompts/superseded/extract_message.v2.txt")),
     ("extract_message", 3, include_str!("../../sql/prompts/superseded/extract_message.v3.txt")),
-    ("extract_message", 4, include_str!("../../sql/prompts/extract_message.txt")),
+    ("extract_message", 4, include_str!("../../sql/prompts/superseded/extract_message.v4.txt")),
+    ("extract_message", 5, include_str!("../../sql/prompts/extract_message.txt")),
     ("heartbeat_censors", 1, include_str!("../../sql/prompts/heartbeat_censors.txt")),
     ("heartbeat_system", 1, include_str!("../../sql/prompts/heartbeat_system.txt")),
     ("heartbeat_user", 1, include_str!("../../sql/prompts/heartbeat_user.txt")),
@@ -28,17 +30,20 @@ const SHIPPED: &[(&str, i32, &str)] = &[
     ("inquiry_confidence", 1, include_str!("../../sql/prompts/inquiry_confidence.txt")),
     ("inquiry_queries", 1, include_str!("../../sql/prompts/inquiry_queries.txt")),
     ("maintain", 1, include_str!("../../sql/prompts/maintain.txt")),
-    ("narrative", 1, include_str!("../../sql/prompts/narrative.txt")),
+    ("narrative", 1, include_str!("../../sql/prompts/superseded/narrative.v1.txt")),
+    ("narrative", 2, include_str!("../../sql/prompts/narrative.txt")),
     ("north_star_ack", 1, include_str!("../../sql/prompts/north_star_ack.txt")),
     ("north_star_check", 1, include_str!("../../sql/prompts/north_star_check.txt")),
     ("proactive_compose", 1, include_str!("../../sql/prompts/proactive_compose.txt")),
     ("proactive_decision", 1, include_str!("../../sql/prompts/proactive_decision.txt")),
     ("reach_out", 1, include_str!("../../sql/prompts/reach_out.txt")),
-    ("reflect", 1, include_str!("../../sql/prompts/reflect.txt")),
+    ("reflect", 1, include_str!("../../sql/prompts/superseded/reflect.v1.txt")),
+    ("reflect", 2, include_str!("../../sql/prompts/reflect.txt")),
     ("rule_from_words", 1, include_str!("../../sql/prompts/superseded/rule_from_words.v1.txt")),
     ("rule_from_words", 2, include_str!("../../sql/prompts/rule_from_words.txt")),
     ("summarize_episode", 1, include_str!("../../sql/prompts/superseded/summarize_episode.v1.txt")),
-    ("summarize_episode", 2, include_str!("../../sql/prompts/summarize_episode.txt")),
+    ("summarize_episode", 2, include_str!("../../sql/prompts/superseded/summarize_episode.v2.txt")),
+    ("summarize_episode", 3, include_str!("../../sql/prompts/summarize_episode.txt")),
     ("synthesize", 1, include_str!("../../sql/prompts/synthesize.txt")),
 ];
 

@@ -21,6 +21,7 @@ mod dream_channel;
 mod driver;
 mod episodes;
 mod erasure;
+mod grounding;
 mod heartbeat;
 mod heartbeat_lessons;
 mod http_embeddings;
