@@ -19,9 +19,53 @@ pub struct LlmRole {
     pub base_url: String,
     pub model: String,
     pub api_key: Option<String>,
+    /// One request's bound (`llm.timeout_seconds`); a task's whole call, retries included, is
+    /// bounded by its own [`TaskBounds::timeout`].
     pub timeout: Duration,
-    /// Ask for `response_format: json_object` on JSON tasks (Ollama, OpenAI, OpenRouter support it).
-    pub json_mode: bool,
+    /// How JSON tasks ask for their shape (`llm.structured_output`).
+    pub structured_output: StructuredOutput,
+    /// How many requests the endpoint is given at once (`llm.slots`, default 1: a local model
+    /// serves one at a time, and the person's reply goes first).
+    pub slots: usize,
+    /// Each kind of task's bounds (`[llm.tasks.<kind>]`), one entry per [`TASK_KINDS`] kind.
+    pub tasks: Vec<(&'static str, TaskBounds)>,
+}
+
+/// The kinds of language work (see `llm::kind_of`) and their default bounds: output tokens, and
+/// seconds for the whole call. Sized for a small model on a CPU (a few tokens a second).
+pub const TASK_KINDS: [(&str, u32, u64); 6] = [
+    ("reply", 400, 120),
+    ("extraction", 700, 180),
+    ("decision", 600, 180),
+    ("narrative", 500, 180),
+    ("dream", 900, 300),
+    ("other", 600, 180),
+];
+
+/// A task's bounds: never an unbounded request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskBounds {
+    pub max_tokens: u32,
+    pub timeout: Duration,
+}
+
+impl LlmRole {
+    /// The bounds of a kind of task (`other`'s for a kind not listed).
+    pub fn bounds(&self, kind: &str) -> TaskBounds {
+        let of = |k: &str| self.tasks.iter().find(|(n, _)| *n == k).map(|(_, b)| *b);
+        of(kind).or_else(|| of("other")).unwrap_or(TaskBounds { max_tokens: 600, timeout: Duration::from_secs(180) })
+    }
+}
+
+/// `llm.structured_output`: what a JSON task sends as `response_format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StructuredOutput {
+    /// The task's JSON Schema where the endpoint takes it, else `json_object`, else nothing:
+    /// learnt from the endpoint's 400s and remembered.
+    Auto,
+    JsonSchema,
+    JsonObject,
+    None,
 }
 
 #[derive(Clone, Default)]
@@ -116,8 +160,18 @@ struct LlmFile {
     api_key: Option<String>,
     timeout_seconds: Option<u64>,
     json_mode: Option<bool>,
+    structured_output: Option<String>,
+    slots: Option<usize>,
+    tasks: Option<std::collections::BTreeMap<String, TaskFile>>,
     fast: Option<RoleFile>,
     smart: Option<RoleFile>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct TaskFile {
+    max_tokens: Option<u32>,
+    timeout_seconds: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -222,6 +276,43 @@ impl Config {
             Some(v) => matches!(v.as_str(), "1" | "true" | "yes" | "on"),
             None => llm.json_mode.unwrap_or(true),
         };
+        let structured_output = match env("DIONYSUS_LLM_STRUCTURED_OUTPUT").or(llm.structured_output).as_deref() {
+            None if !json_mode => StructuredOutput::None,
+            None | Some("auto") => StructuredOutput::Auto,
+            Some("json_schema") => StructuredOutput::JsonSchema,
+            Some("json_object") => StructuredOutput::JsonObject,
+            Some("none") => StructuredOutput::None,
+            Some(other) => return Err(format!("llm.structured_output: \"{other}\" is not auto, json_schema, json_object or none")),
+        };
+        let slots = match env("DIONYSUS_LLM_SLOTS") {
+            Some(v) => v.parse::<usize>().map_err(|_| format!("DIONYSUS_LLM_SLOTS: \"{v}\" is not a number"))?,
+            None => llm.slots.unwrap_or(1),
+        };
+        if !(1..=64).contains(&slots) {
+            return Err(format!("llm.slots: {slots} is outside [1, 64]"));
+        }
+        let mut task_files = llm.tasks.unwrap_or_default();
+        if let Some(unknown) = task_files.keys().find(|k| !TASK_KINDS.iter().any(|(n, ..)| n == k)) {
+            let kinds: Vec<&str> = TASK_KINDS.iter().map(|(n, ..)| *n).collect();
+            return Err(format!("llm.tasks.{unknown}: not a kind of task (one of {})", kinds.join(", ")));
+        }
+        let mut tasks = Vec::new();
+        for (kind, max_tokens, seconds) in TASK_KINDS {
+            let f = task_files.remove(kind).unwrap_or_default();
+            let upper = kind.to_uppercase();
+            let number = |key: String, v: Option<u64>, default: u64| -> Result<u64, String> {
+                match env(&key) {
+                    Some(s) => s.parse::<u64>().map_err(|_| format!("{key}: \"{s}\" is not a number")),
+                    None => Ok(v.unwrap_or(default)),
+                }
+            };
+            let max_tokens = number(format!("DIONYSUS_LLM_{upper}_MAX_TOKENS"), f.max_tokens.map(u64::from), u64::from(max_tokens))?;
+            let seconds = number(format!("DIONYSUS_LLM_{upper}_TIMEOUT_SECONDS"), f.timeout_seconds, seconds)?;
+            if !(16..=32768).contains(&max_tokens) || seconds == 0 {
+                return Err(format!("llm.tasks.{kind}: max_tokens must be in [16, 32768] and timeout_seconds at least 1"));
+            }
+            tasks.push((kind, TaskBounds { max_tokens: max_tokens as u32, timeout: Duration::from_secs(seconds) }));
+        }
         let role = |name: &'static str, prefix: &str, file: Option<RoleFile>, default_model: &str| -> LlmRole {
             let f = file.unwrap_or_default();
             LlmRole {
@@ -230,7 +321,9 @@ impl Config {
                 model: env(&format!("DIONYSUS_{prefix}_MODEL")).or(f.model).unwrap_or_else(|| default_model.into()),
                 api_key: env(&format!("DIONYSUS_{prefix}_API_KEY")).or(f.api_key).or_else(|| key.clone()).filter(|k| !k.is_empty()),
                 timeout: Duration::from_secs(timeout_s),
-                json_mode,
+                structured_output,
+                slots,
+                tasks: tasks.clone(),
             }
         };
         let fast = role("fast", "FAST", llm.fast, DEFAULT_FAST_MODEL);
@@ -367,7 +460,7 @@ fn secret(s: &Option<String>) -> &'static str {
 
 impl fmt::Debug for LlmRole {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} model {} at {} (key {}, timeout {:?})", self.name, self.model, self.base_url, secret(&self.api_key), self.timeout)
+        write!(f, "{} model {} at {} (key {}, timeout {:?}, {:?}, {} slots)", self.name, self.model, self.base_url, secret(&self.api_key), self.timeout, self.structured_output, self.slots)
     }
 }
 
@@ -478,6 +571,9 @@ fetch_allow_private = ["Wiki.lan:8080"]
 base_url = "https://openrouter.ai/api/v1"
 api_key = "sk-secret"
 timeout_seconds = 30
+structured_output = "json_object"
+[llm.tasks.reply]
+max_tokens = 200
 [llm.fast]
 model = "small"
 [llm.smart]
@@ -498,6 +594,10 @@ max_memories = 5
         assert_eq!(c.smart.base_url, "http://gpu:8000/v1");
         assert_eq!(c.smart.api_key.as_deref(), Some("sk-secret"));
         assert_eq!(c.fast.timeout, Duration::from_secs(30));
+        assert_eq!(c.fast.structured_output, StructuredOutput::JsonObject);
+        assert_eq!(c.smart.bounds("reply"), TaskBounds { max_tokens: 200, timeout: Duration::from_secs(120) });
+        assert_eq!(c.smart.bounds("dream").max_tokens, 900);
+        assert_eq!(c.smart.slots, 1);
         assert_eq!(c.discord.allowed_user_ids, vec![1, 2]);
         assert_eq!(c.discord.home_channel_id, Some(3));
         assert_eq!(c.max_memories, 5);
@@ -508,6 +608,9 @@ max_memories = 5
         for s in ["sk-secret", "discord-secret", ":pw@"] {
             assert!(!shown.contains(s), "{s} leaked: {shown}");
         }
+        std::fs::write(&path, "[llm.tasks.replies]\nmax_tokens = 10\n").unwrap();
+        let err = Config::load(Some(path.to_str().unwrap())).err().unwrap();
+        assert!(err.contains("llm.tasks.replies"), "{err}");
         std::fs::write(&path, "[llm]\nmodle = \"typo\"\n").unwrap();
         let err = Config::load(Some(path.to_str().unwrap())).err().unwrap();
         assert!(err.contains("modle"), "{err}");

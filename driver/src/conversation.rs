@@ -62,6 +62,8 @@ pub async fn handle(mind: &Arc<Mind>, m: Incoming, extractions: &mut JoinSet<()>
     if m.content.trim().is_empty() {
         return Handled::Ignored;
     }
+    // While someone is being answered, background language work waits for the model.
+    let _person_first = (mind.chat.person_first(), mind.fast.person_first());
     // Feedback is not conversation: it goes to its own table, before anything is logged.
     match crate::alignment::feedback(mind, &m).await {
         crate::alignment::Feedback::NotFeedback => {}

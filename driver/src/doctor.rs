@@ -106,9 +106,7 @@ pub async fn services(config: &Config) -> Vec<Check> {
         let name = if role.name == "fast" { "llm fast" } else { "llm smart" };
         let llm = Llm::new(role.clone());
         out.push(match llm.models().await {
-            Ok(models) if models.is_empty() || models.iter().any(|m| m == &role.model) => {
-                Check::ok(name, format!("{} at {}", role.model, role.base_url))
-            }
+            Ok(models) if models.is_empty() || models.iter().any(|m| m == &role.model) => speed(&llm, name).await,
             Ok(models) => Check::warn(
                 name,
                 format!("{} is not among the {} models at {}", role.model, models.len(), role.base_url),
@@ -134,6 +132,35 @@ pub async fn services(config: &Config) -> Vec<Check> {
         },
     });
     out
+}
+
+/// The endpoint's writing speed, from one short answer, and the kinds of task whose
+/// `max_tokens` it would not write within their bound (#35).
+async fn speed(llm: &Llm, name: &'static str) -> Check {
+    let role = &llm.role;
+    let here = format!("{} at {}", role.model, role.base_url);
+    let msgs = [crate::llm::Msg::system("TASK: speed\nCount from one to twenty in words, separated by spaces."), crate::llm::Msg::user("Go.")];
+    let started = std::time::Instant::now();
+    let tokens = match llm.chat_with_usage(&msgs, 0.0).await {
+        Ok((text, usage)) => usage.and_then(|u| u.completion_tokens).and_then(|n| n.as_u64()).unwrap_or(text.split_whitespace().count() as u64),
+        Err(e) => return Check::warn(name, format!("{here}: no answer to a short request: {e}"), "check the model serves chat completions"),
+    };
+    let per_second = tokens.max(1) as f64 / started.elapsed().as_secs_f64().max(0.001);
+    let slow: Vec<String> = role
+        .tasks
+        .iter()
+        .filter(|(_, b)| b.max_tokens as f64 / per_second > b.timeout.as_secs_f64())
+        .map(|(kind, b)| format!("{kind} ({} tokens ≈ {:.0} s > {} s)", b.max_tokens, b.max_tokens as f64 / per_second, b.timeout.as_secs()))
+        .collect();
+    if slow.is_empty() {
+        Check::ok(name, format!("{here}, about {per_second:.0} tokens/s"))
+    } else {
+        Check::warn(
+            name,
+            format!("{here}, about {per_second:.1} tokens/s: too slow to write a full answer in time for {}", slow.join(", ")),
+            "lower [llm.tasks.<kind>] max_tokens or raise timeout_seconds, or use a faster model",
+        )
+    }
 }
 
 async fn discord_identity(token: &str) -> Result<String, String> {

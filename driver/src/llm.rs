@@ -3,15 +3,44 @@
 //! circuit breaker that opens after 3 failures of the endpoint for 30 s. A JSON task's answer
 //! is parsed robustly and checked against the expected shape; an unusable answer is an error
 //! of that call (retried), never a failure of the endpoint: the model did answer.
-use crate::config::LlmRole;
+//!
+//! Every call is bounded (#35): its task (the `TASK: <name>` line its prompt begins with) has a
+//! kind, and the kind its `max_tokens` and a wall-clock bound for the whole call, retries and
+//! the wait for a slot included. The endpoint gets `llm.slots` requests at once; a request on
+//! the person's path goes before background work, which waits while anyone is being answered.
+use crate::config::{LlmRole, StructuredOutput, TaskBounds};
 use crate::jsonish;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 pub const RETRIES: u32 = 2;
+/// A reply the person waits for is written again once when unusable, then the fallback answers.
+pub const REPLY_RETRIES: u32 = 1;
+/// Tasks a person is waiting on: they take the next free slot before any background task.
+pub const PERSON_TASKS: [&str; 4] = ["chat", "rule_from_words", "censor_from_words", "north_star"];
+
+/// The kind of a task (its bounds: `[llm.tasks.<kind>]`), from its name.
+pub fn kind_of(task: &str) -> &'static str {
+    match task {
+        "chat" | "proactive_compose" | "reach_out" => "reply",
+        "extract" | "extract_concepts" | "rule_from_words" | "censor_from_words" | "north_star" | "contact_feedback" => "extraction",
+        "heartbeat" | "heartbeat_censors" | "proactive_decision" | "inquiry_confidence" | "maintain" => "decision",
+        "narrative" | "summarize_episode" | "condense_memory" | "reflect" | "synthesize" => "narrative",
+        "dream" | "brainstorm_goals" | "inquire" | "inquiry_queries" => "dream",
+        _ => "other",
+    }
+}
+
+/// A call's task: the first word after `TASK:` on its first message's first line ("" if none).
+pub fn task_of(messages: &[Msg]) -> &str {
+    let first = messages.first().and_then(|m| m.content.lines().next()).unwrap_or("");
+    first.trim().strip_prefix("TASK:").map(str::trim).and_then(|t| t.split_whitespace().next()).unwrap_or("")
+}
 pub const BREAKER_FAILURES: u32 = 3;
 pub const BREAKER_RESET: Duration = Duration::from_secs(30);
 /// Largest response body read from the endpoint.
@@ -29,19 +58,21 @@ pub enum LlmError {
     Refused(String),
     /// The answer was empty, unparseable, or not the expected shape.
     BadAnswer(String),
+    /// A background request given up so that a person's reply could have the model.
+    Preempted,
 }
 
 impl LlmError {
     /// The endpoint is down (as opposed to the model answering badly): work waits, no attempt spent.
     pub fn unavailable(&self) -> bool {
-        matches!(self, LlmError::CircuitOpen | LlmError::Timeout | LlmError::Transport(_))
+        matches!(self, LlmError::CircuitOpen | LlmError::Timeout | LlmError::Transport(_) | LlmError::Preempted)
             || matches!(self, LlmError::Http(s, _) if *s >= 500 || *s == 429 || *s == 404 || *s == 401 || *s == 403)
     }
     fn retryable(&self) -> bool {
         match self {
             LlmError::Timeout | LlmError::Transport(_) | LlmError::BadAnswer(_) => true,
             LlmError::Http(s, _) => *s >= 500 || *s == 429,
-            LlmError::CircuitOpen | LlmError::Refused(_) => false,
+            LlmError::CircuitOpen | LlmError::Refused(_) | LlmError::Preempted => false,
         }
     }
 }
@@ -55,6 +86,7 @@ impl std::fmt::Display for LlmError {
             LlmError::Http(s, b) => write!(f, "HTTP {s}: {b}"),
             LlmError::Refused(r) => write!(f, "refused: {r}"),
             LlmError::BadAnswer(e) => write!(f, "unusable answer: {e}"),
+            LlmError::Preempted => write!(f, "pre-empted by a person's reply"),
         }
     }
 }
@@ -72,6 +104,94 @@ pub struct Llm {
     backoff_base: Duration,
     /// Whether the endpoint answered its last call (None: not called yet), for a status line.
     reachable: watch::Sender<Option<bool>>,
+    /// The `response_format` JSON tasks send now: [`FORMATS`]' index (an `auto` endpoint that
+    /// refused one steps down, and remembers it).
+    format: AtomicU8,
+    slots: Arc<Slots>,
+}
+
+/// What a JSON task may send as `response_format`, from most to least structured.
+const FORMATS: [&str; 3] = ["json_schema", "json_object", "none"];
+
+/// An endpoint's request slots, shared by every role that calls it. A request on the person's
+/// path takes a free one first; background requests wait while a person is being answered.
+struct Slots {
+    free: Mutex<usize>,
+    /// Conversations being answered, and person-path requests waiting for a slot.
+    people: AtomicUsize,
+    changed: Notify,
+    /// A person's request found no free slot: background requests in flight give theirs up.
+    preempt: Notify,
+}
+
+/// A slot held for one request (given back on drop).
+struct Slot(Arc<Slots>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap() += 1;
+        self.0.changed.notify_waiters();
+    }
+}
+
+/// A person is being answered while this lives: background requests wait.
+pub struct PersonFirst(Arc<Slots>);
+
+impl Drop for PersonFirst {
+    fn drop(&mut self) {
+        self.0.people.fetch_sub(1, Ordering::SeqCst);
+        self.0.changed.notify_waiters();
+    }
+}
+
+impl Slots {
+    /// The slots of the endpoint at `base_url` (one set per endpoint in this process).
+    fn of(base_url: &str, n: usize) -> Arc<Slots> {
+        static ALL: OnceLock<Mutex<HashMap<String, Arc<Slots>>>> = OnceLock::new();
+        let mut all = ALL.get_or_init(Default::default).lock().unwrap();
+        all.entry(format!("{n} {base_url}"))
+            .or_insert_with(|| Arc::new(Slots { free: Mutex::new(n), people: AtomicUsize::new(0), changed: Notify::new(), preempt: Notify::new() }))
+            .clone()
+    }
+
+    async fn take(self: &Arc<Self>, person: bool) -> Slot {
+        let _waiting = person.then(|| {
+            self.people.fetch_add(1, Ordering::SeqCst);
+            PersonFirst(self.clone())
+        });
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            {
+                let mut free = self.free.lock().unwrap();
+                if *free > 0 && (person || self.people.load(Ordering::SeqCst) == 0) {
+                    *free -= 1;
+                    return Slot(self.clone());
+                }
+            }
+            if person {
+                self.preempt.notify_waiters();
+            }
+            changed.await;
+        }
+    }
+}
+
+/// One call as sent: its task, bounds, and for a JSON task the schema to ask for (None: any object).
+struct Request<'a> {
+    messages: &'a [Msg],
+    temperature: f64,
+    task: &'a str,
+    bounds: TaskBounds,
+    json: Option<Option<&'a Value>>,
+}
+
+/// The model's answer: its text, the token counts, and whether it was cut at `max_tokens`.
+struct Answered {
+    text: String,
+    usage: Option<Usage>,
+    cut: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -100,12 +220,44 @@ impl Llm {
             .build()
             .expect("HTTP client");
         Llm {
-            role,
             http,
             breaker: Mutex::new(Breaker::default()),
             backoff_base: Duration::from_millis(500),
             reachable: watch::Sender::new(None),
+            format: AtomicU8::new(match role.structured_output {
+                StructuredOutput::Auto | StructuredOutput::JsonSchema => 0,
+                StructuredOutput::JsonObject => 1,
+                StructuredOutput::None => 2,
+            }),
+            slots: Slots::of(&role.base_url, role.slots),
+            role,
         }
+    }
+
+    /// Holds background requests to this endpoint back while a person is being answered.
+    pub fn person_first(&self) -> PersonFirst {
+        self.slots.people.fetch_add(1, Ordering::SeqCst);
+        PersonFirst(self.slots.clone())
+    }
+
+    /// The `response_format` JSON tasks send now ("json_schema", "json_object" or "none").
+    pub fn structured_output(&self) -> &'static str {
+        FORMATS[self.format.load(Ordering::SeqCst).min(2) as usize]
+    }
+
+    /// An `auto` endpoint that answered 400 naming the format steps down to the next (true).
+    fn step_down(&self, status: u16, body: &str) -> bool {
+        let named = ["response_format", "json_schema", "json_object"].iter().any(|w| body.contains(w));
+        if status != 400 || !named || self.role.structured_output != StructuredOutput::Auto {
+            return false;
+        }
+        let now = self.format.load(Ordering::SeqCst);
+        if now >= 2 {
+            return false;
+        }
+        self.format.store(now + 1, Ordering::SeqCst);
+        tracing::warn!(role = self.role.name, from = FORMATS[now as usize], to = FORMATS[now as usize + 1], "the endpoint refused the response format; stepping down");
+        true
     }
 
     /// Shorter back-off (tests).
@@ -156,14 +308,22 @@ impl Llm {
         self.chat_with_usage(messages, temperature).await.map(|(text, _)| text)
     }
 
-    /// A text answer, and the token counts the endpoint reported (`usage`, if it did).
+    /// A reply for the person, and the token counts the endpoint reported (`usage`, if it did).
+    /// Its reasoning is dropped; cut at the length limit it ends at its last full sentence; one
+    /// that echoes the prompt or is not language is never returned (written again once).
     pub async fn chat_with_usage(&self, messages: &[Msg], temperature: f64) -> Result<(String, Option<Usage>), LlmError> {
-        self.call_with_usage(messages, temperature, false, |text| {
-            let t = text.trim();
-            if t.is_empty() {
-                Err("empty answer".to_string())
-            } else {
-                Ok(Value::String(t.to_string()))
+        let prompt: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
+        let max_tokens = self.bounds(messages).max_tokens;
+        self.call(self.request(messages, temperature, None), |a| {
+            let text = jsonish::without_reasoning(&a.text);
+            let text = text.trim();
+            let text = match a.cut {
+                true => jsonish::to_last_sentence(text).ok_or_else(|| format!("cut at max_tokens {max_tokens} before a full sentence"))?,
+                false => text.to_string(),
+            };
+            match jsonish::reply_problem(&text, &prompt) {
+                Some(problem) => Err(format!("reply refused: {problem}")),
+                None => Ok(Value::String(text)),
             }
         })
         .await
@@ -177,35 +337,67 @@ impl Llm {
         temperature: f64,
         shape: impl Fn(Value) -> Result<Value, String>,
     ) -> Result<Value, LlmError> {
-        self.call(messages, temperature, true, |text| shape(Value::Object(jsonish::object(text)?))).await
+        self.json_with_schema(messages, temperature, None, shape).await
     }
 
-    async fn call(
+    /// A JSON object answer in `schema`'s shape (a template's `result_schema`): sent as the
+    /// request's `response_format` where the endpoint takes it, and its properties tell the
+    /// task's object from any other in the answer. Checked by `shape`.
+    pub async fn json_with_schema(
         &self,
         messages: &[Msg],
         temperature: f64,
-        json_task: bool,
-        accept: impl Fn(&str) -> Result<Value, String>,
+        schema: Option<&Value>,
+        shape: impl Fn(Value) -> Result<Value, String>,
     ) -> Result<Value, LlmError> {
-        self.call_with_usage(messages, temperature, json_task, accept).await.map(|(v, _)| v)
+        let prompt: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
+        let keys: Vec<&str> = schema.and_then(|s| s.get("properties")).and_then(Value::as_object).map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
+        let max_tokens = self.bounds(messages).max_tokens;
+        let mut request = self.request(messages, temperature, None);
+        request.json = Some(schema);
+        self.call(request, |a| {
+            if a.cut {
+                return Err(format!("cut at max_tokens {max_tokens}: the object is unfinished"));
+            }
+            shape(Value::Object(jsonish::task_object(&a.text, &prompt, &keys)?))
+        })
+        .await
+        .map(|(v, _)| v)
     }
 
-    async fn call_with_usage(
-        &self,
-        messages: &[Msg],
-        temperature: f64,
-        json_task: bool,
-        accept: impl Fn(&str) -> Result<Value, String>,
-    ) -> Result<(Value, Option<Usage>), LlmError> {
+    /// The bounds of the task these messages ask for.
+    pub fn bounds(&self, messages: &[Msg]) -> TaskBounds {
+        self.role.bounds(kind_of(task_of(messages)))
+    }
+
+    fn request<'a>(&self, messages: &'a [Msg], temperature: f64, json: Option<Option<&'a Value>>) -> Request<'a> {
+        Request { messages, temperature, task: task_of(messages), bounds: self.bounds(messages), json }
+    }
+
+    async fn call(&self, request: Request<'_>, accept: impl Fn(&Answered) -> Result<Value, String>) -> Result<(Value, Option<Usage>), LlmError> {
+        let deadline = tokio::time::Instant::now() + request.bounds.timeout;
+        let person = PERSON_TASKS.contains(&request.task);
+        let bad_answer_retries = if request.json.is_none() { REPLY_RETRIES } else { RETRIES };
         let mut attempt = 0;
         loop {
             self.admit()?;
+            // Waiting for a slot is no failure of the endpoint, but it counts against the bound.
+            let slot = tokio::time::timeout_at(deadline, self.slots.take(person)).await.map_err(|_| LlmError::Timeout)?;
             let started = Instant::now();
-            let outcome = match self.once(messages, temperature, json_task).await {
-                Ok((text, usage)) => {
+            let sent = tokio::select! {
+                sent = tokio::time::timeout_at(deadline, self.once(&request)) => sent.unwrap_or(Err(LlmError::Timeout)),
+                // Dropping the request closes its connection: servers that stop on disconnect stop generating.
+                _ = self.slots.preempt.notified(), if !person => Err(LlmError::Preempted),
+            };
+            drop(slot);
+            let outcome = match sent {
+                Ok(answer) => {
                     self.answered();
-                    accept(&text).map(|v| (v, usage)).map_err(LlmError::BadAnswer)
+                    accept(&answer).map(|v| (v, answer.usage)).map_err(LlmError::BadAnswer)
                 }
+                Err(LlmError::Http(status, body)) if request.json.is_some() && self.step_down(status, &body) => continue,
+                // Given up for a person: neither the model's answer nor the endpoint failing.
+                Err(LlmError::Preempted) => Err(LlmError::Preempted),
                 // A refusal is the model's answer, not the endpoint failing.
                 Err(e @ LlmError::Refused(_)) => {
                     self.answered();
@@ -218,30 +410,44 @@ impl Llm {
             };
             match outcome {
                 Ok(v) => {
-                    tracing::debug!(role = self.role.name, ms = started.elapsed().as_millis() as u64, "LLM answered");
+                    tracing::debug!(role = self.role.name, task = request.task, ms = started.elapsed().as_millis() as u64, "LLM answered");
                     return Ok(v);
                 }
                 Err(e) => {
-                    tracing::warn!(role = self.role.name, attempt, error = %e, "LLM call failed");
-                    if attempt >= RETRIES || !e.retryable() {
+                    tracing::warn!(role = self.role.name, task = request.task, attempt, error = %e, "LLM call failed");
+                    let retries = if matches!(e, LlmError::BadAnswer(_)) { bad_answer_retries } else { RETRIES };
+                    if attempt >= retries || !e.retryable() || tokio::time::Instant::now() >= deadline {
                         return Err(e);
                     }
-                    tokio::time::sleep(self.backoff_base * 2u32.pow(attempt)).await;
+                    tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + self.backoff_base * 2u32.pow(attempt))).await;
                     attempt += 1;
                 }
             }
         }
     }
 
-    async fn once(&self, messages: &[Msg], temperature: f64, json_task: bool) -> Result<(String, Option<Usage>), LlmError> {
+    async fn once(&self, r: &Request<'_>) -> Result<Answered, LlmError> {
         let mut body = json!({
             "model": self.role.model,
-            "messages": messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
-            "temperature": temperature,
+            "messages": r.messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
+            "temperature": r.temperature,
+            "max_tokens": r.bounds.max_tokens,
             "stream": false,
         });
-        if let (true, Some(body)) = (json_task && self.role.json_mode, body.as_object_mut()) {
-            body.insert("response_format".into(), json!({"type": "json_object"}));
+        if let (Some(schema), Some(body)) = (r.json, body.as_object_mut()) {
+            match (self.structured_output(), schema) {
+                ("json_schema", Some(schema)) => {
+                    // Strict only where the schema allows it (OpenAI refuses strict with open objects).
+                    let strict = schema.get("additionalProperties") == Some(&Value::Bool(false));
+                    let name: String = r.task.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                    let name = if name.is_empty() { "answer".to_string() } else { name };
+                    body.insert("response_format".into(), json!({"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": strict}}));
+                }
+                ("none", _) => {}
+                _ => {
+                    body.insert("response_format".into(), json!({"type": "json_object"}));
+                }
+            }
         }
         let url = format!("{}/chat/completions", self.role.base_url.trim_end_matches('/'));
         let mut req = self.http.post(&url).json(&body);
@@ -263,7 +469,8 @@ impl Llm {
         if choice.finish_reason.as_deref() == Some("content_filter") {
             return Err(LlmError::Refused("content filter".into()));
         }
-        msg.content.map(|c| (c, v.usage)).ok_or_else(|| LlmError::BadAnswer("no message content".into()))
+        let cut = choice.finish_reason.as_deref() == Some("length");
+        msg.content.map(|text| Answered { text, usage: v.usage, cut }).ok_or_else(|| LlmError::BadAnswer("no message content".into()))
     }
 
     /// For `doctor`: the endpoint's model list, if it serves one.

@@ -21,6 +21,14 @@ pub enum Answer {
     Hang(Duration),
     /// A well-formed completion of about this many bytes, streamed without a Content-Length.
     Huge(usize),
+    /// A model that never stops: this text over and over, cut at the request's `max_tokens`
+    /// (words stand in for tokens) with `finish_reason: "length"`; a request without
+    /// `max_tokens` generates for ten minutes.
+    Endless(String),
+    /// This content, cut: `finish_reason: "length"`.
+    Cut(String),
+    /// The request's first message (the system prompt) echoed back, then this text.
+    Echo(String),
 }
 
 /// A page served at an exact path, for the fetching tests.
@@ -50,6 +58,8 @@ pub struct FakeLlm {
     pages: Arc<Mutex<HashMap<String, FakePage>>>,
     page_hits: Arc<Mutex<Vec<String>>>,
     search_results: Arc<Mutex<Option<Value>>>,
+    /// `response_format` types answered with a 400 naming them (an endpoint without them).
+    refused_formats: Arc<Mutex<Vec<String>>>,
     pub base_url: String,
 }
 
@@ -85,6 +95,13 @@ impl FakeLlm {
 
     pub fn json(&self, when: &str, v: Value) -> &Self {
         self.on(when, Answer::Text(v.to_string()))
+    }
+
+    /// Answers 400 to requests whose `response_format` is one of `types`, as servers without
+    /// them do ("json_schema", "json_object").
+    pub fn refuse_formats(&self, types: &[&str]) -> &Self {
+        *self.refused_formats.lock().unwrap() = types.iter().map(|t| t.to_string()).collect();
+        self
     }
 
     pub fn clear(&self) {
@@ -199,13 +216,32 @@ impl FakeLlm {
             (200, json!({ "results": results }))
         } else {
             self.requests.lock().unwrap().push(body.clone());
-            match self.answer_for(&body) {
+            let format = body["response_format"]["type"].as_str().unwrap_or("").to_string();
+            let refused = self.refused_formats.lock().unwrap().contains(&format);
+            let answer = if refused { Answer::Status(400) } else { self.answer_for(&body) };
+            match answer {
+                Answer::Status(400) if refused => (400, json!({"error": {"message": format!("response_format type {format} is not supported")}})),
                 Answer::Text(t) => (200, completion(&body, json!({"role": "assistant", "content": t}), "stop")),
                 Answer::Refusal(r) => (200, completion(&body, json!({"role": "assistant", "content": null, "refusal": r}), "stop")),
                 Answer::Status(s) => (s, json!({"error": {"message": "scripted failure"}})),
                 Answer::Hang(d) => {
                     tokio::time::sleep(d).await;
                     (200, completion(&body, json!({"role": "assistant", "content": "too late"}), "stop"))
+                }
+                Answer::Endless(text) => match body["max_tokens"].as_u64() {
+                    Some(n) => {
+                        let words: Vec<&str> = text.split_whitespace().cycle().take(n as usize).collect();
+                        (200, completion(&body, json!({"role": "assistant", "content": words.join(" ")}), "length"))
+                    }
+                    None => {
+                        tokio::time::sleep(Duration::from_secs(600)).await;
+                        (200, completion(&body, json!({"role": "assistant", "content": text}), "stop"))
+                    }
+                },
+                Answer::Cut(t) => (200, completion(&body, json!({"role": "assistant", "content": t}), "length")),
+                Answer::Echo(t) => {
+                    let prompt = body["messages"][0]["content"].as_str().unwrap_or("").to_string();
+                    (200, completion(&body, json!({"role": "assistant", "content": format!("{prompt}\n{t}")}), "stop"))
                 }
                 Answer::Huge(bytes) => {
                     let prefix = r#"{"id":"chatcmpl-fake","object":"chat.completion","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":""#;
