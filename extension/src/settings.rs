@@ -5,6 +5,7 @@ use std::ffi::CString;
 
 pub static EMBEDDING_PROVIDER: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"local"));
 pub static MODEL_PATH: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static EMBEDDING_ENGINE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"native"));
 pub static EMBEDDING_URL: GucSetting<Option<CString>> =
     GucSetting::<Option<CString>>::new(Some(c"http://127.0.0.1:11434/v1/embeddings"));
 pub static EMBEDDING_MODEL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"all-minilm"));
@@ -34,6 +35,14 @@ pub fn register() {
         c"Directory holding model.safetensors, tokenizer.json and config.json for the local provider.",
         c"Empty means $(pg_config --sharedir)/dionysus/all-MiniLM-L6-v2, where scripts/fetch-model.sh puts it.",
         &MODEL_PATH,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"dionysus.embedding_engine",
+        c"What runs the local model: 'native' (Dionysus's own encoder) or 'candle' (the reference it is checked against).",
+        c"Both make the same vectors (cosine >= 0.9999); 'candle' is slower and loads its own copy of the weights in each backend. For benchmarks and checks.",
+        &EMBEDDING_ENGINE,
         GucContext::Suset,
         GucFlags::default(),
     );

@@ -1,25 +1,40 @@
-//! all-MiniLM-L6-v2 in-process: candle BERT + tokenizers, pure Rust.
+//! all-MiniLM-L6-v2 in-process: tokenizers + our own BERT encoder (encoder.rs), pure Rust.
 //!
-//! Matches sentence-transformers: truncation at 256 tokens, mean pooling over the attention
-//! mask, then L2 normalisation. Loaded once per backend and kept; one compute thread, so a
-//! backend never spins up a pool beside Postgres.
+//! Matches sentence-transformers: truncation at 256 tokens, mean pooling over the text's
+//! tokens, then L2 normalisation. Loaded once, in the postmaster when preloaded (every backend
+//! then shares the weights copy-on-write), else on a backend's first use; one compute thread,
+//! so a backend never spins up a pool beside Postgres.
+//!
+//! candle's BERT (`dionysus.embedding_engine = 'candle'`) is kept as the reference the encoder
+//! is checked against (the tests below, `scripts/bench.sh embed`); it loads its own copy of
+//! the weights, in the backend that asks for it, never in the postmaster.
+use super::encoder::{Encoder, Scratch};
+use crate::errors;
+use crate::settings::{self, EMBEDDING_ENGINE};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
-use std::cell::RefCell;
+use candle_transformers::models::bert::{BertModel, Config, HiddenAct};
+use std::cell::{OnceCell, RefCell};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use tokenizers::{Tokenizer, TruncationParams};
 
 pub const DIMENSIONS: usize = 384;
 const MAX_TOKENS: usize = 256;
-/// Texts per forward pass: bounds the padded tensor's memory.
-const BATCH: usize = 16;
+/// Tokens in one encoder pass: texts are packed back to back until the next would pass this
+/// (a single text never does: it is truncated at MAX_TOKENS). Bounds the scratch buffers at
+/// about 4 MB of a backend's private memory.
+const PASS_TOKENS: usize = MAX_TOKENS;
+/// Texts per forward pass of the candle reference: bounds its padded tensors' memory.
+const CANDLE_BATCH: usize = 16;
 
 pub struct LocalModel {
     pub path: PathBuf,
-    model: BertModel,
     tokenizer: Tokenizer,
+    encoder: Encoder,
+    scratch: RefCell<Scratch>,
+    config: Config,
+    reference: OnceCell<BertModel>,
 }
 
 thread_local! {
@@ -31,6 +46,24 @@ thread_local! {
 pub enum LoadError {
     Missing { path: PathBuf, file: &'static str },
     Broken { path: PathBuf, reason: String },
+}
+
+/// Which code runs the model (`dionysus.embedding_engine`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Engine {
+    Native,
+    Candle,
+}
+
+pub fn engine() -> Engine {
+    match settings::string(&EMBEDDING_ENGINE).trim().to_ascii_lowercase().as_str() {
+        "" | "native" => Engine::Native,
+        "candle" => Engine::Candle,
+        other => errors::invalid_arg(
+            "dionysus.embedding_engine",
+            format!("unknown engine '{other}' (expected 'native' or 'candle')"),
+        ),
+    }
 }
 
 /// The backend's model, loading it on first use (or when `dionysus.model_path` changed).
@@ -53,12 +86,6 @@ fn load(path: &Path) -> Result<LocalModel, LoadError> {
             return Err(LoadError::Missing { path: path.to_path_buf(), file });
         }
     }
-    // candle and gemm size their pools from these; a backend must stay single-threaded.
-    for var in ["RAYON_NUM_THREADS", "CANDLE_NUM_THREADS"] {
-        if std::env::var_os(var).is_none() {
-            std::env::set_var(var, "1");
-        }
-    }
     let broken = |reason: String| LoadError::Broken { path: path.to_path_buf(), reason };
     let config: Config = serde_json::from_str(
         &std::fs::read_to_string(path.join("config.json")).map_err(|e| broken(e.to_string()))?,
@@ -67,35 +94,80 @@ fn load(path: &Path) -> Result<LocalModel, LoadError> {
     if config.hidden_size != DIMENSIONS {
         return Err(broken(format!("hidden_size is {}, Dionysus stores {DIMENSIONS}", config.hidden_size)));
     }
+    if !matches!(config.hidden_act, HiddenAct::Gelu) {
+        return Err(broken(format!("hidden_act is {:?}, the encoder runs BERT's exact gelu", config.hidden_act)));
+    }
     let mut tokenizer =
         Tokenizer::from_file(path.join("tokenizer.json")).map_err(|e| broken(format!("tokenizer.json: {e}")))?;
     tokenizer
         .with_truncation(Some(TruncationParams { max_length: MAX_TOKENS, ..Default::default() }))
         .map_err(|e| broken(format!("tokenizer truncation: {e}")))?;
     tokenizer.with_padding(None);
-    // SAFETY: the file is only read; candle keeps its own copy of the tensors it needs.
-    let vb = unsafe {
-        VarBuilder::from_mmaped_safetensors(&[path.join("model.safetensors")], DType::F32, &Device::Cpu)
-    }
-    .map_err(|e| broken(format!("model.safetensors: {e}")))?;
-    let model = BertModel::load(vb, &config).map_err(|e| broken(format!("model.safetensors: {e}")))?;
-    Ok(LocalModel { path: path.to_path_buf(), model, tokenizer })
+    let weights = std::fs::read(path.join("model.safetensors")).map_err(|e| broken(format!("model.safetensors: {e}")))?;
+    let encoder = Encoder::load(&weights, config.num_attention_heads, config.layer_norm_eps)
+        .map_err(|e| broken(format!("model.safetensors: {e}")))?;
+    Ok(LocalModel { path: path.to_path_buf(), tokenizer, encoder, scratch: RefCell::default(), config, reference: OnceCell::new() })
 }
 
 impl LocalModel {
-    /// Embeds texts in batches; each result is L2-normalised, 384 long.
+    /// Embeds texts with the engine the settings name; each result is L2-normalised, 384 long.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        self.embed_with(engine(), texts)
+    }
+
+    pub fn embed_with(&self, engine: Engine, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        match engine {
+            Engine::Native => self.embed_native(texts),
+            Engine::Candle => self.embed_candle(texts),
+        }
+    }
+
+    /// Texts in their order, packed into passes of at most PASS_TOKENS tokens, none padded.
+    fn embed_native(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        let mut scratch = self.scratch.try_borrow_mut().map_err(|_| "the encoder is already running in this backend".to_string())?;
         let mut out = Vec::with_capacity(texts.len());
-        for chunk in texts.chunks(BATCH) {
-            // A cancel, statement_timeout or shutdown is honoured between chunks (a chunk is at
-            // most a few hundred milliseconds), not after the whole batch.
+        let mut pass: Vec<Vec<u32>> = Vec::new();
+        let mut run = |pass: &mut Vec<Vec<u32>>| -> Result<(), String> {
+            // A cancel, statement_timeout or shutdown is honoured between passes and, in the
+            // encoder, between layers (a layer of a full pass is a few milliseconds).
             pgrx::check_for_interrupts!();
-            out.extend(self.embed_chunk(chunk).map_err(|e| e.to_string())?);
+            let ids: Vec<&[u32]> = pass.iter().map(Vec::as_slice).collect();
+            out.extend(self.encoder.embed(&ids, &mut scratch, &|| {
+                pgrx::check_for_interrupts!();
+            })?);
+            pass.clear();
+            Ok(())
+        };
+        for text in texts {
+            let ids = self.tokenizer.encode(*text, true).map_err(|e| e.to_string())?.get_ids().to_vec();
+            if pass.iter().map(Vec::len).sum::<usize>() + ids.len() > PASS_TOKENS {
+                run(&mut pass)?;
+            }
+            pass.push(ids);
+        }
+        if !pass.is_empty() {
+            run(&mut pass)?;
         }
         Ok(out)
     }
 
-    fn embed_chunk(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, Box<dyn std::error::Error + Send + Sync>> {
+    fn embed_candle(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        let model = match self.reference.get() {
+            Some(m) => m,
+            None => {
+                let m = load_candle(&self.path, &self.config).map_err(|e| format!("candle model: {e}"))?;
+                self.reference.get_or_init(|| m)
+            }
+        };
+        let mut out = Vec::with_capacity(texts.len());
+        for chunk in texts.chunks(CANDLE_BATCH) {
+            pgrx::check_for_interrupts!();
+            out.extend(self.embed_candle_chunk(model, chunk).map_err(|e| e.to_string())?);
+        }
+        Ok(out)
+    }
+
+    fn embed_candle_chunk(&self, model: &BertModel, texts: &[&str]) -> Result<Vec<Vec<f32>>, Box<dyn std::error::Error + Send + Sync>> {
         let encodings = texts
             .iter()
             .map(|t| self.tokenizer.encode(*t, true))
@@ -111,11 +183,11 @@ impl LocalModel {
                 mask[row * len + col] = m;
             }
         }
-        let device = &self.model.device;
+        let device = &model.device;
         let input_ids = Tensor::from_vec(ids, (n, len), device)?;
         let attention = Tensor::from_vec(mask, (n, len), device)?;
         let token_types = input_ids.zeros_like()?;
-        let hidden = self.model.forward(&input_ids, &token_types, Some(&attention))?; // (n, len, 384)
+        let hidden = model.forward(&input_ids, &token_types, Some(&attention))?; // (n, len, 384)
         let mask_f = attention.to_dtype(DType::F32)?.unsqueeze(2)?; // (n, len, 1)
         let summed = hidden.broadcast_mul(&mask_f)?.sum(1)?; // (n, 384)
         let counts = mask_f.sum(1)?.clamp(1e-9, f64::MAX)?; // (n, 1)
@@ -123,5 +195,53 @@ impl LocalModel {
         let norm = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
         let normalised = mean.broadcast_div(&norm)?;
         Ok(normalised.to_vec2::<f32>()?)
+    }
+}
+
+fn load_candle(path: &Path, config: &Config) -> Result<BertModel, Box<dyn std::error::Error + Send + Sync>> {
+    // candle and gemm size their pools from these; a backend must stay single-threaded.
+    for var in ["RAYON_NUM_THREADS", "CANDLE_NUM_THREADS"] {
+        if std::env::var_os(var).is_none() {
+            std::env::set_var(var, "1");
+        }
+    }
+    // SAFETY: the file is only read; candle keeps its own copy of the tensors it needs.
+    let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[path.join("model.safetensors")], DType::F32, &Device::Cpu) }?;
+    Ok(BertModel::load(vb, config)?)
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pgrx::pg_schema]
+mod tests {
+    use super::Engine;
+    use pgrx::prelude::*;
+
+    fn cosine(a: &[f32], b: &[f32]) -> f32 {
+        let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+        let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        dot / (norm(a) * norm(b))
+    }
+
+    /// The encoder against candle, text by text, on texts that reach its edges: no words, one
+    /// character, unicode, one past the 256-token truncation; then a batch of mixed lengths
+    /// (several packed passes) in its order.
+    #[pg_test]
+    fn native_vectors_are_candles() {
+        let model = super::model(&crate::embed::model_path()).expect("the model is installed");
+        let long = "memories of the lake at dawn ".repeat(80);
+        let mut texts = vec!["", ".", "x", "Café naïve 日本語 🙂 Ωμέγα — “quoted”", long.as_str()];
+        let turns: Vec<String> = (1..=24).map(|i| format!("turn {i}: {}", "we talked about the garden and the rain ".repeat(i % 7 + 1))).collect();
+        texts.extend(turns.iter().map(String::as_str));
+        let reference: Vec<Vec<f32>> = texts.iter().map(|t| model.embed_with(Engine::Candle, &[*t]).unwrap().pop().unwrap()).collect();
+        let batch = model.embed_with(Engine::Native, &texts).unwrap();
+        assert_eq!(batch.len(), texts.len());
+        for (i, t) in texts.iter().enumerate() {
+            let alone = model.embed_with(Engine::Native, &[*t]).unwrap().pop().unwrap();
+            for (how, v) in [("alone", &alone), ("in the batch", &batch[i])] {
+                assert_eq!(v.len(), super::DIMENSIONS);
+                let c = cosine(v, &reference[i]);
+                assert!(c >= 0.9999, "text {i} ({:.30}) {how}: cosine {c} to candle's", t);
+            }
+        }
     }
 }

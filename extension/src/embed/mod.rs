@@ -2,6 +2,7 @@
 //!
 //! Every function that takes text embeds through [`embed_texts`], so callers never handle
 //! vectors. Results are cached per (model, sha256(content)) in `dionysus.embedding_cache`.
+mod encoder;
 pub mod http;
 pub mod local;
 
@@ -310,7 +311,7 @@ fn embed_real(content: Option<&str>) -> Vec<f32> {
     embed_one(check_text("content", content))
 }
 
-/// Embeddings of many texts at once (one forward pass per 16), in input order.
+/// Embeddings of many texts at once (packed into encoder passes of up to 256 tokens), in input order.
 #[pg_extern(volatile, parallel_unsafe)]
 fn embed_batch_real(
     contents: Option<Vec<Option<String>>>,
