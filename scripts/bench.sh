@@ -6,6 +6,7 @@
 #   scripts/bench.sh fortnight [DAYS]   the proactive mind over a simulated fortnight (14)
 #   scripts/bench.sh agents [N] [Q]     chat_context with/without its archetype; recall over MCP vs SQL (10000)
 #   scripts/bench.sh reindex [N]        a re-index: vectors/s, the swap, recall during the build (10000)
+#   scripts/bench.sh embed [R] [T]      the embedding engines side by side: query p50/p95 by length (R calls), T chat turns/s, cosine, memory (200, 2000)
 #   scripts/bench.sh decay [N]          a decay pass: nothing due, moving memories, mentions (100000)
 #   scripts/bench.sh people [P]         people in a chat context and a turn's people stored, a life of P people (1000)
 #   scripts/bench.sh working_memory [N] a turn's working-memory step and procedure match vs its chat_context; recall_all vs recall (10000)
@@ -32,6 +33,7 @@ case "${1:-all}" in
   locomo)   # a PATH, --json, both or neither (the dev split)
     if [[ "${2:-}" == "" || "${2:-}" == --* ]]; then $bench locomo "$dev_split" "${@:2}"; else $bench locomo "${@:2}"; fi ;;
   reindex) $bench reindex "${2:-10000}" ;;
+  embed) $bench embed "${2:-200}" "${3:-2000}" ;;
   decay) $bench decay "${2:-100000}" ;;
   people) $bench people "${2:-1000}" ;;
   working_memory) $bench working_memory "${2:-10000}" ;;
@@ -52,5 +54,5 @@ case "${1:-all}" in
     $bench people 1000
     $bench working_memory 10000
     $bench context 100000 ;;
-  *) echo "usage: scripts/bench.sh locomo [PATH] [--json] | recall [N] [Q] | driver [N] [M] | fortnight [DAYS] | agents [N] [Q] | reindex [N] | decay [N] | people [P] | working_memory [N] | context [N] | all" >&2; exit 2 ;;
+  *) echo "usage: scripts/bench.sh locomo [PATH] [--json] | recall [N] [Q] | driver [N] [M] | fortnight [DAYS] | agents [N] [Q] | reindex [N] | embed [R] [T] | decay [N] | people [P] | working_memory [N] | context [N] | all" >&2; exit 2 ;;
 esac

@@ -16,6 +16,8 @@ use uuid::Uuid;
 
 #[path = "bench/decay.rs"]
 mod decay;
+#[path = "bench/embed.rs"]
+mod embed;
 #[path = "bench/fortnight.rs"]
 mod fortnight;
 #[path = "bench/people.rs"]
@@ -45,6 +47,9 @@ async fn main() {
             let q: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(200);
             recall_latency(n, q).await
         }
+        Some("embed") => {
+            embed::embed(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(200), args.get(3).and_then(|s| s.parse().ok()).unwrap_or(2_000)).await
+        }
         Some("decay") => decay::decay(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100_000)).await,
         Some("people") => people::people(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1_000)).await,
         Some("working_memory") => working_memory::working_memory(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000)).await,
@@ -56,7 +61,7 @@ async fn main() {
             let q: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(200);
             context_and_mcp(n, q).await
         }
-        _ => eprintln!("usage: dionysus-bench locomo PATH [--json] | recall N [QUERIES] | driver N [MESSAGES] | fortnight [DAYS] | agents N [QUERIES] | reindex N | decay N | people [P] | working_memory [N] | context [N]"),
+        _ => eprintln!("usage: dionysus-bench locomo PATH [--json] | recall N [QUERIES] | driver N [MESSAGES] | fortnight [DAYS] | agents N [QUERIES] | reindex N | embed [ROUNDS] [TURNS] | decay N | people [P] | working_memory [N] | context [N]"),
     }
 }
 
