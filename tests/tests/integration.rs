@@ -27,6 +27,7 @@ mod heartbeat_lessons;
 mod http_embeddings;
 mod import;
 mod lifecycle;
+mod lives;
 mod mcp;
 mod memory;
 mod people;
