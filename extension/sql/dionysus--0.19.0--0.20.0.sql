@@ -1669,6 +1669,12 @@ DECLARE
     total double precision;
     missed double precision;
     days_known double precision;
+    -- Activity by hour of the day (index hour + 1): on any day, on days of this kind.
+    any_day double precision[] := array_fill(0::float8, ARRAY[24]);
+    this_kind double precision[] := array_fill(0::float8, ARRAY[24]);
+    r record;
+    near_any double precision;
+    near_kind double precision;
 BEGIN
     SELECT * INTO p FROM dionysus.people x WHERE x.person = who;
     p.time_zone := coalesce(p.time_zone, 'UTC');
@@ -1681,22 +1687,34 @@ BEGIN
                   ELSE dionysus_internal.prior_setting(p, 'prior_free') END;
     h := dionysus_internal.hour_of_week(at, p.time_zone);
     hod := h % 24;
-    -- One pass over their (at most 168) hours: each profile's value here and its peak.
-    WITH r AS (SELECT x.hour_of_week AS how, x.hour_of_week % 24 AS hr, x.hour_of_week >= 120 AS we, x.activity, x.misses
-                 FROM dionysus.person_rhythm x WHERE x.person = who),
-         by_hour AS (SELECT hr, we, sum(activity) AS n FROM r GROUP BY hr, we),
-         near AS (SELECT d.hr, (SELECT sum(b.n * CASE WHEN b.hr = d.hr THEN 1.0 ELSE 0.5 END) FROM by_hour b
-                                 WHERE b.hr IN (d.hr, (d.hr + 23) % 24, (d.hr + 1) % 24)) AS all_n,
-                         (SELECT sum(b.n * CASE WHEN b.hr = d.hr THEN 1.0 ELSE 0.5 END) FROM by_hour b
-                           WHERE b.we = weekend AND b.hr IN (d.hr, (d.hr + 23) % 24, (d.hr + 1) % 24)) AS kind_n
-                    FROM generate_series(0, 23) d(hr))
-    SELECT (SELECT max(activity) FROM r), (SELECT sum(activity) FROM r),
-           (SELECT coalesce(sum(activity * CASE WHEN how = h THEN 1.0 ELSE 0.5 END), 0) FROM r
-             WHERE how IN (h, (h + 167) % 168, (h + 1) % 168)),
-           (SELECT max(all_n) FROM near), (SELECT coalesce(all_n, 0) FROM near WHERE near.hr = hod),
-           (SELECT max(kind_n) FROM near), (SELECT coalesce(kind_n, 0) FROM near WHERE near.hr = hod),
-           (SELECT coalesce(sum(misses) FILTER (WHERE how = h), 0) + 0.25 * coalesce(sum(misses) FILTER (WHERE hr = hod AND how <> h), 0) FROM r)
-      INTO week_peak, total, week_here, day_peak, day_here, kind_peak, kind_here, missed;
+    -- One pass over their (at most 168) hours for this hour of the week and the totals, one
+    -- for the profiles by hour of the day; each profile's value here and its peak in a loop.
+    SELECT max(x.activity), sum(x.activity),
+           coalesce(sum(x.activity * CASE WHEN x.hour_of_week = h THEN 1.0 ELSE 0.5 END)
+                    FILTER (WHERE x.hour_of_week IN (h, (h + 167) % 168, (h + 1) % 168)), 0),
+           coalesce(sum(x.misses) FILTER (WHERE x.hour_of_week = h), 0)
+           + 0.25 * coalesce(sum(x.misses) FILTER (WHERE x.hour_of_week % 24 = hod AND x.hour_of_week <> h), 0)
+      INTO week_peak, total, week_here, missed
+      FROM dionysus.person_rhythm x WHERE x.person = who;
+    FOR r IN SELECT x.hour_of_week % 24 AS hr, x.hour_of_week >= 120 AS on_weekend, sum(x.activity) AS n
+               FROM dionysus.person_rhythm x WHERE x.person = who GROUP BY 1, 2 LOOP
+        any_day[r.hr + 1] := any_day[r.hr + 1] + r.n;
+        IF r.on_weekend = weekend THEN
+            this_kind[r.hr + 1] := this_kind[r.hr + 1] + r.n;
+        END IF;
+    END LOOP;
+    day_peak := 0;
+    kind_peak := 0;
+    FOR i IN 0 .. 23 LOOP
+        near_any := any_day[i + 1] + 0.5 * (any_day[(i + 23) % 24 + 1] + any_day[(i + 1) % 24 + 1]);
+        near_kind := this_kind[i + 1] + 0.5 * (this_kind[(i + 23) % 24 + 1] + this_kind[(i + 1) % 24 + 1]);
+        day_peak := greatest(day_peak, near_any);
+        kind_peak := greatest(kind_peak, near_kind);
+        IF i = hod THEN
+            day_here := near_any;
+            kind_here := near_kind;
+        END IF;
+    END LOOP;
     IF coalesce(kind_peak, 0) = 0 THEN
         kind_peak := day_peak;
         kind_here := day_here;
