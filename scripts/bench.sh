@@ -4,6 +4,7 @@
 #   scripts/bench.sh recall [N] [Q]     recall latency at N memories (default 10000)
 #   scripts/bench.sh driver [N] [M]     the driver's overhead per message at N memories (100000)
 #   scripts/bench.sh fortnight [DAYS]   the proactive mind over a simulated fortnight (14)
+#   scripts/bench.sh lives [DAYS]       the proactive mind over a fortnight of seven different lives (14)
 #   scripts/bench.sh agents [N] [Q]     chat_context with/without its archetype; recall over MCP vs SQL (10000)
 #   scripts/bench.sh reindex [N]        a re-index: vectors/s, the swap, recall during the build (10000)
 #   scripts/bench.sh embed [R] [T]      the embedding engines side by side: query p50/p95 by length (R calls), T chat turns/s, cosine, memory (200, 2000)
@@ -41,6 +42,7 @@ case "${1:-all}" in
   recall) $bench recall "${2:-10000}" "${3:-200}" ;;
   driver) $bench driver "${2:-100000}" "${3:-200}" ;;
   fortnight) $bench fortnight "${2:-14}" ;;
+  lives) $bench lives "${2:-14}" ;;
   agents) $bench agents "${2:-10000}" "${3:-200}" ;;
   all)
     $bench locomo "$dev_split"
@@ -54,5 +56,5 @@ case "${1:-all}" in
     $bench people 1000
     $bench working_memory 10000
     $bench context 100000 ;;
-  *) echo "usage: scripts/bench.sh locomo [PATH] [--json] | recall [N] [Q] | driver [N] [M] | fortnight [DAYS] | agents [N] [Q] | reindex [N] | embed [R] [T] | decay [N] | people [P] | working_memory [N] | context [N] | all" >&2; exit 2 ;;
+  *) echo "usage: scripts/bench.sh locomo [PATH] [--json] | recall [N] [Q] | driver [N] [M] | fortnight [DAYS] | lives [DAYS] | agents [N] [Q] | reindex [N] | embed [R] [T] | decay [N] | people [P] | working_memory [N] | context [N] | all" >&2; exit 2 ;;
 esac

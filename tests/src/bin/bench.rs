@@ -20,6 +20,8 @@ mod decay;
 mod embed;
 #[path = "bench/fortnight.rs"]
 mod fortnight;
+#[path = "bench/lives.rs"]
+mod lives;
 #[path = "bench/people.rs"]
 mod people;
 #[path = "bench/working_memory.rs"]
@@ -56,12 +58,13 @@ async fn main() {
         Some("context") => context::context(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100_000)).await,
         Some("reindex") => reindex(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000)).await,
         Some("fortnight") => fortnight::fortnight(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(14)).await,
+        Some("lives") => lives::lives(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(14)).await,
         Some("agents") => {
             let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000);
             let q: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(200);
             context_and_mcp(n, q).await
         }
-        _ => eprintln!("usage: dionysus-bench locomo PATH [--json] | recall N [QUERIES] | driver N [MESSAGES] | fortnight [DAYS] | agents N [QUERIES] | reindex N | embed [ROUNDS] [TURNS] | decay N | people [P] | working_memory [N] | context [N]"),
+        _ => eprintln!("usage: dionysus-bench locomo PATH [--json] | recall N [QUERIES] | driver N [MESSAGES] | fortnight [DAYS] | lives [DAYS] | agents N [QUERIES] | reindex N | embed [ROUNDS] [TURNS] | decay N | people [P] | working_memory [N] | context [N]"),
     }
 }
 
