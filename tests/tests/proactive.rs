@@ -184,10 +184,11 @@ async fn ignored_contacts_need_a_new_cause() {
     let c = &db.client;
     at(c, "2026-11-23 10:00+00").await;
     say(c, "a1", "Hello there").await;
-    // What is tested is the cause, not the timing: no waiting for a better hour (a missed
-    // contact lowers its hour, #36, so the evening would be waited for).
+    // What is tested is the cause, not the timing: every contact at 11:00, and a missed contact
+    // lowering its hour (#36) neither closes availability nor makes the evening worth waiting for.
     c.batch_execute("UPDATE dionysus.heartbeat_state SET current_energy = 20; \
-                     UPDATE dionysus.proactive_config SET value = 1 WHERE key = 'better_moment_margin'").await.unwrap();
+                     UPDATE dionysus.proactive_config SET value = 1 WHERE key = 'better_moment_margin'; \
+                     UPDATE dionysus.proactive_config SET value = 0 WHERE key = 'miss_weight'").await.unwrap();
     for i in 0..3 {
         c.execute("UPDATE dionysus.people SET social_debt = 0.95 WHERE person = $1", &[&ALICE]).await.unwrap();
         advance(c, if i == 0 { "1 hour" } else { "24 hours" }).await;
