@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fails unless the PostgreSQL major that docker/ ships is among the majors given: those that
-# scripts/test.sh tested fully in this run (#[pg_test] units, integration and driver tests).
+# scripts/test.sh tested fully in this run (#[pg_test] units; integration tests, all of them or the
+# tier whose outcome can depend on the major; driver and golden SQL tests).
 # What is shipped must be what is tested (docker/ once shipped 17, which no run tested).
 #   scripts/check-docker-major.sh 15 18
 set -euo pipefail
