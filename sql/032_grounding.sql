@@ -120,7 +120,8 @@ DECLARE
     checks CONSTANT jsonb := '{"facts": ["fact", "content"], "goals": ["goal", "title"], "objectives": ["objective", "description"],
                                "identity": ["identity", "aspect"], "worldview": ["belief", "belief"], "people": ["person", "name"]}';
 BEGIN
-    SELECT m.content INTO turn FROM dionysus.messages m
+    -- The turn as said by its person (their key's name part: a fact names the speaker, "Ada ...").
+    SELECT m.content || coalesce(' (said by ' || m.person || ')', '') INTO turn FROM dionysus.messages m
      WHERE w.params ->> 'message_id' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
        AND m.id = (w.params ->> 'message_id')::uuid;
     -- Lists of objects whose one text field is checked.

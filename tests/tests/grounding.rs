@@ -57,7 +57,7 @@ async fn an_extraction_of_placeholders_and_inventions_stores_only_what_the_perso
         "focus: what the conversation is about right now, in a few words",
         "goal: something the user explicitly asked you to do or follow up on", "person: a person's name", "triple: Lisbon"]);
     // Each refusal says why and keeps what it was checked against, private to the person.
-    assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.model_text_refusals WHERE source = 'My dog is called Rex, and I live in Porto.' \
+    assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.model_text_refusals WHERE source = 'My dog is called Rex, and I live in Porto. (said by test:ada)' \
                          AND private_to = ARRAY['test:ada'] AND work_id IS NOT NULL AND reason <> ''").await, 6);
     let why: String = one(c, "SELECT reason FROM dionysus.model_text_refusals WHERE value = 'The user works as a pilot in Lisbon'").await;
     assert!(why.contains("not in the source turn"), "{why}");
