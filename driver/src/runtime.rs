@@ -37,6 +37,8 @@ pub fn on_signals(mind: &Arc<Mind>) {
 /// heartbeats, work and the outbox running; one that closes (`chat` at the end of its input, a
 /// Discord client that cannot start) has what was said answered, then the driver stops.
 pub async fn run(mind: Arc<Mind>, observer: Option<Observer>) {
+    // The configured time zones (`[time_zones]`) are the database's before anyone is contacted.
+    crate::contact::apply_time_zones(&mind).await;
     let (events_tx, mut events) = mpsc::channel::<Event>(256);
     let (wake_tx, wake_rx) = mpsc::channel::<Wake>(256);
     let mut tasks = JoinSet::new();
