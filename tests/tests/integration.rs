@@ -34,6 +34,7 @@ mod people;
 mod proactive;
 mod procedures;
 mod recall;
+mod real_models;
 mod reindex;
 mod replica;
 mod trust;

@@ -1,0 +1,176 @@
+//! Real models, real answers (#35): the scripted server answers as small and chatty models do
+//! (endless output, the prompt echoed back, reasoning before the JSON, JSON in fences after prose,
+//! arrays for objects, answers cut at the length limit, refusals, endpoints without structured
+//! output), and the driver shows the person an honest answer and stores nothing it invented.
+use dionysus_driver::config::StructuredOutput;
+use dionysus_driver::conversation::Handled;
+use dionysus_driver::llm::{Llm, Msg};
+use dionysus_driver::work;
+use dionysus_tests::fake_llm::{Answer, FakeLlm};
+use dionysus_tests::running::Running;
+use dionysus_tests::{driver_conninfo, scripted_driver_config as config, until, TestDb};
+use serde_json::json;
+
+async fn count(db: &tokio_postgres::Client, sql: &str) -> i64 {
+    db.query_one(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}")).get(0)
+}
+
+fn nothing() -> serde_json::Value {
+    json!({"facts": [], "triples": [], "goals": []})
+}
+
+/// An endless model is cut by `max_tokens` (every request carries its task's bound); its
+/// repetitive reply is refused, asked for once more, and the person gets the honest fallback,
+/// which is the only bot turn logged. Nothing of the endless text is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endless_output_is_cut_by_the_bound_and_the_person_still_gets_an_honest_answer() {
+    let db = TestDb::new("rm_endless").await;
+    let llm = FakeLlm::start().await;
+    db.client.batch_execute("SELECT dionysus.pause_heartbeats(true)").await.unwrap();
+    llm.on("TASK: chat", Answer::Endless("and so on".into()));
+    llm.json("TASK: extract", nothing());
+    let mut run = Running::start(config(driver_conninfo(&db.name), &llm), &["ada"]).await;
+    let h = run.say("e1", "ada", "Tell me about your day").await;
+    assert!(matches!(h, Handled::Replied { fallback: true, .. }), "{h:?}");
+    let (_, shown) = run.channel.sent().pop().unwrap();
+    assert!(!shown.contains("and so on"), "the endless text was shown: {shown}");
+    let chats = llm.requests_with("TASK: chat");
+    assert_eq!(chats.len(), 2, "an unusable reply is asked for once more, then the fallback answers");
+    assert!(chats.iter().all(|r| r["max_tokens"] == 400), "a reply without its bound: {:?}", chats[0]["max_tokens"]);
+    assert_eq!(count(&db.client, "SELECT count(*) FROM dionysus.messages WHERE content LIKE '%and so on%'").await, 0);
+    assert_eq!(count(&db.client, "SELECT count(*) FROM dionysus.memories WHERE content LIKE '%and so on%'").await, 0);
+    // The extraction (queued: a fallback turn waits for the model) carries its own bound.
+    db.client.batch_execute("UPDATE dionysus.work_queue SET available_at = now()").await.unwrap();
+    work::drain(&run.mind, None).await;
+    until(&db.client, "SELECT count(*) = 1 FROM dionysus.work_queue WHERE action = 'extract_message' AND status = 'done'", "the extraction").await;
+    let extract = llm.requests_with("TASK: extract");
+    assert!(!extract.is_empty() && extract.iter().all(|r| r["max_tokens"] == 700), "{extract:?}");
+    run.stop().await;
+}
+
+/// What a reply looks like from a model that echoes its prompt, thinks aloud, or is cut mid-word:
+/// the echo is never shown or stored (the fallback answers), the reasoning is dropped, the cut
+/// reply ends at its last full sentence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echoed_thinking_and_cut_replies_are_read_as_a_person_would() {
+    let db = TestDb::new("rm_replies").await;
+    let llm = FakeLlm::start().await;
+    db.client.batch_execute("SELECT dionysus.pause_heartbeats(true)").await.unwrap();
+    // Each for its own message's attempts only: later prompts carry the earlier turns.
+    llm.on_times("TASK: chat && Do you like bees", 2, Answer::Echo("bees bees 12:00 ## ok".into()));
+    llm.on_times("TASK: chat && What is the weather", 1, Answer::Text("<think>They want weather. {\"draft\": 1}</think>I can't see outside, but I hope it's sunny.".into()));
+    llm.on_times("TASK: chat && Tell me a story", 1, Answer::Cut("Once there was a fox. It ran to the riv".into()));
+    llm.on_times("TASK: chat && Say a template", 2, Answer::Text("Here is what I know: {{memories}}".into()));
+    llm.json("TASK: extract", nothing());
+    let mut run = Running::start(config(driver_conninfo(&db.name), &llm), &["ada"]).await;
+
+    let h = run.say("r1", "ada", "Do you like bees?").await;
+    assert!(matches!(h, Handled::Replied { fallback: true, .. }), "an echoed prompt was taken as the reply: {h:?}");
+    assert_eq!(llm.requests_with("Do you like bees").iter().filter(|r| r["messages"][0]["content"].as_str().unwrap_or("").starts_with("TASK: chat")).count(), 2);
+    let h = run.say("r2", "ada", "What is the weather?").await;
+    assert!(matches!(h, Handled::Replied { fallback: false, .. }), "{h:?}");
+    let h = run.say("r3", "ada", "Tell me a story").await;
+    assert!(matches!(h, Handled::Replied { fallback: false, .. }), "{h:?}");
+    let h = run.say("r4", "ada", "Say a template").await;
+    assert!(matches!(h, Handled::Replied { fallback: true, .. }), "{h:?}");
+    let sent: Vec<String> = run.channel.sent().into_iter().map(|(_, t)| t).collect();
+    assert!(!sent[0].contains("TASK: chat") && !sent[0].contains("You are"), "the echo was shown: {}", sent[0]);
+    assert_eq!(sent[1], "I can't see outside, but I hope it's sunny.");
+    assert_eq!(sent[2], "Once there was a fox.");
+    assert!(!sent[3].contains("{{"), "{}", sent[3]);
+    // The echo is neither a bot turn nor a memory.
+    assert_eq!(count(&db.client, "SELECT count(*) FROM dionysus.messages WHERE content LIKE '%TASK: chat%' OR content LIKE '%<think>%'").await, 0);
+    assert_eq!(count(&db.client, "SELECT count(*) FROM dionysus.memories WHERE content LIKE '%TASK: chat%' OR content LIKE '%bees bees%'").await, 0);
+    run.stop().await;
+}
+
+/// Extraction answers as small models give them: the draft in `<think>` is not the answer, the
+/// fenced JSON after prose is; an array holding the object counts; an echoed prompt, a cut
+/// object or several objects in an array store nothing and leave the item to be tried again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extraction_reads_the_answer_not_the_draft_or_the_echo() {
+    let db = TestDb::new("rm_extract").await;
+    let llm = FakeLlm::start().await;
+    db.client.batch_execute("SELECT dionysus.pause_heartbeats(true)").await.unwrap();
+    let fact = |what: &str| json!({"facts": [{"content": what, "subject": "user", "category": "attribute", "confidence": 0.9}], "triples": [], "goals": []});
+    let draft = fact("The user lives in Lisbon");
+    llm.on(
+        "TASK: extract && from the user:\\nI keep bees",
+        Answer::Text(format!("<think>Maybe {draft}? No.</think>\nSure! Here it is:\n```json\n{}\n```", fact("The user keeps bees"))),
+    );
+    llm.on("TASK: extract && from the user:\\nMy sister is Mira", Answer::Text(json!([fact("The user's sister is called Mira")]).to_string()));
+    llm.on("TASK: extract && from the user:\\nI play the cello", Answer::Echo(String::new()));
+    llm.on("TASK: extract && from the user:\\nI run on Sundays", Answer::Cut("{\"facts\": [{\"content\": \"The user runs on Sund".into()));
+    llm.on("TASK: extract && from the user:\\nI like tea", Answer::Text(json!([fact("The user likes tea"), fact("The user likes coffee")]).to_string()));
+    llm.on("TASK: chat", Answer::Text("Noted.".into()));
+    let mut run = Running::start(config(driver_conninfo(&db.name), &llm), &["ada"]).await;
+    for (i, said) in ["I keep bees.", "My sister is Mira.", "I play the cello.", "I run on Sundays.", "I like tea."].iter().enumerate() {
+        let h = run.say(&format!("x{i}"), "ada", said).await;
+        assert!(matches!(h, Handled::Replied { fallback: false, .. }), "{h:?}");
+    }
+    until(&db.client, "SELECT count(*) = 5 FROM dionysus.work_queue WHERE action = 'extract_message' AND (status = 'done' OR attempts >= 1 AND status <> 'claimed')", "five extractions tried").await;
+    let facts = |like: &str| format!("SELECT count(*) FROM dionysus.facts f JOIN dionysus.memories m ON m.id = f.memory_id WHERE m.content LIKE '{like}'");
+    assert_eq!(count(&db.client, &facts("%keeps bees%")).await, 1);
+    assert_eq!(count(&db.client, &facts("%Lisbon%")).await, 0, "the draft in <think> was stored");
+    assert_eq!(count(&db.client, &facts("%sister is called Mira%")).await, 1);
+    assert_eq!(count(&db.client, &facts("%Sund%")).await, 0, "a cut object was stored");
+    assert_eq!(count(&db.client, &facts("%likes tea%")).await + count(&db.client, &facts("%coffee%")).await, 0);
+    assert_eq!(count(&db.client, "SELECT count(*) FROM dionysus.memories WHERE content LIKE '%<one thing the message states%' OR content LIKE '%TASK: extract%'").await, 0);
+    assert_eq!(count(&db.client, "SELECT count(*) FROM dionysus.work_queue WHERE action = 'extract_message' AND status = 'done'").await, 2);
+    assert_eq!(
+        count(&db.client, "SELECT count(*) FROM dionysus.work_queue WHERE action = 'extract_message' AND status = 'pending' AND last_error LIKE 'LLM unusable answer%'").await,
+        3
+    );
+    run.stop().await;
+}
+
+/// An endpoint without structured output: the JSON Schema is asked for first, a 400 naming it
+/// steps down to json_object, then to nothing, and the endpoint's answer is remembered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn structured_output_steps_down_where_the_endpoint_refuses_it() {
+    let llm = FakeLlm::start().await;
+    llm.refuse_formats(&["json_schema", "json_object"]);
+    llm.json("TASK: decide", json!({"decision": "wait"}));
+    let mut role = dionysus_driver::config::Config::load(None).unwrap().smart;
+    role.base_url = llm.base_url.clone();
+    role.api_key = None;
+    assert_eq!(role.structured_output, StructuredOutput::Auto);
+    let model = Llm::new(role);
+    let schema = json!({"type": "object", "properties": {"decision": {"type": "string"}}, "required": ["decision"], "additionalProperties": false});
+    let msgs = [Msg::system("TASK: decide\nAnswer with JSON."), Msg::user("Now.")];
+    for _ in 0..2 {
+        let v = model.json_with_schema(&msgs, 0.0, Some(&schema), Ok).await.expect("an answer once the format is one the endpoint takes");
+        assert_eq!(v["decision"], "wait");
+    }
+    let sent: Vec<String> = llm.requests().iter().map(|r| r["response_format"]["type"].as_str().unwrap_or("none").to_string()).collect();
+    assert_eq!(sent, ["json_schema", "json_object", "none", "none"]);
+    let first = &llm.requests()[0];
+    assert_eq!(first["response_format"]["json_schema"], json!({"name": "decide", "schema": schema, "strict": true}));
+    assert_eq!(model.structured_output(), "none");
+}
+
+/// One model slot: a background task waits while a person is being answered, and the person's
+/// request takes the slot first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_person_goes_first_on_a_one_slot_endpoint() {
+    let llm = FakeLlm::start().await;
+    llm.on("TASK: chat", Answer::Text("Hello there, nice to meet you.".into()));
+    llm.json("TASK: reflect", json!({"insights": []}));
+    let mut role = dionysus_driver::config::Config::load(None).unwrap().smart;
+    role.base_url = llm.base_url.clone();
+    role.api_key = None;
+    assert_eq!(role.slots, 1);
+    let model = std::sync::Arc::new(Llm::new(role));
+    let conversation = model.person_first();
+    let background = {
+        let model = model.clone();
+        tokio::spawn(async move { model.json(&[Msg::system("TASK: reflect\nThink."), Msg::user("Now.")], 0.0, Ok).await })
+    };
+    let reply = model.chat(&[Msg::system("TASK: chat\nYou are kind."), Msg::user("Hi")], 0.5).await.unwrap();
+    assert_eq!(reply, "Hello there, nice to meet you.");
+    tokio::task::yield_now().await;
+    assert!(llm.requests_with("TASK: reflect").is_empty(), "background work went ahead of the person");
+    drop(conversation);
+    background.await.unwrap().expect("the background task runs once nobody is waiting");
+    assert_eq!(llm.requests_with("TASK: reflect").len(), 1);
+}
