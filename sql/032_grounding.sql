@@ -2,7 +2,7 @@
 -- follow instructions copies the prompt's own placeholders ("a person's name", "I am ...",
 -- "<the fact>") and invents what nobody said ("user lives_in Lisbon"). What it writes is stored
 -- only when it is not a placeholder and, for what claims to come from the person's turn (a
--- fact, triple, goal, rule, person or alias), when its content words appear in that turn. A
+-- fact, triple, rule, person or alias; a goal is their request in the model's words), when its content words appear in that turn. A
 -- refused item is not stored; the refusal is written down with its inputs.
 --
 -- The rule, in full (dionysus_internal.model_text_problem):
@@ -11,7 +11,7 @@
 --      refused;
 --   3. text of a prompt template (any version; three words or more) is refused unless the
 --      source grounds it (rule 4): the prompt's words, not the person's;
---   4. with a source (the person's turn), a fact, goal, rule, person or alias needs at least
+--   4. with a source (the person's turn), a fact, rule, person or alias needs at least
 --      half of its content words in the source (a triple: its object's, what it says of its
 --      subject; complete_work passes the object). Content words are the English stems
 --      (to_tsvector('english')) less stop words and the generic words "user", "person",
@@ -73,13 +73,13 @@ BEGIN
             RETURN format('the words of the prompt template "%s", not the person''s', copied);
         END IF;
     END IF;
-    IF source IS NOT NULL AND kind IN ('fact', 'triple', 'goal', 'rule', 'person', 'alias') AND NOT grounded THEN
+    IF source IS NOT NULL AND kind IN ('fact', 'triple', 'rule', 'person', 'alias') AND NOT grounded THEN
         RETURN format('not in the source turn: %s of its %s content words appear there (at least half must)', found, cardinality(words));
     END IF;
     RETURN NULL;
 END $$;
 COMMENT ON FUNCTION dionysus_internal.model_text_problem(text, text, text) IS
-    'Why a model-written text may not be stored (empty; a "<...>" or "..." placeholder; a prompt template''s words; for a fact, triple (its object), goal, rule, person or alias with a source: under half its content words in it), or NULL.';
+    'Why a model-written text may not be stored (empty; a "<...>" or "..." placeholder; a prompt template''s words; for a fact, triple (its object), rule, person or alias with a source: under half its content words in it), or NULL.';
 
 CREATE FUNCTION check_model_text(kind text, value text, source text DEFAULT NULL, work_id uuid DEFAULT NULL,
                                  private_to text[] DEFAULT NULL) RETURNS text

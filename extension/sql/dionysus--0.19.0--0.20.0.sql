@@ -1133,13 +1133,13 @@ BEGIN
             RETURN format('the words of the prompt template "%s", not the person''s', copied);
         END IF;
     END IF;
-    IF source IS NOT NULL AND kind IN ('fact', 'triple', 'goal', 'rule', 'person', 'alias') AND NOT grounded THEN
+    IF source IS NOT NULL AND kind IN ('fact', 'triple', 'rule', 'person', 'alias') AND NOT grounded THEN
         RETURN format('not in the source turn: %s of its %s content words appear there (at least half must)', found, cardinality(words));
     END IF;
     RETURN NULL;
 END $$;
 COMMENT ON FUNCTION dionysus_internal.model_text_problem(text, text, text) IS
-    'Why a model-written text may not be stored (empty; a "<...>" or "..." placeholder; a prompt template''s words; for a fact, triple (its object), goal, rule, person or alias with a source: under half its content words in it), or NULL.';
+    'Why a model-written text may not be stored (empty; a "<...>" or "..." placeholder; a prompt template''s words; for a fact, triple (its object), rule, person or alias with a source: under half its content words in it), or NULL.';
 
 CREATE FUNCTION check_model_text(kind text, value text, source text DEFAULT NULL, work_id uuid DEFAULT NULL,
                                  private_to text[] DEFAULT NULL) RETURNS text
