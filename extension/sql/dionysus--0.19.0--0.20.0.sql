@@ -1190,7 +1190,10 @@ BEGIN
         kept := '[]';
         FOR item IN SELECT * FROM jsonb_array_elements(result -> k) LOOP
             why := NULL;
-            IF jsonb_typeof(item -> (checks -> k ->> 1)) = 'string' AND btrim(item ->> (checks -> k ->> 1)) <> '' THEN
+            -- A person they told of before may be named by relation now ("my sister" for Lea).
+            IF jsonb_typeof(item -> (checks -> k ->> 1)) = 'string' AND btrim(item ->> (checks -> k ->> 1)) <> ''
+               AND NOT (k = 'people' AND EXISTS (SELECT 1 FROM dionysus.person_aliases pa WHERE pa.of_person = w.params ->> 'person'
+                                                    AND lower(pa.alias) = lower(btrim(item ->> 'name')))) THEN
                 why := dionysus.check_model_text(checks -> k ->> 0, item ->> (checks -> k ->> 1), turn, w.id, privacy);
             END IF;
             IF why IS NULL AND k = 'people' AND jsonb_typeof(item -> 'aliases') = 'array' THEN
