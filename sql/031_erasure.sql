@@ -169,6 +169,14 @@ BEGIN
     DELETE FROM dionysus.contact_evaluations c WHERE c.person = who;
     GET DIAGNOSTICS k = ROW_COUNT;
     gone := gone || jsonb_build_object('contact_evaluations', k);
+    -- What the grounding check refused of their turns or of work about them keeps their words
+    -- (sql/032_grounding.sql): private to them, made by an item just erased, or checked against
+    -- one of their turns.
+    DELETE FROM dionysus.model_text_refusals r
+     WHERE who = ANY (r.private_to) OR r.work_id = ANY (work_ids)
+        OR r.source IN (SELECT m.content FROM dionysus.messages m WHERE m.id = ANY (msg_ids));
+    GET DIAGNOSTICS k = ROW_COUNT;
+    gone := gone || jsonb_build_object('model_text_refusals', k);
 
     -- 6, 7.
     PERFORM 1 FROM dionysus.people p WHERE p.person = who FOR UPDATE;
@@ -373,7 +381,10 @@ BEGIN
         'imports', (SELECT coalesce(jsonb_agg(to_jsonb(i) - 'person' ORDER BY i.started_at), '[]') FROM dionysus.imports i WHERE i.person = who),
         'outbox', (SELECT coalesce(jsonb_agg(to_jsonb(o) - 'person' ORDER BY o.created_at), '[]') FROM dionysus.outbox o WHERE o.person = who),
         'events', (SELECT coalesce(jsonb_agg(to_jsonb(x) - 'person' ORDER BY x.at, x.id), '[]') FROM dionysus.events x WHERE x.person = who),
+        -- What a model wrote from their words that the grounding check refused to store, and why.
+        'refused_model_text', (SELECT coalesce(jsonb_agg(to_jsonb(r) - 'private_to' ORDER BY r.refused_at, r.id), '[]')
+                                 FROM dionysus.model_text_refusals r WHERE r.private_to = own),
         'heartbeats_that_saw_their_words', (SELECT count(*) FROM dionysus.heartbeat_log h WHERE who = ANY (h.private_to)));
 END $$;
 COMMENT ON FUNCTION export_person(text) IS
-    'Everything stored about one person, as JSON (dionysus export PERSON): profile, their turns and the companion''s to them, memories and facts private to them, triples, goals, the people in their life, north stars, objectives, feedback, censors, rules, every contact evaluation (why a contact was made), learning, episodes, threads, procedures, dreams, imports, outbox, events. What is private to them and others is listed without its words. P0002 for a person of whom nothing is stored.';
+    'Everything stored about one person, as JSON (dionysus export PERSON): profile, their turns and the companion''s to them, memories and facts private to them, triples, goals, the people in their life, north stars, objectives, feedback, censors, rules, every contact evaluation (why a contact was made), learning, episodes, threads, procedures, dreams, imports, outbox, events, model text the grounding check refused. What is private to them and others is listed without its words. P0002 for a person of whom nothing is stored.';

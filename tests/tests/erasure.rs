@@ -153,12 +153,22 @@ async fn a_person_who_leaves_leaves_no_word_behind_and_the_others_keep_theirs() 
     assert_eq!(shared["participants"], json!([ADA, BOB]));
     let bobs_turns: i64 = one(c, &format!("SELECT count(*) FROM dionysus.messages WHERE person = '{BOB}'")).await;
 
+    // A model's placeholder, refused by the grounding check against one of her turns: the
+    // refusal is recorded with her words as its source (sql/032_grounding.sql).
+    let refused: Option<String> = one(
+        c,
+        &format!("SELECT dionysus.check_model_text('fact', '<the fact>', 'My friend Zorblax lives in Vexmoor and bakes the best bread.', NULL, ARRAY['{ADA}'])"),
+    )
+    .await;
+    assert!(refused.is_some(), "the placeholder was not refused");
+
     // The scan is meaningful: her words are in every kind of place before she leaves.
     let before = scan(c, HERS[0]).await;
     for place in ["dionysus.messages.content", "dionysus.memories.content", "dionysus.entities.name", "dionysus.known_persons.name",
                   "dionysus.objectives.description", "dionysus.north_stars.content", "dionysus.feedback.content", "dionysus.censors.trigger",
                   "dionysus.mind_rules.words", "dionysus.episodes.summary", "dionysus.lexicon.lexeme", "dionysus.work_queue.result",
-                  "dionysus.proposals.rationale", "dionysus.person_prompt_templates.template", "dionysus.dreams.note"] {
+                  "dionysus.proposals.rationale", "dionysus.person_prompt_templates.template", "dionysus.dreams.note",
+                  "dionysus.model_text_refusals.source"] {
         assert!(before.contains(&place.to_string()), "{place} does not hold her words before: {before:?}");
     }
     assert!(cached(c, "where does zorblax live").await, "her question is not in the embedding cache");
@@ -167,7 +177,8 @@ async fn a_person_who_leaves_leaves_no_word_behind_and_the_others_keep_theirs() 
     let export: Value = one(c, &format!("SELECT dionysus.export_person('{ADA}')")).await;
     let text = export.to_string();
     assert!(text.contains("My friend Zorblax lives in Vexmoor") && text.contains("Ada's friend Zorblax lives in Vexmoor"), "{text}");
-    for key in ["messages", "memories", "triples", "people_in_their_life", "north_stars", "objectives", "feedback", "censors", "rules", "episodes"] {
+    for key in ["messages", "memories", "triples", "people_in_their_life", "north_stars", "objectives", "feedback", "censors", "rules", "episodes",
+                "refused_model_text"] {
         assert!(export[key].as_array().is_some_and(|a| !a.is_empty()), "export_person has no {key}: {}", export[key]);
     }
     assert!(!text.to_lowercase().contains(HIS), "Bob's words in Ada's export: {text}");

@@ -16,7 +16,8 @@ const OLDEST: &str = "0.10.0";
 const CASES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/upgrade");
 
 /// Everything about the extension's objects that a person or the driver could notice, one
-/// line per fact, with no OIDs and no column order (ALTER TABLE ADD COLUMN appends).
+/// line per fact, with no OIDs and no column order (ALTER TABLE ADD COLUMN appends), and
+/// which tables pg_dump keeps (a table the update creates must be marked as a fresh install marks it).
 const CATALOG: &str = r#"
 WITH ns AS (SELECT oid FROM pg_namespace WHERE nspname IN ('dionysus', 'dionysus_internal'))
 SELECT 'column ' || c.relname || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
@@ -64,6 +65,9 @@ SELECT 'comment ' || coalesce(c.relname, p.pronamespace::regnamespace::text || '
 UNION ALL
 SELECT 'schema ' || n.nspname || ' acl ' || coalesce(n.nspacl::text, '-') || ' ' || coalesce(md5(obj_description(n.oid, 'pg_namespace')), '-')
   FROM pg_namespace n WHERE n.oid IN (SELECT oid FROM ns)
+UNION ALL
+SELECT 'dumped ' || x.rel::regclass::text
+  FROM pg_extension e, unnest(e.extconfig) AS x(rel) WHERE e.extname = 'dionysus'
 UNION ALL
 SELECT 'member ' || pg_describe_object(classid, objid, objsubid) FROM pg_depend
  WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
