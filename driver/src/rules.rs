@@ -71,6 +71,19 @@ pub async fn from_words(mind: &Mind, person: &str, words: &str) -> Option<String
         }
     };
     let rule = answer.get("rule").filter(|r| r.is_object())?.clone();
+    // Grounded in their words (the one grounding check): a name the model made up, or copied
+    // from the prompt's shape ("<a few words>"), is refused and they are told.
+    let named = text(&rule, "name").or_else(|| text(&rule, "description")).unwrap_or_default();
+    let private = vec![person.to_string()];
+    let check = "SELECT to_jsonb(dionysus.check_model_text('rule', $1, $2, NULL, $3))";
+    match mind.chat_db.one::<Option<String>>(check, &[&named, &words, &private]).await {
+        Ok(Some(why)) => {
+            tracing::warn!(%why, "the proposed rule is not grounded in their words");
+            return Some(could_not("what I made of it did not match your words"));
+        }
+        Ok(None) => {}
+        Err(e) => tracing::warn!(error = %e, "the grounding check could not run"),
+    }
     match mind.chat_db.one::<Stored>("SELECT dionysus.add_rule($1, $2, $3)", &[&person, &words, &rule]).await {
         Ok(stored) => {
             tracing::info!(%person, rule = stored.rule_id, name = %stored.name, "a rule in their words");
