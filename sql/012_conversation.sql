@@ -542,8 +542,9 @@ DECLARE
     turns bigint;
 BEGIN
     SELECT * INTO st FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
+    -- The driven clock, as session_start and note_user_message stamp the last interaction.
     IF NOT st.session_active OR st.last_user_interaction_at >
-       now() - make_interval(secs => dionysus_internal.heartbeat_setting('session_idle_minutes') * 60) THEN
+       dionysus.clock_now() - make_interval(secs => dionysus_internal.heartbeat_setting('session_idle_minutes') * 60) THEN
         RETURN false;
     END IF;
     SELECT count(*) INTO turns FROM dionysus.messages

@@ -2562,3 +2562,23 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION export_person(text) IS
     'Everything stored about one person, as JSON (dionysus export PERSON): profile, their turns and the companion''s to them, memories and facts private to them, triples, goals, the people in their life, north stars, objectives, feedback, censors, rules, every contact evaluation (why a contact was made), learning, episodes, threads, procedures, dreams, imports, outbox, events, model text the grounding check refused. What is private to them and others is listed without its words. P0002 for a person of whom nothing is stored.';
+
+
+-- lead (#36): a session's idleness on the driven clock, as session_start now stamps it.
+CREATE OR REPLACE FUNCTION end_idle_session() RETURNS boolean
+    LANGUAGE plpgsql AS $$
+DECLARE
+    st dionysus.heartbeat_state;
+    turns bigint;
+BEGIN
+    SELECT * INTO st FROM dionysus.heartbeat_state WHERE id = 1 FOR UPDATE;
+    -- The driven clock, as session_start and note_user_message stamp the last interaction.
+    IF NOT st.session_active OR st.last_user_interaction_at >
+       dionysus.clock_now() - make_interval(secs => dionysus_internal.heartbeat_setting('session_idle_minutes') * 60) THEN
+        RETURN false;
+    END IF;
+    SELECT count(*) INTO turns FROM dionysus.messages
+     WHERE NOT is_bot AND created_at >= coalesce(st.session_started_at, st.last_user_interaction_at);
+    PERFORM dionysus.session_end(turns >= dionysus_internal.heartbeat_setting('significant_session_turns'));
+    RETURN true;
+END $$;

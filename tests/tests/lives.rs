@@ -157,10 +157,8 @@ async fn their_words_and_the_configuration_set_the_time_zone() {
 }
 
 /// The session's idleness is read on the driven clock: a conversation an hour ago by the clock
-/// is idle, however recent it is in real time. Ignored until end_idle_session (sql/012) compares
-/// with dionysus.clock_now() instead of now(), as session_start now stamps it (006).
+/// is idle, however recent it is in real time (end_idle_session compared with now()).
 #[tokio::test]
-#[ignore = "needs end_idle_session (sql/012_conversation.sql) to read clock_now(); asked of its owner"]
 async fn an_idle_session_is_idle_by_the_driven_clock() {
     let db = TestDb::new("lives_session").await;
     let c = &db.client;
