@@ -634,7 +634,9 @@ async fn shared_channels_and_errors_show_nothing_private() {
 
 /// Each channel has its own conversation. Alice's reply hangs on the model; Bob, who wrote
 /// after her in his own DM, is answered meanwhile. Alice's second message waits for her first
-/// reply: a channel's messages are answered in the order they came.
+/// reply: a channel's messages are answered in the order they came. (With two model slots: one
+/// slot, the default for a local model, serves one request at a time; tests/tests/real_models.rs
+/// covers that.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_reply_holds_up_nobody_else() {
     let db = TestDb::new("drv_slow").await;
@@ -646,6 +648,7 @@ async fn a_slow_reply_holds_up_nobody_else() {
     db.client.batch_execute("SELECT dionysus.pause_heartbeats(true)").await.unwrap();
     let mut cfg = config(url(&db), &llm);
     cfg.smart.timeout = Duration::from_secs(30);
+    (cfg.smart.slots, cfg.fast.slots) = (2, 2);
     let mut run = Running::start(cfg, &["alice", "bob"]).await;
 
     run.channel.deliver_in("dm:alice", "a1", "alice", "Please tell me a long story", true).await;
