@@ -2582,3 +2582,8 @@ BEGIN
     PERFORM dionysus.session_end(turns >= dionysus_internal.heartbeat_setting('significant_session_turns'));
     RETURN true;
 END $$;
+
+-- Last of all (keep it last: a section added after it must come before it): the tables this
+-- update created are marked for pg_dump as a fresh install marks them (sql/030_backup.sql), the
+-- shipped ones with their restore trigger. Idempotent for the tables marked before.
+SELECT dionysus_internal.mark_for_dump(ARRAY['dionysus.agent_state', 'dionysus.censor_config', 'dionysus.clock', 'dionysus.contact_weights', 'dionysus.context_archetypes', 'dionysus.context_budgets', 'dionysus.cue_phrases', 'dionysus.decay_config', 'dionysus.embedding_store', 'dionysus.event_patterns', 'dionysus.heartbeat_config', 'dionysus.heartbeat_state', 'dionysus.lexicon_stats', 'dionysus.mind_rules', 'dionysus.personality', 'dionysus.proactive_config', 'dionysus.prompt_templates', 'dionysus.recall_config', 'dionysus.relation_words']::regclass[]);
