@@ -291,7 +291,7 @@ async fn decide(mind: &Mind, ctx: &Context, shown: &mut Option<String>) -> Resul
     if crate::mirror::enabled(mind) {
         *shown = Some(crate::mirror::prompt_text(&msgs));
     }
-    match mind.smart.json(&msgs, system.temperature, decision_shape).await {
+    match mind.smart.json_with_schema(&msgs, system.temperature, system.result_schema.as_ref(), decision_shape).await {
         Ok(d) => Ok((d, "model")),
         Err(LlmError::BadAnswer(e)) => {
             tracing::warn!(error = %e, "no usable decision from the model; using the default decision");
