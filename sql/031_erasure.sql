@@ -172,9 +172,9 @@ BEGIN
     -- What the grounding check refused of their turns or of work about them keeps their words
     -- (sql/032_grounding.sql): private to them, made by an item just erased, or checked against
     -- one of their turns.
-    DELETE FROM dionysus.model_text_refusals r
-     WHERE who = ANY (r.private_to) OR r.work_id = ANY (work_ids)
-        OR r.source IN (SELECT m.content FROM dionysus.messages m WHERE m.id = ANY (msg_ids));
+    DELETE FROM dionysus.model_text_refusals x
+     WHERE who = ANY (x.private_to) OR x.work_id = ANY (work_ids)
+        OR x.source IN (SELECT m.content FROM dionysus.messages m WHERE m.id = ANY (msg_ids));
     GET DIAGNOSTICS k = ROW_COUNT;
     gone := gone || jsonb_build_object('model_text_refusals', k);
 

@@ -815,7 +815,11 @@ async fn the_binary_keeps_its_heartbeats_after_stdin_closes() {
 async fn a_driver_killed_between_send_and_confirm_never_sends_twice() {
     let db = TestDb::new("drv_once").await;
     let llm = FakeLlm::start().await;
-    let long_reply = (1..=3).map(|i| format!("Paragraph {i}. {}", "All is well here, thank you for asking. ".repeat(30))).collect::<Vec<_>>().join("\n\n");
+    // Long enough to go out in parts, and language (not one sentence over and over, which the
+    // driver now refuses as a broken model's): words of their own, eight to a sentence.
+    let word = |k: usize| format!("{}{}ing", (b'a' + (k % 26) as u8) as char, (b'a' + (k / 26 % 26) as u8) as char);
+    let sentence = |i: usize, j: usize| (0..8).map(|w| word(i * 1000 + j * 8 + w)).collect::<Vec<_>>().join(" ") + ". ";
+    let long_reply = (1..=3).map(|i| format!("Paragraph {i}. {}", (0..30).map(|j| sentence(i, j)).collect::<String>())).collect::<Vec<_>>().join("\n\n");
     llm.on("TASK: chat", Answer::Text(long_reply.clone()));
     llm.json("TASK: extract_concepts", json!({"memories": []}));
     llm.json("TASK: extract", json!({"facts": [], "triples": [], "goals": []}));
