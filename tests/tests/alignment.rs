@@ -237,10 +237,12 @@ async fn objectives_are_extracted_from_the_persons_turns() {
     let llm = FakeLlm::start().await;
     let (_channel, mind) = setup(&db, &llm);
     llm.on("TASK: chat", Answer::Text("You can do it.".into()));
+    // (Not the words of the extraction prompt's old example, "Finish my thesis draft by Friday":
+    // the grounding check refuses a template's words the turn does not carry.)
     llm.json("Read the latest message && draft is done", json!({"facts": [], "triples": [], "goals": [],
-        "objectives": [{"description": "Finish the thesis draft by Friday", "saliency": 0.9, "status": "completed"}]}));
+        "objectives": [{"description": "Finish my thesis draft by Friday", "saliency": 0.9, "status": "completed"}]}));
     llm.json("Read the latest message", json!({"facts": [], "triples": [], "goals": [],
-        "objectives": [{"description": "Finish the thesis draft by Friday", "saliency": 0.8}]}));
+        "objectives": [{"description": "Finish my thesis draft by Friday", "saliency": 0.8}]}));
     let mut ex = JoinSet::new();
     conversation::handle(&mind, said("ada", "o1", "I have to finish my thesis draft by Friday, it's stressing me out"), &mut ex).await;
     while ex.join_next().await.is_some() {}
