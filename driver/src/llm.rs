@@ -312,7 +312,8 @@ impl Llm {
     /// Its reasoning is dropped; cut at the length limit it ends at its last full sentence; one
     /// that echoes the prompt or is not language is never returned (written again once).
     pub async fn chat_with_usage(&self, messages: &[Msg], temperature: f64) -> Result<(String, Option<Usage>), LlmError> {
-        let prompt: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
+        // The companion's own earlier turns are not the prompt: a reply may begin as one of them did.
+        let prompt: Vec<&str> = messages.iter().filter(|m| m.role != "assistant").map(|m| m.content.as_str()).collect();
         let max_tokens = self.bounds(messages).max_tokens;
         self.call(self.request(messages, temperature, None), |a| {
             let text = jsonish::without_reasoning(&a.text);
