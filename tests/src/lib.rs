@@ -188,6 +188,9 @@ pub fn scripted_driver_config(database_url: String, llm: &fake_llm::FakeLlm) -> 
         role.model = model.into();
         role.api_key = None;
         role.timeout = std::time::Duration::from_secs(5);
+        // The scripted server answers many requests at once, as a hosted endpoint does; the
+        // one-slot default of a local model is tests/tests/real_models.rs's.
+        role.slots = 2;
     }
     c.discord = Default::default();
     c.search_url = None;
