@@ -57,6 +57,11 @@ done
 MAJORS="${available# }"
 
 results=(); failed=0
+# The tests' own output, kept so the summary can end with why each failing test failed (a CI
+# log shows its tail).
+TEST_OUT="$DATA_BASE-output.log"; : >"$TEST_OUT"
+# testing CMD...: runs a cargo test command, its output also kept in $TEST_OUT; its status.
+testing() { "$@" 2>&1 | tee -a "$TEST_OUT"; return "${PIPESTATUS[0]}"; }
 started=$SECONDS
 record() {  # record LABEL STATUS: the time since the last record (or since `started=$SECONDS`)
   local took="$((SECONDS - started))s"
@@ -157,19 +162,19 @@ for major in $MAJORS; do
   # binary would be compiled for nothing (cargo still builds the bench itself, as a binary).
   if [ -z "${every_test_ran:-}" ] || [ "${DIONYSUS_EVERY_TEST_ON_EVERY_MAJOR:-0}" = 1 ]; then
     log "PostgreSQL $major: integration tests"
-    cargo test --release --no-fail-fast -p dionysus-tests --test integration -- --test-threads 2
+    testing cargo test --release --no-fail-fast -p dionysus-tests --test integration -- --test-threads 2
     record "pg$major integration tests" $?
     every_test_ran=1
   else
     log "PostgreSQL $major: the integration tests a major can change ($(echo $EVERY_MAJOR))"
     # shellcheck disable=SC2086 # one filter per module
-    cargo test --release --no-fail-fast -p dionysus-tests --test integration -- $EVERY_MAJOR --test-threads 2
+    testing cargo test --release --no-fail-fast -p dionysus-tests --test integration -- $EVERY_MAJOR --test-threads 2
     record "pg$major integration tests, the tier every major runs" $?
   fi
   log "PostgreSQL $major: driver tests"
   # The library's units and the driver's own integration tests; not a test harness of main.rs
   # (it has no tests, and compiling the whole binary again in test mode cost CI two minutes).
-  cargo test --release --no-fail-fast -p dionysus-driver --lib --test '*'
+  testing cargo test --release --no-fail-fast -p dionysus-driver --lib --test '*'
   record "pg$major driver tests" $?
   log "PostgreSQL $major: golden SQL tests (tests/regress)"
   scripts/regress.sh "$port"
@@ -199,6 +204,13 @@ done
 for r in "${skipped[@]}"; do printf '  %s\n' "$r"; done
 echo "suites: $npass passed, $nfail failed, ${#skipped[@]} majors left out; $(( (SECONDS - run_started) / 60 )) minutes in all"
 if [ "$failed" -ne 0 ]; then
+  if grep -q '^---- ' "$TEST_OUT"; then
+    log "why the failing tests failed (the first lines of each; all of it in $TEST_OUT)"
+    # Each failure's header and its panic's place and message, each line cut at 400 characters.
+    awk '/^---- / {name = $0; next}
+         name != "" && /panicked at/ {print "  " name; n = 3}
+         n > 0 {print "    " substr($0, 1, 400); n--; if (n == 0) name = ""}' "$TEST_OUT" | head -80
+  fi
   log "some suites failed"
   exit 1
 fi

@@ -109,6 +109,12 @@ BEGIN
         'memory', (SELECT to_jsonb(m) FROM dionysus.memory_health m),
         'mind', (SELECT to_jsonb(p) FROM dionysus.proactive_health p),
         'imports', dionysus.import_status(3),
+        -- The people written with last: their local time and where their time zone came from.
+        'people', (SELECT coalesce(jsonb_agg(jsonb_build_object('person', x.person, 'time_zone', x.time_zone, 'source', x.time_zone_source,
+                                                                'local_time', to_char(dionysus.clock_now() AT TIME ZONE x.time_zone, 'Dy HH24:MI'),
+                                                                'last_message_at', x.last_message_at)
+                                             ORDER BY x.last_message_at DESC NULLS LAST, x.person), '[]')
+                     FROM (SELECT * FROM dionysus.people ORDER BY last_message_at DESC NULLS LAST, person LIMIT 8) x),
         -- Intervals as seconds: their text form ("00:37:30.011953") is not for people.
         'waited_s', (SELECT jsonb_build_object('work', extract(epoch FROM h.oldest_pending_work), 'stale', extract(epoch FROM m.oldest_stale_age))
                        FROM dionysus.heartbeat_health h, dionysus.memory_health m),
@@ -118,5 +124,5 @@ COMMENT ON FUNCTION status_report() IS
     'What `dionysus status` shows: {hb: heartbeat_health''s row, goals: [{title, priority}] (the 8 first active and queued), '
     'beats: [{n, status, started, energy_start, energy_end, actions: [name], narrative (140 characters)}] (the last 5 heartbeats), '
     'queue: {status: count} of the work queue, messages: {total, last}, memory: memory_health''s row, mind: proactive_health''s row, '
-    'imports: import_status(3), waited_s: {work, stale} (the oldest pending work and stale neighbourhood, in seconds), now}. '
+    'imports: import_status(3), people: [{person, time_zone, source, local_time, last_message_at}] (the 8 written with last), waited_s: {work, stale} (the oldest pending work and stale neighbourhood, in seconds), now}. '
     'Runs with the caller''s rights.';

@@ -600,6 +600,7 @@ DECLARE
     cue record;
     unsure uuid;
     said_zone text;
+    guessed_zone text;
 BEGIN
     -- Lock order: agent_state (push_event, feedback) before the person's row.
     PERFORM dionysus.push_event('communication', 'message_received', 1, jsonb_build_object('message_id', message_id), who);
@@ -613,6 +614,13 @@ BEGIN
     said_zone := dionysus_internal.time_zone_from_words(words, t);
     IF said_zone IS NOT NULL AND said_zone <> p.time_zone AND dionysus.set_person_time_zone(who, said_zone, 'words') THEN
         p := dionysus_internal.person_row(who);
+    END IF;
+    -- Nothing said or configured: when they write may show where their night is.
+    IF p.time_zone_source IN ('default', 'inferred') THEN
+        guessed_zone := dionysus_internal.infer_time_zone(p);
+        IF guessed_zone IS NOT NULL AND dionysus.set_person_time_zone(who, guessed_zone, 'inferred') THEN
+            p := dionysus_internal.person_row(who);
+        END IF;
     END IF;
     SELECT * INTO sig FROM dionysus_internal.contact_signal(words, t, p.time_zone);
     -- Their rhythm: this hour of their week gained one message, unless the message says they
@@ -1390,6 +1398,74 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION dionysus_internal.time_zone_from_words(text, timestamptz) IS
     'The time zone a person''s words give: a place named by a zone ("I''m in Berlin"), or their clock ("it''s 3 am here") as Etc/GMT±N; NULL if neither.';
+
+-- A time zone inferred from when they write, for someone who never said theirs: their
+-- longest silence in the day is taken as their night, and the zone is the one that puts its
+-- middle at the middle of their quiet hours (their prior's). It is the phase of their day, not
+-- a place (a night owl in UTC gets a zone where their night is night), and the weakest source:
+-- their words or the configuration replace it. NULL until the rhythm shows a night (the
+-- rhythm's confidence: rhythm_confident_after messages over rhythm_confident_days days; a
+-- silence of at least five hours), or when the zone it gives is within an hour of theirs.
+CREATE FUNCTION dionysus_internal.infer_time_zone(p dionysus.people) RETURNS text
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    a double precision[] := array_fill(0::float8, ARRAY[24]);
+    total double precision := 0;
+    r record;
+    quiet_len int;
+    quiet_mid double precision;
+    run int := 0;
+    best_len int := 0;
+    best_end int;
+    night_mid double precision;
+    shift int;
+    now_offset int;
+    new_offset int;
+    qs int := dionysus_internal.prior_setting(p, 'quiet_start_hour')::int;
+    qe int := dionysus_internal.prior_setting(p, 'quiet_end_hour')::int;
+BEGIN
+    IF p.time_zone_source NOT IN ('default', 'inferred') OR p.first_message_at IS NULL
+       OR dionysus.clock_now() - p.first_message_at < make_interval(days => dionysus_internal.proactive_setting('rhythm_confident_days')::int) THEN
+        RETURN NULL;
+    END IF;
+    FOR r IN SELECT x.hour_of_week % 24 AS hr, sum(x.activity) AS n FROM dionysus.person_rhythm x
+              WHERE x.person = p.person GROUP BY 1 LOOP
+        a[r.hr + 1] := r.n;
+        total := total + r.n;
+    END LOOP;
+    IF total < dionysus_internal.proactive_setting('rhythm_confident_after') THEN
+        RETURN NULL;
+    END IF;
+    -- The longest run of silent hours (at most 2 % of what they wrote), around the clock.
+    FOR i IN 0 .. 47 LOOP
+        IF a[i % 24 + 1] <= 0.02 * total THEN
+            run := run + 1;
+            IF run > best_len AND run <= 24 THEN
+                best_len := run;
+                best_end := i;
+            END IF;
+        ELSE
+            run := 0;
+        END IF;
+    END LOOP;
+    IF best_len < 5 OR best_len >= 24 THEN
+        RETURN NULL;
+    END IF;
+    night_mid := best_end - (best_len - 1) / 2.0;
+    quiet_len := ((qe - qs) % 24 + 24) % 24;
+    quiet_mid := qs + quiet_len / 2.0;
+    shift := round(quiet_mid - night_mid)::int;
+    shift := ((shift % 24) + 36) % 24 - 12;
+    IF abs(shift) <= 1 THEN
+        RETURN NULL;
+    END IF;
+    now_offset := round(extract(epoch FROM (dionysus.clock_now() AT TIME ZONE p.time_zone) - (dionysus.clock_now() AT TIME ZONE 'UTC')) / 3600)::int;
+    new_offset := ((now_offset + shift) % 24 + 35) % 24 - 11;   -- in [-11, 12]: the Etc zones there are
+    -- POSIX's sign is the other way round: Etc/GMT-1 is an hour ahead of UTC.
+    RETURN CASE WHEN new_offset = 0 THEN 'Etc/UTC' WHEN new_offset > 0 THEN 'Etc/GMT-' || new_offset ELSE 'Etc/GMT+' || -new_offset END;
+END $$;
+COMMENT ON FUNCTION dionysus_internal.infer_time_zone(dionysus.people) IS
+    'The time zone when they write suggests (for a person whose zone is the default or was inferred): the one that puts the middle of their longest daily silence at the middle of their quiet hours, as Etc/GMT±N; NULL while the rhythm shows no night yet or it is within an hour of theirs.';
 
 -- A person's own availability prior, key by key (the deployment's in proactive_config holds
 -- for every key they have not got): quiet and working hours, and what is believed in each.

@@ -593,9 +593,11 @@ BEGIN
     IF NOT FOUND THEN
         RETURN dionysus.prompt_template(key);
     END IF;
-    RETURN jsonb_build_object('key', o.key, 'version', o.version, 'template', o.template, 'temperature', o.temperature, 'person', o.person);
+    -- Her wording, the task's answer schema: the shape the driver checks does not change with the words.
+    RETURN jsonb_build_object('key', o.key, 'version', o.version, 'template', o.template, 'temperature', o.temperature, 'person', o.person,
+                              'result_schema', (SELECT p.result_schema FROM dionysus.prompt_templates p WHERE p.key = o.key AND p.active));
 END $$;
-COMMENT ON FUNCTION prompt_template(text, text) IS 'The template as used for a person: their own active version, else the shared one ({key, version, template, temperature[, person]}).';
+COMMENT ON FUNCTION prompt_template(text, text) IS 'The template as used for a person: their own active version, else the shared one ({key, version, template, temperature, result_schema[, person]}; a person''s own version answers in the shared one''s result_schema).';
 
 -- The person's word: one of their own versions of a template becomes theirs again (version
 -- NULL: none, the shared template is theirs again). Rollback in one call, relayed by the driver

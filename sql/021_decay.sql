@@ -155,12 +155,17 @@ $$;
 COMMENT ON FUNCTION dionysus_internal.stage_rank(text) IS 'The order of the stages: fresh 1, fading 2, distant 3, forgotten 4.';
 
 -- Reinforcement: each queued new memory resets the clock of the older memories it repeats.
+-- A repeated memory another transaction holds (the driver writing its levels, the worker
+-- folding access counts) is not waited for: the mention stays queued for the next pass, so a
+-- lock held a moment never loses it.
 CREATE FUNCTION dionysus_internal.decay_reinforce(cfg dionysus.decay_config) RETURNS integer
     LANGUAGE plpgsql AS $$
 DECLARE
     n integer := 0;
     k integer;
+    held integer;
     fresh record;
+    later uuid[] := '{}';
 BEGIN
     FOR fresh IN
         DELETE FROM dionysus.decay_mentions q
@@ -178,26 +183,37 @@ BEGIN
              WHERE 1 - (o.embedding <=> said.embedding) >= cfg.mention_similarity
                -- a person's words renew only what is theirs or shared: never another's
                AND (o.private_to IS NULL OR coalesce(o.private_to, '{}') = coalesce(said.private_to, '{}'))
+        ), due AS (
+            SELECT near.id FROM near JOIN dionysus.memories m ON m.id = near.id WHERE m.reinforced_at < dionysus.clock_now()
+        ), got AS (
+            SELECT y.id FROM dionysus.memories y WHERE y.id IN (SELECT id FROM due) FOR UPDATE SKIP LOCKED
         ), renewed AS (
             UPDATE dionysus.memories m SET reinforced_at = (SELECT greatest(said.reinforced_at, dionysus.clock_now()) FROM said)
               FROM near
-             WHERE m.id = near.id AND m.reinforced_at < dionysus.clock_now()
-               AND m.id IN (SELECT y.id FROM dionysus.memories y WHERE y.id = near.id FOR UPDATE SKIP LOCKED)
+             WHERE m.id = near.id AND m.reinforced_at < dionysus.clock_now() AND m.id IN (SELECT id FROM got)
             RETURNING m.id, near.similarity, m.private_to IS NULL AS shared
+        ), logged AS (
+            INSERT INTO dionysus.decay_log (memory_id, event, inputs)
+            SELECT r.id, 'mentioned', jsonb_build_object(
+                       -- a shared memory renewed by someone's private words does not name them
+                       'by_memory', CASE WHEN r.shared AND (SELECT said.private_to FROM said) IS NOT NULL THEN NULL ELSE fresh.memory_id END,
+                       'similarity', round(r.similarity::numeric, 3), 'mention_similarity', cfg.mention_similarity)
+              FROM renewed r
+            RETURNING 1
         )
-        INSERT INTO dionysus.decay_log (memory_id, event, inputs)
-        SELECT r.id, 'mentioned', jsonb_build_object(
-                   -- a shared memory renewed by someone's private words does not name them
-                   'by_memory', CASE WHEN r.shared AND (SELECT said.private_to FROM said) IS NOT NULL THEN NULL ELSE fresh.memory_id END,
-                   'similarity', round(r.similarity::numeric, 3), 'mention_similarity', cfg.mention_similarity)
-          FROM renewed r;
-        GET DIAGNOSTICS k = ROW_COUNT;
+        SELECT (SELECT count(*) FROM logged), (SELECT count(*) FROM due) - (SELECT count(*) FROM got) INTO k, held;
         n := n + k;
+        IF held > 0 THEN
+            later := later || fresh.memory_id;
+        END IF;
     END LOOP;
+    INSERT INTO dionysus.decay_mentions (memory_id)
+    SELECT l.id FROM unnest(later) AS l(id) WHERE EXISTS (SELECT 1 FROM dionysus.memories m WHERE m.id = l.id)
+    ON CONFLICT DO NOTHING;
     RETURN n;
 END $$;
 COMMENT ON FUNCTION dionysus_internal.decay_reinforce(dionysus.decay_config) IS
-    'Resets the decay clock of older memories a newly made one repeats (at least mention_similarity near, as private or shared), logged as mentioned.';
+    'Resets the decay clock of older memories a newly made one repeats (at least mention_similarity near, as private or shared), logged as mentioned; a repeated memory another transaction holds keeps the mention queued for the next pass.';
 
 -- Text clipped to at most n characters at a word boundary, marked as cut.
 CREATE FUNCTION dionysus_internal.clip_words(words text, n integer) RETURNS text

@@ -82,7 +82,7 @@ async fn template(db: &Db, key: &str) -> Step<prompt::Template> {
 async fn ask(llm: &Llm, t: &prompt::Template, system: String, user: Option<String>, shape: impl Fn(Value) -> Result<Value, String>) -> Step<Value> {
     let mut msgs = vec![Msg::system(system)];
     msgs.push(Msg::user(user.unwrap_or_else(|| "Answer with the JSON object now.".into())));
-    llm.json_with_schema(&msgs, t.temperature, t.result_schema.as_ref(), shape).await.map_err(from_llm)
+    llm.json_with_schema(&t.key, &msgs, t.temperature, t.result_schema.as_ref(), shape).await.map_err(from_llm)
 }
 
 async fn json_of(db: &Db, sql: &str, params: &[&(dyn tokio_postgres::types::ToSql + Sync)]) -> Step<Value> {
@@ -473,7 +473,7 @@ async fn dream(mind: &Mind, p: &Value) -> Step<Outcome> {
     let t = template(&mind.work_db, "dream").await?;
     let system = render(&t.text, &[("evidence", serde_json::to_string_pretty(&evidence).unwrap_or_default())]);
     let msgs = [Msg::system(system), Msg::user("Answer with the JSON object now.")];
-    let mut v = mind.smart.json_with_schema(&msgs, t.temperature, t.result_schema.as_ref(), dream_shape).await.map_err(from_llm)?;
+    let mut v = mind.smart.json_with_schema(&t.key, &msgs, t.temperature, t.result_schema.as_ref(), dream_shape).await.map_err(from_llm)?;
     let n = count(&v, "proposals");
     if crate::mirror::enabled(mind) {
         // record_dream posts the proposals to the dream channel with the prompt behind them.

@@ -101,7 +101,7 @@ async fn confirm_north_star(mind: &Mind, words: &str) -> Option<String> {
     let msgs = [Msg::system(render(&t.text, &[("message", words.to_string())])), Msg::user("Answer with the JSON object now.")];
     let answer = mind
         .fast
-        .json_with_schema(&msgs, t.temperature, t.result_schema.as_ref(), |v| match v.get("north_star") {
+        .json_with_schema(&t.key, &msgs, t.temperature, t.result_schema.as_ref(), |v| match v.get("north_star") {
             Some(Value::Bool(_)) => Ok(v),
             _ => Err("\"north_star\" must be true or false".into()),
         })

@@ -56,7 +56,7 @@ pub async fn from_words(mind: &Mind, person: &str, message_id: Uuid, words: &str
     let msgs = [Msg::system(render(&t.text, &[("message", words.to_string())])), Msg::user("Answer with the JSON object now.")];
     let answer = mind
         .fast
-        .json_with_schema(&msgs, t.temperature, t.result_schema.as_ref(), |v| match v.get("censor") {
+        .json_with_schema(&t.key, &msgs, t.temperature, t.result_schema.as_ref(), |v| match v.get("censor") {
             Some(Value::Object(_)) | Some(Value::Null) => Ok(v),
             _ => Err("\"censor\" must be an object or null".into()),
         })

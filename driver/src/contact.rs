@@ -161,7 +161,7 @@ async fn ask_decision(mind: &Mind, ctx: &Opportunity, person: &str, turns: &str,
     }
     let v = mind
         .fast
-        .json_with_schema(&msgs, t.temperature, t.result_schema.as_ref(), |v| match text(&v, "decision").as_deref() {
+        .json_with_schema(&t.key, &msgs, t.temperature, t.result_schema.as_ref(), |v| match text(&v, "decision").as_deref() {
             Some("message") | Some("wait") => Ok(v),
             _ => Err("\"decision\" must be \"message\" or \"wait\"".into()),
         })
@@ -191,7 +191,7 @@ async fn compose(mind: &Mind, ctx: &Opportunity, person: &str, intent: &str, tur
     }
     let v = mind
         .smart
-        .json_with_schema(&msgs, t.temperature, t.result_schema.as_ref(), |v| {
+        .json_with_schema(&t.key, &msgs, t.temperature, t.result_schema.as_ref(), |v| {
             text(&v, "message").map(|m| json!(m.chars().take(4000).collect::<String>())).ok_or_else(|| "\"message\" must be a non-empty string".into())
         })
         .await

@@ -289,7 +289,7 @@ async fn compose(mind: &Mind, message_id: Uuid, person: &str, content: &str, pri
             if crate::mirror::enabled(mind) {
                 prompt_shown = Some(crate::mirror::prompt_text(&msgs));
             }
-            match mind.chat.chat_with_usage(&msgs, t.temperature).await.map_err(|e| e.to_string()) {
+            match mind.chat.chat_with_usage(&t.key, &msgs, t.temperature).await.map_err(|e| e.to_string()) {
                 Ok((draft, u)) => {
                     usage = u;
                     Ok(judged(mind, person, message_id, &mut msgs, draft, t.temperature).await)
@@ -326,7 +326,7 @@ async fn judged(mind: &Mind, person: &str, message_id: Uuid, msgs: &mut Vec<Msg>
     tracing::info!(%message_id, ?reasons, "the draft reply was censored; writing it again");
     msgs.push(Msg::assistant(draft));
     msgs.push(Msg::system(crate::censors::rewrite_instruction(&reasons)));
-    match mind.chat.chat(msgs, temperature).await {
+    match mind.chat.chat("chat_system", msgs, temperature).await {
         Ok(again) if crate::censors::blocks_reply(mind, person, message_id, &again).await.is_none() => again,
         _ => crate::censors::censored_reply(mind).await,
     }

@@ -141,7 +141,7 @@ async fn speed(llm: &Llm, name: &'static str) -> Check {
     let here = format!("{} at {}", role.model, role.base_url);
     let msgs = [crate::llm::Msg::system("TASK: speed\nCount from one to twenty in words, separated by spaces."), crate::llm::Msg::user("Go.")];
     let started = std::time::Instant::now();
-    let tokens = match llm.chat_with_usage(&msgs, 0.0).await {
+    let tokens = match llm.chat_with_usage("speed", &msgs, 0.0).await {
         Ok((text, usage)) => usage.and_then(|u| u.completion_tokens).and_then(|n| n.as_u64()).unwrap_or(text.split_whitespace().count() as u64),
         Err(e) => return Check::warn(name, format!("{here}: no answer to a short request: {e}"), "check the model serves chat completions"),
     };

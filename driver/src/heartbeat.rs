@@ -291,7 +291,7 @@ async fn decide(mind: &Mind, ctx: &Context, shown: &mut Option<String>) -> Resul
     if crate::mirror::enabled(mind) {
         *shown = Some(crate::mirror::prompt_text(&msgs));
     }
-    match mind.smart.json_with_schema(&msgs, system.temperature, system.result_schema.as_ref(), decision_shape).await {
+    match mind.smart.json_with_schema(&system.key, &msgs, system.temperature, system.result_schema.as_ref(), decision_shape).await {
         Ok(d) => Ok((d, "model")),
         Err(LlmError::BadAnswer(e)) => {
             tracing::warn!(error = %e, "no usable decision from the model; using the default decision");
@@ -437,7 +437,7 @@ async fn narrate(mind: &Mind, number: i64, log: &Outcome, actions: &[String]) ->
         let n = text(&v, "narrative").ok_or("\"narrative\" must be a non-empty string")?;
         Ok(json!([n, jsonish::number(&v, "emotional_valence", -1.0, 1.0).unwrap_or(0.0)]))
     };
-    match mind.fast.json(&[Msg::system(system), Msg::user("Answer with the JSON object now.")], t.temperature, shape).await {
+    match mind.fast.json(&t.key, &[Msg::system(system), Msg::user("Answer with the JSON object now.")], t.temperature, shape).await {
         Ok(v) => {
             let (narrative, valence): (String, f64) = serde_json::from_value(v).unwrap_or_default();
             let narrative: String = narrative.chars().take(4000).collect();

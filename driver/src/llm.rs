@@ -4,9 +4,10 @@
 //! is parsed robustly and checked against the expected shape; an unusable answer is an error
 //! of that call (retried), never a failure of the endpoint: the model did answer.
 //!
-//! Every call is bounded (#35): its task (the `TASK: <name>` line its prompt begins with) has a
-//! kind, and the kind its `max_tokens` and a wall-clock bound for the whole call, retries and
-//! the wait for a slot included. The endpoint gets `llm.slots` requests at once; a request on
+//! Every call is bounded (#35): its task (the key of the template its prompt is rendered from,
+//! named by the caller, never read from the prompt, which a person may rewrite) has a kind, and
+//! the kind its `max_tokens` and a wall-clock bound for the whole call, retries and the wait for
+//! a slot included. The endpoint gets `llm.slots` requests at once; a request on
 //! the person's path goes before background work, which waits while anyone is being answered.
 use crate::config::{LlmRole, StructuredOutput, TaskBounds};
 use crate::jsonish;
@@ -18,28 +19,24 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::{watch, Notify};
 
+/// Retries of an endpoint that failed (unreachable, timed out, 5xx), with back-off.
 pub const RETRIES: u32 = 2;
-/// A reply the person waits for is written again once when unusable, then the fallback answers.
-pub const REPLY_RETRIES: u32 = 1;
+/// An unusable answer is asked for once more, then given up: a reply falls back, a background
+/// item is parked (its work item waits out the queue's back-off instead of asking again at once).
+pub const BAD_ANSWER_RETRIES: u32 = 1;
 /// Tasks a person is waiting on: they take the next free slot before any background task.
-pub const PERSON_TASKS: [&str; 4] = ["chat", "rule_from_words", "censor_from_words", "north_star"];
+pub const PERSON_TASKS: [&str; 4] = ["chat_system", "rule_from_words", "censor_from_words", "north_star_check"];
 
-/// The kind of a task (its bounds: `[llm.tasks.<kind>]`), from its name.
+/// The kind of a task (its bounds: `[llm.tasks.<kind>]`), from its template's key.
 pub fn kind_of(task: &str) -> &'static str {
     match task {
-        "chat" | "proactive_compose" | "reach_out" => "reply",
-        "extract" | "extract_concepts" | "rule_from_words" | "censor_from_words" | "north_star" | "contact_feedback" => "extraction",
-        "heartbeat" | "heartbeat_censors" | "proactive_decision" | "inquiry_confidence" | "maintain" => "decision",
+        "chat_system" | "proactive_compose" | "reach_out" => "reply",
+        "extract_message" | "extract_concepts" | "rule_from_words" | "censor_from_words" | "north_star_check" | "contact_feedback" => "extraction",
+        "heartbeat_system" | "heartbeat_censors" | "proactive_decision" | "inquiry_confidence" | "maintain" => "decision",
         "narrative" | "summarize_episode" | "condense_memory" | "reflect" | "synthesize" => "narrative",
         "dream" | "brainstorm_goals" | "inquire" | "inquiry_queries" => "dream",
         _ => "other",
     }
-}
-
-/// A call's task: the first word after `TASK:` on its first message's first line ("" if none).
-pub fn task_of(messages: &[Msg]) -> &str {
-    let first = messages.first().and_then(|m| m.content.lines().next()).unwrap_or("");
-    first.trim().strip_prefix("TASK:").map(str::trim).and_then(|t| t.split_whitespace().next()).unwrap_or("")
 }
 pub const BREAKER_FAILURES: u32 = 3;
 pub const BREAKER_RESET: Duration = Duration::from_secs(30);
@@ -304,18 +301,18 @@ impl Llm {
     }
 
     /// A text answer.
-    pub async fn chat(&self, messages: &[Msg], temperature: f64) -> Result<String, LlmError> {
-        self.chat_with_usage(messages, temperature).await.map(|(text, _)| text)
+    pub async fn chat(&self, task: &str, messages: &[Msg], temperature: f64) -> Result<String, LlmError> {
+        self.chat_with_usage(task, messages, temperature).await.map(|(text, _)| text)
     }
 
     /// A reply for the person, and the token counts the endpoint reported (`usage`, if it did).
     /// Its reasoning is dropped; cut at the length limit it ends at its last full sentence; one
     /// that echoes the prompt or is not language is never returned (written again once).
-    pub async fn chat_with_usage(&self, messages: &[Msg], temperature: f64) -> Result<(String, Option<Usage>), LlmError> {
+    pub async fn chat_with_usage(&self, task: &str, messages: &[Msg], temperature: f64) -> Result<(String, Option<Usage>), LlmError> {
         // The companion's own earlier turns are not the prompt: a reply may begin as one of them did.
         let prompt: Vec<&str> = messages.iter().filter(|m| m.role != "assistant").map(|m| m.content.as_str()).collect();
-        let max_tokens = self.bounds(messages).max_tokens;
-        self.call(self.request(messages, temperature, None), |a| {
+        let max_tokens = self.bounds(task).max_tokens;
+        self.call(self.request(task, messages, temperature, None), |a| {
             let text = jsonish::without_reasoning(&a.text);
             let text = text.trim();
             let text = match a.cut {
@@ -334,11 +331,12 @@ impl Llm {
     /// A JSON object answer, checked by `shape` (which may also normalise it).
     pub async fn json(
         &self,
+        task: &str,
         messages: &[Msg],
         temperature: f64,
         shape: impl Fn(Value) -> Result<Value, String>,
     ) -> Result<Value, LlmError> {
-        self.json_with_schema(messages, temperature, None, shape).await
+        self.json_with_schema(task, messages, temperature, None, shape).await
     }
 
     /// A JSON object answer in `schema`'s shape (a template's `result_schema`): sent as the
@@ -346,6 +344,7 @@ impl Llm {
     /// task's object from any other in the answer. Checked by `shape`.
     pub async fn json_with_schema(
         &self,
+        task: &str,
         messages: &[Msg],
         temperature: f64,
         schema: Option<&Value>,
@@ -353,8 +352,8 @@ impl Llm {
     ) -> Result<Value, LlmError> {
         let prompt: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
         let keys: Vec<&str> = schema.and_then(|s| s.get("properties")).and_then(Value::as_object).map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
-        let max_tokens = self.bounds(messages).max_tokens;
-        let mut request = self.request(messages, temperature, None);
+        let max_tokens = self.bounds(task).max_tokens;
+        let mut request = self.request(task, messages, temperature, None);
         request.json = Some(schema);
         self.call(request, |a| {
             if a.cut {
@@ -366,19 +365,18 @@ impl Llm {
         .map(|(v, _)| v)
     }
 
-    /// The bounds of the task these messages ask for.
-    pub fn bounds(&self, messages: &[Msg]) -> TaskBounds {
-        self.role.bounds(kind_of(task_of(messages)))
+    /// The bounds of a task (its template's key).
+    pub fn bounds(&self, task: &str) -> TaskBounds {
+        self.role.bounds(kind_of(task))
     }
 
-    fn request<'a>(&self, messages: &'a [Msg], temperature: f64, json: Option<Option<&'a Value>>) -> Request<'a> {
-        Request { messages, temperature, task: task_of(messages), bounds: self.bounds(messages), json }
+    fn request<'a>(&self, task: &'a str, messages: &'a [Msg], temperature: f64, json: Option<Option<&'a Value>>) -> Request<'a> {
+        Request { messages, temperature, task, bounds: self.bounds(task), json }
     }
 
     async fn call(&self, request: Request<'_>, accept: impl Fn(&Answered) -> Result<Value, String>) -> Result<(Value, Option<Usage>), LlmError> {
         let deadline = tokio::time::Instant::now() + request.bounds.timeout;
         let person = PERSON_TASKS.contains(&request.task);
-        let bad_answer_retries = if request.json.is_none() { REPLY_RETRIES } else { RETRIES };
         let mut attempt = 0;
         loop {
             self.admit()?;
@@ -416,7 +414,7 @@ impl Llm {
                 }
                 Err(e) => {
                     tracing::warn!(role = self.role.name, task = request.task, attempt, error = %e, "LLM call failed");
-                    let retries = if matches!(e, LlmError::BadAnswer(_)) { bad_answer_retries } else { RETRIES };
+                    let retries = if matches!(e, LlmError::BadAnswer(_)) { BAD_ANSWER_RETRIES } else { RETRIES };
                     if attempt >= retries || !e.retryable() || tokio::time::Instant::now() >= deadline {
                         return Err(e);
                     }
@@ -433,7 +431,10 @@ impl Llm {
             "messages": r.messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
             "temperature": r.temperature,
             "max_tokens": r.bounds.max_tokens,
-            "stream": false,
+            // A text answer streams: a request given up (its bound, a person first) closes its
+            // connection mid-answer, which stops servers that stop on disconnect (llama.cpp,
+            // Ollama, vLLM) instead of letting them generate on for nobody.
+            "stream": r.json.is_none(),
         });
         if let (Some(schema), Some(body)) = (r.json, body.as_object_mut()) {
             match (self.structured_output(), schema) {
@@ -457,6 +458,11 @@ impl Llm {
         }
         let resp = req.send().await.map_err(|e| if e.is_timeout() { LlmError::Timeout } else { LlmError::Transport(short(&e)) })?;
         let status = resp.status().as_u16();
+        let events = resp.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/event-stream"));
+        if status == 200 && events {
+            return read_events(resp).await;
+        }
+        // (A server that ignores `stream` answers with one completion, read the same way.)
         let body = read_answer(resp).await?;
         if status != 200 {
             return Err(LlmError::Http(status, String::from_utf8_lossy(&body).chars().take(300).collect()));
@@ -559,6 +565,67 @@ async fn read_answer(mut resp: reqwest::Response) -> Result<Vec<u8>, LlmError> {
         body.extend_from_slice(&chunk);
     }
     Ok(body)
+}
+
+/// A streamed completion (server-sent events: `data: {chunk}` lines, then `data: [DONE]`): the
+/// deltas' content joined, the last finish reason, the usage if a chunk carries it; bounded by
+/// [`ANSWER_CAP`] like any answer.
+async fn read_events(mut resp: reqwest::Response) -> Result<Answered, LlmError> {
+    let mut pending: Vec<u8> = Vec::new();
+    let (mut text, mut refusal) = (String::new(), String::new());
+    let (mut finish, mut usage, mut read, mut done) = (None::<String>, None, 0usize, false);
+    while !done {
+        let Some(chunk) = resp.chunk().await.map_err(|e| if e.is_timeout() { LlmError::Timeout } else { LlmError::Transport(short(&e)) })? else {
+            break;
+        };
+        read += chunk.len();
+        if read > ANSWER_CAP {
+            return Err(LlmError::BadAnswer(format!("answer larger than {} MiB", ANSWER_CAP / (1024 * 1024))));
+        }
+        pending.extend_from_slice(&chunk);
+        while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line);
+            let Some(data) = line.trim().strip_prefix("data:").map(str::trim) else { continue };
+            if data == "[DONE]" {
+                done = true;
+                break;
+            }
+            let c: StreamChunk = serde_json::from_str(data).map_err(|e| LlmError::BadAnswer(format!("not a chat completion chunk: {e}")))?;
+            if c.usage.is_some() {
+                usage = c.usage;
+            }
+            if let Some(choice) = c.choices.into_iter().next() {
+                let delta = choice.delta.unwrap_or_default();
+                text.push_str(delta.content.as_deref().unwrap_or(""));
+                refusal.push_str(delta.refusal.as_deref().unwrap_or(""));
+                finish = choice.finish_reason.or(finish);
+            }
+        }
+    }
+    if !refusal.trim().is_empty() {
+        return Err(LlmError::Refused(refusal.chars().take(200).collect()));
+    }
+    match finish.as_deref() {
+        Some("content_filter") => Err(LlmError::Refused("content filter".into())),
+        None if text.is_empty() => Err(LlmError::BadAnswer("the stream ended without an answer".into())),
+        f => Ok(Answered { text, usage, cut: f == Some("length") }),
+    }
+}
+
+/// One chunk of a streamed completion.
+#[derive(Debug, Default, Deserialize)]
+struct StreamChunk {
+    #[serde(default, deserialize_with = "null_as_empty")]
+    choices: Vec<StreamChoice>,
+    #[serde(default, deserialize_with = "if_shaped")]
+    usage: Option<Usage>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct StreamChoice {
+    delta: Option<AnswerMessage>,
+    finish_reason: Option<String>,
 }
 
 /// A reqwest error with its causes (keys travel in headers, never in the URL).

@@ -57,7 +57,7 @@ pub async fn from_words(mind: &Mind, person: &str, words: &str) -> Option<String
     let msgs = [Msg::system(system), Msg::user("Answer with the JSON object now.".to_string())];
     let answer = mind
         .fast
-        .json_with_schema(&msgs, t.temperature, t.result_schema.as_ref(), |v| match v.get("rule") {
+        .json_with_schema(&t.key, &msgs, t.temperature, t.result_schema.as_ref(), |v| match v.get("rule") {
             // No rule, said or not: not a request for one.
             Some(Value::Object(_)) | Some(Value::Null) | None => Ok(v),
             _ => Err("\"rule\" must be an object or null".into()),
@@ -117,7 +117,7 @@ pub async fn judge_reply(mind: &Mind, contact_id: uuid::Uuid, reply: &str) {
     let msgs = [Msg::system(system), Msg::user("Answer with the JSON object now.".to_string())];
     let verdict = mind
         .fast
-        .json_with_schema(&msgs, t.temperature, t.result_schema.as_ref(), |v| match text(&v, "sentiment").as_deref() {
+        .json_with_schema(&t.key, &msgs, t.temperature, t.result_schema.as_ref(), |v| match text(&v, "sentiment").as_deref() {
             Some("positive" | "neutral" | "negative") => Ok(v),
             _ => Err("\"sentiment\" must be positive, neutral or negative".into()),
         })

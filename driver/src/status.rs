@@ -20,7 +20,29 @@ pub struct Report {
     pub memory: MemoryHealth,
     pub mind: Option<ProactiveHealth>,
     pub imports: Vec<Import>,
+    /// The people written with last, each in their own time.
+    #[serde(default)]
+    pub people: Vec<PersonTime>,
     pub waited_s: Waited,
+}
+
+/// A person's local time and where their time zone came from (status_report's `people`).
+#[derive(Debug, Deserialize)]
+pub struct PersonTime {
+    pub person: String,
+    pub time_zone: Option<String>,
+    pub source: Option<String>,
+    pub local_time: Option<String>,
+}
+
+/// Where a time zone came from, as a person reads it.
+fn zone_source(source: Option<&str>) -> &'static str {
+    match source {
+        Some("config") => "configured",
+        Some("words") => "from their words",
+        Some("inferred") => "inferred from when they write",
+        _ => "not known yet: UTC",
+    }
 }
 
 /// The `heartbeat_health` view's row.
@@ -217,6 +239,16 @@ pub fn render(v: &Report) -> String {
         ago(now, mem.last_worker_run.as_deref()),
         mem.last_worker_error.as_deref().map(|e| format!("  ERROR: {e}")).unwrap_or_default()
     ));
+    for (i, p) in v.people.iter().enumerate() {
+        out.push(format!(
+            "{}{} — {} {} ({})",
+            if i == 0 { "people     " } else { "           " },
+            p.person,
+            p.local_time.as_deref().unwrap_or("?"),
+            p.time_zone.as_deref().unwrap_or("UTC"),
+            zone_source(p.source.as_deref())
+        ));
+    }
     if let Some(mind) = &v.mind {
         out.push(format!(
             "mind       {}, vitality {:.2}, pressure {:.2}, next tick {}{}",
@@ -467,5 +499,23 @@ mod tests {
             assert!(screen.contains(expected), "missing {expected:?} in\n{screen}");
         }
         assert!(!screen.contains("00:37") && !screen.contains("2026-") && !screen.contains("days"), "{screen}");
+    }
+
+    /// Each person in their own time, with where the zone came from.
+    #[test]
+    fn each_person_shows_their_local_time_and_its_source() {
+        let v = json!({
+            "now": "2026-03-02T10:00:00+00:00", "hb": {"warnings": []}, "goals": [], "queue": {}, "beats": [],
+            "messages": {"total": 0}, "memory": {}, "waited_s": {}, "imports": [],
+            "people": [{"person": "discord:owl", "time_zone": "Etc/GMT+4", "source": "inferred", "local_time": "Mon 06:00"},
+                       {"person": "discord:ada", "time_zone": "Europe/Berlin", "source": "words", "local_time": "Mon 11:00"},
+                       {"person": "discord:cy", "time_zone": "UTC", "source": "default", "local_time": "Mon 10:00"}],
+        });
+        let screen = render(&serde_json::from_value(v).unwrap());
+        for expected in ["people     discord:owl — Mon 06:00 Etc/GMT+4 (inferred from when they write)",
+                         "           discord:ada — Mon 11:00 Europe/Berlin (from their words)",
+                         "discord:cy — Mon 10:00 UTC (not known yet: UTC)"] {
+            assert!(screen.contains(expected), "missing {expected:?} in\n{screen}");
+        }
     }
 }

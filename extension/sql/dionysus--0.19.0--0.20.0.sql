@@ -45,6 +45,12 @@ BEGIN
         'memory', (SELECT to_jsonb(m) FROM dionysus.memory_health m),
         'mind', (SELECT to_jsonb(p) FROM dionysus.proactive_health p),
         'imports', dionysus.import_status(3),
+        -- The people written with last: their local time and where their time zone came from.
+        'people', (SELECT coalesce(jsonb_agg(jsonb_build_object('person', x.person, 'time_zone', x.time_zone, 'source', x.time_zone_source,
+                                                                'local_time', to_char(dionysus.clock_now() AT TIME ZONE x.time_zone, 'Dy HH24:MI'),
+                                                                'last_message_at', x.last_message_at)
+                                             ORDER BY x.last_message_at DESC NULLS LAST, x.person), '[]')
+                     FROM (SELECT * FROM dionysus.people ORDER BY last_message_at DESC NULLS LAST, person LIMIT 8) x),
         -- Intervals as seconds: their text form ("00:37:30.011953") is not for people.
         'waited_s', (SELECT jsonb_build_object('work', extract(epoch FROM h.oldest_pending_work), 'stale', extract(epoch FROM m.oldest_stale_age))
                        FROM dionysus.heartbeat_health h, dionysus.memory_health m),
@@ -54,7 +60,7 @@ COMMENT ON FUNCTION status_report() IS
     'What `dionysus status` shows: {hb: heartbeat_health''s row, goals: [{title, priority}] (the 8 first active and queued), '
     'beats: [{n, status, started, energy_start, energy_end, actions: [name], narrative (140 characters)}] (the last 5 heartbeats), '
     'queue: {status: count} of the work queue, messages: {total, last}, memory: memory_health''s row, mind: proactive_health''s row, '
-    'imports: import_status(3), waited_s: {work, stale} (the oldest pending work and stale neighbourhood, in seconds), now}. '
+    'imports: import_status(3), people: [{person, time_zone, source, local_time, last_message_at}] (the 8 written with last), waited_s: {work, stale} (the oldest pending work and stale neighbourhood, in seconds), now}. '
     'Runs with the caller''s rights.';
 GRANT EXECUTE ON FUNCTION heartbeat_outcome(uuid), status_report() TO dionysus_driver;
 
@@ -1750,6 +1756,7 @@ DECLARE
     cue record;
     unsure uuid;
     said_zone text;
+    guessed_zone text;
 BEGIN
     -- Lock order: agent_state (push_event, feedback) before the person's row.
     PERFORM dionysus.push_event('communication', 'message_received', 1, jsonb_build_object('message_id', message_id), who);
@@ -1763,6 +1770,13 @@ BEGIN
     said_zone := dionysus_internal.time_zone_from_words(words, t);
     IF said_zone IS NOT NULL AND said_zone <> p.time_zone AND dionysus.set_person_time_zone(who, said_zone, 'words') THEN
         p := dionysus_internal.person_row(who);
+    END IF;
+    -- Nothing said or configured: when they write may show where their night is.
+    IF p.time_zone_source IN ('default', 'inferred') THEN
+        guessed_zone := dionysus_internal.infer_time_zone(p);
+        IF guessed_zone IS NOT NULL AND dionysus.set_person_time_zone(who, guessed_zone, 'inferred') THEN
+            p := dionysus_internal.person_row(who);
+        END IF;
     END IF;
     SELECT * INTO sig FROM dionysus_internal.contact_signal(words, t, p.time_zone);
     -- Their rhythm: this hour of their week gained one message, unless the message says they
@@ -2582,6 +2596,159 @@ BEGIN
     PERFORM dionysus.session_end(turns >= dionysus_internal.heartbeat_setting('significant_session_turns'));
     RETURN true;
 END $$;
+
+-- A person's own version of a template answers in the shared one's result_schema (#35).
+CREATE OR REPLACE FUNCTION prompt_template(key text, person text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    o dionysus.person_prompt_templates;
+BEGIN
+    SELECT * INTO o FROM dionysus.person_prompt_templates t
+     WHERE t.person = prompt_template.person AND t.key = prompt_template.key AND t.active;
+    IF NOT FOUND THEN
+        RETURN dionysus.prompt_template(key);
+    END IF;
+    -- Her wording, the task's answer schema: the shape the driver checks does not change with the words.
+    RETURN jsonb_build_object('key', o.key, 'version', o.version, 'template', o.template, 'temperature', o.temperature, 'person', o.person,
+                              'result_schema', (SELECT p.result_schema FROM dionysus.prompt_templates p WHERE p.key = o.key AND p.active));
+END $$;
+COMMENT ON FUNCTION prompt_template(text, text) IS 'The template as used for a person: their own active version, else the shared one ({key, version, template, temperature, result_schema[, person]}; a person''s own version answers in the shared one''s result_schema).';
+
+-- decay: a mention whose memory is held by another transaction stays queued (it was dropped).
+-- Reinforcement: each queued new memory resets the clock of the older memories it repeats.
+-- A repeated memory another transaction holds (the driver writing its levels, the worker
+-- folding access counts) is not waited for: the mention stays queued for the next pass, so a
+-- lock held a moment never loses it.
+CREATE OR REPLACE FUNCTION dionysus_internal.decay_reinforce(cfg dionysus.decay_config) RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    n integer := 0;
+    k integer;
+    held integer;
+    fresh record;
+    later uuid[] := '{}';
+BEGIN
+    FOR fresh IN
+        DELETE FROM dionysus.decay_mentions q
+         WHERE q.memory_id IN (SELECT memory_id FROM dionysus.decay_mentions ORDER BY memory_id LIMIT greatest(cfg.batch * 5, 100))
+        RETURNING q.memory_id
+    LOOP
+        WITH said AS (
+            SELECT m.id, m.embedding, m.private_to, m.reinforced_at FROM dionysus.memories m WHERE m.id = fresh.memory_id
+        ), near AS (
+            SELECT o.id, 1 - (o.embedding <=> said.embedding) AS similarity
+              FROM said CROSS JOIN LATERAL (
+                   SELECT x.id, x.embedding, x.private_to FROM dionysus.memories x
+                    WHERE x.id <> said.id AND x.status = 'active'
+                    ORDER BY x.embedding <=> said.embedding LIMIT 8) o
+             WHERE 1 - (o.embedding <=> said.embedding) >= cfg.mention_similarity
+               -- a person's words renew only what is theirs or shared: never another's
+               AND (o.private_to IS NULL OR coalesce(o.private_to, '{}') = coalesce(said.private_to, '{}'))
+        ), due AS (
+            SELECT near.id FROM near JOIN dionysus.memories m ON m.id = near.id WHERE m.reinforced_at < dionysus.clock_now()
+        ), got AS (
+            SELECT y.id FROM dionysus.memories y WHERE y.id IN (SELECT id FROM due) FOR UPDATE SKIP LOCKED
+        ), renewed AS (
+            UPDATE dionysus.memories m SET reinforced_at = (SELECT greatest(said.reinforced_at, dionysus.clock_now()) FROM said)
+              FROM near
+             WHERE m.id = near.id AND m.reinforced_at < dionysus.clock_now() AND m.id IN (SELECT id FROM got)
+            RETURNING m.id, near.similarity, m.private_to IS NULL AS shared
+        ), logged AS (
+            INSERT INTO dionysus.decay_log (memory_id, event, inputs)
+            SELECT r.id, 'mentioned', jsonb_build_object(
+                       -- a shared memory renewed by someone's private words does not name them
+                       'by_memory', CASE WHEN r.shared AND (SELECT said.private_to FROM said) IS NOT NULL THEN NULL ELSE fresh.memory_id END,
+                       'similarity', round(r.similarity::numeric, 3), 'mention_similarity', cfg.mention_similarity)
+              FROM renewed r
+            RETURNING 1
+        )
+        SELECT (SELECT count(*) FROM logged), (SELECT count(*) FROM due) - (SELECT count(*) FROM got) INTO k, held;
+        n := n + k;
+        IF held > 0 THEN
+            later := later || fresh.memory_id;
+        END IF;
+    END LOOP;
+    INSERT INTO dionysus.decay_mentions (memory_id)
+    SELECT l.id FROM unnest(later) AS l(id) WHERE EXISTS (SELECT 1 FROM dionysus.memories m WHERE m.id = l.id)
+    ON CONFLICT DO NOTHING;
+    RETURN n;
+END $$;
+COMMENT ON FUNCTION dionysus_internal.decay_reinforce(dionysus.decay_config) IS
+    'Resets the decay clock of older memories a newly made one repeats (at least mention_similarity near, as private or shared), logged as mentioned; a repeated memory another transaction holds keeps the mention queued for the next pass.';
+DO $$
+BEGIN
+    EXECUTE format('ALTER FUNCTION dionysus_internal.decay_reinforce(dionysus.decay_config) SET search_path = pg_catalog, dionysus, %I',
+                   (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'));
+END $$;
+
+-- #36: a time zone inferred from when they write, for someone who never said theirs.
+-- A time zone inferred from when they write, for someone who never said theirs: their
+-- longest silence in the day is taken as their night, and the zone is the one that puts its
+-- middle at the middle of their quiet hours (their prior's). It is the phase of their day, not
+-- a place (a night owl in UTC gets a zone where their night is night), and the weakest source:
+-- their words or the configuration replace it. NULL until the rhythm shows a night (the
+-- rhythm's confidence: rhythm_confident_after messages over rhythm_confident_days days; a
+-- silence of at least five hours), or when the zone it gives is within an hour of theirs.
+CREATE FUNCTION dionysus_internal.infer_time_zone(p dionysus.people) RETURNS text
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    a double precision[] := array_fill(0::float8, ARRAY[24]);
+    total double precision := 0;
+    r record;
+    quiet_len int;
+    quiet_mid double precision;
+    run int := 0;
+    best_len int := 0;
+    best_end int;
+    night_mid double precision;
+    shift int;
+    now_offset int;
+    new_offset int;
+    qs int := dionysus_internal.prior_setting(p, 'quiet_start_hour')::int;
+    qe int := dionysus_internal.prior_setting(p, 'quiet_end_hour')::int;
+BEGIN
+    IF p.time_zone_source NOT IN ('default', 'inferred') OR p.first_message_at IS NULL
+       OR dionysus.clock_now() - p.first_message_at < make_interval(days => dionysus_internal.proactive_setting('rhythm_confident_days')::int) THEN
+        RETURN NULL;
+    END IF;
+    FOR r IN SELECT x.hour_of_week % 24 AS hr, sum(x.activity) AS n FROM dionysus.person_rhythm x
+              WHERE x.person = p.person GROUP BY 1 LOOP
+        a[r.hr + 1] := r.n;
+        total := total + r.n;
+    END LOOP;
+    IF total < dionysus_internal.proactive_setting('rhythm_confident_after') THEN
+        RETURN NULL;
+    END IF;
+    -- The longest run of silent hours (at most 2 % of what they wrote), around the clock.
+    FOR i IN 0 .. 47 LOOP
+        IF a[i % 24 + 1] <= 0.02 * total THEN
+            run := run + 1;
+            IF run > best_len AND run <= 24 THEN
+                best_len := run;
+                best_end := i;
+            END IF;
+        ELSE
+            run := 0;
+        END IF;
+    END LOOP;
+    IF best_len < 5 OR best_len >= 24 THEN
+        RETURN NULL;
+    END IF;
+    night_mid := best_end - (best_len - 1) / 2.0;
+    quiet_len := ((qe - qs) % 24 + 24) % 24;
+    quiet_mid := qs + quiet_len / 2.0;
+    shift := round(quiet_mid - night_mid)::int;
+    shift := ((shift % 24) + 36) % 24 - 12;
+    IF abs(shift) <= 1 THEN
+        RETURN NULL;
+    END IF;
+    now_offset := round(extract(epoch FROM (dionysus.clock_now() AT TIME ZONE p.time_zone) - (dionysus.clock_now() AT TIME ZONE 'UTC')) / 3600)::int;
+    new_offset := ((now_offset + shift) % 24 + 35) % 24 - 11;   -- in [-11, 12]: the Etc zones there are
+    -- POSIX's sign is the other way round: Etc/GMT-1 is an hour ahead of UTC.
+    RETURN CASE WHEN new_offset = 0 THEN 'Etc/UTC' WHEN new_offset > 0 THEN 'Etc/GMT-' || new_offset ELSE 'Etc/GMT+' || -new_offset END;
+END $$;
+COMMENT ON FUNCTION dionysus_internal.infer_time_zone(dionysus.people) IS
+    'The time zone when they write suggests (for a person whose zone is the default or was inferred): the one that puts the middle of their longest daily silence at the middle of their quiet hours, as Etc/GMT±N; NULL while the rhythm shows no night yet or it is within an hour of theirs.';
 
 -- Last of all (keep it last: a section added after it must come before it): the tables this
 -- update created are marked for pg_dump as a fresh install marks them (sql/030_backup.sql), the

@@ -29,6 +29,10 @@ pub enum Answer {
     Cut(String),
     /// The request's first message (the system prompt) echoed back, then this text.
     Echo(String),
+    /// A model that never stops and streams: this text's words over and over, one every 50 ms,
+    /// until the reader hangs up (counted: [`FakeLlm::hung_up`]). Without `stream` it answers
+    /// after ten minutes.
+    Trickle(String),
 }
 
 /// A page served at an exact path, for the fetching tests.
@@ -60,6 +64,8 @@ pub struct FakeLlm {
     search_results: Arc<Mutex<Option<Value>>>,
     /// `response_format` types answered with a 400 naming them (an endpoint without them).
     refused_formats: Arc<Mutex<Vec<String>>>,
+    /// Streamed answers that stopped because the reader hung up.
+    hung_up: Arc<std::sync::atomic::AtomicUsize>,
     pub base_url: String,
 }
 
@@ -144,6 +150,12 @@ impl FakeLlm {
         self
     }
 
+    /// How many streamed answers stopped generating because the reader hung up (a server
+    /// that stops on disconnect).
+    pub fn hung_up(&self) -> usize {
+        self.hung_up.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// The requests whose messages contain `needle`.
     pub fn requests_with(&self, needle: &str) -> Vec<Value> {
         self.requests().into_iter().filter(|r| r["messages"].to_string().contains(needle)).collect()
@@ -190,6 +202,7 @@ impl FakeLlm {
         }
         let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
         let body: Value = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
+        let streamed = body["stream"] == json!(true);
         let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
         let custom_page = if head.starts_with("GET") { self.pages.lock().unwrap().get(&path).cloned() } else { None };
         if let Some(page) = custom_page {
@@ -219,6 +232,12 @@ impl FakeLlm {
             let format = body["response_format"]["type"].as_str().unwrap_or("").to_string();
             let refused = self.refused_formats.lock().unwrap().contains(&format);
             let answer = if refused { Answer::Status(400) } else { self.answer_for(&body) };
+            if let (Answer::Trickle(text), true) = (&answer, streamed) {
+                if trickle(&mut sock, text).await.is_err() {
+                    self.hung_up.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                return Ok(());
+            }
             match answer {
                 Answer::Status(400) if refused => (400, json!({"error": {"message": format!("response_format type {format} is not supported")}})),
                 Answer::Text(t) => (200, completion(&body, json!({"role": "assistant", "content": t}), "stop")),
@@ -238,6 +257,10 @@ impl FakeLlm {
                         (200, completion(&body, json!({"role": "assistant", "content": text}), "stop"))
                     }
                 },
+                Answer::Trickle(text) => {
+                    tokio::time::sleep(Duration::from_secs(600)).await;
+                    (200, completion(&body, json!({"role": "assistant", "content": text}), "stop"))
+                }
                 Answer::Cut(t) => (200, completion(&body, json!({"role": "assistant", "content": t}), "length")),
                 Answer::Echo(t) => {
                     let prompt = body["messages"][0]["content"].as_str().unwrap_or("").to_string();
@@ -249,6 +272,9 @@ impl FakeLlm {
                 }
             }
         };
+        if status == 200 && streamed {
+            return events(sock, &payload).await;
+        }
         let payload = payload.to_string();
         let reason = if status == 200 { "OK" } else { "Error" };
         let resp = format!(
@@ -286,6 +312,47 @@ async fn stream(mut sock: TcpStream, content_type: &str, prefix: &str, bytes: us
     }
     sock.write_all(suffix.as_bytes()).await?;
     sock.shutdown().await
+}
+
+/// A completion sent as a stream of server-sent events, as OpenAI-compatible servers send one
+/// asked for `stream`: its content a few words a chunk, then the finish reason and the usage,
+/// then `[DONE]`.
+async fn events(mut sock: TcpStream, completion: &Value) -> std::io::Result<()> {
+    sock.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n").await?;
+    let choice = &completion["choices"][0];
+    let message = &choice["message"];
+    let chunk = |delta: Value, finish: Value| json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    let mut out = vec![chunk(json!({"role": "assistant"}), Value::Null)];
+    if let Some(r) = message["refusal"].as_str() {
+        out.push(chunk(json!({"refusal": r}), Value::Null));
+    }
+    let content = message["content"].as_str().unwrap_or("");
+    let words: Vec<&str> = content.split_inclusive(' ').collect();
+    for piece in words.chunks(3) {
+        out.push(chunk(json!({"content": piece.concat()}), Value::Null));
+    }
+    out.push(chunk(json!({}), choice["finish_reason"].clone()));
+    let mut usage = json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": []});
+    usage["usage"] = completion["usage"].clone();
+    out.push(usage);
+    for e in out {
+        sock.write_all(format!("data: {e}\n\n").as_bytes()).await?;
+    }
+    sock.write_all(b"data: [DONE]\n\n").await?;
+    sock.shutdown().await
+}
+
+/// A stream that never ends: `text`'s words over and over, one every 50 ms, until writing
+/// fails (the reader hung up).
+async fn trickle(sock: &mut TcpStream, text: &str) -> std::io::Result<()> {
+    sock.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n").await?;
+    for word in text.split_whitespace().cycle() {
+        let e = json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": format!("{word} ")}, "finish_reason": null}]});
+        sock.write_all(format!("data: {e}\n\n").as_bytes()).await?;
+        sock.flush().await?;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
 }
 
 fn completion(req: &Value, message: Value, finish: &str) -> Value {

@@ -329,10 +329,13 @@ async fn a_dream_proposes_and_nothing_changes_until_the_person_approves() {
     assert_eq!(active["proposal_id"], json!(id));
     assert_eq!(one(c, "SELECT version FROM dionysus.prompt_templates WHERE key = 'chat_system' AND active").await, json!(1), "the shared template changed");
     assert_eq!(one(c, &format!("SELECT decided_by FROM dionysus.proposals WHERE id = '{id}'")).await, json!(ADA));
-    conversation::handle(&mind, said("ada", "d3", "And rye?"), &mut ex).await;
-    let prompt = llm.requests_with("TASK: chat").last().cloned();
-    let system = llm.requests().last().unwrap()["messages"][0]["content"].as_str().unwrap_or_default().to_string();
-    assert!(system.starts_with("SHORTER"), "the approved template is not in use: {system} {prompt:?}");
+    // Her version need not keep the shipped first line: the driver names the task, not the prompt.
+    llm.on("SHORTER: answer in three lines", Answer::Text("Rye is denser and sourer.".into()));
+    let h = conversation::handle(&mind, said("ada", "d3", "And rye?"), &mut ex).await;
+    assert!(matches!(h, Handled::Replied { fallback: false, .. }), "her reply fell back: {h:?}");
+    let asked = llm.requests_with("SHORTER: answer in three lines");
+    assert_eq!(asked.len(), 1, "the approved template is not in use");
+    assert!(asked[0]["messages"][0]["content"].as_str().unwrap_or_default().starts_with("SHORTER"), "{}", asked[0]);
     // What the person was shown cannot change under them: the driver's role may not rewrite a proposal.
     c.batch_execute("SET ROLE dionysus_driver").await.unwrap();
     let (code, _) = dionysus_tests::expect_error(c, "UPDATE dionysus.proposals SET proposal = '{\"template\": \"evil\"}'").await;

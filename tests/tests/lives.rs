@@ -168,3 +168,49 @@ async fn an_idle_session_is_idle_by_the_driven_clock() {
     advance(c, "1 hour").await;
     assert!(c.query_one("SELECT dionysus.end_idle_session()", &[]).await.unwrap().get::<_, bool>(0), "an hour of silence by the clock did not end it");
 }
+
+/// Nobody said where they are: when they write shows where their night is. A night owl in UTC
+/// (up from noon to four) gets a zone that puts their night in their quiet hours, and is then
+/// believed asleep at 08:00 UTC; a Berliner who said so keeps Berlin, and someone whose day is
+/// the prior's keeps the default. The inferred zone is the weakest: their words replace it.
+#[tokio::test]
+async fn when_they_write_gives_a_zone_to_someone_who_never_said_it() {
+    let db = TestDb::new("lives_infer").await;
+    let c = &db.client;
+    let zone = |who: &'static str| async move {
+        let r = c.query_one("SELECT time_zone, time_zone_source FROM dionysus.people WHERE person = $1", &[&who]).await.unwrap();
+        (r.get::<_, String>(0), r.get::<_, String>(1))
+    };
+    at(c, "2026-11-23 00:00+00").await;
+    let before = belief(c, "test:owl", "2026-11-27 08:00+00").await;
+    for day in 0..4 {
+        let base = format!("2026-11-{:02}", 23 + day);
+        for (hhmm, who, words) in [("07:30", "berliner", "Guten Morgen, off to work"), ("09:00", "day", "Morning!"),
+                                   ("14:00", "owl", "just woke up"), ("16:00", "berliner", "coffee break"),
+                                   ("18:00", "day", "done with work"), ("20:30", "berliner", "home now"),
+                                   ("21:00", "day", "going to bed soon"), ("22:30", "owl", "peak hours"),
+                                   ("23:59", "owl", "still up")] {
+            at(c, &format!("{base} {hhmm}+00")).await;
+            say(c, who, &format!("{who}{day}{hhmm}"), words).await;
+        }
+        at(c, &format!("2026-11-{:02} 01:30+00", 24 + day)).await;
+        say(c, "owl", &format!("owl{day}late"), "ok now sleep").await;
+        if day == 0 {
+            say(c, "berliner", "b-zone", "I'm in Berlin, by the way").await;
+        }
+    }
+    assert_eq!(zone("test:berliner").await, ("Europe/Berlin".to_string(), "words".to_string()));
+    assert_eq!(zone("test:day").await, ("UTC".to_string(), "default".to_string()), "a day like the prior's moved");
+    let (owl_zone, source) = zone("test:owl").await;
+    assert_eq!(source, "inferred");
+    assert!(["Etc/GMT+4", "Etc/GMT+5"].contains(&owl_zone.as_str()), "the owl's night (04:00–12:00 UTC) is not their quiet hours: {owl_zone}");
+    let min: f64 = c.query_one("SELECT value FROM dionysus.proactive_config WHERE key = 'min_availability'", &[]).await.unwrap().get(0);
+    let asleep = belief(c, "test:owl", "2026-11-27 08:00+00").await;
+    assert!(asleep < min && asleep < before, "the owl is believed available at 08:00 UTC ({asleep:.2}, was {before:.2})");
+    assert!(belief(c, "test:owl", "2026-11-27 22:00+00").await >= 0.5, "their busiest hour is not believed free");
+    // The status shows it, and their words replace it.
+    let status: Value = c.query_one("SELECT dionysus.status_report() -> 'people'", &[]).await.unwrap().get(0);
+    assert!(status.as_array().unwrap().iter().any(|p| p["person"] == "test:owl" && p["source"] == "inferred" && p["time_zone"] == json!(owl_zone)), "{status}");
+    say(c, "owl", "owl-zone", "I live in London actually").await;
+    assert_eq!(zone("test:owl").await, ("Europe/London".to_string(), "words".to_string()));
+}

@@ -139,7 +139,7 @@ async fn structured_output_steps_down_where_the_endpoint_refuses_it() {
     let schema = json!({"type": "object", "properties": {"decision": {"type": "string"}}, "required": ["decision"], "additionalProperties": false});
     let msgs = [Msg::system("TASK: decide\nAnswer with JSON."), Msg::user("Now.")];
     for _ in 0..2 {
-        let v = model.json_with_schema(&msgs, 0.0, Some(&schema), Ok).await.expect("an answer once the format is one the endpoint takes");
+        let v = model.json_with_schema("decide", &msgs, 0.0, Some(&schema), Ok).await.expect("an answer once the format is one the endpoint takes");
         assert_eq!(v["decision"], "wait");
     }
     let sent: Vec<String> = llm.requests().iter().map(|r| r["response_format"]["type"].as_str().unwrap_or("none").to_string()).collect();
@@ -164,13 +164,68 @@ async fn the_person_goes_first_on_a_one_slot_endpoint() {
     let conversation = model.person_first();
     let background = {
         let model = model.clone();
-        tokio::spawn(async move { model.json(&[Msg::system("TASK: reflect\nThink."), Msg::user("Now.")], 0.0, Ok).await })
+        tokio::spawn(async move { model.json("reflect", &[Msg::system("TASK: reflect\nThink."), Msg::user("Now.")], 0.0, Ok).await })
     };
-    let reply = model.chat(&[Msg::system("TASK: chat\nYou are kind."), Msg::user("Hi")], 0.5).await.unwrap();
+    let reply = model.chat("chat_system", &[Msg::system("TASK: chat\nYou are kind."), Msg::user("Hi")], 0.5).await.unwrap();
     assert_eq!(reply, "Hello there, nice to meet you.");
     tokio::task::yield_now().await;
     assert!(llm.requests_with("TASK: reflect").is_empty(), "background work went ahead of the person");
     drop(conversation);
     background.await.unwrap().expect("the background task runs once nobody is waiting");
     assert_eq!(llm.requests_with("TASK: reflect").len(), 1);
+}
+
+/// A background job whose answer is unusable twice is parked: two requests, then its work item
+/// waits out the queue's back-off (its error says why) instead of asking again at full rate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_unusable_twice_is_parked_not_retried_at_full_rate() {
+    let db = TestDb::new("rm_parked").await;
+    let llm = FakeLlm::start().await;
+    db.client.batch_execute("SELECT dionysus.pause_heartbeats(true)").await.unwrap();
+    llm.on("TASK: chat", Answer::Text("Nice to hear from you.".into()));
+    llm.on("TASK: extract", Answer::Text("Sure! Here are the facts you asked for, in prose and no JSON.".into()));
+    let mut run = Running::start(config(driver_conninfo(&db.name), &llm), &["ada"]).await;
+    run.say("p1", "ada", "My sister Mira moved to Porto last spring").await;
+    until(
+        &db.client,
+        "SELECT count(*) = 1 FROM dionysus.work_queue WHERE action = 'extract_message' AND status = 'pending' \
+         AND attempts = 1 AND last_error LIKE '%unusable answer%' AND available_at > now() + interval '20 seconds'",
+        "the extraction parked",
+    )
+    .await;
+    assert_eq!(llm.requests_with("TASK: extract").len(), 2, "an unusable answer is asked for once more, then parked");
+    assert_eq!(count(&db.client, "SELECT count(*) FROM dionysus.memories WHERE content ILIKE '%here are the facts%'").await, 0);
+    run.stop().await;
+}
+
+/// A reply streams: given up at its bound, its connection closes mid-answer and a server that
+/// stops on disconnect stops generating (the fake counts it), instead of writing on for nobody.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_given_up_at_its_bound_stops_the_model_generating() {
+    let llm = FakeLlm::start().await;
+    llm.on("TASK: chat", Answer::Trickle("and then and then".into()));
+    llm.on("TASK: fine", Answer::Text("All is well, thank you for asking.".into()));
+    let mut role = dionysus_driver::config::Config::load(None).unwrap().smart;
+    role.base_url = llm.base_url.clone();
+    role.api_key = None;
+    for (kind, bounds) in role.tasks.iter_mut() {
+        if *kind == "reply" {
+            bounds.timeout = std::time::Duration::from_secs(2);
+        }
+    }
+    let model = Llm::new(role);
+    let started = std::time::Instant::now();
+    let answer = model.chat("chat_system", &[Msg::system("TASK: chat\nYou are kind."), Msg::user("Hi")], 0.5).await;
+    assert!(matches!(answer, Err(dionysus_driver::llm::LlmError::Timeout)), "{answer:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "the bound did not hold: {:?}", started.elapsed());
+    assert_eq!(llm.requests_with("TASK: chat")[0]["stream"], json!(true), "a reply is not streamed");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while llm.hung_up() == 0 {
+        assert!(std::time::Instant::now() < deadline, "the model still generates after the reply was given up");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // A streamed answer is read whole: its words, its finish, its usage.
+    let (text, usage) = model.chat_with_usage("chat_system", &[Msg::system("TASK: fine\nYou are kind."), Msg::user("How are you?")], 0.5).await.unwrap();
+    assert_eq!(text, "All is well, thank you for asking.");
+    assert_eq!(usage.and_then(|u| u.completion_tokens).and_then(|n| n.as_u64()), Some(7));
 }

@@ -233,13 +233,13 @@ async fn a_50_mb_answer_from_the_model_fails_cleanly() {
     role.api_key = None;
     role.timeout = Duration::from_secs(30);
     let model = Llm::new(role).with_backoff(Duration::from_millis(10));
-    let answer = tokio::time::timeout(Duration::from_secs(60), model.chat(&[Msg::user("TASK: huge")], 0.0)).await.expect("no answer within 60 s");
+    let answer = tokio::time::timeout(Duration::from_secs(60), model.chat("huge", &[Msg::user("TASK: huge")], 0.0)).await.expect("no answer within 60 s");
     match answer {
         Err(LlmError::BadAnswer(e)) => assert!(e.contains("larger than 8 MiB"), "{e}"),
         other => panic!("expected an unusable answer, got {:?}", other.map(|t| t.len())),
     }
     // The same endpoint's normal answers still come through.
-    assert_eq!(Llm::new(model.role.clone()).chat(&[Msg::user("TASK: small")], 0.0).await.unwrap(), "fine");
+    assert_eq!(Llm::new(model.role.clone()).chat("small", &[Msg::user("TASK: small")], 0.0).await.unwrap(), "fine");
 }
 
 /// A server that, like PostgreSQL with `ssl = off`, answers the TLS request with "N".
