@@ -7,6 +7,9 @@
 #   scripts/bench.sh lives [DAYS]       the proactive mind over a fortnight of seven different lives (14)
 #   scripts/bench.sh agents [N] [Q]     chat_context with/without its archetype; recall over MCP vs SQL (10000)
 #   scripts/bench.sh reindex [N]        a re-index: vectors/s, the swap, recall during the build (10000)
+#   scripts/bench.sh model [URL MODEL [KEY]]  a model against a fixed conversation set (#35): extraction precision/recall,
+#                                       invented facts, answers, latency/unusable answers/tokens per task (no URL: the scripted endpoint,
+#                                       as a model that follows instructions and as a small base model)
 #   scripts/bench.sh embed [R] [T]      the embedding engines side by side: query p50/p95 by length (R calls), T chat turns/s, cosine, memory (200, 2000)
 #   scripts/bench.sh decay [N]          a decay pass: nothing due, moving memories, mentions (100000)
 #   scripts/bench.sh people [P]         people in a chat context and a turn's people stored, a life of P people (1000)
@@ -18,6 +21,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT="${DIONYSUS_BENCH_PORT:-31339}"   # below the ephemeral range (see scripts/test.sh)
 DATA="${DIONYSUS_BENCH_DATA:-/tmp/dionysus-bench-$PORT}"
+# The embedding bench compares the encoder with candle's BERT, which only a build with the
+# `candle` feature has (the default build and CI do not compile it).
+if [ "${1:-all}" = embed ] || [ "${1:-all}" = all ]; then export DIONYSUS_EXTENSION_FEATURES="candle"; fi
 scripts/install.sh
 cargo build --release -p dionysus-tests --bin dionysus-bench
 cargo build --release -p dionysus-driver
@@ -35,6 +41,7 @@ case "${1:-all}" in
     if [[ "${2:-}" == "" || "${2:-}" == --* ]]; then $bench locomo "$dev_split" "${@:2}"; else $bench locomo "${@:2}"; fi ;;
   reindex) $bench reindex "${2:-10000}" ;;
   embed) $bench embed "${2:-200}" "${3:-2000}" ;;
+  model) $bench model "${@:2}" ;;
   decay) $bench decay "${2:-100000}" ;;
   people) $bench people "${2:-1000}" ;;
   working_memory) $bench working_memory "${2:-10000}" ;;
@@ -56,5 +63,5 @@ case "${1:-all}" in
     $bench people 1000
     $bench working_memory 10000
     $bench context 100000 ;;
-  *) echo "usage: scripts/bench.sh locomo [PATH] [--json] | recall [N] [Q] | driver [N] [M] | fortnight [DAYS] | lives [DAYS] | agents [N] [Q] | reindex [N] | embed [R] [T] | decay [N] | people [P] | working_memory [N] | context [N] | all" >&2; exit 2 ;;
+  *) echo "usage: scripts/bench.sh locomo [PATH] [--json] | recall [N] [Q] | driver [N] [M] | fortnight [DAYS] | lives [DAYS] | agents [N] [Q] | reindex [N] | embed [R] [T] | model [URL MODEL [KEY]] | decay [N] | people [P] | working_memory [N] | context [N] | all" >&2; exit 2 ;;
 esac

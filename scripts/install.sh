@@ -12,4 +12,4 @@ PG_CONFIG="/usr/lib/postgresql/${PG_MAJOR:-15}/bin/pg_config"
 # generated from sql/, and the update scripts extension/sql/dionysus--A--B.sql: a database is
 # created at this version or updated to it from 0.10.0 or later (extension/releases.toml).
 (cd extension && cargo pgrx install --release --pg-config "$PG_CONFIG" \
-  --no-default-features --features "pg${PG_MAJOR:-15}" >/dev/null)
+  --no-default-features --features "pg${PG_MAJOR:-15}${DIONYSUS_EXTENSION_FEATURES:+ $DIONYSUS_EXTENSION_FEATURES}" >/dev/null)

@@ -409,11 +409,13 @@ impl Llm {
             };
             match outcome {
                 Ok(v) => {
-                    tracing::debug!(role = self.role.name, task = request.task, ms = started.elapsed().as_millis() as u64, "LLM answered");
+                    let tokens = v.1.as_ref().and_then(|u| u.completion_tokens.as_ref()).and_then(|n| n.as_u64());
+                    tracing::debug!(role = self.role.name, task = request.task, ms = started.elapsed().as_millis() as u64, tokens, "LLM answered");
                     return Ok(v);
                 }
                 Err(e) => {
-                    tracing::warn!(role = self.role.name, task = request.task, attempt, error = %e, "LLM call failed");
+                    let ms = started.elapsed().as_millis() as u64;
+                    tracing::warn!(role = self.role.name, task = request.task, attempt, ms, unusable = matches!(e, LlmError::BadAnswer(_)), error = %e, "LLM call failed");
                     let retries = if matches!(e, LlmError::BadAnswer(_)) { BAD_ANSWER_RETRIES } else { RETRIES };
                     if attempt >= retries || !e.retryable() || tokio::time::Instant::now() >= deadline {
                         return Err(e);

@@ -2749,6 +2749,7 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION dionysus_internal.infer_time_zone(dionysus.people) IS
     'The time zone when they write suggests (for a person whose zone is the default or was inferred): the one that puts the middle of their longest daily silence at the middle of their quiet hours, as Etc/GMT±N; NULL while the rhythm shows no night yet or it is within an hour of theirs.';
+GRANT EXECUTE ON FUNCTION dionysus_internal.infer_time_zone(dionysus.people) TO dionysus_driver;
 
 -- Last of all (keep it last: a section added after it must come before it): the tables this
 -- update created are marked for pg_dump as a fresh install marks them (sql/030_backup.sql), the

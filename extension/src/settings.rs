@@ -41,7 +41,7 @@ pub fn register() {
     GucRegistry::define_string_guc(
         c"dionysus.embedding_engine",
         c"What runs the local model: 'native' (Dionysus's own encoder) or 'candle' (the reference it is checked against).",
-        c"Both make the same vectors (cosine >= 0.9999); 'candle' is slower and loads its own copy of the weights in each backend. For benchmarks and checks.",
+        c"Both make the same vectors (cosine >= 0.9999); 'candle' is slower, loads its own copy of the weights in each backend, and exists only in a build with the candle feature (scripts/bench.sh embed). For benchmarks and checks.",
         &EMBEDDING_ENGINE,
         GucContext::Suset,
         GucFlags::default(),

@@ -694,7 +694,8 @@ async fn a_heartbeats_garbage_never_silences_the_chat() {
         let r = heartbeat::run_once(&run.mind).await.expect("heartbeat");
         assert_eq!(r.decided_by, "default");
     }
-    assert!(llm.requests_with("TASK: heartbeat").len() >= 6);
+    // Each garbage decision is asked for once more, then the heartbeat takes the default.
+    assert!(llm.requests_with("TASK: heartbeat").len() >= 4);
     assert!(!run.mind.smart.is_open(), "garbage decisions opened the smart role's breaker");
     let h = run.say("c1", "ada", "Are you still with me?").await;
     assert!(matches!(h, Handled::Replied { fallback: false, .. }), "{h:?}");

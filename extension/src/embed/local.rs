@@ -5,16 +5,23 @@
 //! then shares the weights copy-on-write), else on a backend's first use; one compute thread,
 //! so a backend never spins up a pool beside Postgres.
 //!
-//! candle's BERT (`dionysus.embedding_engine = 'candle'`) is kept as the reference the encoder
-//! is checked against (the tests below, `scripts/bench.sh embed`); it loads its own copy of
-//! the weights, in the backend that asks for it, never in the postmaster.
+//! candle's BERT (`dionysus.embedding_engine = 'candle'`, in a build with the `candle` feature)
+//! is kept as the reference the encoder is checked against (`scripts/bench.sh embed` builds
+//! it); it loads its own copy of the weights, in the backend that asks for it, never in the
+//! postmaster. Without it, the tests check the encoder against vectors candle made
+//! (`reference_vectors.json`); the default build does not compile candle at all.
 use super::encoder::{Encoder, Scratch};
 use crate::errors;
 use crate::settings::{self, EMBEDDING_ENGINE};
+#[cfg(feature = "candle")]
 use candle_core::{DType, Device, Tensor};
+#[cfg(feature = "candle")]
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config, HiddenAct};
-use std::cell::{OnceCell, RefCell};
+#[cfg(feature = "candle")]
+use candle_transformers::models::bert::BertModel;
+#[cfg(feature = "candle")]
+use std::cell::OnceCell;
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use tokenizers::{Tokenizer, TruncationParams};
@@ -26,14 +33,24 @@ const MAX_TOKENS: usize = 256;
 /// about 4 MB of a backend's private memory.
 const PASS_TOKENS: usize = MAX_TOKENS;
 /// Texts per forward pass of the candle reference: bounds its padded tensors' memory.
+#[cfg(feature = "candle")]
 const CANDLE_BATCH: usize = 16;
+
+/// What the encoder reads of the model's `config.json`.
+#[derive(serde::Deserialize)]
+struct Config {
+    hidden_size: usize,
+    num_attention_heads: usize,
+    layer_norm_eps: f64,
+    hidden_act: String,
+}
 
 pub struct LocalModel {
     pub path: PathBuf,
     tokenizer: Tokenizer,
     encoder: Encoder,
     scratch: RefCell<Scratch>,
-    config: Config,
+    #[cfg(feature = "candle")]
     reference: OnceCell<BertModel>,
 }
 
@@ -58,7 +75,11 @@ pub enum Engine {
 pub fn engine() -> Engine {
     match settings::string(&EMBEDDING_ENGINE).trim().to_ascii_lowercase().as_str() {
         "" | "native" => Engine::Native,
-        "candle" => Engine::Candle,
+        "candle" if cfg!(feature = "candle") => Engine::Candle,
+        "candle" => errors::invalid_arg(
+            "dionysus.embedding_engine",
+            "this build has no candle engine (the reference for checks and benchmarks: build with the `candle` feature)",
+        ),
         other => errors::invalid_arg(
             "dionysus.embedding_engine",
             format!("unknown engine '{other}' (expected 'native' or 'candle')"),
@@ -94,7 +115,7 @@ fn load(path: &Path) -> Result<LocalModel, LoadError> {
     if config.hidden_size != DIMENSIONS {
         return Err(broken(format!("hidden_size is {}, Dionysus stores {DIMENSIONS}", config.hidden_size)));
     }
-    if !matches!(config.hidden_act, HiddenAct::Gelu) {
+    if config.hidden_act != "gelu" {
         return Err(broken(format!("hidden_act is {:?}, the encoder runs BERT's exact gelu", config.hidden_act)));
     }
     let mut tokenizer =
@@ -106,7 +127,14 @@ fn load(path: &Path) -> Result<LocalModel, LoadError> {
     let weights = std::fs::read(path.join("model.safetensors")).map_err(|e| broken(format!("model.safetensors: {e}")))?;
     let encoder = Encoder::load(&weights, config.num_attention_heads, config.layer_norm_eps)
         .map_err(|e| broken(format!("model.safetensors: {e}")))?;
-    Ok(LocalModel { path: path.to_path_buf(), tokenizer, encoder, scratch: RefCell::default(), config, reference: OnceCell::new() })
+    Ok(LocalModel {
+        path: path.to_path_buf(),
+        tokenizer,
+        encoder,
+        scratch: RefCell::default(),
+        #[cfg(feature = "candle")]
+        reference: OnceCell::new(),
+    })
 }
 
 impl LocalModel {
@@ -118,7 +146,10 @@ impl LocalModel {
     pub fn embed_with(&self, engine: Engine, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
         match engine {
             Engine::Native => self.embed_native(texts),
+            #[cfg(feature = "candle")]
             Engine::Candle => self.embed_candle(texts),
+            #[cfg(not(feature = "candle"))]
+            Engine::Candle => Err("this build has no candle engine (build with the `candle` feature)".into()),
         }
     }
 
@@ -151,11 +182,12 @@ impl LocalModel {
         Ok(out)
     }
 
+    #[cfg(feature = "candle")]
     fn embed_candle(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
         let model = match self.reference.get() {
             Some(m) => m,
             None => {
-                let m = load_candle(&self.path, &self.config).map_err(|e| format!("candle model: {e}"))?;
+                let m = load_candle(&self.path).map_err(|e| format!("candle model: {e}"))?;
                 self.reference.get_or_init(|| m)
             }
         };
@@ -167,6 +199,7 @@ impl LocalModel {
         Ok(out)
     }
 
+    #[cfg(feature = "candle")]
     fn embed_candle_chunk(&self, model: &BertModel, texts: &[&str]) -> Result<Vec<Vec<f32>>, Box<dyn std::error::Error + Send + Sync>> {
         let encodings = texts
             .iter()
@@ -198,7 +231,9 @@ impl LocalModel {
     }
 }
 
-fn load_candle(path: &Path, config: &Config) -> Result<BertModel, Box<dyn std::error::Error + Send + Sync>> {
+#[cfg(feature = "candle")]
+fn load_candle(path: &Path) -> Result<BertModel, Box<dyn std::error::Error + Send + Sync>> {
+    let config: candle_transformers::models::bert::Config = serde_json::from_str(&std::fs::read_to_string(path.join("config.json"))?)?;
     // candle and gemm size their pools from these; a backend must stay single-threaded.
     for var in ["RAYON_NUM_THREADS", "CANDLE_NUM_THREADS"] {
         if std::env::var_os(var).is_none() {
@@ -207,7 +242,7 @@ fn load_candle(path: &Path, config: &Config) -> Result<BertModel, Box<dyn std::e
     }
     // SAFETY: the file is only read; candle keeps its own copy of the tensors it needs.
     let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[path.join("model.safetensors")], DType::F32, &Device::Cpu) }?;
-    Ok(BertModel::load(vb, config)?)
+    Ok(BertModel::load(vb, &config)?)
 }
 
 #[cfg(any(test, feature = "pg_test"))]
@@ -222,9 +257,36 @@ mod tests {
         dot / (norm(a) * norm(b))
     }
 
-    /// The encoder against candle, text by text, on texts that reach its edges: no words, one
-    /// character, unicode, one past the 256-token truncation; then a batch of mixed lengths
-    /// (several packed passes) in its order.
+    /// The encoder against the vectors candle's BERT made of the same texts (generated with
+    /// `dionysus.embedding_engine = 'candle'`, kept in `reference_vectors.json`: no build here
+    /// compiles candle), text by text and as one batch of mixed lengths in its order: one
+    /// character, unicode, past the 256-token truncation, a question, chat turns.
+    #[pg_test]
+    fn native_vectors_match_candles_reference() {
+        #[derive(serde::Deserialize)]
+        struct Reference {
+            text: String,
+            vector: Vec<f32>,
+        }
+        let reference: Vec<Reference> = serde_json::from_str(include_str!("reference_vectors.json")).expect("the reference vectors");
+        assert!(reference.len() >= 8 && reference.iter().all(|r| r.vector.len() == super::DIMENSIONS));
+        let model = super::model(&crate::embed::model_path()).expect("the model is installed");
+        let texts: Vec<&str> = reference.iter().map(|r| r.text.as_str()).collect();
+        let batch = model.embed_with(Engine::Native, &texts).unwrap();
+        assert_eq!(batch.len(), texts.len());
+        for (i, r) in reference.iter().enumerate() {
+            let alone = model.embed_with(Engine::Native, &[r.text.as_str()]).unwrap().pop().unwrap();
+            for (how, v) in [("alone", &alone), ("in the batch", &batch[i])] {
+                let c = cosine(v, &r.vector);
+                assert!(c >= 0.9999, "text {i} ({:.30}) {how}: cosine {c} to candle's", r.text);
+            }
+        }
+    }
+
+    /// The encoder against candle itself (a build with the `candle` feature), text by text, on
+    /// texts that reach its edges: no words, one character, unicode, one past the 256-token
+    /// truncation; then a batch of mixed lengths (several packed passes) in its order.
+    #[cfg(feature = "candle")]
     #[pg_test]
     fn native_vectors_are_candles() {
         let model = super::model(&crate::embed::model_path()).expect("the model is installed");

@@ -6,6 +6,9 @@
 //!                                         heartbeat cycle with 1,000 goals
 //!   dionysus-bench reindex N              a re-index of N memories with the same model: vectors
 //!                                         per second, the swap, recall before and during it
+//!   dionysus-bench model [URL MODEL [KEY]] a model against a fixed conversation set: extraction
+//!                                         precision/recall, invented facts, replies, per-task
+//!                                         latency, unusable answers, tokens (no URL: scripted)
 //!   dionysus-bench driver N [MESSAGES]    the driver's time per message apart from the LLM
 //!                                         (scripted, instant), and its resident memory
 use dionysus_tests::{connect, p50_p95, TestDb};
@@ -30,6 +33,8 @@ mod working_memory;
 mod context;
 #[path = "bench/locomo.rs"]
 mod locomo;
+#[path = "bench/model.rs"]
+mod model;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
@@ -57,6 +62,14 @@ async fn main() {
         Some("working_memory") => working_memory::working_memory(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000)).await,
         Some("context") => context::context(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100_000)).await,
         Some("reindex") => reindex(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000)).await,
+        Some("model") => {
+            // URL MODEL [API_KEY] (the key also from DIONYSUS_BENCH_LLM_KEY); none: the scripted endpoint.
+            let endpoint = args.get(2).map(|url| {
+                let key = args.get(4).cloned().or_else(|| std::env::var("DIONYSUS_BENCH_LLM_KEY").ok());
+                (url.clone(), args.get(3).cloned().unwrap_or_else(|| "default".into()), key)
+            });
+            model::model(endpoint).await
+        }
         Some("fortnight") => fortnight::fortnight(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(14)).await,
         Some("lives") => lives::lives(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(14)).await,
         Some("agents") => {
