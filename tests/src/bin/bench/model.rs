@@ -199,7 +199,7 @@ async fn run(label: &str, endpoint: Option<(String, String, Option<String>)>, sc
     }
     let people = ["ada", "bo", "cy"];
     let channel = Arc::new(TestChannel::new(&people));
-    let mind = Mind::new(config, channel.clone());
+    let mind = Arc::new(Mind::new(config, channel.clone()));
     let started = Instant::now();
     let (mut answered, mut asked, mut fallbacks, mut reply_ms) = (0, 0, 0, vec![]);
     for (i, t) in SET.iter().enumerate() {
@@ -216,7 +216,8 @@ async fn run(label: &str, endpoint: Option<(String, String, Option<String>)>, sc
         let h = conversation::handle(&mind, incoming, &mut jobs).await;
         reply_ms.push(at.elapsed().as_secs_f64() * 1000.0);
         while jobs.join_next().await.is_some() {}
-        c.batch_execute("UPDATE dionysus.work_queue SET available_at = now() WHERE status = 'pending'").await.unwrap();
+        // What this turn queued is done now; an item parked after unusable answers waits its back-off.
+        c.batch_execute("UPDATE dionysus.work_queue SET available_at = now() WHERE status = 'pending' AND attempts = 0").await.unwrap();
         work::drain(&mind, None).await;
         if matches!(h, Handled::Replied { fallback: true, .. }) {
             fallbacks += 1;
