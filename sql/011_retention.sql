@@ -110,7 +110,7 @@ BEGIN
         'mind', (SELECT to_jsonb(p) FROM dionysus.proactive_health p),
         'imports', dionysus.import_status(3),
         -- The people written with last: their local time and where their time zone came from.
-        'people', (SELECT coalesce(jsonb_agg(jsonb_build_object('person', x.person, 'time_zone', x.time_zone, 'source', x.time_zone_source,
+        'people', (SELECT coalesce(jsonb_agg(jsonb_build_object('person', x.person, 'time_zone', x.time_zone, 'source', x.time_zone_source, 'source_said', dionysus_internal.time_zone_source_said(x.time_zone_source),
                                                                 'local_time', to_char(dionysus.clock_now() AT TIME ZONE x.time_zone, 'Dy HH24:MI'),
                                                                 'last_message_at', x.last_message_at)
                                              ORDER BY x.last_message_at DESC NULLS LAST, x.person), '[]')
@@ -124,5 +124,5 @@ COMMENT ON FUNCTION status_report() IS
     'What `dionysus status` shows: {hb: heartbeat_health''s row, goals: [{title, priority}] (the 8 first active and queued), '
     'beats: [{n, status, started, energy_start, energy_end, actions: [name], narrative (140 characters)}] (the last 5 heartbeats), '
     'queue: {status: count} of the work queue, messages: {total, last}, memory: memory_health''s row, mind: proactive_health''s row, '
-    'imports: import_status(3), people: [{person, time_zone, source, local_time, last_message_at}] (the 8 written with last), waited_s: {work, stale} (the oldest pending work and stale neighbourhood, in seconds), now}. '
+    'imports: import_status(3), people: [{person, time_zone, source, source_said, local_time, last_message_at}] (the 8 written with last), waited_s: {work, stale} (the oldest pending work and stale neighbourhood, in seconds), now}. '
     'Runs with the caller''s rights.';

@@ -764,8 +764,7 @@ BEGIN
     quiet := dionysus_internal.in_quiet_hours(p, local_hour);
     gates := gates || jsonb_build_object('gate', 'quiet_hours', 'passed', NOT (quiet AND (av.learned < 0.15 OR av.confidence < 0.5)),
         'detail', format('%s:00 their time (%s, %s); quiet %s–%s, learned activity %s (confidence %s)', local_hour, p.time_zone,
-                         CASE p.time_zone_source WHEN 'config' THEN 'configured' WHEN 'words' THEN 'from their words'
-                                                 WHEN 'inferred' THEN 'guessed' ELSE 'none known yet' END,
+                         dionysus_internal.time_zone_source_said(p.time_zone_source),
                          dionysus_internal.prior_setting(p, 'quiet_start_hour'), dionysus_internal.prior_setting(p, 'quiet_end_hour'),
                          round(av.learned::numeric, 2), round(av.confidence::numeric, 2)));
     gates := gates || jsonb_build_object('gate', 'availability', 'passed', av.belief >= dionysus_internal.proactive_setting('min_availability'),
@@ -1318,6 +1317,15 @@ BEGIN
      WHERE x.person = who;
 END $$;
 COMMENT ON FUNCTION dionysus_internal.note_contact_delivered(text) IS 'A contact Dionysus started reached the person: awaiting their reply (unless they asked for it), social debt relieved.';
+
+-- Where a person's time zone came from, as `dionysus why` and `dionysus status` say it.
+CREATE FUNCTION dionysus_internal.time_zone_source_said(source text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE source WHEN 'config' THEN 'configured' WHEN 'words' THEN 'from their words'
+                       WHEN 'inferred' THEN 'inferred from when they write' ELSE 'not known yet: UTC' END
+$$;
+COMMENT ON FUNCTION dionysus_internal.time_zone_source_said(text) IS
+    'Where a person''s time zone came from (people.time_zone_source), in words: the one phrasing of why and status.';
 
 -- The person's time zone, and where it came from. A source never gives way to a weaker one
 -- (config > words > inferred > default): the configuration is the owner's word, what they

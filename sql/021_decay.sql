@@ -190,7 +190,7 @@ BEGIN
         ), renewed AS (
             UPDATE dionysus.memories m SET reinforced_at = (SELECT greatest(said.reinforced_at, dionysus.clock_now()) FROM said)
               FROM near
-             WHERE m.id = near.id AND m.reinforced_at < dionysus.clock_now() AND m.id IN (SELECT id FROM got)
+             WHERE m.id = near.id AND m.id IN (SELECT id FROM got)
             RETURNING m.id, near.similarity, m.private_to IS NULL AS shared
         ), logged AS (
             INSERT INTO dionysus.decay_log (memory_id, event, inputs)

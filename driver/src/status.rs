@@ -31,18 +31,9 @@ pub struct Report {
 pub struct PersonTime {
     pub person: String,
     pub time_zone: Option<String>,
-    pub source: Option<String>,
+    /// Where the zone came from, in the extension's words (`time_zone_source_said`).
+    pub source_said: Option<String>,
     pub local_time: Option<String>,
-}
-
-/// Where a time zone came from, as a person reads it.
-fn zone_source(source: Option<&str>) -> &'static str {
-    match source {
-        Some("config") => "configured",
-        Some("words") => "from their words",
-        Some("inferred") => "inferred from when they write",
-        _ => "not known yet: UTC",
-    }
 }
 
 /// The `heartbeat_health` view's row.
@@ -246,7 +237,7 @@ pub fn render(v: &Report) -> String {
             p.person,
             p.local_time.as_deref().unwrap_or("?"),
             p.time_zone.as_deref().unwrap_or("UTC"),
-            zone_source(p.source.as_deref())
+            p.source_said.as_deref().unwrap_or("?")
         ));
     }
     if let Some(mind) = &v.mind {
@@ -507,9 +498,9 @@ mod tests {
         let v = json!({
             "now": "2026-03-02T10:00:00+00:00", "hb": {"warnings": []}, "goals": [], "queue": {}, "beats": [],
             "messages": {"total": 0}, "memory": {}, "waited_s": {}, "imports": [],
-            "people": [{"person": "discord:owl", "time_zone": "Etc/GMT+4", "source": "inferred", "local_time": "Mon 06:00"},
-                       {"person": "discord:ada", "time_zone": "Europe/Berlin", "source": "words", "local_time": "Mon 11:00"},
-                       {"person": "discord:cy", "time_zone": "UTC", "source": "default", "local_time": "Mon 10:00"}],
+            "people": [{"person": "discord:owl", "time_zone": "Etc/GMT+4", "source": "inferred", "source_said": "inferred from when they write", "local_time": "Mon 06:00"},
+                       {"person": "discord:ada", "time_zone": "Europe/Berlin", "source": "words", "source_said": "from their words", "local_time": "Mon 11:00"},
+                       {"person": "discord:cy", "time_zone": "UTC", "source": "default", "source_said": "not known yet: UTC", "local_time": "Mon 10:00"}],
         });
         let screen = render(&serde_json::from_value(v).unwrap());
         for expected in ["people     discord:owl — Mon 06:00 Etc/GMT+4 (inferred from when they write)",

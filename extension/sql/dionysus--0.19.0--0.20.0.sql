@@ -46,7 +46,7 @@ BEGIN
         'mind', (SELECT to_jsonb(p) FROM dionysus.proactive_health p),
         'imports', dionysus.import_status(3),
         -- The people written with last: their local time and where their time zone came from.
-        'people', (SELECT coalesce(jsonb_agg(jsonb_build_object('person', x.person, 'time_zone', x.time_zone, 'source', x.time_zone_source,
+        'people', (SELECT coalesce(jsonb_agg(jsonb_build_object('person', x.person, 'time_zone', x.time_zone, 'source', x.time_zone_source, 'source_said', dionysus_internal.time_zone_source_said(x.time_zone_source),
                                                                 'local_time', to_char(dionysus.clock_now() AT TIME ZONE x.time_zone, 'Dy HH24:MI'),
                                                                 'last_message_at', x.last_message_at)
                                              ORDER BY x.last_message_at DESC NULLS LAST, x.person), '[]')
@@ -60,7 +60,7 @@ COMMENT ON FUNCTION status_report() IS
     'What `dionysus status` shows: {hb: heartbeat_health''s row, goals: [{title, priority}] (the 8 first active and queued), '
     'beats: [{n, status, started, energy_start, energy_end, actions: [name], narrative (140 characters)}] (the last 5 heartbeats), '
     'queue: {status: count} of the work queue, messages: {total, last}, memory: memory_health''s row, mind: proactive_health''s row, '
-    'imports: import_status(3), people: [{person, time_zone, source, local_time, last_message_at}] (the 8 written with last), waited_s: {work, stale} (the oldest pending work and stale neighbourhood, in seconds), now}. '
+    'imports: import_status(3), people: [{person, time_zone, source, source_said, local_time, last_message_at}] (the 8 written with last), waited_s: {work, stale} (the oldest pending work and stale neighbourhood, in seconds), now}. '
     'Runs with the caller''s rights.';
 GRANT EXECUTE ON FUNCTION heartbeat_outcome(uuid), status_report() TO dionysus_driver;
 
@@ -1891,8 +1891,7 @@ BEGIN
     quiet := dionysus_internal.in_quiet_hours(p, local_hour);
     gates := gates || jsonb_build_object('gate', 'quiet_hours', 'passed', NOT (quiet AND (av.learned < 0.15 OR av.confidence < 0.5)),
         'detail', format('%s:00 their time (%s, %s); quiet %s–%s, learned activity %s (confidence %s)', local_hour, p.time_zone,
-                         CASE p.time_zone_source WHEN 'config' THEN 'configured' WHEN 'words' THEN 'from their words'
-                                                 WHEN 'inferred' THEN 'guessed' ELSE 'none known yet' END,
+                         dionysus_internal.time_zone_source_said(p.time_zone_source),
                          dionysus_internal.prior_setting(p, 'quiet_start_hour'), dionysus_internal.prior_setting(p, 'quiet_end_hour'),
                          round(av.learned::numeric, 2), round(av.confidence::numeric, 2)));
     gates := gates || jsonb_build_object('gate', 'availability', 'passed', av.belief >= dionysus_internal.proactive_setting('min_availability'),
@@ -2651,7 +2650,7 @@ BEGIN
         ), renewed AS (
             UPDATE dionysus.memories m SET reinforced_at = (SELECT greatest(said.reinforced_at, dionysus.clock_now()) FROM said)
               FROM near
-             WHERE m.id = near.id AND m.reinforced_at < dionysus.clock_now() AND m.id IN (SELECT id FROM got)
+             WHERE m.id = near.id AND m.id IN (SELECT id FROM got)
             RETURNING m.id, near.similarity, m.private_to IS NULL AS shared
         ), logged AS (
             INSERT INTO dionysus.decay_log (memory_id, event, inputs)
@@ -2750,6 +2749,17 @@ END $$;
 COMMENT ON FUNCTION dionysus_internal.infer_time_zone(dionysus.people) IS
     'The time zone when they write suggests (for a person whose zone is the default or was inferred): the one that puts the middle of their longest daily silence at the middle of their quiet hours, as Etc/GMT±N; NULL while the rhythm shows no night yet or it is within an hour of theirs.';
 GRANT EXECUTE ON FUNCTION dionysus_internal.infer_time_zone(dionysus.people) TO dionysus_driver;
+
+-- #36: one phrasing of where a time zone came from, for why and status.
+-- Where a person's time zone came from, as `dionysus why` and `dionysus status` say it.
+CREATE FUNCTION dionysus_internal.time_zone_source_said(source text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE source WHEN 'config' THEN 'configured' WHEN 'words' THEN 'from their words'
+                       WHEN 'inferred' THEN 'inferred from when they write' ELSE 'not known yet: UTC' END
+$$;
+COMMENT ON FUNCTION dionysus_internal.time_zone_source_said(text) IS
+    'Where a person''s time zone came from (people.time_zone_source), in words: the one phrasing of why and status.';
+GRANT EXECUTE ON FUNCTION dionysus_internal.time_zone_source_said(text) TO dionysus_driver;
 
 -- Last of all (keep it last: a section added after it must come before it): the tables this
 -- update created are marked for pg_dump as a fresh install marks them (sql/030_backup.sql), the

@@ -210,7 +210,8 @@ async fn when_they_write_gives_a_zone_to_someone_who_never_said_it() {
     assert!(belief(c, "test:owl", "2026-11-27 22:00+00").await >= 0.5, "their busiest hour is not believed free");
     // The status shows it, and their words replace it.
     let status: Value = c.query_one("SELECT dionysus.status_report() -> 'people'", &[]).await.unwrap().get(0);
-    assert!(status.as_array().unwrap().iter().any(|p| p["person"] == "test:owl" && p["source"] == "inferred" && p["time_zone"] == json!(owl_zone)), "{status}");
+    assert!(status.as_array().unwrap().iter().any(|p| p["person"] == "test:owl" && p["source"] == "inferred"
+        && p["source_said"] == "inferred from when they write" && p["time_zone"] == json!(owl_zone)), "{status}");
     say(c, "owl", "owl-zone", "I live in London actually").await;
     assert_eq!(zone("test:owl").await, ("Europe/London".to_string(), "words".to_string()));
 }
