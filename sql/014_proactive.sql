@@ -953,7 +953,7 @@ COMMENT ON FUNCTION explain_contact(text, integer) IS
 CREATE FUNCTION proactive_tick() RETURNS jsonb
     LANGUAGE plpgsql AS $$
 DECLARE
-    t timestamptz := dionysus.clock_now();
+    t timestamptz;
     a dionysus.agent_state;
     hours double precision;
     n_dropped bigint := 0;
@@ -978,6 +978,9 @@ DECLARE
     n_fired integer := 0;
 BEGIN
     SELECT * INTO a FROM dionysus.agent_state WHERE id = 1 FOR UPDATE;
+    -- The clock is read once the state is ours: a tick that waited on another never writes an
+    -- older time over the one it committed (the next would count those hours twice).
+    t := dionysus.clock_now();
     hours := greatest(0, extract(epoch FROM t - coalesce(a.last_tick_at, t)) / 3600.0);
     -- The agent keeps the day of the person it talked with last: it sleeps when they sleep.
     agent_tz := coalesce((SELECT x.time_zone FROM dionysus.people x ORDER BY x.last_message_at DESC NULLS LAST LIMIT 1), 'UTC');

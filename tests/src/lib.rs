@@ -51,6 +51,13 @@ impl TestDb {
         admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
         let client = connect(&name).await;
         client.batch_execute("CREATE EXTENSION dionysus CASCADE").await.expect("CREATE EXTENSION dionysus");
+        // The nightly dream follows the wall clock's night (03:00 to 06:00 in UTC by default) in a
+        // test that does not drive the clock: off, so no test depends on the hour CI runs at.
+        // The dream's own tests turn it on and set the clock (TestDb::let_it_dream).
+        client
+            .batch_execute("UPDATE dionysus.proactive_config SET value = 0 WHERE key = 'dream_enabled'")
+            .await
+            .expect("dreams off");
         // The driver runs as the least-privileged role the extension creates (test cluster: trust).
         // Once per test binary: concurrent ALTER ROLEs of one role collide in pg_authid.
         DRIVER_LOGIN
@@ -65,6 +72,14 @@ impl TestDb {
             })
             .await;
         TestDb { name, client }
+    }
+
+    /// The nightly dream on again (TestDb::new turns it off): for a test that drives the clock.
+    pub async fn let_it_dream(&self) {
+        self.client
+            .batch_execute("UPDATE dionysus.proactive_config SET value = 1 WHERE key = 'dream_enabled'")
+            .await
+            .unwrap();
     }
 
     /// Another connection to the same database.

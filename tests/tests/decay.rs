@@ -114,6 +114,8 @@ async fn a_memory_fades_to_its_summary_then_its_residue_then_goes_unless_it_is_m
     // running driver asks the model), so the walk, due to fade first, fades straight to its
     // summary. (A memory still without them when it fades waits for them: the next test.)
     until(c, &format!("SELECT summary IS NOT NULL AND micro IS NOT NULL FROM dionysus.memories WHERE id = '{walk}'"), "the walk's levels").await;
+    // The concert's too, or it would wait for them when it falls due while the walk moves on.
+    until(c, &format!("SELECT summary IS NOT NULL AND micro IS NOT NULL FROM dionysus.memories WHERE id = '{concert}'"), "the concert's levels").await;
     let pass = until_next_stage(c, &walk).await;
     assert_eq!((pass["condense_asked"].as_i64(), pass["waiting"].as_i64()), (Some(0), Some(0)), "{pass}");
     assert_eq!(stage_of(c, &concert).await["stage"], json!("fresh"), "mentioned five days later, the concert is not due yet");

@@ -219,6 +219,7 @@ async fn every_activity_is_mirrored_to_its_persons_channel_and_nobody_elses() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proposal_on_the_channel_changes_nothing_until_its_person_approves() {
     let db = TestDb::new("dc_dream").await;
+    db.let_it_dream().await;
     let c = &db.client;
     let llm = FakeLlm::start().await;
     c.batch_execute("SELECT dionysus.pause_heartbeats(true); SELECT dionysus.set_clock('2026-11-24 01:00+00')").await.unwrap();

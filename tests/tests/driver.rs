@@ -678,11 +678,8 @@ async fn a_slow_reply_holds_up_nobody_else() {
 async fn a_heartbeats_garbage_never_silences_the_chat() {
     let db = TestDb::new("drv_breakers").await;
     let llm = FakeLlm::start().await;
-    // No nightly dream either (at night it would call the smart model too and close its breaker).
-    db.client
-        .batch_execute("SELECT dionysus.pause_heartbeats(true); UPDATE dionysus.proactive_config SET value = 0 WHERE key = 'dream_enabled'")
-        .await
-        .unwrap();
+    // (No nightly dream either, as in every TestDb: at night it would call the smart model too.)
+    db.client.batch_execute("SELECT dionysus.pause_heartbeats(true)").await.unwrap();
     llm.on("TASK: heartbeat", Answer::Text("I would love to help! {not json at all".into()));
     llm.on("TASK: chat", Answer::Text("Still listening.".into()));
     // Short enough to time out on the hang below, long enough that a garbage answer on a loaded

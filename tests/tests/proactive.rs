@@ -839,6 +839,52 @@ async fn reactions_answer_contacts_and_the_organs_send_events() {
     }
 }
 
+/// Two ticks at once (the scheduler's and anyone's): the one that waited for the other reads the
+/// clock when it runs, so it never writes an older time over the newer one. Until 0.20.0 it read
+/// the clock before it waited: the next tick counted the hours between again (a day's social
+/// debt twice, a pressure crossing nobody earned) and the hour's rules fired a second time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tick_that_waited_for_another_reads_the_clock_when_it_runs() {
+    let db = TestDb::new("pro_tick_race").await;
+    db.hold_worker_off().await;
+    let c = &db.client;
+    at(c, "2026-11-20 09:00+00").await;
+    say(c, "a1", "Morning! Off to work.").await;
+    tick(c).await;
+    // One tick holds the state; a second starts while the clock still says Friday 09:00.
+    let holder = db.connect().await;
+    holder.batch_execute("BEGIN; SELECT 1 FROM dionysus.agent_state WHERE id = 1 FOR UPDATE").await.unwrap();
+    let waiting = {
+        let w = db.connect().await;
+        tokio::spawn(async move { w.query_one("SELECT dionysus.proactive_tick()", &[]).await.map(|r| r.get::<_, Value>(0)) })
+    };
+    let blocked = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                   AND wait_event_type = 'Lock' AND query LIKE '%proactive_tick%'";
+    for _ in 0..600 {
+        if count(c, blocked).await == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(count(c, blocked).await, 1, "the second tick never waited on the first");
+    // Meanwhile the day moves on and the first tick runs there.
+    at(c, "2026-11-22 10:50+00").await;
+    holder.batch_execute("SELECT dionysus.proactive_tick(); COMMIT").await.unwrap();
+    let late = waiting.await.unwrap().unwrap();
+    assert_eq!(late["at"], json!("2026-11-22T10:50:00+00:00"), "the waiting tick ran at an old time: {late}");
+    let last: String = c
+        .query_one("SELECT last_tick_at::text FROM dionysus.agent_state WHERE id = 1", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(last, "2026-11-22 10:50:00+00", "the last tick went back in time");
+    // So the hours since Friday are counted once: a second tick at the same instant adds none.
+    let debt = "SELECT (social_debt * 1e6)::bigint FROM dionysus.people WHERE person = 'test:alice'";
+    let before = count(c, debt).await;
+    tick(c).await;
+    assert_eq!(count(c, debt).await, before, "the same hours counted twice");
+}
+
 /// The server down for months (or the clock driven ahead): the first tick after the gap runs,
 /// and so do the ones after it. Until 0.18.0 a rule's "toward" step raised an underflow error
 /// after about two months without a tick, and every later tick failed the same way.

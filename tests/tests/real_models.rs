@@ -193,7 +193,8 @@ async fn a_job_unusable_twice_is_parked_not_retried_at_full_rate() {
         "the extraction parked",
     )
     .await;
-    assert_eq!(llm.requests_with("TASK: extract").len(), 2, "an unusable answer is asked for once more, then parked");
+    // (The turn's concepts are another job, on the same rule: only the turn's reading counts.)
+    assert_eq!(llm.requests_with("TASK: extract\\n").len(), 2, "an unusable answer is asked for once more, then parked");
     assert_eq!(count(&db.client, "SELECT count(*) FROM dionysus.memories WHERE content ILIKE '%here are the facts%'").await, 0);
     run.stop().await;
 }

@@ -105,8 +105,7 @@ async fn a_changed_template_rebuilds_facts_while_recall_keeps_answering() {
     let status: Value = one(c, "SELECT dionysus.reindex_status()").await;
     assert_eq!(status["phase"], json!("swapping"), "{status}");
     assert_eq!(status["extractions"]["done"], json!(1), "{status}");
-    // (Its extraction prompt only: between 3 and the end of the dream window the nightly dream
-    // runs too, and its prompt quotes the active templates.)
+    // (Its extraction prompt only: a dream's prompt, say, quotes the active templates.)
     let reads = llm.requests_with("REVISED EXTRACTION").into_iter().filter(|r| r["messages"].to_string().contains("TASK: extract\\n")).count();
     assert_eq!(reads, 1, "the driver read the turn with the new template once");
     // Meanwhile recall answers from the old index, and nothing of the new reading shows.
