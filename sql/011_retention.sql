@@ -46,11 +46,17 @@ BEGIN
     DELETE FROM dionysus.rule_firings WHERE id IN (SELECT id FROM dionysus.rule_firings
                                                      WHERE at < dionysus.clock_now() - (now() - cutoff) LIMIT batch);
     GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('rule_firings', n);
+    -- What the grounding check refused (032): it explains recent refusals, and holds a model's
+    -- words about someone, so it goes with the rest of the past.
+    DELETE FROM dionysus.model_text_refusals WHERE id IN (SELECT id FROM dionysus.model_text_refusals
+                                                            WHERE refused_at < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('model_text_refusals', n);
     RETURN pruned;
 END $$;
 COMMENT ON FUNCTION prune_history(integer) IS
     'Retention: deletes, at most batch rows per table, ledger entries, finished heartbeats, finished work, sent messages of the outbox, '
-    'access-log rows and cache entries older than heartbeat_config.retention_days (90). Never the message log or memories. '
+    'access-log rows, cache entries, handled events, contact evaluations, rule firings and the grounding check''s refusals older than '
+    'heartbeat_config.retention_days (90). Never the message log or memories. '
     'The maintenance pass calls it; returns the counts.';
 
 -- Sizes of the tables that grow, in bytes (with their indexes and TOAST).

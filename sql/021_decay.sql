@@ -541,5 +541,6 @@ SELECT key, version, temperature, note, version = max(version) OVER (PARTITION B
        dionysus_internal.shipped_prompt(key, version)
   FROM (VALUES
     ('condense_memory', 1, 0.2, 'decay (021): a memory''s summary and micro line, before it fades'),
-    ('condense_memory', 2, 0.2, 'levels (027): a memory''s summary and micro line, for tight contexts and for when it fades')
+    ('condense_memory', 2, 0.2, 'levels (027): a memory''s summary and micro line, for tight contexts and for when it fades'),
+    ('condense_memory', 3, 0.2, 'levels (027): a memory''s summary and micro line; its shape in placeholders a model cannot pass off as a level (#35)')
   ) AS shipped (key, version, temperature, note);

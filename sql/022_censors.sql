@@ -460,5 +460,6 @@ SELECT key, version, temperature, note, version = max(version) OVER (PARTITION B
        dionysus_internal.shipped_prompt(key, version)
   FROM (VALUES
     ('censor_from_words', 1, 0.1, 'censors (022): a person''s "never …" read into a censor'),
+    ('censor_from_words', 2, 0.1, 'censors (022): a person''s "never …" read into a censor; its shape in placeholders, no example values (#35)'),
     ('censored_reply', 1, 0.0, 'censors (022): what is sent when a reply is blocked twice')
   ) AS shipped (key, version, temperature, note);

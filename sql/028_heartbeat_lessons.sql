@@ -128,5 +128,6 @@ INSERT INTO prompt_templates (key, version, temperature, note, active, template)
 SELECT key, version, temperature, note, version = max(version) OVER (PARTITION BY key),
        dionysus_internal.shipped_prompt(key, version)
   FROM (VALUES
-    ('heartbeat_censors', 1, 0.2, 'lessons (028): what not to do again, after a message sent on your own was unwelcome')
+    ('heartbeat_censors', 1, 0.2, 'lessons (028): what not to do again, after a message sent on your own was unwelcome'),
+    ('heartbeat_censors', 2, 0.2, 'lessons (028): what not to do again, after a message sent on your own was unwelcome; its shape in placeholders (#35)')
   ) AS shipped (key, version, temperature, note);

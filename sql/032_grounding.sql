@@ -2,8 +2,10 @@
 -- follow instructions copies the prompt's own placeholders ("a person's name", "I am ...",
 -- "<the fact>") and invents what nobody said ("user lives_in Lisbon"). What it writes is stored
 -- only when it is not a placeholder and, for what claims to come from the person's turn (a
--- fact, triple, rule, person or alias; a goal is their request in the model's words), when its content words appear in that turn. A
--- refused item is not stored; the refusal is written down with its inputs.
+-- fact, triple, rule, censor, person or alias; a goal is their request in the model's words),
+-- when its content words appear in that turn. A refused item is not stored; the refusal is
+-- written down with its inputs. What the driver says back for the model (a rule's confirmation,
+-- a censor's acknowledgement) passes the same check before anyone reads it.
 --
 -- The rule, in full (dionysus_internal.model_text_problem):
 --   1. empty, or only punctuation: refused;
@@ -11,7 +13,7 @@
 --      refused;
 --   3. text of a prompt template (any version; three words or more) is refused unless the
 --      source grounds it (rule 4): the prompt's words, not the person's;
---   4. with a source (the person's turn), a fact, rule, person or alias needs at least
+--   4. with a source (the person's turn), a fact, rule, censor, person or alias needs at least
 --      half of its content words in the source (a triple: its object's, what it says of its
 --      subject; complete_work passes the object). Content words are the English stems
 --      (to_tsvector('english')) less stop words and the generic words "user", "person",
@@ -32,7 +34,7 @@ CREATE TABLE model_text_refusals (
     private_to  text[]
 );
 COMMENT ON TABLE model_text_refusals IS
-    'What the grounding check (check_model_text) refused to store: the kind (fact, triple, goal, objective, person, alias, thread, focus, level, narrative, identity, belief, rule, proposal, summary), the model''s text, the source it was checked against, why, the work item, and whom it is private to.';
+    'What the grounding check (check_model_text) refused to store: the kind (fact, triple, goal, objective, person, alias, thread, focus, level, narrative, identity, belief, rule, censor, proposal, summary, acknowledgement), the model''s text, the source it was checked against, why, the work item, and whom it is private to.';
 CREATE INDEX model_text_refusals_at ON model_text_refusals (refused_at);
 
 -- The English stems of a text that carry its meaning (rule 4's "content words").
@@ -73,22 +75,26 @@ BEGIN
             RETURN format('the words of the prompt template "%s", not the person''s', copied);
         END IF;
     END IF;
-    IF source IS NOT NULL AND kind IN ('fact', 'triple', 'rule', 'person', 'alias') AND NOT grounded THEN
+    IF source IS NOT NULL AND kind IN ('fact', 'triple', 'rule', 'censor', 'person', 'alias') AND NOT grounded THEN
         RETURN format('not in the source turn: %s of its %s content words appear there (at least half must)', found, cardinality(words));
     END IF;
     RETURN NULL;
 END $$;
 COMMENT ON FUNCTION dionysus_internal.model_text_problem(text, text, text) IS
-    'Why a model-written text may not be stored (empty; a "<...>" or "..." placeholder; a prompt template''s words; for a fact, triple (its object), rule, person or alias with a source: under half its content words in it), or NULL.';
+    'Why a model-written text may not be stored (empty; a "<...>" or "..." placeholder; a prompt template''s words; for a fact, triple (its object), rule, censor, person or alias with a source: under half its content words in it), or NULL.';
 
+-- private_to: whose words the refusal may hold (export_person lists it for them, forget_person
+-- takes it). The caller states it, as it states remember's: it runs as its caller, so only a
+-- role that may already write memories private to anyone (the driver's) can record one; it
+-- reaches no further than that role does.
 CREATE FUNCTION check_model_text(kind text, value text, source text DEFAULT NULL, work_id uuid DEFAULT NULL,
                                  private_to text[] DEFAULT NULL) RETURNS text
     LANGUAGE plpgsql AS $$
 DECLARE why text;
 BEGIN
     IF kind IS NULL OR kind NOT IN ('fact', 'triple', 'goal', 'objective', 'person', 'alias', 'thread', 'focus', 'level',
-                                    'narrative', 'identity', 'belief', 'rule', 'proposal', 'summary') THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "kind": % (fact, triple, goal, objective, person, alias, thread, focus, level, narrative, identity, belief, rule, proposal or summary)',
+                                    'narrative', 'identity', 'belief', 'rule', 'censor', 'proposal', 'summary', 'acknowledgement') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "kind": % (fact, triple, goal, objective, person, alias, thread, focus, level, narrative, identity, belief, rule, censor, proposal, summary or acknowledgement)',
             quote_nullable(kind) USING ERRCODE = 'invalid_parameter_value';
     END IF;
     why := dionysus_internal.model_text_problem(kind, value, source);

@@ -2,6 +2,7 @@
 //! by the fast model, and the chat reply judged before it is sent (a blocked draft is written
 //! again once with the reasons; if that is blocked too, the censored_reply line goes instead).
 //! What holds, what counts and what escalates is the extension's.
+use crate::grounding;
 use crate::jsonish::{flag, strings, text};
 use crate::llm::Msg;
 use crate::prompt::{self, render};
@@ -44,9 +45,10 @@ struct Stepped {
     status: String,
 }
 
-/// A censor from the person's words, when they asked for one: the acknowledgement to send them.
-/// None when the words asked for nothing (or the model or the extension refused: the
-/// conversation then goes on as usual, and why is logged).
+/// A censor from the person's words, when they asked for one: the acknowledgement to send them;
+/// when they may have asked and no censor came of it (the model unusable, what it read not
+/// grounded in their words, or refused by the extension), an honest sentence saying so. None
+/// when the words asked for nothing (the conversation then goes on as usual).
 pub async fn from_words(mind: &Mind, person: &str, message_id: Uuid, words: &str) -> Option<String> {
     let cue = mind.chat_db.json("SELECT to_jsonb(dionysus.censor_cue($1))", &[&words]).await;
     if !matches!(cue, Ok(Value::Bool(true))) {
@@ -65,10 +67,18 @@ pub async fn from_words(mind: &Mind, person: &str, message_id: Uuid, words: &str
         Ok(a) => a,
         Err(e) => {
             tracing::warn!(error = %e, "no censor from the words (the model could not be used)");
-            return None;
+            return Some(could_not("I could not reach my model just now"));
         }
     };
     let c = answer.get("censor").filter(|c| c.is_object())?;
+    // Grounded in their words (the one grounding check): a trigger the model made up, or copied
+    // from the prompt's shape, is refused and they are told.
+    let private = vec![person.to_string()];
+    let trigger = text(c, "trigger").unwrap_or_default();
+    if let Some(why) = grounding::refused(mind, "censor", &trigger, Some(words), &private).await {
+        tracing::warn!(%why, "the proposed censor is not grounded in their words");
+        return Some(could_not("what I made of it did not match your words"));
+    }
     let kinds = strings(c, "kinds");
     // Whole local hours [from, to), wrapping past midnight; hours that cannot be read make no
     // censor at all, rather than one that holds all day.
@@ -77,7 +87,7 @@ pub async fn from_words(mind: &Mind, person: &str, message_id: Uuid, words: &str
         Ok(h) => h,
         Err(why) => {
             tracing::warn!(%why, hours = %said_hours, "the proposed censor's hours could not be read");
-            return None;
+            return Some(could_not("I could not read the hours it holds"));
         }
     };
     let sql = "SELECT dionysus.add_own_censor($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
@@ -87,7 +97,7 @@ pub async fn from_words(mind: &Mind, person: &str, message_id: Uuid, words: &str
             &format!("SELECT to_jsonb(({sql}))"),
             &[
                 &person,
-                &text(c, "trigger").unwrap_or_default(),
+                &trigger,
                 &text(c, "reason").unwrap_or_else(|| words.chars().take(500).collect()),
                 &text(c, "severity").unwrap_or_else(|| "block".into()),
                 &text(c, "pattern"),
@@ -102,14 +112,24 @@ pub async fn from_words(mind: &Mind, person: &str, message_id: Uuid, words: &str
     match stored {
         Ok(id) => {
             tracing::info!(%person, censor = %id, "a censor in their words");
-            Some(text(&answer, "acknowledgement").unwrap_or_else(|| "Understood, I won't.".into()))
+            // The model's words back to them pass the same check (a copied "<...>" is never sent).
+            let said = text(&answer, "acknowledgement").unwrap_or_default();
+            Some(match grounding::refused(mind, "acknowledgement", &said, None, &private).await {
+                None => said,
+                Some(_) => format!("Understood: I won't ({trigger})."),
+            })
         }
         Err(e) => {
             // The extension refused what the model read (its message names the part).
             tracing::warn!(error = %e, "the proposed censor was refused");
-            None
+            Some(could_not("what I made of it did not hold up"))
         }
     }
+}
+
+/// What the person is told when they may have asked for a censor and none came of it.
+fn could_not(why: &str) -> String {
+    format!("If you were asking me not to do something, I could not set that up ({why}); please tell me again what I should not do, and when.")
 }
 
 /// The gate's verdict on a reply: None to send it, Some(reasons) when it is blocked. A gate

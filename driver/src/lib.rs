@@ -26,6 +26,7 @@ pub mod db;
 pub mod doctor;
 pub mod fallback;
 pub mod forgetme;
+pub mod grounding;
 pub mod heartbeat;
 pub mod import;
 pub mod jsonish;

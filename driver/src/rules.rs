@@ -2,6 +2,7 @@
 //! look at the words decides whether to ask at all; the fast model turns them into a rule in
 //! the extension's vocabulary; `add_rule` checks it and stores it as theirs. The driver keeps
 //! no rule logic: what a rule may say, and what it does, live in the database.
+use crate::grounding;
 use crate::jsonish::text;
 use crate::llm::Msg;
 use crate::prompt::{self, render};
@@ -75,19 +76,18 @@ pub async fn from_words(mind: &Mind, person: &str, words: &str) -> Option<String
     // from the prompt's shape ("<a few words>"), is refused and they are told.
     let named = text(&rule, "name").or_else(|| text(&rule, "description")).unwrap_or_default();
     let private = vec![person.to_string()];
-    let check = "SELECT to_jsonb(dionysus.check_model_text('rule', $1, $2, NULL, $3))";
-    match mind.chat_db.one::<Option<String>>(check, &[&named, &words, &private]).await {
-        Ok(Some(why)) => {
-            tracing::warn!(%why, "the proposed rule is not grounded in their words");
-            return Some(could_not("what I made of it did not match your words"));
-        }
-        Ok(None) => {}
-        Err(e) => tracing::warn!(error = %e, "the grounding check could not run"),
+    if let Some(why) = grounding::refused(mind, "rule", &named, Some(words), &private).await {
+        tracing::warn!(%why, "the proposed rule is not grounded in their words");
+        return Some(could_not("what I made of it did not match your words"));
     }
     match mind.chat_db.one::<Stored>("SELECT dionysus.add_rule($1, $2, $3)", &[&person, &words, &rule]).await {
         Ok(stored) => {
             tracing::info!(%person, rule = stored.rule_id, name = %stored.name, "a rule in their words");
-            let said = text(&answer, "confirmation").unwrap_or_else(|| format!("Noted: {}.", stored.description.as_deref().unwrap_or("done")));
+            // The model's words back to them pass the same check (a copied "<...>" is never sent).
+            let said = match text(&answer, "confirmation") {
+                Some(said) if grounding::refused(mind, "acknowledgement", &said, None, &private).await.is_none() => said,
+                _ => format!("Noted: {}.", stored.description.as_deref().unwrap_or(&stored.name)),
+            };
             Some(format!("{said} (rule {}: `dionysus rules` lists it)", stored.rule_id))
         }
         Err(e) => {

@@ -1101,7 +1101,7 @@ CREATE TABLE model_text_refusals (
     private_to  text[]
 );
 COMMENT ON TABLE model_text_refusals IS
-    'What the grounding check (check_model_text) refused to store: the kind (fact, triple, goal, objective, person, alias, thread, focus, level, narrative, identity, belief, rule, proposal, summary), the model''s text, the source it was checked against, why, the work item, and whom it is private to.';
+    'What the grounding check (check_model_text) refused to store: the kind (fact, triple, goal, objective, person, alias, thread, focus, level, narrative, identity, belief, rule, censor, proposal, summary, acknowledgement), the model''s text, the source it was checked against, why, the work item, and whom it is private to.';
 CREATE INDEX model_text_refusals_at ON model_text_refusals (refused_at);
 
 -- The English stems of a text that carry its meaning (rule 4's "content words").
@@ -1142,13 +1142,13 @@ BEGIN
             RETURN format('the words of the prompt template "%s", not the person''s', copied);
         END IF;
     END IF;
-    IF source IS NOT NULL AND kind IN ('fact', 'triple', 'rule', 'person', 'alias') AND NOT grounded THEN
+    IF source IS NOT NULL AND kind IN ('fact', 'triple', 'rule', 'censor', 'person', 'alias') AND NOT grounded THEN
         RETURN format('not in the source turn: %s of its %s content words appear there (at least half must)', found, cardinality(words));
     END IF;
     RETURN NULL;
 END $$;
 COMMENT ON FUNCTION dionysus_internal.model_text_problem(text, text, text) IS
-    'Why a model-written text may not be stored (empty; a "<...>" or "..." placeholder; a prompt template''s words; for a fact, triple (its object), rule, person or alias with a source: under half its content words in it), or NULL.';
+    'Why a model-written text may not be stored (empty; a "<...>" or "..." placeholder; a prompt template''s words; for a fact, triple (its object), rule, censor, person or alias with a source: under half its content words in it), or NULL.';
 
 CREATE FUNCTION check_model_text(kind text, value text, source text DEFAULT NULL, work_id uuid DEFAULT NULL,
                                  private_to text[] DEFAULT NULL) RETURNS text
@@ -1156,8 +1156,8 @@ CREATE FUNCTION check_model_text(kind text, value text, source text DEFAULT NULL
 DECLARE why text;
 BEGIN
     IF kind IS NULL OR kind NOT IN ('fact', 'triple', 'goal', 'objective', 'person', 'alias', 'thread', 'focus', 'level',
-                                    'narrative', 'identity', 'belief', 'rule', 'proposal', 'summary') THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "kind": % (fact, triple, goal, objective, person, alias, thread, focus, level, narrative, identity, belief, rule, proposal or summary)',
+                                    'narrative', 'identity', 'belief', 'rule', 'censor', 'proposal', 'summary', 'acknowledgement') THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "kind": % (fact, triple, goal, objective, person, alias, thread, focus, level, narrative, identity, belief, rule, censor, proposal, summary or acknowledgement)',
             quote_nullable(kind) USING ERRCODE = 'invalid_parameter_value';
     END IF;
     why := dionysus_internal.model_text_problem(kind, value, source);
@@ -2269,11 +2269,10 @@ CREATE FUNCTION person_rules(for_person text)
 $$;
 COMMENT ON FUNCTION person_rules(text) IS 'A person''s rules (active, done, ended, forgotten) and the built-ins that apply to everyone, with weight, use and whether each repeats (once, repeats, until YYYY-MM-DD: the first day it no longer fires, their time).';
 
-INSERT INTO prompt_templates (key, version, temperature, note, active, template)
-VALUES ('rule_from_words', 2, 0.0, 'proactive mind: a rule the person asked for in plain words, as data; once, repeating or until a date, as they said', false,
-        dionysus_internal.shipped_prompt('rule_from_words', 2));
-UPDATE prompt_templates SET active = false WHERE key = 'rule_from_words' AND version <> 2;
-UPDATE prompt_templates SET active = true WHERE key = 'rule_from_words' AND version = 2;
+-- (A person's own rule_from_words stays active; the new version waits beside it.)
+SELECT dionysus_internal.ship_template('rule_from_words', 'proactive mind: a rule the person asked for in plain words, as data',
+    'proactive mind: a rule the person asked for in plain words, as data; once, repeating or until a date, as they said', 0.0,
+    dionysus_internal.shipped_prompt('rule_from_words', 2));
 GRANT EXECUTE ON FUNCTION dionysus_internal.prior_setting(dionysus.people, text), dionysus_internal.in_quiet_hours(dionysus.people, integer),
     set_person_time_zone(text, text, text), dionysus_internal.time_zone_from_words(text, timestamptz), set_person_prior(text, jsonb),
     person_rules(text) TO dionysus_driver;
@@ -2767,4 +2766,69 @@ GRANT EXECUTE ON FUNCTION dionysus_internal.time_zone_source_said(text) TO diony
 -- Last of all (keep it last: a section added after it must come before it): the tables this
 -- update created are marked for pg_dump as a fresh install marks them (sql/030_backup.sql), the
 -- shipped ones with their restore trigger. Idempotent for the tables marked before.
+-- #35: the grounding check's refusals are pruned with the rest of the past (prune_history).
+CREATE OR REPLACE FUNCTION prune_history(batch integer DEFAULT 10000) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+DECLARE
+    cutoff timestamptz := now() - make_interval(secs => dionysus_internal.heartbeat_setting('retention_days') * 86400);
+    pruned jsonb := '{}'::jsonb;
+    n integer;
+BEGIN
+    IF batch IS NULL OR batch < 1 OR batch > 1000000 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "batch": % is outside [1, 1000000]', batch USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    DELETE FROM dionysus.energy_ledger WHERE id IN (SELECT id FROM dionysus.energy_ledger WHERE at < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('energy_ledger', n);
+    DELETE FROM dionysus.work_queue WHERE id IN (SELECT id FROM dionysus.work_queue WHERE status IN ('done', 'failed')
+                                                   AND coalesce(completed_at, created_at) < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('work_queue', n);
+    DELETE FROM dionysus.outbox WHERE id IN (SELECT id FROM dionysus.outbox WHERE status IN ('sent', 'failed')
+                                               AND coalesce(sent_at, created_at) < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('outbox', n);
+    DELETE FROM dionysus.heartbeat_log WHERE id IN (SELECT id FROM dionysus.heartbeat_log WHERE status IN ('finished', 'recovered')
+                                                      AND coalesce(ended_at, started_at) < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('heartbeat_log', n);
+    DELETE FROM dionysus.memory_access_log WHERE ctid IN (SELECT ctid FROM dionysus.memory_access_log WHERE accessed_at < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('memory_access_log', n);
+    DELETE FROM dionysus.embedding_cache WHERE (model, content_hash) IN
+        (SELECT model, content_hash FROM dionysus.embedding_cache WHERE created_at < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('embedding_cache', n);
+    -- The proactive mind's past: handled events, and evaluations (by the clock it ran on).
+    DELETE FROM dionysus.events WHERE id IN (SELECT id FROM dionysus.events WHERE status NOT IN ('queued', 'scheduled')
+                                               AND at < dionysus.clock_now() - (now() - cutoff) LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('events', n);
+    DELETE FROM dionysus.contact_evaluations WHERE id IN (SELECT id FROM dionysus.contact_evaluations
+                                                            WHERE at < dionysus.clock_now() - (now() - cutoff) LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('contact_evaluations', n);
+    DELETE FROM dionysus.rule_firings WHERE id IN (SELECT id FROM dionysus.rule_firings
+                                                     WHERE at < dionysus.clock_now() - (now() - cutoff) LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('rule_firings', n);
+    -- What the grounding check refused (032): it explains recent refusals, and holds a model's
+    -- words about someone, so it goes with the rest of the past.
+    DELETE FROM dionysus.model_text_refusals WHERE id IN (SELECT id FROM dionysus.model_text_refusals
+                                                            WHERE refused_at < cutoff LIMIT batch);
+    GET DIAGNOSTICS n = ROW_COUNT; pruned := pruned || jsonb_build_object('model_text_refusals', n);
+    RETURN pruned;
+END $$;
+COMMENT ON FUNCTION prune_history(integer) IS
+    'Retention: deletes, at most batch rows per table, ledger entries, finished heartbeats, finished work, sent messages of the outbox, '
+    'access-log rows, cache entries, handled events, contact evaluations, rule firings and the grounding check''s refusals older than '
+    'heartbeat_config.retention_days (90). Never the message log or memories. '
+    'The maintenance pass calls it; returns the counts.';
+
+-- #35: three more prompts show their answer's shape in <placeholders>, never example values
+-- (a person's own version stays active; the new one waits beside it).
+SELECT dionysus_internal.ship_template('condense_memory',
+    'levels (027): a memory''s summary and micro line, for tight contexts and for when it fades',
+    'levels (027): a memory''s summary and micro line; its shape in placeholders a model cannot pass off as a level (#35)', 0.2,
+    dionysus_internal.shipped_prompt('condense_memory', 3));
+SELECT dionysus_internal.ship_template('heartbeat_censors',
+    'lessons (028): what not to do again, after a message sent on your own was unwelcome',
+    'lessons (028): what not to do again, after a message sent on your own was unwelcome; its shape in placeholders (#35)', 0.2,
+    dionysus_internal.shipped_prompt('heartbeat_censors', 2));
+SELECT dionysus_internal.ship_template('censor_from_words',
+    'censors (022): a person''s "never …" read into a censor',
+    'censors (022): a person''s "never …" read into a censor; its shape in placeholders, no example values (#35)', 0.1,
+    dionysus_internal.shipped_prompt('censor_from_words', 2));
+
 SELECT dionysus_internal.mark_for_dump(ARRAY['dionysus.agent_state', 'dionysus.censor_config', 'dionysus.clock', 'dionysus.contact_weights', 'dionysus.context_archetypes', 'dionysus.context_budgets', 'dionysus.cue_phrases', 'dionysus.decay_config', 'dionysus.embedding_store', 'dionysus.event_patterns', 'dionysus.heartbeat_config', 'dionysus.heartbeat_state', 'dionysus.lexicon_stats', 'dionysus.mind_rules', 'dionysus.personality', 'dionysus.proactive_config', 'dionysus.prompt_templates', 'dionysus.recall_config', 'dionysus.relation_words']::regclass[]);

@@ -273,6 +273,43 @@ async fn a_person_adds_a_censor_in_words_and_a_reply_that_breaks_one_is_rewritte
     run.stop().await;
 }
 
+/// A model that copies the prompt's shape makes no censor: nothing is stored, the refusal is
+/// written down as hers, and she is told, not answered as if it were set. A grounded censor
+/// whose acknowledgement is a copied placeholder is stored, and she reads our own words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_censor_the_model_did_not_ground_is_not_stored_and_the_person_is_told() {
+    let db = TestDb::new("censor_copied").await;
+    let c = &db.client;
+    c.batch_execute("SELECT dionysus.pause_heartbeats(true)").await.unwrap();
+    let llm = FakeLlm::start().await;
+    llm.json("Read the latest message", json!({"facts": [], "triples": [], "goals": []}));
+    llm.json(
+        "TASK: censor_from_words && after 10pm",
+        json!({"censor": {"trigger": "<what not to do, as an action>", "reason": "<why>", "severity": "block", "kinds": null,
+                          "hours": null, "any_content": true}, "acknowledgement": "<one short sentence back to them>"}),
+    );
+    llm.json(
+        "TASK: censor_from_words && talk about work",
+        json!({"censor": {"trigger": "talking about work", "reason": "they want to rest", "severity": "block", "kinds": null,
+                          "hours": null, "any_content": false}, "acknowledgement": "<one short sentence back to them>"}),
+    );
+    llm.on("TASK: chat", Answer::Text("Sure thing!".into()));
+    let mut run = Running::start(scripted_driver_config(driver_conninfo(&db.name), &llm), &["ada"]).await;
+
+    run.say("x1", "ada", "Please never text me after 10pm.").await;
+    let sent = texts(&run);
+    assert!(sent.last().unwrap().starts_with("If you were asking me not to do something, I could not set that up"), "{sent:?}");
+    assert!(!sent.iter().any(|t| t.contains("Sure thing") || t.contains('<')), "answered as if it were set: {sent:?}");
+    assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.censors WHERE person = 'test:ada'").await, 0);
+    let refused: Value = one(c, "SELECT jsonb_agg(jsonb_build_array(kind, value, private_to)) FROM dionysus.model_text_refusals").await;
+    assert_eq!(refused, json!([["censor", "<what not to do, as an action>", ["test:ada"]]]));
+
+    run.say("x2", "ada", "Don't ever talk about work with me.").await;
+    assert_eq!(texts(&run).last().map(String::as_str), Some("Understood: I won't (talking about work)."));
+    assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.censors WHERE person = 'test:ada' AND trigger = 'talking about work'").await, 1);
+    run.stop().await;
+}
+
 /// The driver's role: reads and gates, never writes a censor directly; a person changes only
 /// their own, with one refusal whether or not the censor exists; bad input names its argument.
 #[tokio::test]

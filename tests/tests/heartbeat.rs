@@ -883,6 +883,8 @@ async fn history_is_pruned_after_its_retention_and_the_message_log_never() {
          UPDATE dionysus.heartbeat_log SET started_at = now() - interval '100 days', ended_at = now() - interval '100 days'; \
          UPDATE dionysus.energy_ledger SET at = now() - interval '100 days'; \
          UPDATE dionysus.embedding_cache SET created_at = now() - interval '100 days'; \
+         SELECT dionysus.check_model_text('fact', '<a fact>'), dionysus.check_model_text('fact', '...'); \
+         UPDATE dionysus.model_text_refusals SET refused_at = now() - interval '100 days' WHERE value = '<a fact>'; \
          SET session_replication_role = replica; \
          UPDATE dionysus.messages SET created_at = now() - interval '100 days'; \
          SET session_replication_role = DEFAULT",
@@ -891,9 +893,12 @@ async fn history_is_pruned_after_its_retention_and_the_message_log_never() {
     .unwrap();
     c.batch_execute("SELECT dionysus.log_message('test', 'new', 'dm:ada', 'ada', 'a message from today')").await.unwrap();
     let pruned: Value = c.query_one("SELECT dionysus.prune_history()", &[]).await.unwrap().get(0);
-    for table in ["energy_ledger", "work_queue", "outbox", "heartbeat_log", "embedding_cache"] {
+    for table in ["energy_ledger", "work_queue", "outbox", "heartbeat_log", "embedding_cache", "model_text_refusals"] {
         assert!(pruned[table].as_i64().unwrap() >= 1, "{table} not pruned: {pruned}");
     }
+    let refusals: Vec<String> =
+        c.query("SELECT value FROM dionysus.model_text_refusals", &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(refusals, ["..."], "the grounding check's recent refusal stays, the old one goes");
     let left = c
         .query_one(
             "SELECT (SELECT count(*) FROM dionysus.messages), (SELECT count(*) FROM dionysus.heartbeat_log), \

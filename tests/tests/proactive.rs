@@ -787,6 +787,18 @@ async fn a_rule_in_plain_words_is_confirmed_and_the_reminder_arrives() {
     assert!(compose.contains("call their mother"), "{compose}");
     assert_eq!(contact::decide_open(&mind).await, 0);
     assert_eq!(count(c, "SELECT count(*) FROM dionysus.outbox WHERE contact_id IS NOT NULL").await, 1);
+
+    // A rule that holds, confirmed with the prompt's placeholder: stored, and they read our words.
+    llm.clear();
+    llm.json("TASK: rule_from_words", json!({
+        "rule": {"name": "water the plants", "description": "every day at 8, remind them to water the plants", "trigger": "time.hour",
+                 "condition": {"var": "person.local_hour", "op": "=", "value": 8}, "intents": [{"request_contact": "water the plants"}]},
+        "confirmation": "<a short sentence back to them>"}));
+    let h = conversation::handle(&mind, incoming("w3", "Remind me every day at 8 to water the plants"), &mut extractions).await;
+    assert!(matches!(h, Handled::Replied { .. }), "{h:?}");
+    let said = channel.sent().last().unwrap().1.clone();
+    assert!(said.starts_with("Noted: every day at 8, remind them to water the plants.") && !said.contains('<'), "{said}");
+    assert_eq!(count(c, "SELECT count(*) FROM dionysus.mind_rules WHERE person = 'test:alice' AND name = 'water the plants'").await, 1);
 }
 
 /// A 👍 on a contact is its answer (no reply, no model) and is learned from; a reaction to a
