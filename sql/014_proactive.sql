@@ -51,7 +51,7 @@ INSERT INTO proactive_config (key, value, description) VALUES
     ('prior_workday', 0.35, 'availability believed, before anything is learned, in weekday working hours (reachable, but likely busy)'),
     ('prior_quiet', 0.05, 'availability believed, before anything is learned, in quiet hours'),
     ('better_moment_hours', 10, 'a contact waits when one of the next this many hours (a working day) is clearly better for them'),
-    ('better_moment_margin', 0.25, 'how much more available an hour ahead must be believed to wait for it'),
+    ('better_moment_margin', 0.25, 'how much more available an hour ahead must be believed to wait for it (a trusted rhythm needs less: half at full confidence)'),
     ('rhythm_confident_after', 8, 'messages after which the learned rhythm is fully trusted (with rhythm_confident_days: both must be reached)'),
     ('rhythm_confident_days', 3, 'days since their first message after which the learned rhythm is fully trusted: a routine shows in days, not in a count of messages'),
     ('miss_weight', 0.3, 'each missed contact at an hour of their week takes this share off the availability believed there, prior included (at most 0.8)'),
@@ -736,6 +736,7 @@ DECLARE
     today bigint;
     later record;
     better boolean;
+    margin double precision;
 BEGIN
     SELECT * INTO sig FROM dionysus.person_signals s
      WHERE s.person = p.person AND s.ended_at IS NULL AND (s.until IS NULL OR s.until > t) AND (NOT solicited OR s.kind <> 'stop_checkins')
@@ -800,13 +801,17 @@ BEGIN
           FROM generate_series(1, dionysus_internal.proactive_setting('better_moment_hours')::int) k,
                LATERAL dionysus_internal.availability(p.person, t + make_interval(hours => k)) f
          ORDER BY f.belief DESC, k LIMIT 1;
-        -- The beliefs carry their confidence already (a prior, or what was learned).
-        better := later.belief >= av.belief + dionysus_internal.proactive_setting('better_moment_margin');
+        -- The beliefs carry their confidence already (a prior, or what was learned); a rhythm
+        -- that is trusted needs less of a difference to be waited for (up to half the margin):
+        -- what a stranger's prior alone suggests (busy at 10, free at 17) waits for nothing.
+        margin := dionysus_internal.proactive_setting('better_moment_margin') * (1 - 0.5 * av.confidence);
+        better := later.belief >= av.belief + margin;
         gates := gates || jsonb_build_object('gate', 'better_moment', 'passed', NOT better,
             'detail', CASE WHEN better THEN format('likely more available around %s:00 their time (%s against %s now)',
                                                    extract(hour FROM (t + make_interval(hours => later.k)) AT TIME ZONE p.time_zone),
                                                    round(later.belief::numeric, 2), round(av.belief::numeric, 2))
-                           ELSE format('no clearly better hour in the next %s', dionysus_internal.proactive_setting('better_moment_hours')) END);
+                           ELSE format('no clearly better hour in the next %s (%s more needed)', dionysus_internal.proactive_setting('better_moment_hours'),
+                                       round(margin::numeric, 2)) END);
     END IF;
     RETURN gates;
 END $$;

@@ -99,6 +99,7 @@ DECLARE
     today bigint;
     later record;
     better boolean;
+    margin double precision;
 BEGIN
     SELECT * INTO sig FROM dionysus.person_signals s
      WHERE s.person = p.person AND s.ended_at IS NULL AND (s.until IS NULL OR s.until > t) AND (NOT solicited OR s.kind <> 'stop_checkins')
@@ -163,13 +164,17 @@ BEGIN
           FROM generate_series(1, dionysus_internal.proactive_setting('better_moment_hours')::int) k,
                LATERAL dionysus_internal.availability(p.person, t + make_interval(hours => k)) f
          ORDER BY f.belief DESC, k LIMIT 1;
-        -- The beliefs carry their confidence already (a prior, or what was learned).
-        better := later.belief >= av.belief + dionysus_internal.proactive_setting('better_moment_margin');
+        -- The beliefs carry their confidence already (a prior, or what was learned); a rhythm
+        -- that is trusted needs less of a difference to be waited for (up to half the margin):
+        -- what a stranger's prior alone suggests (busy at 10, free at 17) waits for nothing.
+        margin := dionysus_internal.proactive_setting('better_moment_margin') * (1 - 0.5 * av.confidence);
+        better := later.belief >= av.belief + margin;
         gates := gates || jsonb_build_object('gate', 'better_moment', 'passed', NOT better,
             'detail', CASE WHEN better THEN format('likely more available around %s:00 their time (%s against %s now)',
                                                    extract(hour FROM (t + make_interval(hours => later.k)) AT TIME ZONE p.time_zone),
                                                    round(later.belief::numeric, 2), round(av.belief::numeric, 2))
-                           ELSE format('no clearly better hour in the next %s', dionysus_internal.proactive_setting('better_moment_hours')) END);
+                           ELSE format('no clearly better hour in the next %s (%s more needed)', dionysus_internal.proactive_setting('better_moment_hours'),
+                                       round(margin::numeric, 2)) END);
     END IF;
     RETURN gates;
 END $$;
@@ -1866,6 +1871,7 @@ DECLARE
     today bigint;
     later record;
     better boolean;
+    margin double precision;
 BEGIN
     SELECT * INTO sig FROM dionysus.person_signals s
      WHERE s.person = p.person AND s.ended_at IS NULL AND (s.until IS NULL OR s.until > t) AND (NOT solicited OR s.kind <> 'stop_checkins')
@@ -1930,13 +1936,17 @@ BEGIN
           FROM generate_series(1, dionysus_internal.proactive_setting('better_moment_hours')::int) k,
                LATERAL dionysus_internal.availability(p.person, t + make_interval(hours => k)) f
          ORDER BY f.belief DESC, k LIMIT 1;
-        -- The beliefs carry their confidence already (a prior, or what was learned).
-        better := later.belief >= av.belief + dionysus_internal.proactive_setting('better_moment_margin');
+        -- The beliefs carry their confidence already (a prior, or what was learned); a rhythm
+        -- that is trusted needs less of a difference to be waited for (up to half the margin):
+        -- what a stranger's prior alone suggests (busy at 10, free at 17) waits for nothing.
+        margin := dionysus_internal.proactive_setting('better_moment_margin') * (1 - 0.5 * av.confidence);
+        better := later.belief >= av.belief + margin;
         gates := gates || jsonb_build_object('gate', 'better_moment', 'passed', NOT better,
             'detail', CASE WHEN better THEN format('likely more available around %s:00 their time (%s against %s now)',
                                                    extract(hour FROM (t + make_interval(hours => later.k)) AT TIME ZONE p.time_zone),
                                                    round(later.belief::numeric, 2), round(av.belief::numeric, 2))
-                           ELSE format('no clearly better hour in the next %s', dionysus_internal.proactive_setting('better_moment_hours')) END);
+                           ELSE format('no clearly better hour in the next %s (%s more needed)', dionysus_internal.proactive_setting('better_moment_hours'),
+                                       round(margin::numeric, 2)) END);
     END IF;
     RETURN gates;
 END $$;
@@ -2830,5 +2840,11 @@ SELECT dionysus_internal.ship_template('censor_from_words',
     'censors (022): a person''s "never …" read into a censor',
     'censors (022): a person''s "never …" read into a censor; its shape in placeholders, no example values (#35)', 0.1,
     dionysus_internal.shipped_prompt('censor_from_words', 2));
+
+-- #36: a trusted rhythm needs less of a difference for a contact to wait for a better hour
+-- (contact_gates): the busy parent of `scripts/bench.sh lives` is no longer written to at 20:00
+-- when she is free from 21:00.
+UPDATE proactive_config SET description = 'how much more available an hour ahead must be believed to wait for it (a trusted rhythm needs less: half at full confidence)'
+ WHERE key = 'better_moment_margin';
 
 SELECT dionysus_internal.mark_for_dump(ARRAY['dionysus.agent_state', 'dionysus.censor_config', 'dionysus.clock', 'dionysus.contact_weights', 'dionysus.context_archetypes', 'dionysus.context_budgets', 'dionysus.cue_phrases', 'dionysus.decay_config', 'dionysus.embedding_store', 'dionysus.event_patterns', 'dionysus.heartbeat_config', 'dionysus.heartbeat_state', 'dionysus.lexicon_stats', 'dionysus.mind_rules', 'dionysus.personality', 'dionysus.proactive_config', 'dionysus.prompt_templates', 'dionysus.recall_config', 'dionysus.relation_words']::regclass[]);

@@ -61,6 +61,47 @@ async fn evidence_beats_the_prior_within_three_days() {
     assert!(msg.contains("prior"), "{msg}");
 }
 
+/// A parent busy until 21:00 on weekdays who writes at 21:30 and at weekends: once her rhythm is
+/// trusted, a contact due at 20:00 waits for her free hour, though what she taught us makes
+/// 21:00 less than the full margin better (a trusted rhythm needs less of a difference); a
+/// stranger's prior alone (busy at 10, free at 17) still waits for nothing.
+#[tokio::test]
+async fn a_trusted_rhythm_waits_for_the_free_hour_it_knows() {
+    let db = TestDb::new("lives_better").await;
+    let c = &db.client;
+    at(c, "2026-11-23 21:30+00").await; // Monday 21:30 in London
+    c.execute("SELECT dionysus.set_person_time_zone('test:parent', 'Europe/London', 'config')", &[]).await.unwrap();
+    for day in 0..14 {
+        let weekend = day % 7 >= 5;
+        if weekend {
+            advance(c, "12 hours 30 minutes").await; // 10:00
+            say(c, "parent", &format!("w{day}a"), "Finally a slow morning.").await;
+            advance(c, "6 hours").await; // 16:00
+            say(c, "parent", &format!("w{day}b"), "Park with the kids, then tea.").await;
+            advance(c, "5 hours 30 minutes").await; // 21:30
+        } else {
+            say(c, "parent", &format!("d{day}"), "Kids in bed at last.").await;
+            advance(c, "24 hours").await;
+        }
+    }
+    // Two weeks later (a holiday: nothing from her since Sunday the 6th, so her rhythm is
+    // trusted less than fully), Tuesday 20:00: she is still busy, from 21:00 she is not.
+    at(c, "2026-12-22 20:00+00").await;
+    c.batch_execute("UPDATE dionysus.heartbeat_state SET current_energy = 20; \
+                     UPDATE dionysus.people SET social_debt = 0.95, next_check_at = NULL WHERE person = 'test:parent'; \
+                     SELECT dionysus.proactive_tick()")
+        .await
+        .unwrap();
+    let e: Value = c.query_one("SELECT to_jsonb(e) FROM dionysus.explain_contact('test:parent') e", &[]).await.unwrap().get(0);
+    let now = belief(c, "test:parent", "2026-12-22 20:00+00").await;
+    let later = belief(c, "test:parent", "2026-12-22 21:00+00").await;
+    let margin: f64 = c.query_one("SELECT value FROM dionysus.proactive_config WHERE key = 'better_moment_margin'", &[]).await.unwrap().get(0);
+    assert!(later > now && later - now < margin, "21:00 is better by {:.2} (the full margin is {margin})", later - now);
+    let gate = e["gates"].as_array().unwrap().iter().find(|g| g["gate"] == "better_moment").cloned().unwrap_or_else(|| panic!("{e}"));
+    assert_eq!(gate["passed"], json!(false), "a contact at 20:00 did not wait for 21:00: {e}");
+    assert!(gate["detail"].as_str().unwrap().contains("21:00"), "{gate}");
+}
+
 /// Each contact left unanswered doubles the wait before the next, so three ignored contacts
 /// cannot fall into one day (6-hour answer window + 4-hour cooldown fitted three before).
 #[tokio::test]

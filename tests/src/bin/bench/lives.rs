@@ -145,11 +145,20 @@ fn the_lives() -> Vec<Life> {
 struct Tally {
     contacts: Vec<(i64, i64, State)>, // local day, local minute, their state then
     reminders: Vec<(i64, i64)>,
+    /// From their third day, a contact while they were asleep or busy, with what its evaluation believed.
+    misses: Vec<String>,
+    /// The local day of their first message: the days are counted from it.
+    first_day: i64,
 }
 
 pub async fn lives(days: i64) {
     let db = TestDb::new("bench_lives").await;
     let c = &db.client;
+    // DIONYSUS_BENCH_LIVES_SQL: SQL run first (a setting tried across every life, say
+    // `UPDATE dionysus.proactive_config SET value = 0.2 WHERE key = 'better_moment_margin'`).
+    if let Ok(sql) = std::env::var("DIONYSUS_BENCH_LIVES_SQL") {
+        c.batch_execute(&sql).await.expect("DIONYSUS_BENCH_LIVES_SQL");
+    }
     let llm = FakeLlm::start().await;
     llm.json("TASK: proactive_decision", json!({"decision": "message", "reason": "scripted", "intent": "check in"}));
     llm.json("TASK: proactive_compose && remind them of", json!({"message": "Reminder: call Mia, as you asked."}));
@@ -205,6 +214,7 @@ pub async fn lives(days: i64) {
             }
             if !said_first[i] && (l.state)(d, m) == State::Free && m >= 6 * 60 + 50 && m < 20 * 60 {
                 said_first[i] = true;
+                tally[i].first_day = d;
                 c.batch_execute(&say(i, l.first_words)).await.unwrap();
                 last_said = minute;
                 if l.name == "nurse" {
@@ -251,6 +261,21 @@ pub async fn lives(days: i64) {
             }
             let st = (l.state)(d, m);
             tally[i].contacts.push((d, m, st));
+            if d >= tally[i].first_day + 3 && st != State::Free {
+                let why: String = c
+                    .query_one(
+                        "SELECT coalesce(string_agg(g ->> 'gate' || ': ' || (g ->> 'detail'), '; '), '') FROM dionysus.contact_evaluations e, \
+                                jsonb_array_elements(e.gates) g \
+                          WHERE e.id = (SELECT id FROM dionysus.contact_evaluations WHERE person = $1 AND decision = 'message' \
+                                         ORDER BY decided_at DESC, recorded_at DESC LIMIT 1) \
+                            AND g ->> 'gate' IN ('quiet_hours', 'availability', 'better_moment')",
+                        &[&format!("test:{}", l.name)],
+                    )
+                    .await
+                    .map(|r| r.get(0))
+                    .unwrap_or_default();
+                tally[i].misses.push(format!("day {d} {:02}:{:02} ({st:?}): {why}", m / 60, m % 60));
+            }
             let (p, delay, words) = match st {
                 _ if AWAY.contains(&d) => (0.0, 0, ""),
                 State::Asleep => (0.0, 0, ""),
@@ -267,15 +292,17 @@ pub async fn lives(days: i64) {
     let proactive_calls = llm.requests_with("TASK: proactive").len() - llm.requests_with("remind them of").len();
     let (p50, p95) = p50_p95(&mut tick_ms);
     println!("## Many lives ({days} days, {} people, {STEP_MINUTES}-minute steps, replayed in {wall:.1} s)\n", people.len());
-    println!("| person | zone (source) | contacts | asleep | in free hours from day 3 | max a day | before / away / back a day | away ÷ before | after 3 ignored ÷ before | recovered | reminders |");
+    println!("| person | zone (source) | contacts | asleep (from their day 3) | in free hours from their day 3 | max a day | before / away / back a day | away ÷ before | after 3 ignored ÷ before | recovered | reminders |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
-    let (mut all_n, mut all_sleep, mut all_free3, mut all_n3, mut all_max) = (0, 0, 0, 0, 0);
+    let (mut all_n, mut all_sleep, mut all_sleep3, mut all_free3, mut all_n3, mut all_max) = (0, 0, 0, 0, 0, 0);
     let (mut all_before, mut all_away, mut all_back, mut all_after) = (0.0, 0.0, 0.0, 0.0);
     for (i, l) in people.iter().enumerate() {
         let t = &tally[i];
-        let from3: Vec<_> = t.contacts.iter().filter(|(d, _, _)| *d >= 3).collect();
+        // From their third day: someone who first writes on a Saturday is new on the Monday.
+        let from3: Vec<_> = t.contacts.iter().filter(|(d, _, _)| *d >= t.first_day + 3).collect();
         let free3 = from3.iter().filter(|(_, _, s)| *s == State::Free).count();
         let asleep = t.contacts.iter().filter(|(_, _, s)| *s == State::Asleep).count();
+        let asleep3 = from3.iter().filter(|(_, _, s)| *s == State::Asleep).count();
         let max_day = (0..=days).map(|d| t.contacts.iter().filter(|(x, _, _)| *x == d).count()).max().unwrap_or(0);
         let rate = |r: std::ops::Range<i64>| t.contacts.iter().filter(|(d, _, _)| r.contains(d)).count() as f64 / (r.end - r.start) as f64;
         let (before, away, back) = (rate(2..AWAY.start), rate(AWAY), rate(AWAY.end..days));
@@ -296,7 +323,7 @@ pub async fn lives(days: i64) {
             .map(|r| (r.get(0), r.get(1)))
             .unwrap_or_default();
         println!(
-            "| {} | {} ({}) | {} | {asleep} | {} | {max_day} | {before:.2} / {away:.2} / {back:.2} | {} | {} | {} | {} |",
+            "| {} | {} ({}) | {} | {asleep} ({asleep3}) | {} | {max_day} | {before:.2} / {away:.2} / {back:.2} | {} | {} | {} | {} |",
             l.name,
             zone.0,
             zone.1,
@@ -309,6 +336,7 @@ pub async fn lives(days: i64) {
         );
         all_n += t.contacts.len();
         all_sleep += asleep;
+        all_sleep3 += asleep3;
         all_free3 += free3;
         all_n3 += from3.len();
         all_max = all_max.max(max_day);
@@ -318,7 +346,7 @@ pub async fn lives(days: i64) {
         all_after += after_third.unwrap_or(0.0);
     }
     println!(
-        "| **all** | | {all_n} | **{all_sleep}** (goal 0) | **{:.0} %** (goal ≥ 90 %) | **{all_max}** (≤ 5) | {all_before:.2} / {all_away:.2} / {all_back:.2} | {:.2} | **{:.2}** (≤ 0.5) | | |",
+        "| **all** | | {all_n} | {all_sleep} (**{all_sleep3}**, goal 0) | **{:.0} %** (goal ≥ 90 %) | **{all_max}** (≤ 5) | {all_before:.2} / {all_away:.2} / {all_back:.2} | {:.2} | **{:.2}** (≤ 0.5) | | |",
         100.0 * all_free3 as f64 / all_n3.max(1) as f64,
         if all_before > 0.0 { all_away / all_before } else { f64::NAN },
         if all_before > 0.0 { all_after / all_before } else { f64::NAN }
@@ -337,5 +365,10 @@ pub async fn lives(days: i64) {
     for (i, l) in people.iter().enumerate() {
         let when: Vec<String> = tally[i].contacts.iter().map(|(d, m, s)| format!("{d} {:02}:{:02}{}", m / 60, m % 60, match s { State::Asleep => "z", State::Busy => "b", State::Free => "" })).collect();
         println!("{}: {}", l.name, when.join(", "));
+    }
+    for (i, l) in people.iter().enumerate() {
+        for miss in &tally[i].misses {
+            println!("{} at a wrong hour, {miss}", l.name);
+        }
     }
 }
