@@ -60,10 +60,12 @@ impl LlmRole {
 /// `llm.structured_output`: what a JSON task sends as `response_format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StructuredOutput {
-    /// The task's JSON Schema where the endpoint takes it, else `json_object`, else nothing:
-    /// learnt from the endpoint's 400s and remembered.
+    /// The task's JSON Schema where the endpoint takes it, else `json_object` with the schema
+    /// (llama-cpp-python's form), else `json_object`, else nothing: learnt from the endpoint's
+    /// refusals and remembered.
     Auto,
     JsonSchema,
+    JsonObjectSchema,
     JsonObject,
     None,
 }
@@ -280,9 +282,12 @@ impl Config {
             None if !json_mode => StructuredOutput::None,
             None | Some("auto") => StructuredOutput::Auto,
             Some("json_schema") => StructuredOutput::JsonSchema,
+            Some("json_object_schema") => StructuredOutput::JsonObjectSchema,
             Some("json_object") => StructuredOutput::JsonObject,
             Some("none") => StructuredOutput::None,
-            Some(other) => return Err(format!("llm.structured_output: \"{other}\" is not auto, json_schema, json_object or none")),
+            Some(other) => {
+                return Err(format!("llm.structured_output: \"{other}\" is not auto, json_schema, json_object_schema, json_object or none"))
+            }
         };
         let slots = match env("DIONYSUS_LLM_SLOTS") {
             Some(v) => v.parse::<usize>().map_err(|_| format!("DIONYSUS_LLM_SLOTS: \"{v}\" is not a number"))?,

@@ -107,8 +107,10 @@ pub struct Llm {
     slots: Arc<Slots>,
 }
 
-/// What a JSON task may send as `response_format`, from most to least structured.
-const FORMATS: [&str; 3] = ["json_schema", "json_object", "none"];
+/// What a JSON task may send as `response_format`, from most to least structured:
+/// `json_object_schema` is `{"type": "json_object", "schema": …}`, llama-cpp-python's own form
+/// (its server refuses `json_schema` and turns this one into a grammar).
+const FORMATS: [&str; 4] = ["json_schema", "json_object_schema", "json_object", "none"];
 
 /// An endpoint's request slots, shared by every role that calls it. A request on the person's
 /// path takes a free one first; background requests wait while a person is being answered.
@@ -223,8 +225,9 @@ impl Llm {
             reachable: watch::Sender::new(None),
             format: AtomicU8::new(match role.structured_output {
                 StructuredOutput::Auto | StructuredOutput::JsonSchema => 0,
-                StructuredOutput::JsonObject => 1,
-                StructuredOutput::None => 2,
+                StructuredOutput::JsonObjectSchema => 1,
+                StructuredOutput::JsonObject => 2,
+                StructuredOutput::None => 3,
             }),
             slots: Slots::of(&role.base_url, role.slots),
             role,
@@ -237,19 +240,22 @@ impl Llm {
         PersonFirst(self.slots.clone())
     }
 
-    /// The `response_format` JSON tasks send now ("json_schema", "json_object" or "none").
+    /// The `response_format` JSON tasks send now ("json_schema", "json_object_schema",
+    /// "json_object" or "none").
     pub fn structured_output(&self) -> &'static str {
-        FORMATS[self.format.load(Ordering::SeqCst).min(2) as usize]
+        FORMATS[self.format.load(Ordering::SeqCst).min(3) as usize]
     }
 
-    /// An `auto` endpoint that answered 400 naming the format steps down to the next (true).
+    /// An `auto` endpoint that refused the request naming the format steps down to the next
+    /// (true): a 400 or 422, or a 5xx whose body names it (llama-cpp-python reports its
+    /// validation of `response_format` as a 500; a 5xx that names nothing is an outage).
     fn step_down(&self, status: u16, body: &str) -> bool {
         let named = ["response_format", "json_schema", "json_object"].iter().any(|w| body.contains(w));
-        if status != 400 || !named || self.role.structured_output != StructuredOutput::Auto {
+        if !matches!(status, 400 | 422 | 500..=599) || !named || self.role.structured_output != StructuredOutput::Auto {
             return false;
         }
         let now = self.format.load(Ordering::SeqCst);
-        if now >= 2 {
+        if now >= 3 {
             return false;
         }
         self.format.store(now + 1, Ordering::SeqCst);
@@ -446,6 +452,9 @@ impl Llm {
                     let name: String = r.task.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
                     let name = if name.is_empty() { "answer".to_string() } else { name };
                     body.insert("response_format".into(), json!({"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": strict}}));
+                }
+                ("json_object_schema", Some(schema)) => {
+                    body.insert("response_format".into(), json!({"type": "json_object", "schema": schema}));
                 }
                 ("none", _) => {}
                 _ => {

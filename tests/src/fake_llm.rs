@@ -64,6 +64,8 @@ pub struct FakeLlm {
     search_results: Arc<Mutex<Option<Value>>>,
     /// `response_format` types answered with a 400 naming them (an endpoint without them).
     refused_formats: Arc<Mutex<Vec<String>>>,
+    /// The status those refusals come with (400; llama-cpp-python's server says 500).
+    refusal_status: Arc<std::sync::atomic::AtomicU16>,
     /// Streamed answers that stopped because the reader hung up.
     hung_up: Arc<std::sync::atomic::AtomicUsize>,
     pub base_url: String,
@@ -108,6 +110,13 @@ impl FakeLlm {
     pub fn refuse_formats(&self, types: &[&str]) -> &Self {
         *self.refused_formats.lock().unwrap() = types.iter().map(|t| t.to_string()).collect();
         self
+    }
+
+    /// As llama-cpp-python's server does: `json_schema` refused with a 500 that quotes the
+    /// validation error; `{"type": "json_object", "schema": …}` taken.
+    pub fn refuse_json_schema_as_llama_cpp_python(&self) -> &Self {
+        self.refusal_status.store(500, std::sync::atomic::Ordering::SeqCst);
+        self.refuse_formats(&["json_schema"])
     }
 
     pub fn clear(&self) {
@@ -239,7 +248,10 @@ impl FakeLlm {
                 return Ok(());
             }
             match answer {
-                Answer::Status(400) if refused => (400, json!({"error": {"message": format!("response_format type {format} is not supported")}})),
+                Answer::Status(400) if refused => match self.refusal_status.load(std::sync::atomic::Ordering::SeqCst) {
+                    500 => (500, json!({"error": {"message": format!("1 validation error:\n  {{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': '{format}'}}"), "type": "internal_server_error"}})),
+                    _ => (400, json!({"error": {"message": format!("response_format type {format} is not supported")}})),
+                },
                 Answer::Text(t) => (200, completion(&body, json!({"role": "assistant", "content": t}), "stop")),
                 Answer::Refusal(r) => (200, completion(&body, json!({"role": "assistant", "content": null, "refusal": r}), "stop")),
                 Answer::Status(s) => (s, json!({"error": {"message": "scripted failure"}})),

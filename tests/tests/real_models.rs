@@ -9,7 +9,7 @@ use dionysus_driver::work;
 use dionysus_tests::fake_llm::{Answer, FakeLlm};
 use dionysus_tests::running::Running;
 use dionysus_tests::{driver_conninfo, scripted_driver_config as config, until, TestDb};
-use serde_json::json;
+use serde_json::{json, Value};
 
 async fn count(db: &tokio_postgres::Client, sql: &str) -> i64 {
     db.query_one(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}")).get(0)
@@ -143,10 +143,35 @@ async fn structured_output_steps_down_where_the_endpoint_refuses_it() {
         assert_eq!(v["decision"], "wait");
     }
     let sent: Vec<String> = llm.requests().iter().map(|r| r["response_format"]["type"].as_str().unwrap_or("none").to_string()).collect();
-    assert_eq!(sent, ["json_schema", "json_object", "none", "none"]);
+    assert_eq!(sent, ["json_schema", "json_object", "json_object", "none", "none"]);
     let first = &llm.requests()[0];
     assert_eq!(first["response_format"]["json_schema"], json!({"name": "decide", "schema": schema, "strict": true}));
+    assert_eq!(llm.requests()[1]["response_format"]["schema"], schema, "json_object with its schema first");
+    assert_eq!(llm.requests()[2]["response_format"].get("schema"), None);
     assert_eq!(model.structured_output(), "none");
+}
+
+/// llama-cpp-python's server refuses `json_schema` with a 500 (its validation error quoted):
+/// the driver reads it as a refusal of the format, not an outage, and sends the schema as
+/// `json_object` with a `schema`, the form that server turns into a grammar. Until 0.20.0 the
+/// 500 counted as the endpoint down: retried, the breaker opened, and no JSON task got through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_refuses_json_schema_with_a_500_gets_its_own_form_of_it() {
+    let llm = FakeLlm::start().await;
+    llm.refuse_json_schema_as_llama_cpp_python();
+    llm.json("TASK: decide", json!({"decision": "wait"}));
+    let mut role = dionysus_driver::config::Config::load(None).unwrap().smart;
+    role.base_url = llm.base_url.clone();
+    role.api_key = None;
+    let model = Llm::new(role).with_backoff(std::time::Duration::from_millis(10));
+    let schema = json!({"type": "object", "properties": {"decision": {"type": "string"}}, "required": ["decision"]});
+    let msgs = [Msg::system("TASK: decide\nAnswer with JSON."), Msg::user("Now.")];
+    let v = model.json_with_schema("decide", &msgs, 0.0, Some(&schema), Ok).await.expect("an answer in the server's own form");
+    assert_eq!(v["decision"], "wait");
+    let formats: Vec<Value> = llm.requests().iter().map(|r| r["response_format"].clone()).collect();
+    assert_eq!(formats.len(), 2, "{formats:?}");
+    assert_eq!(formats[1], json!({"type": "json_object", "schema": schema}));
+    assert_eq!(model.structured_output(), "json_object_schema");
 }
 
 /// One model slot: a background task waits while a person is being answered, and the person's
