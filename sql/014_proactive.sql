@@ -802,16 +802,17 @@ BEGIN
                LATERAL dionysus_internal.availability(p.person, t + make_interval(hours => k)) f
          ORDER BY f.belief DESC, k LIMIT 1;
         -- The beliefs carry their confidence already (a prior, or what was learned); a rhythm
-        -- that is trusted needs less of a difference to be waited for (up to half the margin):
-        -- what a stranger's prior alone suggests (busy at 10, free at 17) waits for nothing.
+        -- that is trusted needs less of a difference to be waited for (down to half the margin),
+        -- a prior alone all of it.
         margin := dionysus_internal.proactive_setting('better_moment_margin') * (1 - 0.5 * av.confidence);
         better := later.belief >= av.belief + margin;
         gates := gates || jsonb_build_object('gate', 'better_moment', 'passed', NOT better,
             'detail', CASE WHEN better THEN format('likely more available around %s:00 their time (%s against %s now)',
                                                    extract(hour FROM (t + make_interval(hours => later.k)) AT TIME ZONE p.time_zone),
                                                    round(later.belief::numeric, 2), round(av.belief::numeric, 2))
-                           ELSE format('no clearly better hour in the next %s (%s more needed)', dionysus_internal.proactive_setting('better_moment_hours'),
-                                       round(margin::numeric, 2)) END);
+                           ELSE format('no clearly better hour in the next %s (at best %s more, %s needed)',
+                                       dionysus_internal.proactive_setting('better_moment_hours'),
+                                       round((later.belief - av.belief)::numeric, 2), round(margin::numeric, 2)) END);
     END IF;
     RETURN gates;
 END $$;
@@ -984,8 +985,12 @@ DECLARE
 BEGIN
     SELECT * INTO a FROM dionysus.agent_state WHERE id = 1 FOR UPDATE;
     -- The clock is read once the state is ours: a tick that waited on another never writes an
-    -- older time over the one it committed (the next would count those hours twice).
+    -- older time over the one it committed (the next would count those hours twice). On real
+    -- time now() is when this transaction began, which may be before that tick committed.
     t := dionysus.clock_now();
+    IF NOT EXISTS (SELECT 1 FROM dionysus.clock c WHERE c.id = 1 AND c.frozen_at IS NOT NULL) THEN
+        t := greatest(t, a.last_tick_at);
+    END IF;
     hours := greatest(0, extract(epoch FROM t - coalesce(a.last_tick_at, t)) / 3600.0);
     -- The agent keeps the day of the person it talked with last: it sleeps when they sleep.
     agent_tz := coalesce((SELECT x.time_zone FROM dionysus.people x ORDER BY x.last_message_at DESC NULLS LAST LIMIT 1), 'UTC');
@@ -1129,7 +1134,7 @@ BEGIN
     -- a full hour, so the hour's rules (a reminder at 15:00) run on time.
     interval_s := least(interval_s, 1 + extract(epoch FROM ((date_trunc('hour', t AT TIME ZONE agent_tz) + interval '1 hour') AT TIME ZONE agent_tz) - t));
     UPDATE dionysus.agent_state SET vitality = a.vitality, disturbance = a.disturbance, mode = new_mode, pressure = top_pressure,
-           tick_interval_seconds = interval_s, last_tick_at = t, last_tick_real_at = now(),
+           tick_interval_seconds = interval_s, last_tick_at = t, last_tick_real_at = greatest(a.last_tick_real_at, now()),
            next_tick_at = t + make_interval(secs => interval_s),
            ticks = ticks + 1, updated_at = now()
      WHERE id = 1;

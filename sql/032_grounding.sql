@@ -2,7 +2,8 @@
 -- follow instructions copies the prompt's own placeholders ("a person's name", "I am ...",
 -- "<the fact>") and invents what nobody said ("user lives_in Lisbon"). What it writes is stored
 -- only when it is not a placeholder and, for what claims to come from the person's turn (a
--- fact, triple, rule, censor, person or alias; a goal is their request in the model's words),
+-- fact, triple, rule, person or alias; a goal is their request in the model's words; a censor's
+-- trigger their request paraphrased, "texting them" for "don't message me"),
 -- when its content words appear in that turn. A refused item is not stored; the refusal is
 -- written down with its inputs. What the driver says back for the model (a rule's confirmation,
 -- a censor's acknowledgement) passes the same check before anyone reads it.
@@ -13,7 +14,7 @@
 --      refused;
 --   3. text of a prompt template (any version; three words or more) is refused unless the
 --      source grounds it (rule 4): the prompt's words, not the person's;
---   4. with a source (the person's turn), a fact, rule, censor, person or alias needs at least
+--   4. with a source (the person's turn), a fact, rule, person or alias needs at least
 --      half of its content words in the source (a triple: its object's, what it says of its
 --      subject; complete_work passes the object). Content words are the English stems
 --      (to_tsvector('english')) less stop words and the generic words "user", "person",
@@ -75,13 +76,13 @@ BEGIN
             RETURN format('the words of the prompt template "%s", not the person''s', copied);
         END IF;
     END IF;
-    IF source IS NOT NULL AND kind IN ('fact', 'triple', 'rule', 'censor', 'person', 'alias') AND NOT grounded THEN
+    IF source IS NOT NULL AND kind IN ('fact', 'triple', 'rule', 'person', 'alias') AND NOT grounded THEN
         RETURN format('not in the source turn: %s of its %s content words appear there (at least half must)', found, cardinality(words));
     END IF;
     RETURN NULL;
 END $$;
 COMMENT ON FUNCTION dionysus_internal.model_text_problem(text, text, text) IS
-    'Why a model-written text may not be stored (empty; a "<...>" or "..." placeholder; a prompt template''s words; for a fact, triple (its object), rule, censor, person or alias with a source: under half its content words in it), or NULL.';
+    'Why a model-written text may not be stored (empty; a "<...>" or "..." placeholder; a prompt template''s words; for a fact, triple (its object), rule, person or alias with a source: under half its content words in it), or NULL.';
 
 -- private_to: whose words the refusal may hold (export_person lists it for them, forget_person
 -- takes it). The caller states it, as it states remember's: it runs as its caller, so only a
@@ -123,6 +124,7 @@ DECLARE
     aliases jsonb;
     alias jsonb;
     alias_why text;
+    path text;
     checks CONSTANT jsonb := '{"facts": ["fact", "content"], "goals": ["goal", "title"], "objectives": ["objective", "description"],
                                "identity": ["identity", "aspect"], "worldview": ["belief", "belief"], "people": ["person", "name"]}';
 BEGIN
@@ -214,6 +216,27 @@ BEGIN
             result := result - 'episode_summary';
         END IF;
     END IF;
+    -- Censors proposed to a person (an episode's lessons, a heartbeat's): trigger and reason are
+    -- shown to them and held against what Dionysus says, so neither may be a placeholder.
+    FOR path IN SELECT unnest(ARRAY['{censor_candidates}', '{episode,censor_candidates}']::text[]) LOOP
+        CONTINUE WHEN jsonb_typeof(result #> path::text[]) IS DISTINCT FROM 'array';
+        kept := '[]';
+        FOR item IN SELECT * FROM jsonb_array_elements(result #> path::text[]) LOOP
+            why := NULL;
+            FOREACH k IN ARRAY ARRAY['trigger', 'reason'] LOOP
+                IF why IS NULL AND jsonb_typeof(item -> k) = 'string' THEN
+                    why := dionysus.check_model_text('censor', item ->> k, NULL, w.id, privacy);
+                    IF why IS NOT NULL THEN
+                        refused := refused || jsonb_build_object('kind', 'censor', 'value', item ->> k, 'reason', why);
+                    END IF;
+                END IF;
+            END LOOP;
+            IF why IS NULL THEN
+                kept := kept || jsonb_build_array(item);
+            END IF;
+        END LOOP;
+        result := jsonb_set(result, path::text[], kept);
+    END LOOP;
     -- A dream's proposals: each says why in its own words.
     IF jsonb_typeof(result #> '{dream,proposals}') = 'array' THEN
         kept := '[]';
@@ -231,7 +254,7 @@ BEGIN
     RETURN jsonb_build_object('result', result, 'refused', refused);
 END $$;
 COMMENT ON FUNCTION dionysus_internal.ground_result(dionysus.work_queue, jsonb, text[]) IS
-    'complete_work''s grounding pass: the result less each fact, triple, goal, objective, person, alias, opened thread, focus, level, identity aspect, belief, episode summary and dream proposal check_model_text refuses (facts, triples, goals and people against the item''s turn), and the refusals.';
+    'complete_work''s grounding pass: the result less each fact, triple, goal, objective, person, alias, opened thread, focus, level, identity aspect, belief, episode summary, proposed censor and dream proposal check_model_text refuses (facts, triples, goals and people against the item''s turn), and the refusals.';
 
 -- Every shipped template (inserted by its organ's file) gets its task's answer schema
 -- (012's task_result_schema): here, after the last organ has inserted its own.

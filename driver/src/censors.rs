@@ -46,9 +46,9 @@ struct Stepped {
 }
 
 /// A censor from the person's words, when they asked for one: the acknowledgement to send them;
-/// when they may have asked and no censor came of it (the model unusable, what it read not
-/// grounded in their words, or refused by the extension), an honest sentence saying so. None
-/// when the words asked for nothing (the conversation then goes on as usual).
+/// when the model read a request in them and no censor came of it (a placeholder, hours that
+/// cannot be read, refused by the extension), an honest sentence saying so. None when the words
+/// asked for nothing, or the model could not read them (the conversation goes on as usual).
 pub async fn from_words(mind: &Mind, person: &str, message_id: Uuid, words: &str) -> Option<String> {
     let cue = mind.chat_db.json("SELECT to_jsonb(dionysus.censor_cue($1))", &[&words]).await;
     if !matches!(cue, Ok(Value::Bool(true))) {
@@ -66,19 +66,27 @@ pub async fn from_words(mind: &Mind, person: &str, message_id: Uuid, words: &str
     let answer = match answer {
         Ok(a) => a,
         Err(e) => {
+            // The cue is broad ("don't tell anyone, but…"): without a reading of the words they
+            // get the conversation's reply, which says when the model is away.
             tracing::warn!(error = %e, "no censor from the words (the model could not be used)");
-            return Some(could_not("I could not reach my model just now"));
+            return None;
         }
     };
     let c = answer.get("censor").filter(|c| c.is_object())?;
-    // Grounded in their words (the one grounding check): a trigger the model made up, or copied
-    // from the prompt's shape, is refused and they are told.
+    // The one grounding check: a trigger copied from the prompt's shape (or its words) is
+    // refused and they are told. A trigger is the model's paraphrase of what not to do ("texting
+    // them" for "don't message me"), so it is not held to their exact words.
     let private = vec![person.to_string()];
     let trigger = text(c, "trigger").unwrap_or_default();
     if let Some(why) = grounding::refused(mind, "censor", &trigger, Some(words), &private).await {
         tracing::warn!(%why, "the proposed censor is not grounded in their words");
         return Some(could_not("what I made of it did not match your words"));
     }
+    // Their reason, or their own words where the model's is a placeholder.
+    let reason = match text(c, "reason") {
+        Some(r) if grounding::refused(mind, "censor", &r, Some(words), &private).await.is_none() => r,
+        _ => words.chars().take(500).collect(),
+    };
     let kinds = strings(c, "kinds");
     // Whole local hours [from, to), wrapping past midnight; hours that cannot be read make no
     // censor at all, rather than one that holds all day.
@@ -98,7 +106,7 @@ pub async fn from_words(mind: &Mind, person: &str, message_id: Uuid, words: &str
             &[
                 &person,
                 &trigger,
-                &text(c, "reason").unwrap_or_else(|| words.chars().take(500).collect()),
+                &reason,
                 &text(c, "severity").unwrap_or_else(|| "block".into()),
                 &text(c, "pattern"),
                 &kinds,
@@ -116,7 +124,7 @@ pub async fn from_words(mind: &Mind, person: &str, message_id: Uuid, words: &str
             let said = text(&answer, "acknowledgement").unwrap_or_default();
             Some(match grounding::refused(mind, "acknowledgement", &said, None, &private).await {
                 None => said,
-                Some(_) => format!("Understood: I won't ({trigger})."),
+                Some(_) => "Understood, I will hold to that (`/censors` lists what I hold to).".to_string(),
             })
         }
         Err(e) => {

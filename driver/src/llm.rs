@@ -249,18 +249,20 @@ impl Llm {
     /// An `auto` endpoint that refused the request naming the format steps down to the next
     /// (true): a 400 or 422, or a 5xx whose body names it (llama-cpp-python reports its
     /// validation of `response_format` as a 500; a 5xx that names nothing is an outage).
-    fn step_down(&self, status: u16, body: &str) -> bool {
+    /// `sent` is the format the refused request carried: two requests refused at once step
+    /// down one rung, not two (the second retries with the rung the first chose).
+    fn step_down(&self, status: u16, body: &str, sent: u8) -> bool {
         let named = ["response_format", "json_schema", "json_object"].iter().any(|w| body.contains(w));
-        if !matches!(status, 400 | 422 | 500..=599) || !named || self.role.structured_output != StructuredOutput::Auto {
+        if !matches!(status, 400 | 422 | 500..=599) || !named || self.role.structured_output != StructuredOutput::Auto || sent >= 3 {
             return false;
         }
-        let now = self.format.load(Ordering::SeqCst);
-        if now >= 3 {
-            return false;
+        match self.format.compare_exchange(sent, sent + 1, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => {
+                tracing::warn!(role = self.role.name, from = FORMATS[sent as usize], to = FORMATS[sent as usize + 1], "the endpoint refused the response format; stepping down");
+                true
+            }
+            Err(now) => now > sent,
         }
-        self.format.store(now + 1, Ordering::SeqCst);
-        tracing::warn!(role = self.role.name, from = FORMATS[now as usize], to = FORMATS[now as usize + 1], "the endpoint refused the response format; stepping down");
-        true
     }
 
     /// Shorter back-off (tests).
@@ -389,8 +391,9 @@ impl Llm {
             // Waiting for a slot is no failure of the endpoint, but it counts against the bound.
             let slot = tokio::time::timeout_at(deadline, self.slots.take(person)).await.map_err(|_| LlmError::Timeout)?;
             let started = Instant::now();
+            let format = self.format.load(Ordering::SeqCst).min(3);
             let sent = tokio::select! {
-                sent = tokio::time::timeout_at(deadline, self.once(&request)) => sent.unwrap_or(Err(LlmError::Timeout)),
+                sent = tokio::time::timeout_at(deadline, self.once(&request, format)) => sent.unwrap_or(Err(LlmError::Timeout)),
                 // Dropping the request closes its connection: servers that stop on disconnect stop generating.
                 _ = self.slots.preempt.notified(), if !person => Err(LlmError::Preempted),
             };
@@ -400,7 +403,7 @@ impl Llm {
                     self.answered();
                     accept(&answer).map(|v| (v, answer.usage)).map_err(LlmError::BadAnswer)
                 }
-                Err(LlmError::Http(status, body)) if request.json.is_some() && self.step_down(status, &body) => continue,
+                Err(LlmError::Http(status, body)) if request.json.is_some() && self.step_down(status, &body, format) => continue,
                 // Given up for a person: neither the model's answer nor the endpoint failing.
                 Err(LlmError::Preempted) => Err(LlmError::Preempted),
                 // A refusal is the model's answer, not the endpoint failing.
@@ -433,7 +436,7 @@ impl Llm {
         }
     }
 
-    async fn once(&self, r: &Request<'_>) -> Result<Answered, LlmError> {
+    async fn once(&self, r: &Request<'_>, format: u8) -> Result<Answered, LlmError> {
         let mut body = json!({
             "model": self.role.model,
             "messages": r.messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
@@ -445,7 +448,7 @@ impl Llm {
             "stream": r.json.is_none(),
         });
         if let (Some(schema), Some(body)) = (r.json, body.as_object_mut()) {
-            match (self.structured_output(), schema) {
+            match (FORMATS[format as usize], schema) {
                 ("json_schema", Some(schema)) => {
                     // Strict only where the schema allows it (OpenAI refuses strict with open objects).
                     let strict = schema.get("additionalProperties") == Some(&Value::Bool(false));

@@ -68,7 +68,7 @@ pub async fn from_words(mind: &Mind, person: &str, words: &str) -> Option<String
         Ok(a) => a,
         Err(e) => {
             tracing::warn!(error = %e, "no rule from the words (the model could not be used)");
-            return Some(could_not("I could not reach my model just now"));
+            return Some(could_not("my model gave no usable answer just now"));
         }
     };
     let rule = answer.get("rule").filter(|r| r.is_object())?.clone();
@@ -86,7 +86,10 @@ pub async fn from_words(mind: &Mind, person: &str, words: &str) -> Option<String
             // The model's words back to them pass the same check (a copied "<...>" is never sent).
             let said = match text(&answer, "confirmation") {
                 Some(said) if grounding::refused(mind, "acknowledgement", &said, None, &private).await.is_none() => said,
-                _ => format!("Noted: {}.", stored.description.as_deref().unwrap_or(&stored.name)),
+                _ => match stored.description.as_deref() {
+                    Some(d) if grounding::refused(mind, "acknowledgement", d, None, &private).await.is_none() => format!("Noted: {d}."),
+                    _ => format!("Noted: \"{}\".", stored.name),
+                },
             };
             Some(format!("{said} (rule {}: `dionysus rules` lists it)", stored.rule_id))
         }

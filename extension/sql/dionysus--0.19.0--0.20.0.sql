@@ -165,16 +165,17 @@ BEGIN
                LATERAL dionysus_internal.availability(p.person, t + make_interval(hours => k)) f
          ORDER BY f.belief DESC, k LIMIT 1;
         -- The beliefs carry their confidence already (a prior, or what was learned); a rhythm
-        -- that is trusted needs less of a difference to be waited for (up to half the margin):
-        -- what a stranger's prior alone suggests (busy at 10, free at 17) waits for nothing.
+        -- that is trusted needs less of a difference to be waited for (down to half the margin),
+        -- a prior alone all of it.
         margin := dionysus_internal.proactive_setting('better_moment_margin') * (1 - 0.5 * av.confidence);
         better := later.belief >= av.belief + margin;
         gates := gates || jsonb_build_object('gate', 'better_moment', 'passed', NOT better,
             'detail', CASE WHEN better THEN format('likely more available around %s:00 their time (%s against %s now)',
                                                    extract(hour FROM (t + make_interval(hours => later.k)) AT TIME ZONE p.time_zone),
                                                    round(later.belief::numeric, 2), round(av.belief::numeric, 2))
-                           ELSE format('no clearly better hour in the next %s (%s more needed)', dionysus_internal.proactive_setting('better_moment_hours'),
-                                       round(margin::numeric, 2)) END);
+                           ELSE format('no clearly better hour in the next %s (at best %s more, %s needed)',
+                                       dionysus_internal.proactive_setting('better_moment_hours'),
+                                       round((later.belief - av.belief)::numeric, 2), round(margin::numeric, 2)) END);
     END IF;
     RETURN gates;
 END $$;
@@ -610,8 +611,12 @@ DECLARE
 BEGIN
     SELECT * INTO a FROM dionysus.agent_state WHERE id = 1 FOR UPDATE;
     -- The clock is read once the state is ours: a tick that waited on another never writes an
-    -- older time over the one it committed (the next would count those hours twice).
+    -- older time over the one it committed (the next would count those hours twice). On real
+    -- time now() is when this transaction began, which may be before that tick committed.
     t := dionysus.clock_now();
+    IF NOT EXISTS (SELECT 1 FROM dionysus.clock c WHERE c.id = 1 AND c.frozen_at IS NOT NULL) THEN
+        t := greatest(t, a.last_tick_at);
+    END IF;
     hours := greatest(0, extract(epoch FROM t - coalesce(a.last_tick_at, t)) / 3600.0);
     -- The agent keeps the day of the person it talked with last: it sleeps when they sleep.
     agent_tz := coalesce((SELECT x.time_zone FROM dionysus.people x ORDER BY x.last_message_at DESC NULLS LAST LIMIT 1), 'UTC');
@@ -755,7 +760,7 @@ BEGIN
     -- a full hour, so the hour's rules (a reminder at 15:00) run on time.
     interval_s := least(interval_s, 1 + extract(epoch FROM ((date_trunc('hour', t AT TIME ZONE agent_tz) + interval '1 hour') AT TIME ZONE agent_tz) - t));
     UPDATE dionysus.agent_state SET vitality = a.vitality, disturbance = a.disturbance, mode = new_mode, pressure = top_pressure,
-           tick_interval_seconds = interval_s, last_tick_at = t, last_tick_real_at = now(),
+           tick_interval_seconds = interval_s, last_tick_at = t, last_tick_real_at = greatest(a.last_tick_real_at, now()),
            next_tick_at = t + make_interval(secs => interval_s),
            ticks = ticks + 1, updated_at = now()
      WHERE id = 1;
@@ -1147,13 +1152,13 @@ BEGIN
             RETURN format('the words of the prompt template "%s", not the person''s', copied);
         END IF;
     END IF;
-    IF source IS NOT NULL AND kind IN ('fact', 'triple', 'rule', 'censor', 'person', 'alias') AND NOT grounded THEN
+    IF source IS NOT NULL AND kind IN ('fact', 'triple', 'rule', 'person', 'alias') AND NOT grounded THEN
         RETURN format('not in the source turn: %s of its %s content words appear there (at least half must)', found, cardinality(words));
     END IF;
     RETURN NULL;
 END $$;
 COMMENT ON FUNCTION dionysus_internal.model_text_problem(text, text, text) IS
-    'Why a model-written text may not be stored (empty; a "<...>" or "..." placeholder; a prompt template''s words; for a fact, triple (its object), rule, censor, person or alias with a source: under half its content words in it), or NULL.';
+    'Why a model-written text may not be stored (empty; a "<...>" or "..." placeholder; a prompt template''s words; for a fact, triple (its object), rule, person or alias with a source: under half its content words in it), or NULL.';
 
 CREATE FUNCTION check_model_text(kind text, value text, source text DEFAULT NULL, work_id uuid DEFAULT NULL,
                                  private_to text[] DEFAULT NULL) RETURNS text
@@ -1191,6 +1196,7 @@ DECLARE
     aliases jsonb;
     alias jsonb;
     alias_why text;
+    path text;
     checks CONSTANT jsonb := '{"facts": ["fact", "content"], "goals": ["goal", "title"], "objectives": ["objective", "description"],
                                "identity": ["identity", "aspect"], "worldview": ["belief", "belief"], "people": ["person", "name"]}';
 BEGIN
@@ -1282,6 +1288,27 @@ BEGIN
             result := result - 'episode_summary';
         END IF;
     END IF;
+    -- Censors proposed to a person (an episode's lessons, a heartbeat's): trigger and reason are
+    -- shown to them and held against what Dionysus says, so neither may be a placeholder.
+    FOR path IN SELECT unnest(ARRAY['{censor_candidates}', '{episode,censor_candidates}']::text[]) LOOP
+        CONTINUE WHEN jsonb_typeof(result #> path::text[]) IS DISTINCT FROM 'array';
+        kept := '[]';
+        FOR item IN SELECT * FROM jsonb_array_elements(result #> path::text[]) LOOP
+            why := NULL;
+            FOREACH k IN ARRAY ARRAY['trigger', 'reason'] LOOP
+                IF why IS NULL AND jsonb_typeof(item -> k) = 'string' THEN
+                    why := dionysus.check_model_text('censor', item ->> k, NULL, w.id, privacy);
+                    IF why IS NOT NULL THEN
+                        refused := refused || jsonb_build_object('kind', 'censor', 'value', item ->> k, 'reason', why);
+                    END IF;
+                END IF;
+            END LOOP;
+            IF why IS NULL THEN
+                kept := kept || jsonb_build_array(item);
+            END IF;
+        END LOOP;
+        result := jsonb_set(result, path::text[], kept);
+    END LOOP;
     -- A dream's proposals: each says why in its own words.
     IF jsonb_typeof(result #> '{dream,proposals}') = 'array' THEN
         kept := '[]';
@@ -1299,7 +1326,7 @@ BEGIN
     RETURN jsonb_build_object('result', result, 'refused', refused);
 END $$;
 COMMENT ON FUNCTION dionysus_internal.ground_result(dionysus.work_queue, jsonb, text[]) IS
-    'complete_work''s grounding pass: the result less each fact, triple, goal, objective, person, alias, opened thread, focus, level, identity aspect, belief, episode summary and dream proposal check_model_text refuses (facts, triples, goals and people against the item''s turn), and the refusals.';
+    'complete_work''s grounding pass: the result less each fact, triple, goal, objective, person, alias, opened thread, focus, level, identity aspect, belief, episode summary, proposed censor and dream proposal check_model_text refuses (facts, triples, goals and people against the item''s turn), and the refusals.';
 
 -- Every shipped template (inserted by its organ's file) gets its task's answer schema
 -- (012's task_result_schema): here, after the last organ has inserted its own.
@@ -1937,16 +1964,17 @@ BEGIN
                LATERAL dionysus_internal.availability(p.person, t + make_interval(hours => k)) f
          ORDER BY f.belief DESC, k LIMIT 1;
         -- The beliefs carry their confidence already (a prior, or what was learned); a rhythm
-        -- that is trusted needs less of a difference to be waited for (up to half the margin):
-        -- what a stranger's prior alone suggests (busy at 10, free at 17) waits for nothing.
+        -- that is trusted needs less of a difference to be waited for (down to half the margin),
+        -- a prior alone all of it.
         margin := dionysus_internal.proactive_setting('better_moment_margin') * (1 - 0.5 * av.confidence);
         better := later.belief >= av.belief + margin;
         gates := gates || jsonb_build_object('gate', 'better_moment', 'passed', NOT better,
             'detail', CASE WHEN better THEN format('likely more available around %s:00 their time (%s against %s now)',
                                                    extract(hour FROM (t + make_interval(hours => later.k)) AT TIME ZONE p.time_zone),
                                                    round(later.belief::numeric, 2), round(av.belief::numeric, 2))
-                           ELSE format('no clearly better hour in the next %s (%s more needed)', dionysus_internal.proactive_setting('better_moment_hours'),
-                                       round(margin::numeric, 2)) END);
+                           ELSE format('no clearly better hour in the next %s (at best %s more, %s needed)',
+                                       dionysus_internal.proactive_setting('better_moment_hours'),
+                                       round((later.belief - av.belief)::numeric, 2), round(margin::numeric, 2)) END);
     END IF;
     RETURN gates;
 END $$;
@@ -2773,9 +2801,6 @@ COMMENT ON FUNCTION dionysus_internal.time_zone_source_said(text) IS
     'Where a person''s time zone came from (people.time_zone_source), in words: the one phrasing of why and status.';
 GRANT EXECUTE ON FUNCTION dionysus_internal.time_zone_source_said(text) TO dionysus_driver;
 
--- Last of all (keep it last: a section added after it must come before it): the tables this
--- update created are marked for pg_dump as a fresh install marks them (sql/030_backup.sql), the
--- shipped ones with their restore trigger. Idempotent for the tables marked before.
 -- #35: the grounding check's refusals are pruned with the rest of the past (prune_history).
 CREATE OR REPLACE FUNCTION prune_history(batch integer DEFAULT 10000) RETURNS jsonb
     LANGUAGE plpgsql AS $$
@@ -2847,4 +2872,7 @@ SELECT dionysus_internal.ship_template('censor_from_words',
 UPDATE proactive_config SET description = 'how much more available an hour ahead must be believed to wait for it (a trusted rhythm needs less: half at full confidence)'
  WHERE key = 'better_moment_margin';
 
+-- Last of all (keep it last: a section added after it must come before it): the tables this
+-- update created are marked for pg_dump as a fresh install marks them (sql/030_backup.sql), the
+-- shipped ones with their restore trigger. Idempotent for the tables marked before.
 SELECT dionysus_internal.mark_for_dump(ARRAY['dionysus.agent_state', 'dionysus.censor_config', 'dionysus.clock', 'dionysus.contact_weights', 'dionysus.context_archetypes', 'dionysus.context_budgets', 'dionysus.cue_phrases', 'dionysus.decay_config', 'dionysus.embedding_store', 'dionysus.event_patterns', 'dionysus.heartbeat_config', 'dionysus.heartbeat_state', 'dionysus.lexicon_stats', 'dionysus.mind_rules', 'dionysus.personality', 'dionysus.proactive_config', 'dionysus.prompt_templates', 'dionysus.recall_config', 'dionysus.relation_words']::regclass[]);

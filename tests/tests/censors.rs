@@ -293,6 +293,11 @@ async fn a_censor_the_model_did_not_ground_is_not_stored_and_the_person_is_told(
         json!({"censor": {"trigger": "talking about work", "reason": "they want to rest", "severity": "block", "kinds": null,
                           "hours": null, "any_content": false}, "acknowledgement": "<one short sentence back to them>"}),
     );
+    llm.json(
+        "TASK: censor_from_words && message me before 9",
+        json!({"censor": {"trigger": "texting them early", "reason": "<why>", "severity": "block", "kinds": ["reach_out"],
+                          "hours": [0, 9], "any_content": true}, "acknowledgement": "Noted: nothing before 9."}),
+    );
     llm.on("TASK: chat", Answer::Text("Sure thing!".into()));
     let mut run = Running::start(scripted_driver_config(driver_conninfo(&db.name), &llm), &["ada"]).await;
 
@@ -305,8 +310,14 @@ async fn a_censor_the_model_did_not_ground_is_not_stored_and_the_person_is_told(
     assert_eq!(refused, json!([["censor", "<what not to do, as an action>", ["test:ada"]]]));
 
     run.say("x2", "ada", "Don't ever talk about work with me.").await;
-    assert_eq!(texts(&run).last().map(String::as_str), Some("Understood: I won't (talking about work)."));
+    assert_eq!(texts(&run).last().map(String::as_str), Some("Understood, I will hold to that (`/censors` lists what I hold to)."));
     assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.censors WHERE person = 'test:ada' AND trigger = 'talking about work'").await, 1);
+    // A trigger in the model's words for what she said ("texting" for "message") is hers.
+    run.say("x3", "ada", "Please don't message me before 9.").await;
+    assert_eq!(texts(&run).last().map(String::as_str), Some("Noted: nothing before 9."));
+    assert_eq!(one::<i64>(c, "SELECT count(*) FROM dionysus.censors WHERE person = 'test:ada' AND trigger = 'texting them early'").await, 1);
+    let reason: String = one(c, "SELECT reason FROM dionysus.censors WHERE trigger = 'texting them early'").await;
+    assert_eq!(reason, "Please don't message me before 9.", "the model's placeholder reason is replaced by her words");
     run.stop().await;
 }
 

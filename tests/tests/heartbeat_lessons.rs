@@ -88,7 +88,8 @@ async fn an_unwelcome_reach_out_proposes_censors_to_its_person_alone() {
     llm.json("TASK: heartbeat_censors", json!({"censor_candidates": [
         {"trigger": "messaging them about work on weekends", "reason": "weekends are theirs; work talk then stresses them"},
         {"trigger": "", "reason": "an empty trigger the driver drops"},
-        {"trigger": "asking about reports", "reason": "the model's second idea"}]}));
+        {"trigger": "asking about reports", "reason": "the model's second idea"},
+        {"trigger": "<the kind of action or message to avoid, in a few words>", "reason": "<why, in their terms>"}]}));
     let mind = Arc::new(Mind::new(scripted_driver_config(driver_conninfo(&db.name), &llm), Arc::new(TestChannel::new(&["alice", "bob"]))));
     let work: Uuid = one(c, "SELECT id FROM dionysus.work_queue WHERE action = 'heartbeat_censors'").await;
     conversation::extract_now(&mind, work).await;
@@ -104,7 +105,9 @@ async fn an_unwelcome_reach_out_proposes_censors_to_its_person_alone() {
         .query("SELECT person, trigger, status, severity::text, origin, learned_from_kind, learned_from_id FROM dionysus.censors ORDER BY trigger", &[])
         .await
         .unwrap();
-    assert_eq!(rows.len(), 2, "the empty trigger is dropped");
+    assert_eq!(rows.len(), 2, "the empty trigger is dropped, the copied placeholder refused");
+    let refused: i64 = one(c, "SELECT count(*) FROM dionysus.model_text_refusals WHERE kind = 'censor' AND value LIKE '<the kind of action%'").await;
+    assert_eq!(refused, 1, "the placeholder's refusal is written down");
     for r in &rows {
         assert_eq!((r.get::<_, String>(0), r.get::<_, String>(2), r.get::<_, String>(3), r.get::<_, String>(4), r.get::<_, String>(5)),
                    ("test:alice".into(), "proposed".into(), "warn".into(), "heartbeat".into(), "heartbeat".into()));

@@ -71,21 +71,21 @@ async fn a_trusted_rhythm_waits_for_the_free_hour_it_knows() {
     let c = &db.client;
     at(c, "2026-11-23 21:30+00").await; // Monday 21:30 in London
     c.execute("SELECT dionysus.set_person_time_zone('test:parent', 'Europe/London', 'config')", &[]).await.unwrap();
+    // Two weeks from Monday 23 November: weekdays at 21:30, Saturdays and Sundays at 10 and 16.
     for day in 0..14 {
-        let weekend = day % 7 >= 5;
-        if weekend {
-            advance(c, "12 hours 30 minutes").await; // 10:00
+        let date = format!("2026-{}", if day < 8 { format!("11-{}", 23 + day) } else { format!("12-{:02}", day - 7) });
+        if day % 7 >= 5 {
+            at(c, &format!("{date} 10:00+00")).await;
             say(c, "parent", &format!("w{day}a"), "Finally a slow morning.").await;
-            advance(c, "6 hours").await; // 16:00
+            at(c, &format!("{date} 16:00+00")).await;
             say(c, "parent", &format!("w{day}b"), "Park with the kids, then tea.").await;
-            advance(c, "5 hours 30 minutes").await; // 21:30
         } else {
+            at(c, &format!("{date} 21:30+00")).await;
             say(c, "parent", &format!("d{day}"), "Kids in bed at last.").await;
-            advance(c, "24 hours").await;
         }
     }
-    // Two weeks later (a holiday: nothing from her since Sunday the 6th, so her rhythm is
-    // trusted less than fully), Tuesday 20:00: she is still busy, from 21:00 she is not.
+    // Two weeks later (a holiday: nothing from her since Sunday the 6th at 16:00, so her rhythm
+    // is trusted less than fully), Tuesday 20:00: she is still busy, from 21:00 she is not.
     at(c, "2026-12-22 20:00+00").await;
     c.batch_execute("UPDATE dionysus.heartbeat_state SET current_energy = 20; \
                      UPDATE dionysus.people SET social_debt = 0.95, next_check_at = NULL WHERE person = 'test:parent'; \

@@ -883,13 +883,14 @@ async fn a_tick_that_waited_for_another_reads_the_clock_when_it_runs() {
     at(c, "2026-11-22 10:50+00").await;
     holder.batch_execute("SELECT dionysus.proactive_tick(); COMMIT").await.unwrap();
     let late = waiting.await.unwrap().unwrap();
-    assert_eq!(late["at"], json!("2026-11-22T10:50:00+00:00"), "the waiting tick ran at an old time: {late}");
-    let last: String = c
-        .query_one("SELECT last_tick_at::text FROM dionysus.agent_state WHERE id = 1", &[])
+    let ran_now: bool = c.query_one("SELECT ($1::jsonb ->> 'at')::timestamptz = '2026-11-22 10:50+00'", &[&late]).await.unwrap().get(0);
+    assert!(ran_now, "the waiting tick ran at an old time: {late}");
+    let last_now: bool = c
+        .query_one("SELECT last_tick_at = '2026-11-22 10:50+00' FROM dionysus.agent_state WHERE id = 1", &[])
         .await
         .unwrap()
         .get(0);
-    assert_eq!(last, "2026-11-22 10:50:00+00", "the last tick went back in time");
+    assert!(last_now, "the last tick went back in time");
     // So the hours since Friday are counted once: a second tick at the same instant adds none.
     let debt = "SELECT (social_debt * 1e6)::bigint FROM dionysus.people WHERE person = 'test:alice'";
     let before = count(c, debt).await;
