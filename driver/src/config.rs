@@ -24,6 +24,8 @@ pub struct LlmRole {
     pub timeout: Duration,
     /// How JSON tasks ask for their shape (`llm.structured_output`).
     pub structured_output: StructuredOutput,
+    /// Where the instructions go (`llm.system_messages`).
+    pub system_messages: SystemMessages,
     /// How many requests the endpoint is given at once (`llm.slots`, default 1: a local model
     /// serves one at a time, and the person's reply goes first).
     pub slots: usize,
@@ -68,6 +70,19 @@ pub enum StructuredOutput {
     JsonObjectSchema,
     JsonObject,
     None,
+}
+
+/// `llm.system_messages`: where a task's instructions go. Some chat templates have no system
+/// role and drop it without a word (llama-cpp-python's `gemma` format): the model then answers
+/// the person's words without ever seeing its task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SystemMessages {
+    /// A system message, until an answer shows the endpoint dropped it (it counted fewer prompt
+    /// tokens than the system message alone has): then in the first user message, remembered.
+    Auto,
+    System,
+    /// Always in the first user message, before the person's words.
+    InUser,
 }
 
 #[derive(Clone, Default)]
@@ -163,6 +178,7 @@ struct LlmFile {
     timeout_seconds: Option<u64>,
     json_mode: Option<bool>,
     structured_output: Option<String>,
+    system_messages: Option<String>,
     slots: Option<usize>,
     tasks: Option<std::collections::BTreeMap<String, TaskFile>>,
     fast: Option<RoleFile>,
@@ -289,6 +305,12 @@ impl Config {
                 return Err(format!("llm.structured_output: \"{other}\" is not auto, json_schema, json_object_schema, json_object or none"))
             }
         };
+        let system_messages = match env("DIONYSUS_LLM_SYSTEM_MESSAGES").or(llm.system_messages).as_deref() {
+            None | Some("auto") => SystemMessages::Auto,
+            Some("system") => SystemMessages::System,
+            Some("in_user") => SystemMessages::InUser,
+            Some(other) => return Err(format!("llm.system_messages: \"{other}\" is not auto, system or in_user")),
+        };
         let slots = match env("DIONYSUS_LLM_SLOTS") {
             Some(v) => v.parse::<usize>().map_err(|_| format!("DIONYSUS_LLM_SLOTS: \"{v}\" is not a number"))?,
             None => llm.slots.unwrap_or(1),
@@ -327,6 +349,7 @@ impl Config {
                 api_key: env(&format!("DIONYSUS_{prefix}_API_KEY")).or(f.api_key).or_else(|| key.clone()).filter(|k| !k.is_empty()),
                 timeout: Duration::from_secs(timeout_s),
                 structured_output,
+                system_messages,
                 slots,
                 tasks: tasks.clone(),
             }

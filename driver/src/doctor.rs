@@ -146,6 +146,11 @@ async fn speed(llm: &Llm, name: &'static str) -> Check {
         Err(e) => return Check::warn(name, format!("{here}: no answer to a short request: {e}"), "check the model serves chat completions"),
     };
     let per_second = tokens.max(1) as f64 / started.elapsed().as_secs_f64().max(0.001);
+    // Known after the first call: where the endpoint lets the instructions be read.
+    let here = match llm.system_messages() {
+        "in_user" => format!("{here} (drops system messages: instructions go in the first user message)"),
+        _ => here,
+    };
     let slow: Vec<String> = role
         .tasks
         .iter()

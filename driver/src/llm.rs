@@ -9,7 +9,7 @@
 //! the kind its `max_tokens` and a wall-clock bound for the whole call, retries and the wait for
 //! a slot included. The endpoint gets `llm.slots` requests at once; a request on
 //! the person's path goes before background work, which waits while anyone is being answered.
-use crate::config::{LlmRole, StructuredOutput, TaskBounds};
+use crate::config::{LlmRole, StructuredOutput, SystemMessages, TaskBounds};
 use crate::jsonish;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -105,7 +105,20 @@ pub struct Llm {
     /// refused one steps down, and remembers it).
     format: AtomicU8,
     slots: Arc<Slots>,
+    /// Whether this endpoint and model get the instructions as a system message: probed once
+    /// (`llm.system_messages = auto`), shared by every role that calls them.
+    system_kept: Arc<tokio::sync::OnceCell<bool>>,
 }
+
+/// What the system-message probe sends: instructions long enough (some 600 characters) that the
+/// prompt tokens an answer counts tell whether the model was given them.
+const PROBE_SYSTEM: &str = "TASK: probe\nThis request checks that the model is given its instructions. Dionysus sends \
+each task's instructions as a system message, and some chat templates have no system role: they \
+drop the message without a word, and the model then answers the person's words without knowing \
+its task. The answer to this request is not used; only the number of prompt tokens the server \
+counts is read. Answer the user's greeting with one word. These sentences are here to make the \
+system message long enough to be counted apart from the greeting: a kept system message adds \
+well over a hundred tokens to the prompt, a dropped one adds none.";
 
 /// What a JSON task may send as `response_format`, from most to least structured:
 /// `json_object_schema` is `{"type": "json_object", "schema": …}`, llama-cpp-python's own form
@@ -230,6 +243,11 @@ impl Llm {
                 StructuredOutput::None => 3,
             }),
             slots: Slots::of(&role.base_url, role.slots),
+            system_kept: {
+                static ALL: OnceLock<Mutex<HashMap<(String, String), Arc<tokio::sync::OnceCell<bool>>>>> = OnceLock::new();
+                let mut all = ALL.get_or_init(Default::default).lock().unwrap();
+                all.entry((role.base_url.clone(), role.model.clone())).or_default().clone()
+            },
             role,
         }
     }
@@ -244,6 +262,67 @@ impl Llm {
     /// "json_object" or "none").
     pub fn structured_output(&self) -> &'static str {
         FORMATS[self.format.load(Ordering::SeqCst).min(3) as usize]
+    }
+
+    /// Where the instructions go: "system" (a system message) or "in_user" (the first user
+    /// message), as configured, or as probed for `auto` ("unknown" before the first call).
+    pub fn system_messages(&self) -> &'static str {
+        match (self.role.system_messages, self.system_kept.get()) {
+            (SystemMessages::System, _) | (SystemMessages::Auto, Some(true)) => "system",
+            (SystemMessages::InUser, _) | (SystemMessages::Auto, Some(false)) => "in_user",
+            (SystemMessages::Auto, None) => "unknown",
+        }
+    }
+
+    /// Whether this request's instructions go as a system message. For `auto`, the first call to
+    /// an endpoint and model asks it once (a one-token answer, in the caller's slot and within its
+    /// bound) and the answer is kept. An endpoint that does not answer fails the call as its own
+    /// request would (and is asked again next time); one that refuses the probe, or reports no
+    /// token counts, keeps the system message (nothing says otherwise).
+    async fn system_kept(&self) -> Result<bool, LlmError> {
+        match self.role.system_messages {
+            SystemMessages::System => Ok(true),
+            SystemMessages::InUser => Ok(false),
+            SystemMessages::Auto => self.system_kept.get_or_try_init(|| self.probe_system()).await.copied(),
+        }
+    }
+
+    /// Asks the endpoint for one token under [`PROBE_SYSTEM`] and reads the prompt tokens it
+    /// counted: kept, the prompt has at least a token for every 6 characters (every tokenizer
+    /// does better on English); dropped, only the greeting and the template's few.
+    async fn probe_system(&self) -> Result<bool, LlmError> {
+        let body = json!({
+            "model": self.role.model,
+            "messages": [{"role": "system", "content": PROBE_SYSTEM}, {"role": "user", "content": "Hello!"}],
+            "temperature": 0.0,
+            "max_tokens": 1,
+            "stream": false,
+        });
+        let url = format!("{}/chat/completions", self.role.base_url.trim_end_matches('/'));
+        let mut req = self.http.post(&url).json(&body);
+        if let Some(key) = &self.role.api_key {
+            req = req.bearer_auth(key);
+        }
+        let resp = req.send().await.map_err(|e| if e.is_timeout() { LlmError::Timeout } else { LlmError::Transport(short(&e)) })?;
+        let status = resp.status().as_u16();
+        let bytes = read_answer(resp).await?;
+        if status >= 500 {
+            return Err(LlmError::Http(status, String::from_utf8_lossy(&bytes).chars().take(300).collect()));
+        }
+        let counted = (status == 200)
+            .then(|| serde_json::from_slice::<Completion>(&bytes).ok())
+            .flatten()
+            .and_then(|c| c.usage)
+            .and_then(|u| u.prompt_tokens)
+            .and_then(|n| n.as_u64());
+        let kept = match counted {
+            Some(n) if n > 0 => n * 6 >= PROBE_SYSTEM.len() as u64,
+            _ => true,
+        };
+        if !kept {
+            tracing::warn!(role = self.role.name, model = self.role.model, prompt_tokens = counted, "the endpoint drops system messages: the instructions go in the first user message");
+        }
+        Ok(kept)
     }
 
     /// An `auto` endpoint that refused the request naming the format steps down to the next
@@ -393,7 +472,7 @@ impl Llm {
             let started = Instant::now();
             let format = self.format.load(Ordering::SeqCst).min(3);
             let sent = tokio::select! {
-                sent = tokio::time::timeout_at(deadline, self.once(&request, format)) => sent.unwrap_or(Err(LlmError::Timeout)),
+                sent = tokio::time::timeout_at(deadline, async { self.once(&request, format, self.system_kept().await?).await }) => sent.unwrap_or(Err(LlmError::Timeout)),
                 // Dropping the request closes its connection: servers that stop on disconnect stop generating.
                 _ = self.slots.preempt.notified(), if !person => Err(LlmError::Preempted),
             };
@@ -436,10 +515,11 @@ impl Llm {
         }
     }
 
-    async fn once(&self, r: &Request<'_>, format: u8) -> Result<Answered, LlmError> {
+    async fn once(&self, r: &Request<'_>, format: u8, system_kept: bool) -> Result<Answered, LlmError> {
         let mut body = json!({
             "model": self.role.model,
-            "messages": r.messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
+            "messages": if system_kept { r.messages.to_vec() } else { in_user(r.messages) }
+                .iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
             "temperature": r.temperature,
             "max_tokens": r.bounds.max_tokens,
             // A text answer streams: a request given up (its bound, a person first) closes its
@@ -542,6 +622,30 @@ pub struct Usage {
     pub prompt_tokens: Option<serde_json::Number>,
     pub completion_tokens: Option<serde_json::Number>,
     pub total_tokens: Option<serde_json::Number>,
+}
+
+/// The messages with the system messages' instructions moved into the first user message (a
+/// user message of their own first, if a model turn came before any), as llama.cpp's own Gemma
+/// template does for a model without a system role.
+fn in_user(messages: &[Msg]) -> Vec<Msg> {
+    let mut instructions: Vec<&str> = messages.iter().filter(|m| m.role == "system").map(|m| m.content.as_str()).collect();
+    let mut out = Vec::with_capacity(messages.len());
+    for m in messages.iter().filter(|m| m.role != "system") {
+        if !instructions.is_empty() {
+            let joined = instructions.join("\n\n");
+            instructions.clear();
+            if m.role == "user" {
+                out.push(Msg::user(format!("{joined}\n\n{}", m.content)));
+                continue;
+            }
+            out.push(Msg::user(joined));
+        }
+        out.push(m.clone());
+    }
+    if !instructions.is_empty() {
+        out.push(Msg::user(instructions.join("\n\n")));
+    }
+    out
 }
 
 /// `GET /models`: `{"data": [{"id"}]}`.
@@ -651,4 +755,27 @@ fn short(e: &reqwest::Error) -> String {
         src = inner.source();
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(m: &[Msg]) -> Vec<(&'static str, String)> {
+        m.iter().map(|m| (m.role, m.content.clone())).collect()
+    }
+
+    #[test]
+    fn instructions_move_into_the_first_user_message() {
+        let m = [Msg::system("TASK: chat\nBe kind."), Msg::user("Hi"), Msg::assistant("Hello!"), Msg::user("How are you?")];
+        assert_eq!(
+            shape(&in_user(&m)),
+            vec![("user", "TASK: chat\nBe kind.\n\nHi".into()), ("assistant", "Hello!".into()), ("user", "How are you?".into())]
+        );
+        // A model turn first: the instructions are a user turn of their own before it.
+        let m = [Msg::system("TASK: x"), Msg::assistant("Earlier."), Msg::user("Now")];
+        assert_eq!(shape(&in_user(&m)), vec![("user", "TASK: x".into()), ("assistant", "Earlier.".into()), ("user", "Now".into())]);
+        // Only instructions: they are the user message.
+        assert_eq!(shape(&in_user(&[Msg::system("TASK: y")])), vec![("user", "TASK: y".into())]);
+    }
 }

@@ -68,6 +68,10 @@ pub struct FakeLlm {
     refusal_status: Arc<std::sync::atomic::AtomicU16>,
     /// Streamed answers that stopped because the reader hung up.
     hung_up: Arc<std::sync::atomic::AtomicUsize>,
+    /// System messages dropped before the model sees them (a chat template without a system role).
+    drops_system: Arc<std::sync::atomic::AtomicBool>,
+    /// The driver's system-message probes answered (not recorded as requests, never scripted).
+    probes: Arc<std::sync::atomic::AtomicUsize>,
     pub base_url: String,
 }
 
@@ -117,6 +121,18 @@ impl FakeLlm {
     pub fn refuse_json_schema_as_llama_cpp_python(&self) -> &Self {
         self.refusal_status.store(500, std::sync::atomic::Ordering::SeqCst);
         self.refuse_formats(&["json_schema"])
+    }
+
+    /// As llama-cpp-python's `gemma` chat format does: system messages are dropped without a
+    /// word, so rules match (and token counts count) only the other messages.
+    pub fn drop_system_messages(&self) -> &Self {
+        self.drops_system.store(true, std::sync::atomic::Ordering::SeqCst);
+        self
+    }
+
+    /// How many system-message probes the driver sent.
+    pub fn probes(&self) -> usize {
+        self.probes.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn clear(&self) {
@@ -210,7 +226,21 @@ impl FakeLlm {
             buf.extend_from_slice(&chunk[..n]);
         }
         let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-        let body: Value = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
+        let mut body: Value = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
+        let probe = body["max_tokens"] == json!(1) && body["messages"].to_string().contains("TASK: probe");
+        if self.drops_system.load(std::sync::atomic::Ordering::SeqCst) {
+            if let Some(m) = body["messages"].as_array_mut() {
+                m.retain(|m| m["role"] != "system");
+            }
+        }
+        // The driver's probe of where instructions are read, answered as any server would.
+        if probe {
+            self.probes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let payload = completion(&body, json!({"role": "assistant", "content": "Hello"}), "length").to_string();
+            let resp = format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{payload}", payload.len());
+            sock.write_all(resp.as_bytes()).await?;
+            return sock.shutdown().await;
+        }
         let streamed = body["stream"] == json!(true);
         let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
         let custom_page = if head.starts_with("GET") { self.pages.lock().unwrap().get(&path).cloned() } else { None };
@@ -368,9 +398,10 @@ async fn trickle(sock: &mut TcpStream, text: &str) -> std::io::Result<()> {
 }
 
 fn completion(req: &Value, message: Value, finish: &str) -> Value {
-    // Words stand in for tokens, so a test can see the counts travel.
+    // Words stand in for the answer's tokens, so a test can see the counts travel; the prompt
+    // counts a token for every four characters, as English text through a real tokenizer does.
     let words = |v: &Value| v.as_str().map_or(0, |s| s.split_whitespace().count());
-    let prompt: usize = req["messages"].as_array().into_iter().flatten().map(|m| words(&m["content"])).sum();
+    let prompt: usize = req["messages"].as_array().into_iter().flatten().map(|m| m["content"].as_str().map_or(0, |s| s.chars().count().div_ceil(4))).sum();
     let answer = words(&message["content"]);
     json!({
         "id": "chatcmpl-fake", "object": "chat.completion", "created": 0,

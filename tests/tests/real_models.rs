@@ -174,6 +174,39 @@ async fn a_server_that_refuses_json_schema_with_a_500_gets_its_own_form_of_it() 
     assert_eq!(model.structured_output(), "json_object_schema");
 }
 
+/// A chat template without a system role (llama-cpp-python's `gemma` format, found against
+/// Gemma 3) drops the system message without a word: the model answered the person's words
+/// without ever seeing its task, and no JSON task could succeed. The driver asks each endpoint
+/// and model once where instructions are read, then sends them in the first user message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instructions_reach_a_model_whose_chat_template_drops_the_system_message() {
+    let db = TestDb::new("rm_nosystem").await;
+    let llm = FakeLlm::start().await;
+    llm.drop_system_messages();
+    db.client.batch_execute("SELECT dionysus.pause_heartbeats(true)").await.unwrap();
+    llm.on("TASK: chat", Answer::Text("Bees are wonderful. How many hives do you keep?".into()));
+    let fact = json!({"facts": [{"content": "The user keeps bees", "subject": "user", "category": "attribute", "confidence": 0.9}], "triples": [], "goals": []});
+    llm.on("TASK: extract && I keep bees", Answer::Text(fact.to_string()));
+    llm.on("TASK:", Answer::Text(nothing().to_string()));
+    // What a model that never saw its task says.
+    llm.on("", Answer::Text("Hello! How can I help you today?".into()));
+    let mut run = Running::start(config(driver_conninfo(&db.name), &llm), &["ada"]).await;
+    let h = run.say("s1", "ada", "I keep bees.").await;
+    assert!(matches!(h, Handled::Replied { fallback: false, .. }), "{h:?}");
+    assert_eq!(run.channel.sent().pop().unwrap().1, "Bees are wonderful. How many hives do you keep?");
+    until(&db.client, "SELECT count(*) = 1 FROM dionysus.facts f JOIN dionysus.memories m ON m.id = f.memory_id WHERE m.content LIKE '%keeps bees%'", "the fact, extracted with its instructions").await;
+    // Every request the model saw carried its task, in the first (user) message.
+    let seen = llm.requests();
+    assert!(!seen.is_empty());
+    for r in &seen {
+        assert_eq!(r["messages"][0]["role"], "user", "{r}");
+        assert!(r["messages"][0]["content"].as_str().unwrap_or("").starts_with("TASK: "), "a request without its task: {r}");
+    }
+    // Asked once per endpoint and model (the roles' two models), not once a call.
+    assert!((1..=2).contains(&llm.probes()), "{} probes for {} requests", llm.probes(), seen.len());
+    run.stop().await;
+}
+
 /// One model slot: a background task waits while a person is being answered, and the person's
 /// request takes the slot first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
