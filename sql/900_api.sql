@@ -175,6 +175,12 @@ COMMENT ON FUNCTION action_schema() IS
 COMMENT ON FUNCTION dionysus_internal.shipped_prompt(text, integer) IS
     'The text of a shipped version of a prompt template (sql/prompts/<key>.txt, older versions sql/prompts/superseded/<key>.v<N>.txt), compiled into the library: the rows of prompt_templates a fresh install inserts. 22023 for a version never shipped.';
 
+-- proactive/: the proactive mind's settings, read once a transaction (014)
+COMMENT ON FUNCTION dionysus_internal.proactive_setting(text) IS
+    'One value of proactive_config (42704 naming an unknown key), read once a transaction: a change made in the same transaction is read at once, another''s from the next transaction.';
+COMMENT ON FUNCTION dionysus_internal.forget_proactive_settings() IS
+    'Forgets the proactive_config values this transaction read (the trigger proactive_config_changed calls it).';
+
 -- context/: token counts and budgets (027)
 COMMENT ON FUNCTION count_tokens(text) IS 'The tokens of a text by the embedding model''s WordPiece tokenizer, never truncated (four bytes a token without tokenizer.json).';
 COMMENT ON FUNCTION dionysus_internal.fit_context(jsonb, integer, text[], text) IS

@@ -9,6 +9,7 @@
 //! - [`heartbeat`]: energy, actions, goals and the heartbeat (commit in Rust, the rest in SQL)
 //! - [`workers`]: the background launchers and their per-database passes (maintenance, scheduler)
 //! - [`decay`], [`censors`], [`people`], [`working_memory`]: SQL organs (021, 022, 023, 025), their unit tests here
+//! - [`proactive`]: the proactive mind's settings, read once a transaction (014)
 //! - [`context`]: token counts and the fit of a context into its task's budget (027)
 //! - [`prompts`]: the shipped prompt templates' texts, one file each under `../sql/prompts`
 //!
@@ -29,6 +30,7 @@ pub mod json_arg;
 pub mod memory;
 pub mod neighborhoods;
 pub mod people;
+pub mod proactive;
 pub mod prompts;
 pub mod recall;
 pub mod sentences;
@@ -58,7 +60,9 @@ pgrx::extension_sql_file!("../../sql/012_conversation.sql", name = "conversation
 // Privacy between people and the trust of web content.
 pgrx::extension_sql_file!("../../sql/013_privacy.sql", name = "privacy", requires = ["conversation"]);
 // The proactive mind's base layer: events, state, beliefs about people, contact pressure.
-pgrx::extension_sql_file!("../../sql/014_proactive.sql", name = "proactive", requires = ["privacy"]);
+// (Its settings are read through proactive::proactive_setting, created first.)
+pgrx::extension_sql_file!("../../sql/014_proactive.sql", name = "proactive",
+                          requires = ["privacy", proactive::dionysus_internal::proactive_setting, proactive::dionysus_internal::forget_proactive_settings]);
 // The proactive mind's rules and what it learns from how people answer.
 pgrx::extension_sql_file!("../../sql/015_mind_rules.sql", name = "mind_rules", requires = ["proactive"]);
 // Memory for other agents (MCP): one person's memory, used as that person.
@@ -107,6 +111,7 @@ pub extern "C-unwind" fn _PG_init() {
     // Set before any thread exists and before the first capture caches the setting.
     unsafe { std::env::set_var("RUST_LIB_BACKTRACE", "0") };
     settings::register();
+    proactive::register();
     version_guard::install();
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         embed::preload_in_postmaster();

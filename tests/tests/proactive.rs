@@ -959,3 +959,31 @@ async fn the_drivers_role_writes_only_a_persons_own_rules() {
     // The owner still tunes a built-in.
     c.batch_execute("UPDATE dionysus.mind_rules SET weight = 0.9 WHERE name = 'curiosity fades'").await.unwrap();
 }
+
+/// `proactive_setting` reads proactive_config once a transaction (#36: a tick asked it some two
+/// hundred times, a query each): a change the transaction makes is read at once, one rolled back
+/// to a savepoint is forgotten, another connection's is read from the next transaction, and an
+/// unknown key is 42704 naming it.
+#[tokio::test]
+async fn settings_are_read_once_a_transaction_and_never_stale_after_a_change() {
+    let db = TestDb::new("pro_settings").await;
+    let c = &db.client;
+    let read = || async { dionysus_tests::one::<f64>(c, "SELECT dionysus_internal.proactive_setting('min_availability')").await };
+    let set = |v: f64| format!("UPDATE dionysus.proactive_config SET value = {v} WHERE key = 'min_availability'");
+    c.batch_execute("BEGIN").await.unwrap();
+    assert_eq!(read().await, 0.3);
+    c.batch_execute(&set(0.4)).await.unwrap();
+    assert_eq!(read().await, 0.4, "a change in the same transaction was not read");
+    c.batch_execute(&format!("SAVEPOINT s; {}", set(0.5))).await.unwrap();
+    assert_eq!(read().await, 0.5);
+    c.batch_execute("ROLLBACK TO SAVEPOINT s").await.unwrap();
+    assert_eq!(read().await, 0.4, "a change rolled back to its savepoint was still read");
+    c.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(read().await, 0.3, "a rolled-back transaction's change was still read");
+    let other = db.connect().await;
+    other.batch_execute(&set(0.45)).await.unwrap();
+    assert_eq!(read().await, 0.45, "another connection's committed change was not read by the next transaction");
+    let (state, msg) = expect_error(c, "SELECT dionysus_internal.proactive_setting('no_such_setting')").await;
+    assert_eq!(state, "42704", "{msg}");
+    assert!(msg.contains("no_such_setting"), "{msg}");
+}
