@@ -100,7 +100,9 @@ CREATE TRIGGER proactive_config_check BEFORE INSERT OR UPDATE ON proactive_confi
 
 -- proactive_setting reads the table once a transaction (a tick asks it some two hundred times);
 -- what the transaction itself changes is read again at once.
-CREATE FUNCTION dionysus_internal.proactive_config_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+-- (Its own definer's: a role allowed to tune the table need not be allowed the library's functions.)
+CREATE FUNCTION dionysus_internal.proactive_config_changed() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM dionysus_internal.forget_proactive_settings();
     RETURN NULL;

@@ -418,7 +418,7 @@ BEGIN
     FOR i IN 1 .. cardinality(fired_rules) LOOP
         r := fired_rules[i];
         effects := fired[i - 1] -> 'effects';
-        CONTINUE WHEN NOT jsonb_path_exists(r.intents, '$[*] ? (!exists(@.adjust))');
+        CONTINUE WHEN NOT jsonb_path_exists(r.intents, '$[*] ? (exists(@.create_objective) || exists(@.schedule_event) || exists(@.request_contact))');
         FOR k IN 0 .. jsonb_array_length(r.intents) - 1 LOOP
             it := r.intents -> k;
             IF it ? 'create_objective' AND has_person THEN

@@ -177,7 +177,7 @@ COMMENT ON FUNCTION dionysus_internal.shipped_prompt(text, integer) IS
 
 -- proactive/: the proactive mind's settings, read once a transaction (014)
 COMMENT ON FUNCTION dionysus_internal.proactive_setting(text) IS
-    'One value of proactive_config (42704 naming an unknown key), read once a transaction: a change made in the same transaction is read at once, another''s from the next transaction.';
+    'One value of proactive_config (42704 naming an unknown key, 22004 a null one), read once a transaction: a change made in the same transaction is read at once, another''s from the next transaction.';
 COMMENT ON FUNCTION dionysus_internal.forget_proactive_settings() IS
     'Forgets the proactive_config values this transaction read (the trigger proactive_config_changed calls it).';
 

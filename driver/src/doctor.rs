@@ -140,6 +140,10 @@ async fn speed(llm: &Llm, name: &'static str) -> Check {
     let role = &llm.role;
     let here = format!("{} at {}", role.model, role.base_url);
     let msgs = [crate::llm::Msg::system("TASK: speed\nCount from one to twenty in words, separated by spaces."), crate::llm::Msg::user("Go.")];
+    // Where it reads instructions, asked first so the timing below is one answer's.
+    if let Err(e) = llm.probe().await {
+        return Check::warn(name, format!("{here}: no answer to a one-token request: {e}"), "check the model serves chat completions");
+    }
     let started = std::time::Instant::now();
     let tokens = match llm.chat_with_usage("speed", &msgs, 0.0).await {
         Ok((text, usage)) => usage.and_then(|u| u.completion_tokens).and_then(|n| n.as_u64()).unwrap_or(text.split_whitespace().count() as u64),

@@ -112,7 +112,7 @@ pub struct Llm {
 
 /// What the system-message probe sends: instructions long enough (some 600 characters) that the
 /// prompt tokens an answer counts tell whether the model was given them.
-const PROBE_SYSTEM: &str = "TASK: probe\nThis request checks that the model is given its instructions. Dionysus sends \
+const PROBE_SYSTEM: &str = "This request checks that the model is given its instructions. Dionysus sends \
 each task's instructions as a system message, and some chat templates have no system role: they \
 drop the message without a word, and the model then answers the person's words without knowing \
 its task. The answer to this request is not used; only the number of prompt tokens the server \
@@ -275,10 +275,8 @@ impl Llm {
     }
 
     /// Whether this request's instructions go as a system message. For `auto`, the first call to
-    /// an endpoint and model asks it once (a one-token answer, in the caller's slot and within its
-    /// bound) and the answer is kept. An endpoint that does not answer fails the call as its own
-    /// request would (and is asked again next time); one that refuses the probe, or reports no
-    /// token counts, keeps the system message (nothing says otherwise).
+    /// an endpoint and model asks it once ([`Llm::probe_system`], in the caller's slot and within
+    /// its bound) and keeps a clear answer.
     async fn system_kept(&self) -> Result<bool, LlmError> {
         match self.role.system_messages {
             SystemMessages::System => Ok(true),
@@ -287,13 +285,43 @@ impl Llm {
         }
     }
 
-    /// Asks the endpoint for one token under [`PROBE_SYSTEM`] and reads the prompt tokens it
-    /// counted: kept, the prompt has at least a token for every 6 characters (every tokenizer
-    /// does better on English); dropped, only the greeting and the template's few.
+    /// Asks the endpoint where it reads instructions, now (`doctor` does, before it times a call).
+    pub async fn probe(&self) -> Result<&'static str, LlmError> {
+        self.system_kept().await?;
+        Ok(self.system_messages())
+    }
+
+    /// One probe: a one-token answer under [`PROBE_SYSTEM`] (its first line made this process's
+    /// own, so no server counts it from a cache), and the prompt tokens it counted. Kept, the
+    /// prompt has at least a token for every 6 characters (every tokenizer does better on
+    /// English); dropped, only the greeting and the template's few. A template that refuses a
+    /// system role (a 400 or 422) is asked again with the instructions in the user message, and
+    /// gets them there if it then answers. An answer without token counts keeps the system
+    /// message (nothing says otherwise); any other failure is the call's, asked again next time.
     async fn probe_system(&self) -> Result<bool, LlmError> {
+        static NONCE: OnceLock<String> = OnceLock::new();
+        let nonce = NONCE.get_or_init(|| format!("{:x}", std::process::id() as u128 ^ std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)));
+        let system = format!("TASK: probe {nonce}\n{PROBE_SYSTEM}");
+        let asked = [Msg::system(system.clone()), Msg::user("Hello!")];
+        let kept = match self.probe_once(&asked).await? {
+            (200, counted) => match counted {
+                Some(n) if n > 0 => n * 6 >= system.chars().count() as u64,
+                _ => true,
+            },
+            (400 | 422, _) => !matches!(self.probe_once(&in_user(&asked)).await?, (200, _)),
+            (status, _) => return Err(LlmError::Http(status, "the endpoint refused a one-token request".into())),
+        };
+        if !kept {
+            tracing::warn!(role = self.role.name, model = self.role.model, "the endpoint drops or refuses system messages: the instructions go in the first user message");
+        }
+        Ok(kept)
+    }
+
+    /// A one-token request: its status, and the prompt tokens a 200 counted.
+    async fn probe_once(&self, messages: &[Msg]) -> Result<(u16, Option<u64>), LlmError> {
         let body = json!({
             "model": self.role.model,
-            "messages": [{"role": "system", "content": PROBE_SYSTEM}, {"role": "user", "content": "Hello!"}],
+            "messages": messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
             "temperature": 0.0,
             "max_tokens": 1,
             "stream": false,
@@ -315,14 +343,7 @@ impl Llm {
             .and_then(|c| c.usage)
             .and_then(|u| u.prompt_tokens)
             .and_then(|n| n.as_u64());
-        let kept = match counted {
-            Some(n) if n > 0 => n * 6 >= PROBE_SYSTEM.len() as u64,
-            _ => true,
-        };
-        if !kept {
-            tracing::warn!(role = self.role.name, model = self.role.model, prompt_tokens = counted, "the endpoint drops system messages: the instructions go in the first user message");
-        }
-        Ok(kept)
+        Ok((status, counted))
     }
 
     /// An `auto` endpoint that refused the request naming the format steps down to the next
@@ -624,13 +645,16 @@ pub struct Usage {
     pub total_tokens: Option<serde_json::Number>,
 }
 
-/// The messages with the system messages' instructions moved into the first user message (a
-/// user message of their own first, if a model turn came before any), as llama.cpp's own Gemma
-/// template does for a model without a system role.
+/// The messages with the leading system messages' instructions moved into the first user
+/// message (a user message of their own first, if a model turn came before any), as llama.cpp's
+/// own Gemma template does for a model without a system role. A system message later in the
+/// conversation (a censor's request to write a reply again) is a user turn where it stands,
+/// joined to the user turn before it if there is one, so the roles still alternate.
 fn in_user(messages: &[Msg]) -> Vec<Msg> {
-    let mut instructions: Vec<&str> = messages.iter().filter(|m| m.role == "system").map(|m| m.content.as_str()).collect();
-    let mut out = Vec::with_capacity(messages.len());
-    for m in messages.iter().filter(|m| m.role != "system") {
+    let lead = messages.iter().take_while(|m| m.role == "system").count();
+    let mut instructions: Vec<&str> = messages[..lead].iter().map(|m| m.content.as_str()).collect();
+    let mut out: Vec<Msg> = Vec::with_capacity(messages.len());
+    for m in &messages[lead..] {
         if !instructions.is_empty() {
             let joined = instructions.join("\n\n");
             instructions.clear();
@@ -640,7 +664,11 @@ fn in_user(messages: &[Msg]) -> Vec<Msg> {
             }
             out.push(Msg::user(joined));
         }
-        out.push(m.clone());
+        match (m.role, out.last_mut()) {
+            ("system", Some(last)) if last.role == "user" => last.content = format!("{}\n\n{}", last.content, m.content),
+            ("system", _) => out.push(Msg::user(m.content.clone())),
+            _ => out.push(m.clone()),
+        }
     }
     if !instructions.is_empty() {
         out.push(Msg::user(instructions.join("\n\n")));
@@ -775,6 +803,15 @@ mod tests {
         // A model turn first: the instructions are a user turn of their own before it.
         let m = [Msg::system("TASK: x"), Msg::assistant("Earlier."), Msg::user("Now")];
         assert_eq!(shape(&in_user(&m)), vec![("user", "TASK: x".into()), ("assistant", "Earlier.".into()), ("user", "Now".into())]);
+        // A later system message (a censor asking for the reply again) is a user turn where it
+        // stands, after the draft, not glued to the first turn.
+        let m = [Msg::system("TASK: chat"), Msg::user("Hi"), Msg::assistant("Draft."), Msg::system("Write it again without the name.")];
+        assert_eq!(
+            shape(&in_user(&m)),
+            vec![("user", "TASK: chat\n\nHi".into()), ("assistant", "Draft.".into()), ("user", "Write it again without the name.".into())]
+        );
+        let m = [Msg::system("TASK: chat"), Msg::user("Hi"), Msg::system("Mind the censor.")];
+        assert_eq!(shape(&in_user(&m)), vec![("user", "TASK: chat\n\nHi\n\nMind the censor.".into())]);
         // Only instructions: they are the user message.
         assert_eq!(shape(&in_user(&[Msg::system("TASK: y")])), vec![("user", "TASK: y".into())]);
     }

@@ -2177,7 +2177,7 @@ BEGIN
     FOR i IN 1 .. cardinality(fired_rules) LOOP
         r := fired_rules[i];
         effects := fired[i - 1] -> 'effects';
-        CONTINUE WHEN NOT jsonb_path_exists(r.intents, '$[*] ? (!exists(@.adjust))');
+        CONTINUE WHEN NOT jsonb_path_exists(r.intents, '$[*] ? (exists(@.create_objective) || exists(@.schedule_event) || exists(@.request_contact))');
         FOR k IN 0 .. jsonb_array_length(r.intents) - 1 LOOP
             it := r.intents -> k;
             IF it ? 'create_objective' AND has_person THEN
@@ -2898,21 +2898,23 @@ UPDATE proactive_config SET description = 'how much more available an hour ahead
 -- after changing it); a known person's row is one statement; evaluate_contact reads the traits
 -- once and the availability only for its words at a crossing; run_rules walks intents by index.
 CREATE OR REPLACE FUNCTION dionysus_internal."proactive_setting"(
-	"setting_key" TEXT /* &str */
+	"setting_key" TEXT /* core::option::Option<&str> */
 ) RETURNS double precision /* f64 */
-STABLE STRICT PARALLEL SAFE
+STABLE PARALLEL RESTRICTED
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'proactive_setting_wrapper';
 COMMENT ON FUNCTION dionysus_internal.proactive_setting(text) IS
-    'One value of proactive_config (42704 naming an unknown key), read once a transaction: a change made in the same transaction is read at once, another''s from the next transaction.';
+    'One value of proactive_config (42704 naming an unknown key, 22004 a null one), read once a transaction: a change made in the same transaction is read at once, another''s from the next transaction.';
 CREATE FUNCTION dionysus_internal."forget_proactive_settings"() RETURNS void
-VOLATILE PARALLEL RESTRICTED
+VOLATILE STRICT PARALLEL RESTRICTED
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'forget_proactive_settings_wrapper';
 COMMENT ON FUNCTION dionysus_internal.forget_proactive_settings() IS
     'Forgets the proactive_config values this transaction read (the trigger proactive_config_changed calls it).';
 GRANT EXECUTE ON FUNCTION dionysus_internal.forget_proactive_settings() TO dionysus_driver;
-CREATE FUNCTION dionysus_internal.proactive_config_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+-- (Its own definer's: a role allowed to tune the table need not be allowed the library's functions.)
+CREATE FUNCTION dionysus_internal.proactive_config_changed() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     PERFORM dionysus_internal.forget_proactive_settings();
     RETURN NULL;

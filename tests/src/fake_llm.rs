@@ -70,6 +70,8 @@ pub struct FakeLlm {
     hung_up: Arc<std::sync::atomic::AtomicUsize>,
     /// System messages dropped before the model sees them (a chat template without a system role).
     drops_system: Arc<std::sync::atomic::AtomicBool>,
+    /// Requests with a system message refused with a 400 (Gemma 2's own template raises on one).
+    refuses_system: Arc<std::sync::atomic::AtomicBool>,
     /// The driver's system-message probes answered (not recorded as requests, never scripted).
     probes: Arc<std::sync::atomic::AtomicUsize>,
     pub base_url: String,
@@ -127,6 +129,13 @@ impl FakeLlm {
     /// word, so rules match (and token counts count) only the other messages.
     pub fn drop_system_messages(&self) -> &Self {
         self.drops_system.store(true, std::sync::atomic::Ordering::SeqCst);
+        self
+    }
+
+    /// As a server applying Gemma 2's own chat template does: a request with a system message
+    /// is a 400 ("System role not supported").
+    pub fn refuse_system_role(&self) -> &Self {
+        self.refuses_system.store(true, std::sync::atomic::Ordering::SeqCst);
         self
     }
 
@@ -228,6 +237,13 @@ impl FakeLlm {
         let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
         let mut body: Value = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
         let probe = body["max_tokens"] == json!(1) && body["messages"].to_string().contains("TASK: probe");
+        let has_system = body["messages"].as_array().is_some_and(|m| m.iter().any(|m| m["role"] == "system"));
+        if has_system && self.refuses_system.load(std::sync::atomic::Ordering::SeqCst) {
+            let payload = json!({"error": {"message": "System role not supported", "type": "invalid_request_error"}}).to_string();
+            let resp = format!("HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{payload}", payload.len());
+            sock.write_all(resp.as_bytes()).await?;
+            return sock.shutdown().await;
+        }
         if self.drops_system.load(std::sync::atomic::Ordering::SeqCst) {
             if let Some(m) = body["messages"].as_array_mut() {
                 m.retain(|m| m["role"] != "system");

@@ -202,9 +202,27 @@ async fn instructions_reach_a_model_whose_chat_template_drops_the_system_message
         assert_eq!(r["messages"][0]["role"], "user", "{r}");
         assert!(r["messages"][0]["content"].as_str().unwrap_or("").starts_with("TASK: "), "a request without its task: {r}");
     }
-    // Asked once per endpoint and model (the roles' two models), not once a call.
-    assert!((1..=2).contains(&llm.probes()), "{} probes for {} requests", llm.probes(), seen.len());
+    // Asked once per endpoint and model, not once a call: another turn asks nothing more.
+    let probes = llm.probes();
+    assert!(probes >= 1);
+    run.say("s2", "ada", "I also keep goats.").await;
+    until(&db.client, "SELECT count(*) = 2 FROM dionysus.work_queue WHERE action = 'extract_message' AND status = 'done'", "the second extraction").await;
+    assert_eq!(llm.probes(), probes, "the endpoint was asked again");
     run.stop().await;
+
+    // A template that refuses a system role outright (Gemma 2's own raises "System role not
+    // supported", a 400) gets the instructions in the user message too.
+    let strict = FakeLlm::start().await;
+    strict.refuse_system_role();
+    strict.on("TASK: decide", Answer::Text(json!({"decision": "wait"}).to_string()));
+    let mut role = dionysus_driver::config::Config::load(None).unwrap().smart;
+    role.base_url = strict.base_url.clone();
+    role.api_key = None;
+    let model = Llm::new(role);
+    let v = model.json("decide", &[Msg::system("TASK: decide\nAnswer with JSON."), Msg::user("Now.")], 0.0, Ok).await.expect("an answer");
+    assert_eq!(v["decision"], "wait");
+    assert_eq!(model.system_messages(), "in_user");
+    assert!(strict.requests().iter().all(|r| r["messages"][0]["role"] == "user"), "{:?}", strict.requests());
 }
 
 /// One model slot: a background task waits while a person is being answered, and the person's

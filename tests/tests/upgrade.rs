@@ -48,7 +48,8 @@ SELECT 'view ' || c.relname || ' ' || pg_get_viewdef(c.oid) FROM pg_class c
  WHERE c.relnamespace IN (SELECT oid FROM ns) AND c.relkind = 'v'
 UNION ALL
 SELECT 'function ' || p.pronamespace::regnamespace::text || '.' || p.proname || '(' || pg_get_function_arguments(p.oid) || ') ' || pg_get_function_result(p.oid)
-       || ' ' || p.provolatile::text || p.proparallel::text || ' ' || l.lanname || ' ' || md5(p.prosrc) || ' '
+       || ' ' || p.provolatile::text || p.proparallel::text || CASE WHEN p.proisstrict THEN ' strict' ELSE '' END
+       || CASE WHEN p.proleakproof THEN ' leakproof' ELSE '' END || ' cost ' || p.procost::text || ' rows ' || p.prorows::text || ' ' || l.lanname || ' ' || md5(p.prosrc) || ' '
        || coalesce(p.probin, '') || ' ' || coalesce(p.proconfig::text, '') || ' acl ' || coalesce(p.proacl::text, '-')
        || CASE WHEN p.prosecdef THEN ' security definer' ELSE '' END || ' owner ' || p.proowner::regrole::text
   FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.pronamespace IN (SELECT oid FROM ns)

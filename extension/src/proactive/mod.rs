@@ -13,7 +13,12 @@ thread_local! {
 }
 
 fn forget() {
-    SETTINGS.with(|s| *s.borrow_mut() = None);
+    // (Never borrowed across a call that could end the transaction; try_ keeps a panic out of C.)
+    SETTINGS.with(|s| {
+        if let Ok(mut s) = s.try_borrow_mut() {
+            *s = None;
+        }
+    });
 }
 
 unsafe extern "C-unwind" fn on_xact(_event: pg_sys::XactEvent::Type, _arg: *mut core::ffi::c_void) {
@@ -52,17 +57,20 @@ fn load() -> HashMap<String, f64> {
 pub mod dionysus_internal {
     use super::*;
 
-    /// One value of proactive_config; an unknown key is an error naming it.
-    #[pg_extern(stable, parallel_safe)]
-    fn proactive_setting(setting_key: &str) -> f64 {
-        let v = SETTINGS.with(|s| {
-            let mut s = s.borrow_mut();
-            s.get_or_insert_with(load).get(setting_key).copied()
-        });
+    /// One value of proactive_config; an unknown key is an error naming it (42704), a null one
+    /// 22004. Parallel restricted: a worker would read the table under a snapshot of its own.
+    #[pg_extern(stable, parallel_restricted)]
+    fn proactive_setting(setting_key: Option<&str>) -> f64 {
+        let Some(key) = setting_key else { crate::errors::null_arg("setting_key") };
+        if SETTINGS.with(|s| s.borrow().is_none()) {
+            let read = load(); // (the query runs with nothing borrowed)
+            SETTINGS.with(|s| *s.borrow_mut() = Some(read));
+        }
+        let v = SETTINGS.with(|s| s.borrow().as_ref().and_then(|m| m.get(key).copied()));
         v.unwrap_or_else(|| {
             crate::errors::raise(
                 PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-                format!("dionysus: proactive_config has no key \"{setting_key}\""),
+                format!("dionysus: proactive_config has no key \"{key}\""),
                 None,
             )
         })
