@@ -321,9 +321,11 @@ ALTER TABLE outbox ADD CONSTRAINT outbox_contact_id_fkey
 -- proactive/mod.rs.)
 
 CREATE FUNCTION dionysus_internal.trait(name text) RETURNS double precision
-    LANGUAGE sql STABLE AS $$
-    SELECT coalesce((SELECT value FROM dionysus.personality WHERE trait = name), 0.5)
-$$;
+    LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    -- (PL/pgSQL: its plan is kept, where an SQL function with a subquery is planned on every call.)
+    RETURN coalesce((SELECT p.value FROM dionysus.personality p WHERE p.trait = name), 0.5);
+END $$;
 COMMENT ON FUNCTION dionysus_internal.trait(text) IS 'A personality trait''s value (0.5 if unknown).';
 
 CREATE FUNCTION dionysus_internal.priority_name(p smallint) RETURNS text

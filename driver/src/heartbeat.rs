@@ -159,7 +159,8 @@ pub struct WorkDone {
 pub struct Report {
     pub heartbeat_id: Uuid,
     pub number: i64,
-    /// "model", "default" (unusable answer), "minimal" (refusal) or "skipped" (model unreachable).
+    /// "model", "default" (unusable answer, or none within its bound), "minimal" (refusal) or
+    /// "skipped" (model unreachable).
     pub decided_by: &'static str,
     pub actions: Vec<String>,
     pub rejected: usize,
@@ -295,6 +296,12 @@ async fn decide(mind: &Mind, ctx: &Context, shown: &mut Option<String>) -> Resul
         Ok(d) => Ok((d, "model")),
         Err(LlmError::BadAnswer(e)) => {
             tracing::warn!(error = %e, "no usable decision from the model; using the default decision");
+            Ok((default_decision(mind).await?, "default"))
+        }
+        // A model that answers, but not within the decision's bound (a small model on a CPU),
+        // gave no decision either: the default one, not a skipped beat.
+        Err(LlmError::Timeout) => {
+            tracing::warn!(bound = ?mind.smart.bounds(&system.key).timeout, "no decision within its bound; using the default decision");
             Ok((default_decision(mind).await?, "default"))
         }
         Err(LlmError::Refused(e)) => {

@@ -543,10 +543,12 @@ impl Llm {
                 .iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
             "temperature": r.temperature,
             "max_tokens": r.bounds.max_tokens,
-            // A text answer streams: a request given up (its bound, a person first) closes its
+            // Every answer streams: a request given up (its bound, a person first) closes its
             // connection mid-answer, which stops servers that stop on disconnect (llama.cpp,
-            // Ollama, vLLM) instead of letting them generate on for nobody.
-            "stream": r.json.is_none(),
+            // Ollama, vLLM) instead of letting them generate on for nobody. (Not streamed,
+            // llama-cpp-python wrote a dropped extraction to its end while the person's reply
+            // waited behind it and ran out of time.)
+            "stream": true,
         });
         if let (Some(schema), Some(body)) = (r.json, body.as_object_mut()) {
             match (FORMATS[format as usize], schema) {

@@ -2936,6 +2936,20 @@ BEGIN
     RETURN p;
 END $$;
 
+-- #36 the tick, cheaper: the clock and a trait are PL/pgSQL (their plans kept; an SQL function
+-- with a subquery is planned on every call).
+CREATE OR REPLACE FUNCTION dionysus.clock_now() RETURNS timestamptz
+    LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN coalesce((SELECT frozen_at FROM dionysus.clock WHERE id = 1), now());
+END $$;
+CREATE OR REPLACE FUNCTION dionysus_internal.trait(name text) RETURNS double precision
+    LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    -- (PL/pgSQL: its plan is kept, where an SQL function with a subquery is planned on every call.)
+    RETURN coalesce((SELECT p.value FROM dionysus.personality p WHERE p.trait = name), 0.5);
+END $$;
+
 -- Last of all (keep it last: a section added after it must come before it): the tables this
 -- update created are marked for pg_dump as a fresh install marks them (sql/030_backup.sql), the
 -- shipped ones with their restore trigger. Idempotent for the tables marked before.

@@ -701,7 +701,8 @@ async fn a_heartbeats_garbage_never_silences_the_chat() {
     llm.clear();
     llm.on("TASK: heartbeat", Answer::Hang(Duration::from_secs(6)));
     llm.on("TASK: chat", Answer::Text("Still listening.".into()));
-    heartbeat::run_once(&run.mind).await.expect("heartbeat with a model that times out");
+    let r = heartbeat::run_once(&run.mind).await.expect("heartbeat with a model that times out");
+    assert_eq!(r.decided_by, "default", "a model too slow to decide within the bound gave no decision: the default one");
     assert!(run.mind.smart.is_open(), "three timeouts did not open the smart role's breaker");
     let h = run.say("c2", "ada", "And now?").await;
     assert!(matches!(h, Handled::Replied { fallback: false, .. }), "{h:?}");

@@ -251,6 +251,44 @@ async fn the_person_goes_first_on_a_one_slot_endpoint() {
     assert_eq!(llm.requests_with("TASK: reflect").len(), 1);
 }
 
+/// A background job in flight is given up for a person's reply and its connection closed, so a
+/// server that stops on disconnect stops generating it: every answer streams. (Against Gemma 3
+/// on llama-cpp-python, a dropped extraction was not streamed and was written to its end while
+/// the person's reply waited behind it and ran out of time.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_job_given_up_for_a_person_stops_the_model_generating() {
+    let llm = FakeLlm::start().await;
+    llm.on("TASK: reflect", Answer::Trickle("{\"insights\": [".into()));
+    llm.on("TASK: chat", Answer::Text("Hello there, nice to meet you.".into()));
+    let mut role = dionysus_driver::config::Config::load(None).unwrap().smart;
+    role.base_url = llm.base_url.clone();
+    role.api_key = None;
+    assert_eq!(role.slots, 1);
+    let model = std::sync::Arc::new(Llm::new(role));
+    let background = {
+        let model = model.clone();
+        tokio::spawn(async move { model.json("reflect", &[Msg::system("TASK: reflect\nThink."), Msg::user("Now.")], 0.0, Ok).await })
+    };
+    for _ in 0..500 {
+        if !llm.requests_with("TASK: reflect").is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(llm.requests_with("TASK: reflect").len(), 1, "the background job never started");
+    let reply = model.chat("chat_system", &[Msg::system("TASK: chat\nYou are kind."), Msg::user("Hi")], 0.5).await.unwrap();
+    assert_eq!(reply, "Hello there, nice to meet you.");
+    for _ in 0..500 {
+        if llm.hung_up() > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(llm.hung_up() >= 1, "the model went on generating the job given up for the person");
+    assert_eq!(llm.requests_with("TASK: reflect")[0]["stream"], json!(true));
+    background.abort();
+}
+
 /// A background job whose answer is unusable twice is parked: two requests, then its work item
 /// waits out the queue's back-off (its error says why) instead of asking again at full rate.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
