@@ -317,6 +317,16 @@ impl Llm {
         Ok(kept)
     }
 
+    /// POSTs a chat completion request to the endpoint, with its key.
+    async fn post_completion(&self, body: &Value) -> Result<reqwest::Response, LlmError> {
+        let url = format!("{}/chat/completions", self.role.base_url.trim_end_matches('/'));
+        let mut req = self.http.post(&url).json(body);
+        if let Some(key) = &self.role.api_key {
+            req = req.bearer_auth(key);
+        }
+        req.send().await.map_err(|e| if e.is_timeout() { LlmError::Timeout } else { LlmError::Transport(short(&e)) })
+    }
+
     /// A one-token request: its status, and the prompt tokens a 200 counted.
     async fn probe_once(&self, messages: &[Msg]) -> Result<(u16, Option<u64>), LlmError> {
         let body = json!({
@@ -326,12 +336,7 @@ impl Llm {
             "max_tokens": 1,
             "stream": false,
         });
-        let url = format!("{}/chat/completions", self.role.base_url.trim_end_matches('/'));
-        let mut req = self.http.post(&url).json(&body);
-        if let Some(key) = &self.role.api_key {
-            req = req.bearer_auth(key);
-        }
-        let resp = req.send().await.map_err(|e| if e.is_timeout() { LlmError::Timeout } else { LlmError::Transport(short(&e)) })?;
+        let resp = self.post_completion(&body).await?;
         let status = resp.status().as_u16();
         let bytes = read_answer(resp).await?;
         if status >= 500 {
@@ -568,12 +573,7 @@ impl Llm {
                 }
             }
         }
-        let url = format!("{}/chat/completions", self.role.base_url.trim_end_matches('/'));
-        let mut req = self.http.post(&url).json(&body);
-        if let Some(key) = &self.role.api_key {
-            req = req.bearer_auth(key);
-        }
-        let resp = req.send().await.map_err(|e| if e.is_timeout() { LlmError::Timeout } else { LlmError::Transport(short(&e)) })?;
+        let resp = self.post_completion(&body).await?;
         let status = resp.status().as_u16();
         let events = resp.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/event-stream"));
         if status == 200 && events {
