@@ -398,10 +398,15 @@ async fn heartbeat_censors(mind: &Mind, work_id: Uuid) -> Step<Outcome> {
 
 pub(crate) async fn extract_concepts(mind: &Mind, batch: &[WorkItem]) -> Vec<Outcome> {
     let ids: Vec<Uuid> = batch.iter().filter_map(|i| uuid_param(&i.params, "memory_id").ok()).collect();
+    // Each memory's words and whose private words they are ("circle": the sorted private_to,
+    // null for nobody's): one model call sees one circle only, so a concept named for one
+    // person's memory is never drawn from another's words.
     let mems = match mind
         .work_db
         .json(
-            "SELECT coalesce(jsonb_object_agg(m.id::text, left(m.content, 600)), '{}') FROM dionysus.memory_levels($1) m",
+            "SELECT coalesce(jsonb_object_agg(m.id::text, jsonb_build_object('content', left(m.content, 600), \
+                    'circle', (SELECT to_jsonb(array_agg(p ORDER BY p)) FROM unnest(m.private_to) p))), '{}') \
+               FROM dionysus.memories m WHERE m.id = ANY($1)",
             &[&ids],
         )
         .await
@@ -409,32 +414,44 @@ pub(crate) async fn extract_concepts(mind: &Mind, batch: &[WorkItem]) -> Vec<Out
         Ok(v) => v,
         Err(e) => return batch.iter().map(|_| from_db(e.clone())).collect(),
     };
-    let listed: Vec<String> = ids.iter().filter_map(|id| mems.get(id.to_string()).and_then(Value::as_str).map(|c| format!("[{id}] {c}"))).collect();
-    let answer = if listed.is_empty() {
-        Ok(json!({"memories": []}))
+    let mut circles: Vec<(Value, Vec<Uuid>)> = Vec::new();
+    for id in &ids {
+        let Some(m) = mems.get(id.to_string()) else { continue };
+        match circles.iter_mut().find(|(c, _)| *c == m["circle"]) {
+            Some((_, members)) => members.push(*id),
+            None => circles.push((m["circle"].clone(), vec![*id])),
+        }
+    }
+    let t = if circles.is_empty() {
+        None
     } else {
         match template(&mind.work_db, "extract_concepts").await {
-            Ok(t) => {
-                let system = render(&t.text, &[("memories", listed.join("\n"))]);
-                ask(&mind.fast, &t, system, None, |v| list(&v, "memories").map(|_| v.clone())).await
-            }
-            Err(o) => Err(o),
+            Ok(t) => Some(t),
+            Err(o) => return batch.iter().map(|_| o.clone()).collect(),
         }
     };
-    let answer = match answer {
-        Ok(a) => a,
-        // The call failed for the whole batch: every item shares its fate.
-        Err(o) => return batch.iter().map(|_| o.clone()).collect(),
-    };
+    // The answer for each memory's circle; a call that failed fails its circle's items.
+    let mut answers: Vec<(Vec<Uuid>, Result<Value, Outcome>)> = Vec::new();
+    for (_, members) in circles {
+        let Some(t) = &t else { break };
+        let listed: Vec<String> = members.iter().map(|id| format!("[{id}] {}", mems[id.to_string()]["content"].as_str().unwrap_or_default())).collect();
+        let system = render(&t.text, &[("memories", listed.join("\n"))]);
+        let answer = ask(&mind.fast, t, system, None, |v| list(&v, "memories").map(|_| v.clone())).await;
+        answers.push((members, answer));
+    }
     batch
         .iter()
         .map(|item| {
             let Ok(id) = uuid_param(&item.params, "memory_id") else {
                 return Outcome::Fail("params.memory_id is missing".into(), false);
             };
-            if mems.get(id.to_string()).is_none() {
+            let Some((_, answer)) = answers.iter().find(|(members, _)| members.contains(&id)) else {
                 return Outcome::Done(json!({"summary": "memory no longer exists"}));
-            }
+            };
+            let answer = match answer {
+                Ok(a) => a,
+                Err(o) => return o.clone(),
+            };
             let concepts: Vec<Value> = answer["memories"]
                 .as_array()
                 .into_iter()
