@@ -1115,9 +1115,8 @@ BEGIN
     -- The 'tick' rules move each person's state with the time that passed (social debt in
     -- silence, curiosity fading, task pressure, the night's restraint: 015's built-ins).
     UPDATE dionysus.agent_state SET vitality = a.vitality WHERE id = 1;
-    FOR who IN SELECT x.person FROM dionysus.people x WHERE x.last_message_at IS NOT NULL ORDER BY x.person LOOP
-        n_fired := n_fired + dionysus_internal.run_rules('tick', who, hours);
-    END LOOP;
+    n_fired := n_fired + dionysus_internal.run_rules_for('tick', ARRAY(SELECT x.person FROM dionysus.people x
+                                                                       WHERE x.last_message_at IS NOT NULL ORDER BY x.person), hours);
     SELECT vitality INTO a.vitality FROM dionysus.agent_state WHERE id = 1;
     -- Learned rules decay by the day: looked at once an hour.
     IF a.last_tick_at IS NULL OR date_trunc('hour', a.last_tick_at) <> date_trunc('hour', t) THEN

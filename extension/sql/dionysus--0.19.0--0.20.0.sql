@@ -729,9 +729,8 @@ BEGIN
     -- The 'tick' rules move each person's state with the time that passed (social debt in
     -- silence, curiosity fading, task pressure, the night's restraint: 015's built-ins).
     UPDATE dionysus.agent_state SET vitality = a.vitality WHERE id = 1;
-    FOR who IN SELECT x.person FROM dionysus.people x WHERE x.last_message_at IS NOT NULL ORDER BY x.person LOOP
-        n_fired := n_fired + dionysus_internal.run_rules('tick', who, hours);
-    END LOOP;
+    n_fired := n_fired + dionysus_internal.run_rules_for('tick', ARRAY(SELECT x.person FROM dionysus.people x
+                                                                       WHERE x.last_message_at IS NOT NULL ORDER BY x.person), hours);
     SELECT vitality INTO a.vitality FROM dionysus.agent_state WHERE id = 1;
     -- Learned rules decay by the day: looked at once an hour.
     IF a.last_tick_at IS NULL OR date_trunc('hour', a.last_tick_at) <> date_trunc('hour', t) THEN
@@ -2095,132 +2094,236 @@ END $$;
 COMMENT ON FUNCTION set_person_prior(text, jsonb) IS
     'A person''s own availability prior (quiet and working hours, the belief in each), over the deployment''s proactive_config key by key; {} returns them to it.';
 
-CREATE OR REPLACE FUNCTION dionysus_internal.run_rules(on_trigger text, who text, hours double precision DEFAULT 0, ev dionysus.events DEFAULT NULL)
+-- Run the active rules of one trigger for each of several people in turn (a tick: everyone who
+-- has written), or for nobody in particular: for each, read the values once, check every
+-- condition against them, then apply the intents in a fixed order (adjust, create_objective,
+-- schedule_event, request_contact) and write the pass down. One person after another exactly:
+-- a rule everyone shares (a built-in) has counted its firing before the next person's
+-- conditions read it. What the passes change is written once for all of them, a statement per
+-- table (a tick wrote four statements a person), and before a rule makes something, so that
+-- what it makes sees everything before it. The caller holds agent_state.
+CREATE FUNCTION dionysus_internal.run_rules_for(on_trigger text, persons text[], hours double precision DEFAULT 0,
+                                                ev dionysus.events DEFAULT NULL)
     RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
     t timestamptz := dionysus.clock_now();
-    vals jsonb := dionysus_internal.rule_values(who, t, ev);
+    -- Every rule of the trigger these people may fire, in firing order, as the passes use them.
+    rules dionysus.mind_rules[];
+    used integer[] := '{}';
+    who text;
+    vals jsonb;
     r dionysus.mind_rules;
     rv jsonb;
-    fired_rules dionysus.mind_rules[] := '{}';
+    fired_rules dionysus.mind_rules[];
+    fired_at integer[];
     it jsonb;
-    fired jsonb := '[]'::jsonb;
+    fired jsonb;
     effects jsonb;
     target text;
     before double precision;
     after double precision;
     w double precision;
     made uuid;
-    requested boolean := false;
-    has_person boolean := who IS NOT NULL AND vals ? 'person.turns';
+    requested boolean;
+    has_person boolean;
     -- The values adjustments move, kept here and written back once.
     st jsonb;
     i integer;
     k integer;
-    makes_objective boolean := false;
+    makes_objective boolean;
+    makes boolean;
+    n integer := 0;
+    -- Written at the end (or before a rule makes something): each person's moved values, the log.
+    moved_people text[] := '{}';
+    moved_values jsonb[] := '{}';
+    log_people text[] := '{}';
+    log_inputs jsonb[] := '{}';
+    log_fired jsonb[] := '{}';
 BEGIN
-    FOR r IN SELECT * FROM dionysus.mind_rules m
-              WHERE m.status = 'active' AND m.trigger = on_trigger
-                AND (m.person IS NULL OR m.person = who) AND (m.ends_at IS NULL OR m.ends_at > t)
-              ORDER BY m.weight DESC, m.id LOOP
-        rv := vals || jsonb_build_object('rule.hours_since_fired', coalesce(round((extract(epoch FROM t - r.last_used_at) / 3600)::numeric, 2), 1000000),
-                                         'rule.times_fired', r.use_count);
-        IF dionysus_internal.rule_holds(r.condition, rv) THEN
-            fired_rules := fired_rules || r;
-            makes_objective := makes_objective OR jsonb_path_exists(r.intents, '$[*].create_objective');
+    IF on_trigger IS NULL OR persons IS NULL THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "%": must not be null', CASE WHEN on_trigger IS NULL THEN 'on_trigger' ELSE 'persons' END
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT coalesce(array_agg(m ORDER BY m.weight DESC, m.id), '{}') INTO rules FROM dionysus.mind_rules m
+     WHERE m.status = 'active' AND m.trigger = on_trigger AND (m.person IS NULL OR m.person = ANY (persons))
+       AND (m.ends_at IS NULL OR m.ends_at > t);
+    FOREACH who IN ARRAY persons LOOP
+        CONTINUE WHEN cardinality(rules) = 0;
+        vals := dionysus_internal.rule_values(who, t, ev);
+        has_person := who IS NOT NULL AND vals ? 'person.turns';
+        fired_rules := '{}';
+        fired_at := '{}';
+        fired := '[]'::jsonb;
+        requested := false;
+        makes_objective := false;
+        makes := false;
+        FOR k IN 1 .. cardinality(rules) LOOP
+            r := rules[k];
+            CONTINUE WHEN r.status <> 'active' OR (r.person IS NOT NULL AND r.person IS DISTINCT FROM who);
+            rv := vals || jsonb_build_object('rule.hours_since_fired', coalesce(round((extract(epoch FROM t - r.last_used_at) / 3600)::numeric, 2), 1000000),
+                                             'rule.times_fired', r.use_count);
+            IF dionysus_internal.rule_holds(r.condition, rv) THEN
+                fired_rules := fired_rules || r;
+                fired_at := fired_at || k;
+                makes_objective := makes_objective OR jsonb_path_exists(r.intents, '$[*].create_objective');
+                makes := makes OR jsonb_path_exists(r.intents, '$[*] ? (exists(@.create_objective) || exists(@.schedule_event) || exists(@.request_contact))');
+            END IF;
+        END LOOP;
+        CONTINUE WHEN cardinality(fired_rules) = 0;
+        -- Lock order: the goals lock (4) before the person's row (6), if a rule will make an objective.
+        IF makes_objective THEN
+            PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
         END IF;
-    END LOOP;
-    IF cardinality(fired_rules) = 0 THEN
-        RETURN 0;
-    END IF;
-    -- Lock order: the goals lock (4) before the person's row (6), if a rule will make an objective.
-    IF makes_objective THEN
-        PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
-    END IF;
-    -- Adjustments first, each scaled by the rule's weight, in weight order, on the values as
-    -- the previous adjustment left them; written back in one statement.
-    SELECT jsonb_build_object('person.social_debt', x.social_debt, 'person.curiosity', x.curiosity, 'person.task_pressure', x.task_pressure,
-                              'person.restraint', x.restraint)
-      INTO st FROM dionysus.people x WHERE x.person = who;
-    st := coalesce(st, '{}'::jsonb) || jsonb_build_object('agent.vitality', (SELECT vitality FROM dionysus.agent_state WHERE id = 1));
-    FOREACH r IN ARRAY fired_rules LOOP
-        effects := '[]'::jsonb;
-        w := r.weight;
-        -- (The intents walked by index: a query per rule and kind of intent cost more than the rest.)
-        FOR k IN 0 .. jsonb_array_length(r.intents) - 1 LOOP
-            it := r.intents -> k;
-            CONTINUE WHEN NOT it ? 'adjust';
-            target := it ->> 'adjust';
-            IF NOT st ? target THEN
-                CONTINUE; -- a person's value, and no person
-            END IF;
-            before := (st ->> target)::float8;
-            after := least(1, greatest(0, CASE
-                WHEN it ? 'by' THEN before + w * (it ->> 'by')::float8
-                WHEN it ? 'to' THEN before + w * ((it ->> 'to')::float8 - before)
-                -- (The exponent bounded: exp() raises an error where it underflows, so a tick after
-                -- two months without one, the server down, failed, and failed again every tick.)
-                ELSE (it ->> 'toward')::float8 + (before - (it ->> 'toward')::float8)
-                     * exp(-least(700, greatest(-700, w * (it ->> 'per_hour')::float8 * hours))) END));
-            st := jsonb_set(st, ARRAY[target], to_jsonb(after));
-            effects := effects || jsonb_build_object('adjust', target, 'before', round(before::numeric, 4), 'after', round(after::numeric, 4));
-        END LOOP;
-        fired := fired || jsonb_build_object('rule', r.id, 'name', r.name, 'weight', round(r.weight::numeric, 3), 'effects', effects);
-    END LOOP;
-    IF has_person THEN
-        UPDATE dionysus.people x SET social_debt = (st ->> 'person.social_debt')::float8, curiosity = (st ->> 'person.curiosity')::float8,
-               task_pressure = (st ->> 'person.task_pressure')::float8, restraint = (st ->> 'person.restraint')::float8
-         WHERE x.person = who;
-    END IF;
-    UPDATE dionysus.agent_state SET vitality = (st ->> 'agent.vitality')::float8 WHERE id = 1 AND vitality <> (st ->> 'agent.vitality')::float8;
-    -- Then what the rules make: objectives, scheduled events, a contact the person asked for.
-    FOR i IN 1 .. cardinality(fired_rules) LOOP
-        r := fired_rules[i];
-        effects := fired[i - 1] -> 'effects';
-        CONTINUE WHEN NOT jsonb_path_exists(r.intents, '$[*] ? (exists(@.create_objective) || exists(@.schedule_event) || exists(@.request_contact))');
-        FOR k IN 0 .. jsonb_array_length(r.intents) - 1 LOOP
-            it := r.intents -> k;
-            IF it ? 'create_objective' AND has_person THEN
-                SELECT g.id INTO made FROM dionysus.goals g
-                 WHERE g.title = btrim(it ->> 'create_objective') AND g.private_to = ARRAY[who] AND g.priority IN ('active', 'queued');
-                IF made IS NULL THEN
-                    made := dionysus.create_goal(btrim(it ->> 'create_objective'), 'set up by the rule "' || r.name || '"', 'user_request',
-                                                 private_to => ARRAY[who]);
+        -- Adjustments first, each scaled by the rule's weight, in weight order, on the values as
+        -- the previous adjustment left them.
+        SELECT jsonb_build_object('person.social_debt', x.social_debt, 'person.curiosity', x.curiosity, 'person.task_pressure', x.task_pressure,
+                                  'person.restraint', x.restraint)
+          INTO st FROM dionysus.people x WHERE x.person = who;
+        st := coalesce(st, '{}'::jsonb) || jsonb_build_object('agent.vitality', (SELECT vitality FROM dionysus.agent_state WHERE id = 1));
+        FOREACH r IN ARRAY fired_rules LOOP
+            effects := '[]'::jsonb;
+            w := r.weight;
+            -- (The intents walked by index: a query per rule and kind of intent cost more than the rest.)
+            FOR k IN 0 .. jsonb_array_length(r.intents) - 1 LOOP
+                it := r.intents -> k;
+                CONTINUE WHEN NOT it ? 'adjust';
+                target := it ->> 'adjust';
+                IF NOT st ? target THEN
+                    CONTINUE; -- a person's value, and no person
                 END IF;
-                effects := effects || jsonb_build_object('create_objective', it ->> 'create_objective', 'goal_id', made);
+                before := (st ->> target)::float8;
+                after := least(1, greatest(0, CASE
+                    WHEN it ? 'by' THEN before + w * (it ->> 'by')::float8
+                    WHEN it ? 'to' THEN before + w * ((it ->> 'to')::float8 - before)
+                    -- (The exponent bounded: exp() raises an error where it underflows, so a tick after
+                    -- two months without one, the server down, failed, and failed again every tick.)
+                    ELSE (it ->> 'toward')::float8 + (before - (it ->> 'toward')::float8)
+                         * exp(-least(700, greatest(-700, w * (it ->> 'per_hour')::float8 * hours))) END));
+                st := jsonb_set(st, ARRAY[target], to_jsonb(after));
+                effects := effects || jsonb_build_object('adjust', target, 'before', round(before::numeric, 4), 'after', round(after::numeric, 4));
+            END LOOP;
+            fired := fired || jsonb_build_object('rule', r.id, 'name', r.name, 'weight', round(r.weight::numeric, 3), 'effects', effects);
+        END LOOP;
+        IF has_person THEN
+            moved_people := moved_people || who;
+            moved_values := moved_values || st;
+        END IF;
+        -- Vitality at once: the next person's values read it.
+        UPDATE dionysus.agent_state SET vitality = (st ->> 'agent.vitality')::float8 WHERE id = 1 AND vitality <> (st ->> 'agent.vitality')::float8;
+        IF makes THEN
+            -- What a rule makes sees everything before it: the passes so far are written first.
+            PERFORM dionysus_internal.write_rule_passes(t, on_trigger, ev.id, rules, used, moved_people, moved_values, log_people, log_inputs, log_fired);
+            used := '{}';
+            moved_people := '{}';
+            moved_values := '{}';
+            log_people := '{}';
+            log_inputs := '{}';
+            log_fired := '{}';
+            -- Then what the rules make: objectives, scheduled events, a contact the person asked for.
+            FOR i IN 1 .. cardinality(fired_rules) LOOP
+                r := fired_rules[i];
+                effects := fired[i - 1] -> 'effects';
+                CONTINUE WHEN NOT jsonb_path_exists(r.intents, '$[*] ? (exists(@.create_objective) || exists(@.schedule_event) || exists(@.request_contact))');
+                FOR k IN 0 .. jsonb_array_length(r.intents) - 1 LOOP
+                    it := r.intents -> k;
+                    IF it ? 'create_objective' AND has_person THEN
+                        SELECT g.id INTO made FROM dionysus.goals g
+                         WHERE g.title = btrim(it ->> 'create_objective') AND g.private_to = ARRAY[who] AND g.priority IN ('active', 'queued');
+                        IF made IS NULL THEN
+                            made := dionysus.create_goal(btrim(it ->> 'create_objective'), 'set up by the rule "' || r.name || '"', 'user_request',
+                                                         private_to => ARRAY[who]);
+                        END IF;
+                        effects := effects || jsonb_build_object('create_objective', it ->> 'create_objective', 'goal_id', made);
+                    END IF;
+                END LOOP;
+                FOR k IN 0 .. jsonb_array_length(r.intents) - 1 LOOP
+                    it := r.intents -> k;
+                    CONTINUE WHEN NOT it ? 'schedule_event';
+                    INSERT INTO dionysus.events (source, type, priority, person, payload, at, status)
+                    VALUES ('internal', it ->> 'schedule_event', coalesce((it ->> 'priority')::int, 2), who,
+                            jsonb_build_object('rule', r.id), t + make_interval(secs => (it ->> 'in_minutes')::float8 * 60), 'scheduled');
+                    effects := effects || jsonb_build_object('schedule_event', it ->> 'schedule_event', 'in_minutes', (it ->> 'in_minutes')::float8);
+                END LOOP;
+                FOR k IN 0 .. jsonb_array_length(r.intents) - 1 LOOP
+                    it := r.intents -> k;
+                    IF it ? 'request_contact' AND has_person AND NOT requested THEN
+                        requested := true;
+                        UPDATE dionysus.people x SET contact_request = jsonb_build_object('about', it ->> 'request_contact', 'rule', r.id, 'rule_name', r.name, 'at', t),
+                               next_check_at = t
+                         WHERE x.person = who;
+                        effects := effects || jsonb_build_object('request_contact', it ->> 'request_contact');
+                    END IF;
+                END LOOP;
+                fired := jsonb_set(fired, ARRAY[(i - 1)::text, 'effects'], effects);
+            END LOOP;
+        END IF;
+        -- Used: every rule counts its use; learned rules strengthen; a one-off is done.
+        FOREACH k IN ARRAY fired_at LOOP
+            r := rules[k];
+            r.use_count := r.use_count + 1;
+            r.last_used_at := t;
+            IF r.once THEN
+                r.status := 'done';
+                r.ended_at := t;
+            END IF;
+            IF r.learned THEN
+                r.weight := least(1, r.weight + dionysus_internal.proactive_setting('rule_strengthen') * (1 - r.weight));
+            END IF;
+            rules[k] := r;
+            IF NOT k = ANY (used) THEN
+                used := used || k;
             END IF;
         END LOOP;
-        FOR k IN 0 .. jsonb_array_length(r.intents) - 1 LOOP
-            it := r.intents -> k;
-            CONTINUE WHEN NOT it ? 'schedule_event';
-            INSERT INTO dionysus.events (source, type, priority, person, payload, at, status)
-            VALUES ('internal', it ->> 'schedule_event', coalesce((it ->> 'priority')::int, 2), who,
-                    jsonb_build_object('rule', r.id), t + make_interval(secs => (it ->> 'in_minutes')::float8 * 60), 'scheduled');
-            effects := effects || jsonb_build_object('schedule_event', it ->> 'schedule_event', 'in_minutes', (it ->> 'in_minutes')::float8);
-        END LOOP;
-        FOR k IN 0 .. jsonb_array_length(r.intents) - 1 LOOP
-            it := r.intents -> k;
-            IF it ? 'request_contact' AND has_person AND NOT requested THEN
-                requested := true;
-                UPDATE dionysus.people x SET contact_request = jsonb_build_object('about', it ->> 'request_contact', 'rule', r.id, 'rule_name', r.name, 'at', t),
-                       next_check_at = t
-                 WHERE x.person = who;
-                effects := effects || jsonb_build_object('request_contact', it ->> 'request_contact');
-            END IF;
-        END LOOP;
-        fired := jsonb_set(fired, ARRAY[(i - 1)::text, 'effects'], effects);
+        log_people := log_people || who;
+        log_inputs := log_inputs || vals;
+        log_fired := log_fired || fired;
+        n := n + cardinality(fired_rules);
     END LOOP;
-    -- Used: learned rules strengthen; every rule counts its use; a one-off is done.
-    UPDATE dionysus.mind_rules m SET use_count = m.use_count + 1, last_used_at = t,
-           status = CASE WHEN m.once THEN 'done' ELSE m.status END, ended_at = CASE WHEN m.once THEN t ELSE m.ended_at END,
-           weight = CASE WHEN m.learned THEN least(1, m.weight + dionysus_internal.proactive_setting('rule_strengthen') * (1 - m.weight)) ELSE m.weight END
-     WHERE m.id IN (SELECT f.id FROM unnest(fired_rules) f);
-    INSERT INTO dionysus.rule_firings (at, person, trigger, event_id, inputs, fired)
-    VALUES (t, who, on_trigger, ev.id, vals, fired);
-    RETURN cardinality(fired_rules);
+    PERFORM dionysus_internal.write_rule_passes(t, on_trigger, ev.id, rules, used, moved_people, moved_values, log_people, log_inputs, log_fired);
+    RETURN n;
 END $$;
+COMMENT ON FUNCTION dionysus_internal.run_rules_for(text, text[], double precision, dionysus.events) IS
+    'Runs the active rules of a trigger for each person in turn (a NULL person: nobody in particular): conditions read once, intents applied in a fixed order (adjust, create_objective, schedule_event, request_contact), each pass logged, rules counted and learned ones strengthened; a shared rule''s use counts before the next person; written a statement per table.';
+
+-- What run_rules_for's passes changed, a statement per table: each person's moved values,
+-- each used rule as the passes left it, the log in the order the passes ran.
+CREATE FUNCTION dionysus_internal.write_rule_passes(t timestamptz, on_trigger text, event_id bigint, rules dionysus.mind_rules[],
+                                                    used integer[], moved_people text[], moved_values jsonb[],
+                                                    log_people text[], log_inputs jsonb[], log_fired jsonb[])
+    RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF cardinality(moved_people) > 0 THEN
+        UPDATE dionysus.people x SET social_debt = (u.st ->> 'person.social_debt')::float8, curiosity = (u.st ->> 'person.curiosity')::float8,
+               task_pressure = (u.st ->> 'person.task_pressure')::float8, restraint = (u.st ->> 'person.restraint')::float8
+          FROM unnest(moved_people, moved_values) u(person, st)
+         WHERE x.person = u.person;
+    END IF;
+    IF cardinality(used) > 0 THEN
+        UPDATE dionysus.mind_rules m SET use_count = u.use_count, last_used_at = u.last_used_at, status = u.status, ended_at = u.ended_at,
+               weight = u.weight
+          FROM unnest(rules) WITH ORDINALITY u
+         WHERE u.ordinality = ANY (used) AND m.id = u.id;
+    END IF;
+    IF cardinality(log_people) > 0 THEN
+        INSERT INTO dionysus.rule_firings (at, person, trigger, event_id, inputs, fired)
+        SELECT t, u.person, on_trigger, event_id, u.inputs, u.fired
+          FROM unnest(log_people, log_inputs, log_fired) WITH ORDINALITY u(person, inputs, fired, o)
+         ORDER BY u.o;
+    END IF;
+END $$;
+COMMENT ON FUNCTION dionysus_internal.write_rule_passes(timestamptz, text, bigint, dionysus.mind_rules[], integer[], text[], jsonb[], text[], jsonb[], jsonb[]) IS
+    'run_rules_for''s writes: the people''s moved values, the used rules, the log; a statement each.';
+
+-- Run the active rules of one trigger for one person (or for nobody in particular): run_rules_for.
+CREATE OR REPLACE FUNCTION dionysus_internal.run_rules(on_trigger text, who text, hours double precision DEFAULT 0, ev dionysus.events DEFAULT NULL)
+    RETURNS integer LANGUAGE sql AS $$
+    SELECT dionysus_internal.run_rules_for(on_trigger, ARRAY[who], hours, ev)
+$$;
 COMMENT ON FUNCTION dionysus_internal.run_rules(text, text, double precision, dionysus.events) IS
-    'Runs the active rules of a trigger for a person: conditions read once, intents applied in a fixed order (adjust, create_objective, schedule_event, request_contact), the pass logged, learned rules strengthened.';
+    'Runs the active rules of a trigger for one person (NULL: nobody in particular), as run_rules_for does.';
+GRANT EXECUTE ON FUNCTION dionysus_internal.run_rules_for(text, text[], double precision, dionysus.events),
+    dionysus_internal.write_rule_passes(timestamptz, text, bigint, dionysus.mind_rules[], integer[], text[], jsonb[], text[], jsonb[], jsonb[])
+    TO dionysus_driver;
 
 CREATE OR REPLACE FUNCTION dionysus_internal.decay_rules() RETURNS integer
     LANGUAGE plpgsql AS $$

@@ -29,6 +29,7 @@ async fn belief(c: &Client, who: &str, when: &str) -> f64 {
 #[tokio::test]
 async fn evidence_beats_the_prior_within_three_days() {
     let db = TestDb::new("lives_prior").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     at(c, "2026-11-23 15:30+00").await; // Monday 16:30 in Berlin
     c.execute("SELECT dionysus.set_person_time_zone('test:nurse', 'Europe/Berlin')", &[]).await.unwrap();
@@ -68,6 +69,7 @@ async fn evidence_beats_the_prior_within_three_days() {
 #[tokio::test]
 async fn a_trusted_rhythm_waits_for_the_free_hour_it_knows() {
     let db = TestDb::new("lives_better").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     at(c, "2026-11-23 21:30+00").await; // Monday 21:30 in London
     c.execute("SELECT dionysus.set_person_time_zone('test:parent', 'Europe/London', 'config')", &[]).await.unwrap();
@@ -107,6 +109,7 @@ async fn a_trusted_rhythm_waits_for_the_free_hour_it_knows() {
 #[tokio::test]
 async fn each_ignored_contact_doubles_the_wait() {
     let db = TestDb::new("lives_ignored").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     at(c, "2026-11-23 10:00+00").await;
     say(c, "alice", "a1", "Hello there").await;
@@ -128,6 +131,7 @@ async fn each_ignored_contact_doubles_the_wait() {
 #[tokio::test]
 async fn a_one_off_fires_once_and_an_end_ends() {
     let db = TestDb::new("lives_once").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     at(c, "2026-11-20 09:00+00").await; // Friday
     say(c, "alice", "a1", "hi").await;
@@ -173,6 +177,7 @@ async fn a_one_off_fires_once_and_an_end_ends() {
 #[tokio::test]
 async fn their_words_and_the_configuration_set_the_time_zone() {
     let db = TestDb::new("lives_zone").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     at(c, "2026-11-23 14:00+00").await;
     let zone = |who: &'static str| async move {
@@ -219,6 +224,7 @@ async fn an_idle_session_is_idle_by_the_driven_clock() {
 #[tokio::test]
 async fn when_they_write_gives_a_zone_to_someone_who_never_said_it() {
     let db = TestDb::new("lives_infer").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     let zone = |who: &'static str| async move {
         let r = c.query_one("SELECT time_zone, time_zone_source FROM dionysus.people WHERE person = $1", &[&who]).await.unwrap();

@@ -71,6 +71,7 @@ async fn deliver_contact(c: &Client, evaluation: &str, words: &str) {
 #[tokio::test]
 async fn pressure_builds_in_silence_and_every_crossing_is_explained() {
     let db = TestDb::new("pro_silence").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     at(c, "2026-11-23 10:00+00").await; // a Monday
     say(c, "a1", "Hi! I just moved to a new flat and I am still unpacking.").await;
@@ -131,6 +132,7 @@ async fn pressure_builds_in_silence_and_every_crossing_is_explained() {
 #[tokio::test]
 async fn the_gates_hold_back_and_say_why() {
     let db = TestDb::new("pro_gates").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     at(c, "2026-11-23 22:50+00").await;
     let r = say(c, "a1", "Long day. Going to bed now, good night!").await;
@@ -181,6 +183,7 @@ async fn the_gates_hold_back_and_say_why() {
 #[tokio::test]
 async fn ignored_contacts_need_a_new_cause() {
     let db = TestDb::new("pro_ignored").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     at(c, "2026-11-23 10:00+00").await;
     say(c, "a1", "Hello there").await;
@@ -222,6 +225,7 @@ async fn ignored_contacts_need_a_new_cause() {
 #[tokio::test]
 async fn the_cadence_backs_off_and_decisions_are_taken_once() {
     let db = TestDb::new("pro_cadence").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     at(c, "2026-11-23 10:00+00").await;
     say(c, "a1", "Hi").await;
@@ -277,6 +281,7 @@ async fn the_cadence_backs_off_and_decisions_are_taken_once() {
 #[tokio::test]
 async fn events_are_merged_dropped_hoisted_and_disturb_sleep() {
     let db = TestDb::new("pro_events").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     at(c, "2026-11-23 12:00+00").await;
     let a: i64 = c.query_one("SELECT dionysus.push_event('time', 'hour_boundary', 2)", &[]).await.unwrap().get(0);
@@ -332,6 +337,7 @@ async fn events_are_merged_dropped_hoisted_and_disturb_sleep() {
 #[tokio::test]
 async fn acknowledgements_need_no_reply() {
     let db = TestDb::new("pro_ack").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     at(c, "2026-11-23 12:00+00").await;
     say(c, "a1", "Can you remind me what I planted last spring?").await;
@@ -364,6 +370,7 @@ async fn acknowledgements_need_no_reply() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crossing_asks_the_models_once_and_the_message_arrives_once() {
     let db = TestDb::new("pro_driver").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     let llm = FakeLlm::start().await;
     let channel = Arc::new(TestChannel::new(&["alice"]));
@@ -433,6 +440,7 @@ async fn a_crossing_asks_the_models_once_and_the_message_arrives_once() {
 #[tokio::test]
 async fn a_learned_rhythm_waits_for_a_better_moment() {
     let db = TestDb::new("pro_rhythm").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     at(c, "2026-11-23 10:30+00").await;
     for day in 0..12 {
@@ -462,6 +470,7 @@ async fn a_learned_rhythm_waits_for_a_better_moment() {
 #[tokio::test]
 async fn one_contact_at_a_time() {
     let db = TestDb::new("pro_one").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     at(c, "2026-11-23 10:00+00").await;
     say(c, "a1", "Hi there").await;
@@ -513,6 +522,7 @@ async fn one_contact_at_a_time() {
 #[tokio::test]
 async fn rules_are_data_and_a_persons_rule_reminds_them() {
     let db = TestDb::new("pro_rules").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     // Any role that may connect can LISTEN: what NOTIFY carries must say nothing of anyone.
     let (listener, mut conn) = tokio_postgres::connect(&format!("{} dbname={}", dionysus_tests::cluster_conninfo(), db.name), tokio_postgres::NoTls)
@@ -650,6 +660,7 @@ async fn rules_are_data_and_a_persons_rule_reminds_them() {
 #[tokio::test]
 async fn answers_teach_timing_topics_and_personality() {
     let db = TestDb::new("pro_learn").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     at(c, "2026-11-23 18:00+00").await;
     say(c, "a1", "Hi, I'm Alice.").await;
@@ -738,6 +749,7 @@ async fn a_rule_in_plain_words_is_confirmed_and_the_reminder_arrives() {
     use dionysus_driver::channel::Incoming;
     use dionysus_driver::conversation::{self, Handled};
     let db = TestDb::new("pro_words").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     let llm = FakeLlm::start().await;
     let channel = Arc::new(TestChannel::new(&["alice"]));
@@ -806,6 +818,7 @@ async fn a_rule_in_plain_words_is_confirmed_and_the_reminder_arrives() {
 #[tokio::test]
 async fn reactions_answer_contacts_and_the_organs_send_events() {
     let db = TestDb::new("pro_react").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     at(c, "2026-11-23 18:00+00").await;
     say(c, "a1", "Hi, I'm Alice.").await;
@@ -904,6 +917,7 @@ async fn a_tick_that_waited_for_another_reads_the_clock_when_it_runs() {
 #[tokio::test]
 async fn a_tick_after_months_without_one_still_runs() {
     let db = TestDb::new("pro_long_gap").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     at(c, "2026-03-02 10:00+00").await;
     say(c, "g1", "Good morning! How are you today?").await;
@@ -924,6 +938,7 @@ async fn a_tick_after_months_without_one_still_runs() {
 #[tokio::test]
 async fn the_drivers_role_writes_only_a_persons_own_rules() {
     let db = TestDb::new("pro_builtins").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     at(c, "2026-11-23 10:00+00").await;
     say(c, "a1", "Hello there").await;
@@ -967,6 +982,7 @@ async fn the_drivers_role_writes_only_a_persons_own_rules() {
 #[tokio::test]
 async fn settings_are_read_once_a_transaction_and_never_stale_after_a_change() {
     let db = TestDb::new("pro_settings").await;
+    db.hold_worker_off().await; // no background pass ticks between this test's own steps
     let c = &db.client;
     let read = || async { dionysus_tests::one::<f64>(c, "SELECT dionysus_internal.proactive_setting('min_availability')").await };
     let set = |v: f64| format!("UPDATE dionysus.proactive_config SET value = {v} WHERE key = 'min_availability'");
@@ -986,4 +1002,47 @@ async fn settings_are_read_once_a_transaction_and_never_stale_after_a_change() {
     let (state, msg) = expect_error(c, "SELECT dionysus_internal.proactive_setting('no_such_setting')").await;
     assert_eq!(state, "42704", "{msg}");
     assert!(msg.contains("no_such_setting"), "{msg}");
+}
+
+/// A tick runs everyone's rules one person after another (a rule everyone shares has counted
+/// its firing before the next person reads `rule.times_fired`), and writes each rule it used
+/// once, however many people it fired for: a tick wrote a built-in's row once a person.
+#[tokio::test]
+async fn a_tick_runs_each_persons_rules_in_turn_and_writes_each_rule_once() {
+    let db = TestDb::new("pro_rules_once").await;
+    db.hold_worker_off().await;
+    let c = &db.client;
+    at(c, "2026-11-23 12:00+00").await;
+    for who in ["carol", "alice", "bob"] {
+        c.execute("SELECT dionysus.log_message('test', $1, $2, $1, 'hello there')", &[&who, &format!("dm:{who}")]).await.unwrap();
+    }
+    c.batch_execute(
+        "INSERT INTO dionysus.mind_rules (name, trigger, condition, intents, origin, description, created_at)
+         VALUES ('first of the tick', 'tick', '{\"op\": \"<\", \"var\": \"rule.times_fired\", \"value\": 1}',
+                 '[{\"adjust\": \"person.curiosity\", \"by\": 0.5}]', 'built_in', 'the first person of a tick only', now())",
+    )
+    .await
+    .unwrap();
+    advance(c, "10 minutes").await;
+    let before = count(c, "SELECT coalesce(max(id), 0) FROM dionysus.rule_firings").await;
+    c.batch_execute("BEGIN; SELECT dionysus.proactive_tick()").await.unwrap();
+    let written = count(c, "SELECT n_tup_upd FROM pg_stat_xact_user_tables WHERE relid = 'dionysus.mind_rules'::regclass").await;
+    c.batch_execute("COMMIT").await.unwrap();
+    let firings = format!(
+        "SELECT r.person, (f ->> 'rule')::bigint AS rule, f ->> 'name' AS name FROM dionysus.rule_firings r, jsonb_array_elements(r.fired) f \
+          WHERE r.id > {before} AND r.trigger = 'tick'"
+    );
+    let fired = count(c, &format!("SELECT count(*) FROM ({firings}) x")).await;
+    let rules = count(c, &format!("SELECT count(DISTINCT rule) FROM ({firings}) x")).await;
+    assert!(fired > rules && rules >= 2, "{fired} firings of {rules} rules");
+    assert_eq!(written, rules, "rule rows written: {written} for {rules} rules that fired {fired} times");
+    let first: Vec<String> =
+        c.query(&format!("SELECT person FROM ({firings}) x WHERE name = 'first of the tick'"), &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(first, vec!["test:alice".to_string()], "the shared rule's first firing was not counted before the next person");
+    // Every firing counted: a rule that fired for all three has three more uses.
+    assert_eq!(count(c, "SELECT use_count FROM dionysus.mind_rules WHERE name = 'first of the tick'").await, 1);
+    assert_eq!(
+        count(c, &format!("SELECT count(*) FROM ({firings}) x WHERE name = 'curiosity fades'")).await,
+        count(c, "SELECT use_count FROM dionysus.mind_rules WHERE name = 'curiosity fades'").await,
+    );
 }
