@@ -655,6 +655,7 @@ SELECT key, version, temperature, note, version = max(version) OVER (PARTITION B
   FROM (VALUES
     ('chat_system', 1, 0.7, 'system prompt of a conversational reply'),
     ('chat_unavailable', 1, 0.0, 'the honest reply when the language model cannot be reached (no model call)'),
+    ('chat_unavailable', 2, 0.0, 'the honest reply when the language model cannot answer, saying why: unreachable, too slow, or an answer it cannot use (#35; no model call)'),
     ('extract_message', 1, 0.1, 'fast model: facts, triples and requested goals from the person''s latest turn'),
     ('extract_message', 2, 0.1, 'fast model: facts, triples, requested goals and the person''s objectives (seed 004)'),
     ('extract_message', 3, 0.1, 'fast model: facts, triples, requested goals, the person''s objectives and the people in their life (seed 003 §9)'),

@@ -289,7 +289,7 @@ async fn compose(mind: &Mind, message_id: Uuid, person: &str, content: &str, pri
             if crate::mirror::enabled(mind) {
                 prompt_shown = Some(crate::mirror::prompt_text(&msgs));
             }
-            match mind.chat.chat_with_usage(&t.key, &msgs, t.temperature).await.map_err(|e| e.to_string()) {
+            match mind.chat.chat_with_usage(&t.key, &msgs, t.temperature).await.map_err(|e| (e.to_string(), fallback::why(&e))) {
                 Ok((draft, u)) => {
                     usage = u;
                     Ok(judged(mind, person, message_id, &mut msgs, draft, t.temperature).await)
@@ -297,7 +297,7 @@ async fn compose(mind: &Mind, message_id: Uuid, person: &str, content: &str, pri
                 Err(e) => Err(e),
             }
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err((e.to_string(), fallback::NOT_AVAILABLE)),
     };
     let mut metrics = serde_json::Map::new();
     metrics.insert("latency_ms".into(), json!(started.elapsed().as_millis() as u64));
@@ -309,10 +309,10 @@ async fn compose(mind: &Mind, message_id: Uuid, person: &str, content: &str, pri
     let context = context_used(&ctx);
     match reply {
         Ok(r) => (r, false, Note { prompt: prompt_shown, metrics: Value::Object(metrics), context }),
-        Err(e) => {
+        Err((e, why)) => {
             tracing::warn!(error = %e, "replying with the fallback");
             metrics.insert("fallback".into(), json!(e.chars().take(300).collect::<String>()));
-            let reply = crate::censors::allowed_or_censored(mind, person, message_id, fallback::reply(mind, &ctx, content, private).await).await;
+            let reply = crate::censors::allowed_or_censored(mind, person, message_id, fallback::reply(mind, &ctx, content, private, why).await).await;
             (reply, true, Note { prompt: prompt_shown, metrics: Value::Object(metrics), context })
         }
     }

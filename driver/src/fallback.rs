@@ -1,6 +1,7 @@
 //! The honest answer when the model cannot be used: it says so, and, where only the person
 //! reads it, shows what was recalled that is about their message.
 use crate::api::ChatContext;
+use crate::llm::LlmError;
 use crate::prompt::{self, bullets, render};
 use crate::Mind;
 use std::collections::HashSet;
@@ -8,9 +9,23 @@ use std::collections::HashSet;
 /// At most this many remembered things in a fallback.
 const SHOWN: usize = 3;
 
+/// Why the model gave no reply, as the fallback says it ("My language model …"): a model that
+/// was only slow, or answered with an echo of its prompt, is not one that "can't be reached".
+pub fn why(e: &LlmError) -> &'static str {
+    match e {
+        LlmError::Timeout | LlmError::Preempted => "is taking too long to answer right now",
+        LlmError::Http(429, _) => "is too busy to answer right now",
+        LlmError::BadAnswer(_) | LlmError::Refused(_) => "gave me an answer I can't use",
+        LlmError::CircuitOpen | LlmError::Transport(_) | LlmError::Http(..) => "can't be reached right now",
+    }
+}
+
+/// Why, when the reply failed before the model was asked (its prompt could not be read).
+pub const NOT_AVAILABLE: &str = "isn't available right now";
+
 /// `ctx` is the message's `chat_context`. `private`: the channel is the person's alone; in a
-/// channel others read, the fallback quotes nothing remembered.
-pub async fn reply(mind: &Mind, ctx: &ChatContext, content: &str, private: bool) -> String {
+/// channel others read, the fallback quotes nothing remembered. `why`: [`why`]'s words.
+pub async fn reply(mind: &Mind, ctx: &ChatContext, content: &str, private: bool, why: &str) -> String {
     let shown = if private { recalled_about(ctx, content) } else { Vec::new() };
     let recalled = if shown.is_empty() {
         String::new()
@@ -18,9 +33,9 @@ pub async fn reply(mind: &Mind, ctx: &ChatContext, content: &str, private: bool)
         format!("\n\nWhat I remember that seems related:\n{}", bullets(shown, ""))
     };
     let template = prompt::load(&mind.chat_db, "chat_unavailable").await.map(|t| t.text).unwrap_or_else(|_| {
-        "I can't reach my language model right now, so I can't answer you properly. Your message is saved.{{recalled}}".into()
+        "My language model {{why}}, so I can't answer you properly. Your message is saved.{{recalled}}".into()
     });
-    render(&template, &[("recalled", recalled)])
+    render(&template, &[("why", why.to_string()), ("recalled", recalled)])
 }
 
 /// What the person told that is about this message: facts and their own words, recalled memories

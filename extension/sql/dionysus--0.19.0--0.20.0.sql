@@ -3053,6 +3053,13 @@ BEGIN
     RETURN coalesce((SELECT p.value FROM dionysus.personality p WHERE p.trait = name), 0.5);
 END $$;
 
+-- #35: the fallback reply says why the model could not answer (it said "can't reach" when the
+-- model was only slow, or had answered with an echo of its prompt).
+SELECT dionysus_internal.ship_template('chat_unavailable',
+    'the honest reply when the language model cannot be reached (no model call)',
+    'the honest reply when the language model cannot answer, saying why: unreachable, too slow, or an answer it cannot use (#35; no model call)', 0.0,
+    dionysus_internal.shipped_prompt('chat_unavailable', 2));
+
 -- Last of all (keep it last: a section added after it must come before it): the tables this
 -- update created are marked for pg_dump as a fresh install marks them (sql/030_backup.sql), the
 -- shipped ones with their restore trigger. Idempotent for the tables marked before.

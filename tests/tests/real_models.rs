@@ -75,6 +75,8 @@ async fn echoed_thinking_and_cut_replies_are_read_as_a_person_would() {
     assert!(matches!(h, Handled::Replied { fallback: true, .. }), "{h:?}");
     let sent: Vec<String> = run.channel.sent().into_iter().map(|(_, t)| t).collect();
     assert!(!sent[0].contains("TASK: chat") && !sent[0].contains("You are"), "the echo was shown: {}", sent[0]);
+    // The fallback says what happened: the model answered, with nothing usable.
+    assert!(sent[0].starts_with("My language model gave me an answer I can't use"), "{}", sent[0]);
     assert_eq!(sent[1], "I can't see outside, but I hope it's sunny.");
     assert_eq!(sent[2], "Once there was a fox.");
     assert!(!sent[3].contains("{{"), "{}", sent[3]);
