@@ -43,6 +43,17 @@ CREATE FUNCTION dionysus_internal.memory_privacy(memory_ids uuid[]) RETURNS text
               FROM dionysus.memories m, unnest(m.private_to) p WHERE m.id = ANY(memory_ids));
 COMMENT ON FUNCTION dionysus_internal.memory_privacy(uuid[]) IS 'The people whose private words these memories hold (what is made from them is as private).';
 
+-- Each memory with its circle: the people whose private words it carries, sorted (NULL:
+-- nobody's). A model call that reads several memories reads one circle's (the driver's concept
+-- batches), so what one person said never shapes what is made of another's memory.
+CREATE FUNCTION memory_circles(ids uuid[]) RETURNS TABLE (id uuid, content text, circle text[])
+    LANGUAGE sql STABLE AS $$
+    SELECT m.id, m.content, dionysus_internal.privacy_union(m.private_to, NULL)
+      FROM unnest(ids) WITH ORDINALITY i(id, n) JOIN dionysus.memories m ON m.id = i.id ORDER BY i.n
+$$;
+COMMENT ON FUNCTION memory_circles(uuid[]) IS
+    'The memories of ids, in that order, each with its circle: the people whose private words it carries, sorted (NULL: nobody''s). A model call reads one circle''s memories at a time.';
+
 -- True when the memories closest in meaning to `content` (cosine similarity ≥ 0.5, the five
 -- nearest) exist and all came from the web: the web is then its only basis. Identity,
 -- worldview and reach-outs must not rest on the web alone.

@@ -398,15 +398,13 @@ async fn heartbeat_censors(mind: &Mind, work_id: Uuid) -> Step<Outcome> {
 
 pub(crate) async fn extract_concepts(mind: &Mind, batch: &[WorkItem]) -> Vec<Outcome> {
     let ids: Vec<Uuid> = batch.iter().filter_map(|i| uuid_param(&i.params, "memory_id").ok()).collect();
-    // Each memory's words and whose private words they are ("circle": the sorted private_to,
-    // null for nobody's): one model call sees one circle only, so a concept named for one
-    // person's memory is never drawn from another's words.
+    // Each memory's words and its circle (memory_circles): one model call sees one circle
+    // only, so a concept named for one person's memory is never drawn from another's words.
     let mems = match mind
         .work_db
         .json(
-            "SELECT coalesce(jsonb_object_agg(m.id::text, jsonb_build_object('content', left(m.content, 600), \
-                    'circle', (SELECT to_jsonb(array_agg(p ORDER BY p)) FROM unnest(m.private_to) p))), '{}') \
-               FROM dionysus.memories m WHERE m.id = ANY($1)",
+            "SELECT coalesce(jsonb_object_agg(m.id::text, jsonb_build_object('content', left(m.content, 600), 'circle', to_jsonb(m.circle))), '{}') \
+               FROM dionysus.memory_circles($1) m",
             &[&ids],
         )
         .await
@@ -414,42 +412,38 @@ pub(crate) async fn extract_concepts(mind: &Mind, batch: &[WorkItem]) -> Vec<Out
         Ok(v) => v,
         Err(e) => return batch.iter().map(|_| from_db(e.clone())).collect(),
     };
-    let mut circles: Vec<(Value, Vec<Uuid>)> = Vec::new();
-    for id in &ids {
-        let Some(m) = mems.get(id.to_string()) else { continue };
-        match circles.iter_mut().find(|(c, _)| *c == m["circle"]) {
-            Some((_, members)) => members.push(*id),
-            None => circles.push((m["circle"].clone(), vec![*id])),
-        }
-    }
-    let t = if circles.is_empty() {
-        None
+    // One call for the first memory's circle (the batch's oldest item); the others' items are
+    // handed back, to be asked in a call of their own next (one call a batch, within its lease).
+    let circle = ids.iter().find_map(|id| mems.get(id.to_string())).map(|m| m["circle"].clone());
+    let members: Vec<Uuid> = ids.iter().filter(|id| mems.get(id.to_string()).map(|m| &m["circle"]) == circle.as_ref()).copied().collect();
+    let answer = if members.is_empty() {
+        Ok(json!({"memories": []}))
     } else {
         match template(&mind.work_db, "extract_concepts").await {
-            Ok(t) => Some(t),
-            Err(o) => return batch.iter().map(|_| o.clone()).collect(),
+            Ok(t) => {
+                let listed: Vec<String> =
+                    members.iter().map(|id| format!("[{id}] {}", mems[id.to_string()]["content"].as_str().unwrap_or_default())).collect();
+                let system = render(&t.text, &[("memories", listed.join("\n"))]);
+                ask(&mind.fast, &t, system, None, |v| list(&v, "memories").map(|_| v.clone())).await
+            }
+            Err(o) => Err(o),
         }
     };
-    // The answer for each memory's circle; a call that failed fails its circle's items.
-    let mut answers: Vec<(Vec<Uuid>, Result<Value, Outcome>)> = Vec::new();
-    for (_, members) in circles {
-        let Some(t) = &t else { break };
-        let listed: Vec<String> = members.iter().map(|id| format!("[{id}] {}", mems[id.to_string()]["content"].as_str().unwrap_or_default())).collect();
-        let system = render(&t.text, &[("memories", listed.join("\n"))]);
-        let answer = ask(&mind.fast, t, system, None, |v| list(&v, "memories").map(|_| v.clone())).await;
-        answers.push((members, answer));
-    }
     batch
         .iter()
         .map(|item| {
             let Ok(id) = uuid_param(&item.params, "memory_id") else {
                 return Outcome::Fail("params.memory_id is missing".into(), false);
             };
-            let Some((_, answer)) = answers.iter().find(|(members, _)| members.contains(&id)) else {
+            if mems.get(id.to_string()).is_none() {
                 return Outcome::Done(json!({"summary": "memory no longer exists"}));
-            };
-            let answer = match answer {
+            }
+            if !members.contains(&id) {
+                return Outcome::Release("another circle's memories: asked in a call of their own".into(), 0);
+            }
+            let answer = match &answer {
                 Ok(a) => a,
+                // The call failed: every item of its circle shares its fate.
                 Err(o) => return o.clone(),
             };
             let concepts: Vec<Value> = answer["memories"]

@@ -9,19 +9,24 @@ use std::collections::HashSet;
 /// At most this many remembered things in a fallback.
 const SHOWN: usize = 3;
 
-/// Why the model gave no reply, as the fallback says it ("My language model …"): a model that
-/// was only slow, or answered with an echo of its prompt, is not one that "can't be reached".
+/// Why there is no reply from the model, as the fallback opens: a model that was only slow, or
+/// answered with an echo of its prompt, is not one that "can't be reached".
 pub fn why(e: &LlmError) -> &'static str {
     match e {
-        LlmError::Timeout | LlmError::Preempted => "is taking too long to answer right now",
-        LlmError::Http(429, _) => "is too busy to answer right now",
-        LlmError::BadAnswer(_) | LlmError::Refused(_) => "gave me an answer I can't use",
-        LlmError::CircuitOpen | LlmError::Transport(_) | LlmError::Http(..) => "can't be reached right now",
+        LlmError::Timeout | LlmError::Preempted => "My language model is taking too long to answer right now",
+        // (The breaker opens after failures of any kind: slow ones too.)
+        LlmError::CircuitOpen => "My language model isn't answering right now",
+        LlmError::Http(429, _) => "My language model is too busy to answer right now",
+        LlmError::Transport(_) => "My language model can't be reached right now",
+        LlmError::Http(s, _) if *s >= 500 => "My language model can't be reached right now",
+        LlmError::Http(..) => "My language model turned the request down",
+        LlmError::Refused(_) => "My language model declined to answer",
+        LlmError::BadAnswer(_) => "My language model gave me an answer I can't use",
     }
 }
 
 /// Why, when the reply failed before the model was asked (its prompt could not be read).
-pub const NOT_AVAILABLE: &str = "isn't available right now";
+pub const NOT_AVAILABLE: &str = "Something went wrong on my side";
 
 /// `ctx` is the message's `chat_context`. `private`: the channel is the person's alone; in a
 /// channel others read, the fallback quotes nothing remembered. `why`: [`why`]'s words.
@@ -33,7 +38,7 @@ pub async fn reply(mind: &Mind, ctx: &ChatContext, content: &str, private: bool,
         format!("\n\nWhat I remember that seems related:\n{}", bullets(shown, ""))
     };
     let template = prompt::load(&mind.chat_db, "chat_unavailable").await.map(|t| t.text).unwrap_or_else(|_| {
-        "My language model {{why}}, so I can't answer you properly. Your message is saved.{{recalled}}".into()
+        "{{why}}, so I can't answer you properly. Your message is saved.{{recalled}}".into()
     });
     render(&template, &[("why", why.to_string()), ("recalled", recalled)])
 }

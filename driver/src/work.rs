@@ -89,7 +89,7 @@ pub async fn settle(db: &Db, item: &WorkItem, outcome: Outcome) -> Result<&'stat
 }
 
 /// Claims and runs work until the queue (or the heartbeat's share of it) is empty.
-/// Returns how many items were settled.
+/// Returns how many items were run (done or failed; one handed back untouched is not counted).
 pub async fn drain(mind: &Mind, heartbeat: Option<Uuid>) -> usize {
     let mut n = 0;
     while !mind.shutdown.is_cancelled() {
@@ -114,8 +114,11 @@ pub async fn drain(mind: &Mind, heartbeat: Option<Uuid>) -> usize {
             batch.iter().map(|_| Outcome::Release("driver shutting down".into(), 0)).collect()
         });
         for (item, outcome) in batch.iter().zip(outcomes) {
-            if let Err(e) = settle(&mind.work_db, item, outcome).await {
-                tracing::warn!(error = %e, id = %item.id, "cannot settle work (its lease will expire and hand it back)");
+            match settle(&mind.work_db, item, outcome).await {
+                // Handed back untouched (another circle's concepts, a shutdown): not run yet.
+                Ok("released") => continue,
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, id = %item.id, "cannot settle work (its lease will expire and hand it back)"),
             }
             n += 1;
         }

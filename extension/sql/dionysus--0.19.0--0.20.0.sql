@@ -2109,7 +2109,10 @@ DECLARE
     t timestamptz := dionysus.clock_now();
     -- Every rule of the trigger these people may fire, in firing order, as the passes use them.
     rules dionysus.mind_rules[];
-    used integer[] := '{}';
+    -- The rules fired since the last write, and how often.
+    used_ids bigint[] := '{}';
+    used_n integer[] := '{}';
+    pos integer;
     who text;
     vals jsonb;
     r dionysus.mind_rules;
@@ -2143,6 +2146,9 @@ BEGIN
     IF on_trigger IS NULL OR persons IS NULL THEN
         RAISE EXCEPTION 'dionysus: invalid argument "%": must not be null', CASE WHEN on_trigger IS NULL THEN 'on_trigger' ELSE 'persons' END
             USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(persons) x GROUP BY x HAVING count(*) > 1) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "persons": each person once' USING ERRCODE = 'invalid_parameter_value';
     END IF;
     SELECT coalesce(array_agg(m ORDER BY m.weight DESC, m.id), '{}') INTO rules FROM dionysus.mind_rules m
      WHERE m.status = 'active' AND m.trigger = on_trigger AND (m.person IS NULL OR m.person = ANY (persons))
@@ -2212,8 +2218,9 @@ BEGIN
         UPDATE dionysus.agent_state SET vitality = (st ->> 'agent.vitality')::float8 WHERE id = 1 AND vitality <> (st ->> 'agent.vitality')::float8;
         IF makes THEN
             -- What a rule makes sees everything before it: the passes so far are written first.
-            PERFORM dionysus_internal.write_rule_passes(t, on_trigger, ev.id, rules, used, moved_people, moved_values, log_people, log_inputs, log_fired);
-            used := '{}';
+            PERFORM dionysus_internal.write_rule_passes(t, on_trigger, ev.id, used_ids, used_n, moved_people, moved_values, log_people, log_inputs, log_fired);
+            used_ids := '{}';
+            used_n := '{}';
             moved_people := '{}';
             moved_values := '{}';
             log_people := '{}';
@@ -2257,7 +2264,8 @@ BEGIN
                 fired := jsonb_set(fired, ARRAY[(i - 1)::text, 'effects'], effects);
             END LOOP;
         END IF;
-        -- Used: every rule counts its use; learned rules strengthen; a one-off is done.
+        -- Used: every rule counts its use; learned rules strengthen; a one-off is done (as the
+        -- next person reads them; written relative to the row, which another session may change).
         FOREACH k IN ARRAY fired_at LOOP
             r := rules[k];
             r.use_count := r.use_count + 1;
@@ -2270,8 +2278,12 @@ BEGIN
                 r.weight := least(1, r.weight + dionysus_internal.proactive_setting('rule_strengthen') * (1 - r.weight));
             END IF;
             rules[k] := r;
-            IF NOT k = ANY (used) THEN
-                used := used || k;
+            pos := array_position(used_ids, r.id);
+            IF pos IS NULL THEN
+                used_ids := used_ids || r.id;
+                used_n := used_n || 1;
+            ELSE
+                used_n[pos] := used_n[pos] + 1;
             END IF;
         END LOOP;
         log_people := log_people || who;
@@ -2279,16 +2291,17 @@ BEGIN
         log_fired := log_fired || fired;
         n := n + cardinality(fired_rules);
     END LOOP;
-    PERFORM dionysus_internal.write_rule_passes(t, on_trigger, ev.id, rules, used, moved_people, moved_values, log_people, log_inputs, log_fired);
+    PERFORM dionysus_internal.write_rule_passes(t, on_trigger, ev.id, used_ids, used_n, moved_people, moved_values, log_people, log_inputs, log_fired);
     RETURN n;
 END $$;
 COMMENT ON FUNCTION dionysus_internal.run_rules_for(text, text[], double precision, dionysus.events) IS
     'Runs the active rules of a trigger for each person in turn (a NULL person: nobody in particular): conditions read once, intents applied in a fixed order (adjust, create_objective, schedule_event, request_contact), each pass logged, rules counted and learned ones strengthened; a shared rule''s use counts before the next person; written a statement per table.';
 
 -- What run_rules_for's passes changed, a statement per table: each person's moved values,
--- each used rule as the passes left it, the log in the order the passes ran.
-CREATE FUNCTION dionysus_internal.write_rule_passes(t timestamptz, on_trigger text, event_id bigint, rules dionysus.mind_rules[],
-                                                    used integer[], moved_people text[], moved_values jsonb[],
+-- each used rule's count of firings (added to the row as it is then: a rule another session
+-- removed or retuned meanwhile keeps that), the log in the order the passes ran.
+CREATE FUNCTION dionysus_internal.write_rule_passes(t timestamptz, on_trigger text, event_id bigint, rule_ids bigint[],
+                                                    fired_n integer[], moved_people text[], moved_values jsonb[],
                                                     log_people text[], log_inputs jsonb[], log_fired jsonb[])
     RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
@@ -2298,11 +2311,13 @@ BEGIN
           FROM unnest(moved_people, moved_values) u(person, st)
          WHERE x.person = u.person;
     END IF;
-    IF cardinality(used) > 0 THEN
-        UPDATE dionysus.mind_rules m SET use_count = u.use_count, last_used_at = u.last_used_at, status = u.status, ended_at = u.ended_at,
-               weight = u.weight
-          FROM unnest(rules) WITH ORDINALITY u
-         WHERE u.ordinality = ANY (used) AND m.id = u.id;
+    IF cardinality(rule_ids) > 0 THEN
+        -- (A learned rule is one person's: it fires at most once a pass, so it strengthens once.)
+        UPDATE dionysus.mind_rules m SET use_count = m.use_count + u.n, last_used_at = t,
+               status = CASE WHEN m.once THEN 'done' ELSE m.status END, ended_at = CASE WHEN m.once THEN t ELSE m.ended_at END,
+               weight = CASE WHEN m.learned THEN least(1, m.weight + dionysus_internal.proactive_setting('rule_strengthen') * (1 - m.weight)) ELSE m.weight END
+          FROM unnest(rule_ids, fired_n) u(id, n)
+         WHERE m.id = u.id;
     END IF;
     IF cardinality(log_people) > 0 THEN
         INSERT INTO dionysus.rule_firings (at, person, trigger, event_id, inputs, fired)
@@ -2311,8 +2326,8 @@ BEGIN
          ORDER BY u.o;
     END IF;
 END $$;
-COMMENT ON FUNCTION dionysus_internal.write_rule_passes(timestamptz, text, bigint, dionysus.mind_rules[], integer[], text[], jsonb[], text[], jsonb[], jsonb[]) IS
-    'run_rules_for''s writes: the people''s moved values, the used rules, the log; a statement each.';
+COMMENT ON FUNCTION dionysus_internal.write_rule_passes(timestamptz, text, bigint, bigint[], integer[], text[], jsonb[], text[], jsonb[], jsonb[]) IS
+    'run_rules_for''s writes: the people''s moved values, the used rules (their firings added to the row as it is), the log; a statement each.';
 
 -- Run the active rules of one trigger for one person (or for nobody in particular): run_rules_for.
 CREATE OR REPLACE FUNCTION dionysus_internal.run_rules(on_trigger text, who text, hours double precision DEFAULT 0, ev dionysus.events DEFAULT NULL)
@@ -2322,7 +2337,7 @@ $$;
 COMMENT ON FUNCTION dionysus_internal.run_rules(text, text, double precision, dionysus.events) IS
     'Runs the active rules of a trigger for one person (NULL: nobody in particular), as run_rules_for does.';
 GRANT EXECUTE ON FUNCTION dionysus_internal.run_rules_for(text, text[], double precision, dionysus.events),
-    dionysus_internal.write_rule_passes(timestamptz, text, bigint, dionysus.mind_rules[], integer[], text[], jsonb[], text[], jsonb[], jsonb[])
+    dionysus_internal.write_rule_passes(timestamptz, text, bigint, bigint[], integer[], text[], jsonb[], text[], jsonb[], jsonb[])
     TO dionysus_driver;
 
 CREATE OR REPLACE FUNCTION dionysus_internal.decay_rules() RETURNS integer
@@ -3059,6 +3074,19 @@ SELECT dionysus_internal.ship_template('chat_unavailable',
     'the honest reply when the language model cannot be reached (no model call)',
     'the honest reply when the language model cannot answer, saying why: unreachable, too slow, or an answer it cannot use (#35; no model call)', 0.0,
     dionysus_internal.shipped_prompt('chat_unavailable', 2));
+
+-- Found in CI: a concept batch mixed people's private memories; the driver asks one circle at a time.
+-- Each memory with its circle: the people whose private words it carries, sorted (NULL:
+-- nobody's). A model call that reads several memories reads one circle's (the driver's concept
+-- batches), so what one person said never shapes what is made of another's memory.
+CREATE FUNCTION memory_circles(ids uuid[]) RETURNS TABLE (id uuid, content text, circle text[])
+    LANGUAGE sql STABLE AS $$
+    SELECT m.id, m.content, dionysus_internal.privacy_union(m.private_to, NULL)
+      FROM unnest(ids) WITH ORDINALITY i(id, n) JOIN dionysus.memories m ON m.id = i.id ORDER BY i.n
+$$;
+COMMENT ON FUNCTION memory_circles(uuid[]) IS
+    'The memories of ids, in that order, each with its circle: the people whose private words it carries, sorted (NULL: nobody''s). A model call reads one circle''s memories at a time.';
+GRANT EXECUTE ON FUNCTION memory_circles(uuid[]) TO dionysus_driver;
 
 -- Last of all (keep it last: a section added after it must come before it): the tables this
 -- update created are marked for pg_dump as a fresh install marks them (sql/030_backup.sql), the

@@ -632,7 +632,8 @@ async fn shared_channels_and_errors_show_nothing_private() {
     assert!(matches!(h, Handled::Replied { fallback: true, .. }), "{h:?}");
     let (ch, reply) = run.channel.sent().pop().unwrap();
     assert_eq!(ch, "guild-1");
-    assert!(reply.contains("My language model can't be reached") && !reply.contains("Lisbon") && !reply.contains("remember"), "{reply}");
+    // (The endpoint failed three times by now: its breaker is open, so the model "isn't answering".)
+    assert!(reply.starts_with("My language model isn't answering") && !reply.contains("Lisbon") && !reply.contains("remember"), "{reply}");
     // A message the database refuses (far over the content limit) gets a plain answer.
     let h = run.say("a3", "alice", &"x".repeat(100_001)).await;
     assert!(matches!(h, Handled::NotStored(_)), "{h:?}");

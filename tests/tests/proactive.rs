@@ -1046,3 +1046,46 @@ async fn a_tick_runs_each_persons_rules_in_turn_and_writes_each_rule_once() {
         count(c, "SELECT use_count FROM dionysus.mind_rules WHERE name = 'curiosity fades'").await,
     );
 }
+
+/// A rule the person takes back while a tick is running stays taken back: the pass adds its
+/// firings to the rule's row as it then is, and never writes the rule as the pass first read it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_taken_back_during_a_tick_stays_taken_back() {
+    let db = TestDb::new("pro_rules_race").await;
+    db.hold_worker_off().await;
+    let c = &db.client;
+    at(c, "2026-11-23 12:00+00").await;
+    for who in ["alice", "bob"] {
+        c.execute("SELECT dionysus.log_message('test', $1, $2, $1, 'hello there')", &[&who, &format!("dm:{who}")]).await.unwrap();
+    }
+    let nudge: Value = c
+        .query_one("SELECT dionysus.add_rule('test:alice', 'nudge me', $1)", &[&json!({"name": "nudge", "trigger": "tick",
+            "intents": [{"adjust": "person.curiosity", "by": 0.01}]})])
+        .await
+        .unwrap()
+        .get(0);
+    let nudge = nudge["rule_id"].as_i64().unwrap();
+    c.execute("SELECT dionysus.add_rule('test:bob', 'plan the trip', $1)", &[&json!({"name": "plan", "trigger": "tick",
+        "intents": [{"create_objective": "Plan the trip"}]})])
+        .await
+        .unwrap();
+    advance(c, "10 minutes").await;
+    // Bob's rule makes an objective: the pass waits for the goals lock there, after Alice's
+    // rule has fired and before the pass writes it.
+    let holder = db.connect().await;
+    holder.batch_execute("BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0))").await.unwrap();
+    let ticker = db.connect().await;
+    let tick = tokio::spawn(async move { ticker.query_one("SELECT dionysus.proactive_tick()", &[]).await.map(|r| r.get::<_, Value>(0)) });
+    dionysus_tests::until(
+        c,
+        "EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))",
+        "the tick waiting for the goals lock",
+    )
+    .await;
+    assert!(c.query_one("SELECT dionysus.remove_rule('test:alice', $1)", &[&nudge]).await.unwrap().get::<_, bool>(0));
+    holder.batch_execute("COMMIT").await.unwrap();
+    tick.await.unwrap().expect("the tick");
+    let r = c.query_one("SELECT status, use_count FROM dionysus.mind_rules WHERE id = $1", &[&nudge]).await.unwrap();
+    assert_eq!(r.get::<_, i64>(1), 1, "the rule did not fire in that tick");
+    assert_eq!(r.get::<_, String>(0), "removed", "the tick wrote back the rule it had read, taken back meanwhile");
+}
