@@ -2171,8 +2171,11 @@ BEGIN
             IF dionysus_internal.rule_holds(r.condition, rv) THEN
                 fired_rules := fired_rules || r;
                 fired_at := fired_at || k;
-                makes_objective := makes_objective OR jsonb_path_exists(r.intents, '$[*].create_objective');
-                makes := makes OR jsonb_path_exists(r.intents, '$[*] ? (exists(@.create_objective) || exists(@.schedule_event) || exists(@.request_contact))');
+                -- (Most rules only adjust: one look at their intents, a second only for one that makes.)
+                IF jsonb_path_exists(r.intents, '$[*] ? (exists(@.create_objective) || exists(@.schedule_event) || exists(@.request_contact))') THEN
+                    makes := true;
+                    makes_objective := makes_objective OR jsonb_path_exists(r.intents, '$[*].create_objective');
+                END IF;
             END IF;
         END LOOP;
         CONTINUE WHEN cardinality(fired_rules) = 0;
