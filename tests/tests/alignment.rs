@@ -276,6 +276,7 @@ async fn objectives_are_extracted_from_the_persons_turns() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dream_proposes_and_nothing_changes_until_the_person_approves() {
     let db = TestDb::new("al_dream").await;
+    db.hold_worker_off().await;
     db.let_it_dream().await;
     let c = &db.client;
     let llm = FakeLlm::start().await;

@@ -125,7 +125,7 @@ async fn paused_database(admin: &tokio_postgres::Client, name: &str) -> dionysus
 async fn a_dump_restores_every_table_and_recall_in_both_formats() {
     let admin = connect("postgres").await;
     let db = TestDb::new("backup").await;
-    admin.batch_execute(&format!("ALTER DATABASE {} SET dionysus.worker_paused = on", db.name)).await.unwrap();
+    db.hold_worker_off().await;
     let c = &db.client;
 
     // Every member table is dumped, or left out with a reason: enumerated from the catalog, so

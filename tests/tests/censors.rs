@@ -106,6 +106,7 @@ async fn a_censor_warns_escalates_to_a_block_then_steps_down_and_retires() {
 #[tokio::test]
 async fn reach_outs_and_contacts_are_held_back_before_the_outbox() {
     let db = TestDb::new("censor_outbox").await;
+    db.hold_worker_off().await;
     let c = &db.client;
     c.batch_execute(&format!(
         "SELECT dionysus.pause_heartbeats(true); SELECT dionysus.set_clock('2026-11-23 10:00+00'); \
@@ -171,6 +172,7 @@ async fn reach_outs_and_contacts_are_held_back_before_the_outbox() {
 #[tokio::test]
 async fn a_reach_out_written_before_a_censors_hours_waits_for_them_to_pass() {
     let db = TestDb::new("censor_hours_delivery").await;
+    db.hold_worker_off().await;
     let c = &db.client;
     c.batch_execute(
         "SELECT dionysus.pause_heartbeats(true); SELECT dionysus.set_clock('2026-11-23 21:55+00'); \

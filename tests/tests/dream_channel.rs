@@ -219,6 +219,7 @@ async fn every_activity_is_mirrored_to_its_persons_channel_and_nobody_elses() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proposal_on_the_channel_changes_nothing_until_its_person_approves() {
     let db = TestDb::new("dc_dream").await;
+    db.hold_worker_off().await;
     db.let_it_dream().await;
     let c = &db.client;
     let llm = FakeLlm::start().await;

@@ -654,6 +654,8 @@ async fn the_scheduler_wakes_the_driver_by_notify_unasked() {
 #[tokio::test]
 async fn a_stalled_heartbeat_is_closed_with_the_fallback() {
     let db = TestDb::new("hb_stall").await;
+    // The scheduler's own tick would recover it first, between the test's steps.
+    db.hold_worker_off().await;
     let c = &db.client;
     set_energy(c, 0.0).await;
     let hb = begin(c).await;
@@ -796,6 +798,7 @@ async fn turns_deliveries_heartbeats_and_goals_at_once_never_deadlock() {
 #[tokio::test]
 async fn one_broken_recovery_neither_blocks_the_others_nor_the_tick() {
     let db = TestDb::new("hb_recover").await;
+    db.hold_worker_off().await;
     let c = &db.client;
     // Two stalled heartbeats left by dead drivers (only one is ever in flight; the other is
     // an older one that was never closed). The older one's record is corrupt.

@@ -53,6 +53,7 @@ async fn lessons(c: &Client) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unwelcome_reach_out_proposes_censors_to_its_person_alone() {
     let db = TestDb::new("heartbeat_lessons").await;
+    db.hold_worker_off().await;
     let c = &db.client;
     c.batch_execute(
         "SELECT dionysus.pause_heartbeats(true); SELECT dionysus.set_clock('2026-11-21 10:00+00'); \
