@@ -309,6 +309,10 @@ CREATE TABLE contact_evaluations (
 COMMENT ON TABLE contact_evaluations IS 'Every evaluation of contact with its inputs, weights, contributions, threshold, gates, outcome and decision: why Dionysus wrote, or did not.';
 CREATE INDEX contact_evaluations_person ON contact_evaluations (person, at DESC);
 CREATE INDEX contact_evaluations_open ON contact_evaluations (at) WHERE outcome = 'opportunity' AND decision IS NULL;
+-- The contacts sent to a person, newest first: their next message answers the last one, and
+-- silence counts against it. Without it each read visits every evaluation of theirs kept (one
+-- each quarter hour, for retention_days).
+CREATE INDEX contact_evaluations_messages ON contact_evaluations (person, decided_at DESC) WHERE decision = 'message';
 -- outbox.contact_id (002) names the evaluation that made a message; checked at commit, as the two
 -- refer to each other.
 ALTER TABLE outbox ADD CONSTRAINT outbox_contact_id_fkey
