@@ -140,8 +140,10 @@ async fn maintenance_passes_beside_the_worker_and_writers_never_deadlock() {
 async fn the_worker_recomputes_stale_neighborhoods_unasked() {
     let db = TestDb::new("worker").await;
     let c = &db.client;
+    // Counted before the commit: the worker, running, could drain the queue before a later look.
     c.batch_execute(
-        "SELECT dionysus.remember('The garden needs watering every evening', 'episodic', source => 'w');
+        "BEGIN;
+         SELECT dionysus.remember('The garden needs watering every evening', 'episodic', source => 'w');
          SELECT dionysus.remember('Tomatoes in the garden are ripening', 'episodic', source => 'w');
          SELECT dionysus.remember('Bought a new watering can', 'episodic', source => 'w');",
     )
@@ -149,6 +151,7 @@ async fn the_worker_recomputes_stale_neighborhoods_unasked() {
     .unwrap();
     let stale: i64 = c.query_one("SELECT stale_neighborhoods FROM dionysus.memory_health", &[]).await.unwrap().get(0);
     assert!(stale >= 3, "new memories start stale ({stale})");
+    c.batch_execute("COMMIT").await.unwrap();
     // Nobody calls recompute_neighborhoods: the preloaded worker must drain the queue.
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {

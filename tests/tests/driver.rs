@@ -402,6 +402,9 @@ async fn language_jobs_summarise_episodes_and_link_concepts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn work_claimed_by_a_driver_that_crashed_is_done_once_by_the_next() {
     let db = TestDb::new("drv_crash").await;
+    // A scheduler tick would queue concept work for the reflection's memory, and the drain below
+    // would count it.
+    db.hold_worker_off().await;
     let llm = FakeLlm::start().await;
     llm.json("TASK: reflect", json!({"insights": ["A crash is not the end."], "identity": [], "worldview": []}));
     let c = &db.client;

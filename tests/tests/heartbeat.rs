@@ -695,6 +695,8 @@ async fn a_stalled_heartbeat_is_closed_with_the_fallback() {
 #[tokio::test]
 async fn an_expired_lease_holder_cannot_settle_an_item_someone_else_holds() {
     let db = TestDb::new("hb_fence").await;
+    // A scheduler tick would queue concept work for the insights, and claim_work would take it.
+    db.hold_worker_off().await;
     let c = &db.client;
     set_energy(c, 20.0).await;
     let hb = begin(c).await;
