@@ -3091,9 +3091,9 @@ COMMENT ON FUNCTION memory_circles(uuid[]) IS
     'The memories of ids, in that order, each with its circle: the people whose private words it carries, sorted (NULL: nobody''s). A model call reads one circle''s memories at a time.';
 GRANT EXECUTE ON FUNCTION memory_circles(uuid[]) TO dionysus_driver;
 
--- #36: a person's message, and a contact left unanswered, read the last contact sent to them
--- through every evaluation of theirs kept (a quarter-hourly row for retention_days): ~40 ms at
--- 90 days, on every message. The contacts sent, by person, newest first.
+-- #36: a person's answer to a contact, and a contact left unanswered, read the last contact sent
+-- to them through every evaluation of theirs kept (a quarter-hourly row for retention_days):
+-- 10 ms at 13 weeks. The contacts sent, by person, newest first.
 CREATE INDEX contact_evaluations_messages ON contact_evaluations (person, decided_at DESC) WHERE decision = 'message';
 
 -- Last of all (keep it last: a section added after it must come before it): the tables this

@@ -362,6 +362,7 @@ pub async fn lives(days: i64) {
         .map(|rows| rows.iter().map(|r| (r.get(0), r.get(1))).collect())
         .unwrap_or_default();
     println!("| the nurse's \"call Mia on Sunday at 18:00\" | {rules:?} | sent once, then done |");
+    history_figures(c, days).await;
     for (i, l) in people.iter().enumerate() {
         let when: Vec<String> = tally[i].contacts.iter().map(|(d, m, s)| format!("{d} {:02}:{:02}{}", m / 60, m % 60, match s { State::Asleep => "z", State::Busy => "b", State::Free => "" })).collect();
         println!("{}: {}", l.name, when.join(", "));
@@ -371,4 +372,58 @@ pub async fn lives(days: i64) {
             println!("{} at a wrong hour, {miss}", l.name);
         }
     }
+}
+
+/// A tick and a message, each in a transaction rolled back, on the replay's history and then on
+/// the history of a season: what they read of the past must not grow with it (an answer to a
+/// contact once read every evaluation of theirs kept: 96 a day, for retention_days).
+async fn history_figures(c: &tokio_postgres::Client, days: i64) {
+    async fn timed(c: &tokio_postgres::Client) -> (Vec<f64>, Vec<f64>) {
+        let (mut tick, mut message) = (vec![], vec![]);
+        for k in 0..40 {
+            c.batch_execute("BEGIN; SELECT dionysus.advance_clock('20 minutes')").await.unwrap();
+            let t = Instant::now();
+            c.batch_execute("SELECT dionysus.proactive_tick()").await.unwrap();
+            tick.push(t.elapsed().as_secs_f64() * 1000.0);
+            // Her answer to a contact sent ten minutes before (the path that reads the last one sent).
+            c.batch_execute(
+                "ROLLBACK; BEGIN; UPDATE dionysus.people SET awaiting_reply = true, last_contact_at = dionysus.clock_now() - interval '10 minutes' \
+                  WHERE person = 'test:nurse'",
+            )
+            .await
+            .unwrap();
+            let t = Instant::now();
+            c.batch_execute(&format!("SELECT dionysus.log_message('test', 'history{k}', 'dm:nurse', 'nurse', 'Back from the night shift, so tired')"))
+                .await
+                .unwrap();
+            message.push(t.elapsed().as_secs_f64() * 1000.0);
+            c.batch_execute("ROLLBACK").await.unwrap();
+        }
+        (tick, message)
+    }
+    let (mut tick0, mut msg0) = timed(c).await;
+    // The replay's evaluations, handled events and rule firings again, each copy a replay
+    // further back, up to 12 weeks (inside the default 90 days of retention).
+    let copies = (84 / days.max(1) - 1).max(1);
+    c.batch_execute(&format!(
+        "INSERT INTO dionysus.contact_evaluations (person, at, inputs, pressure, threshold, threshold_parts, gates, outcome, explanation,
+                                                   decision, decided_by, decided_at, reason, solicited, feedback, feedback_at)
+         SELECT person, at - k * interval '{days} days', inputs, pressure, threshold, threshold_parts, gates, outcome, explanation,
+                decision, decided_by, decided_at - k * interval '{days} days', reason, solicited, feedback, feedback_at - k * interval '{days} days'
+           FROM dionysus.contact_evaluations, generate_series(1, {copies}) k;
+         INSERT INTO dionysus.events (source, channel, type, priority, person, payload, at, status, handled_at, reason, merged)
+         SELECT source, channel, type, priority, person, payload, at - k * interval '{days} days', status, handled_at - k * interval '{days} days', reason, merged
+           FROM dionysus.events, generate_series(1, {copies}) k WHERE status NOT IN ('queued', 'scheduled');
+         INSERT INTO dionysus.rule_firings (at, person, trigger, inputs, fired)
+         SELECT at - k * interval '{days} days', person, trigger, inputs, fired FROM dionysus.rule_firings, generate_series(1, {copies}) k;
+         ANALYZE dionysus.contact_evaluations, dionysus.events, dionysus.rule_firings;"
+    ))
+    .await
+    .unwrap();
+    let (mut tick1, mut msg1) = timed(c).await;
+    let ((t0, t0_95), (t1, t1_95)) = (p50_p95(&mut tick0), p50_p95(&mut tick1));
+    let ((m0, m0_95), (m1, m1_95)) = (p50_p95(&mut msg0), p50_p95(&mut msg1));
+    let weeks = ((copies + 1) * days) as f64 / 7.0;
+    println!("| a tick 20 minutes on, rolled back (40): {days} days of history → {weeks:.0} weeks | p50 {t0:.2} → {t1:.2} ms ({:.2}×), p95 {t0_95:.2} → {t1_95:.2} ms | ≈ 1× |", t1 / t0);
+    println!("| an answer to a contact, rolled back (40): {days} days of history → {weeks:.0} weeks | p50 {m0:.2} → {m1:.2} ms ({:.2}×), p95 {m0_95:.2} → {m1_95:.2} ms | ≈ 1× |", m1 / m0);
 }
