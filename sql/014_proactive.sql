@@ -388,8 +388,8 @@ COMMENT ON FUNCTION dionysus_internal.in_quiet_hours(dionysus.people, integer) I
 
 -- What the person is believed to be able to do at an instant: availability in [0, 1] from
 -- their learned rhythm, blended by the confidence in it with the prior (prior_setting).
--- The rhythm is read three ways, each relative to its busiest hour, neighbouring hours counting
--- half: this hour on days of the same kind (weekday or weekend; all days while that kind has
+-- The rhythm is read three ways (the library's rhythm_at), each relative to its busiest hour,
+-- neighbouring hours counting half: this hour on days of the same kind (weekday or weekend; all days while that kind has
 -- no messages yet), this hour of this weekday (weekly habits, which take weeks), and this hour
 -- on any day (a daily routine shows in days). Confidence comes from days known and messages.
 -- A contact they missed at this hour (ignored, answered late, "not now") lowers the belief
@@ -399,25 +399,15 @@ CREATE FUNCTION dionysus_internal.availability(who text, at timestamptz)
     LANGUAGE plpgsql STABLE AS $$
 DECLARE
     p dionysus.people;
-    h smallint;
-    hod int;
     weekend boolean;
     local_hour int;
-    week_here double precision;
-    week_peak double precision;
-    day_here double precision;
-    day_peak double precision;
-    kind_here double precision;
-    kind_peak double precision;
+    hours smallint[];
+    activity double precision[];
+    misses double precision[];
     total double precision;
-    missed double precision;
+    -- What their rhythm says of this hour (the library's rhythm_at): {learned, missed}.
+    here double precision[];
     days_known double precision;
-    -- Activity by hour of the day (index hour + 1): on any day, on days of this kind.
-    any_day double precision[] := array_fill(0::float8, ARRAY[24]);
-    this_kind double precision[] := array_fill(0::float8, ARRAY[24]);
-    r record;
-    near_any double precision;
-    near_kind double precision;
 BEGIN
     SELECT * INTO p FROM dionysus.people x WHERE x.person = who;
     p.time_zone := coalesce(p.time_zone, 'UTC');
@@ -428,50 +418,19 @@ BEGIN
                        AND local_hour < dionysus_internal.prior_setting(p, 'workday_end_hour')
                        THEN dionysus_internal.prior_setting(p, 'prior_workday')
                   ELSE dionysus_internal.prior_setting(p, 'prior_free') END;
-    h := dionysus_internal.hour_of_week(at, p.time_zone);
-    hod := h % 24;
-    -- One pass over their (at most 168) hours for this hour of the week and the totals, one
-    -- for the profiles by hour of the day; each profile's value here and its peak in a loop.
-    SELECT max(x.activity), sum(x.activity),
-           coalesce(sum(x.activity * CASE WHEN x.hour_of_week = h THEN 1.0 ELSE 0.5 END)
-                    FILTER (WHERE x.hour_of_week IN (h, (h + 167) % 168, (h + 1) % 168)), 0),
-           coalesce(sum(x.misses) FILTER (WHERE x.hour_of_week = h), 0)
-           + 0.25 * coalesce(sum(x.misses) FILTER (WHERE x.hour_of_week % 24 = hod AND x.hour_of_week <> h), 0)
-      INTO week_peak, total, week_here, missed
+    -- Their (at most 168) hours in one read; the three arrays in one order (one aggregation).
+    SELECT array_agg(x.hour_of_week), array_agg(x.activity), array_agg(x.misses), sum(x.activity)
+      INTO hours, activity, misses, total
       FROM dionysus.person_rhythm x WHERE x.person = who;
-    FOR r IN SELECT x.hour_of_week % 24 AS hr, x.hour_of_week >= 120 AS on_weekend, sum(x.activity) AS n
-               FROM dionysus.person_rhythm x WHERE x.person = who GROUP BY 1, 2 LOOP
-        any_day[r.hr + 1] := any_day[r.hr + 1] + r.n;
-        IF r.on_weekend = weekend THEN
-            this_kind[r.hr + 1] := this_kind[r.hr + 1] + r.n;
-        END IF;
-    END LOOP;
-    day_peak := 0;
-    kind_peak := 0;
-    FOR i IN 0 .. 23 LOOP
-        near_any := any_day[i + 1] + 0.5 * (any_day[(i + 23) % 24 + 1] + any_day[(i + 1) % 24 + 1]);
-        near_kind := this_kind[i + 1] + 0.5 * (this_kind[(i + 23) % 24 + 1] + this_kind[(i + 1) % 24 + 1]);
-        day_peak := greatest(day_peak, near_any);
-        kind_peak := greatest(kind_peak, near_kind);
-        IF i = hod THEN
-            day_here := near_any;
-            kind_here := near_kind;
-        END IF;
-    END LOOP;
-    IF coalesce(kind_peak, 0) = 0 THEN
-        kind_peak := day_peak;
-        kind_here := day_here;
-    END IF;
-    learned := 0.6 * CASE WHEN coalesce(kind_peak, 0) > 0 THEN least(1.0, kind_here / kind_peak) ELSE 0 END
-             + 0.2 * CASE WHEN coalesce(week_peak, 0) > 0 THEN least(1.0, week_here / week_peak) ELSE 0 END
-             + 0.2 * CASE WHEN coalesce(day_peak, 0) > 0 THEN least(1.0, day_here / day_peak) ELSE 0 END;
+    here := dionysus_internal.rhythm_at(hours, activity, misses, dionysus_internal.hour_of_week(at, p.time_zone), weekend);
+    learned := coalesce(here[1], 0); -- (NULL: no rows, nothing learned)
     days_known := greatest(0, extract(epoch FROM at - coalesce(p.first_message_at, at)) / 86400.0);
     confidence := least(1.0, coalesce(total, 0) / dionysus_internal.proactive_setting('rhythm_confident_after'))
                   * least(1.0, days_known / dionysus_internal.proactive_setting('rhythm_confident_days'))
                   * power(0.5, least(1000, greatest(0, extract(epoch FROM at - coalesce(p.last_message_at, at)) / 86400.0)
                                            / dionysus_internal.proactive_setting('rhythm_confidence_days')));
     belief := (confidence * learned + (1 - confidence) * prior)
-              * (1 - least(0.8, dionysus_internal.proactive_setting('miss_weight') * missed));
+              * (1 - least(0.8, dionysus_internal.proactive_setting('miss_weight') * coalesce(here[2], 0)));
     RETURN NEXT;
 END $$;
 COMMENT ON FUNCTION dionysus_internal.availability(text, timestamptz) IS

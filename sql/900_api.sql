@@ -180,6 +180,8 @@ COMMENT ON FUNCTION dionysus_internal.proactive_setting(text) IS
     'One value of proactive_config (42704 naming an unknown key, 22004 a null one), read once a transaction: a change made in the same transaction is read at once, another''s from the next transaction.';
 COMMENT ON FUNCTION dionysus_internal.forget_proactive_settings() IS
     'Forgets the proactive_config values this transaction read (the trigger proactive_config_changed calls it).';
+COMMENT ON FUNCTION dionysus_internal.rhythm_at(smallint[], double precision[], double precision[], integer, boolean) IS
+    'What a person''s rhythm rows (hours of the week, activity, misses, in one order) say of one hour of their week: {learned in [0, 1], contacts missed there}. availability blends it with the prior.';
 
 -- context/: token counts and budgets (027)
 COMMENT ON FUNCTION count_tokens(text) IS 'The tokens of a text by the embedding model''s WordPiece tokenizer, never truncated (four bytes a token without tokenizer.json).';

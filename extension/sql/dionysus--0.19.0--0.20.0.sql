@@ -3096,6 +3096,62 @@ GRANT EXECUTE ON FUNCTION memory_circles(uuid[]) TO dionysus_driver;
 -- 10 ms at 13 weeks. The contacts sent, by person, newest first.
 CREATE INDEX contact_evaluations_messages ON contact_evaluations (person, decided_at DESC) WHERE decision = 'message';
 
+-- #36 the tick, cheaper (behaviour unchanged): what a person's rhythm says of an hour is the
+-- library's (rhythm_at); its loops were most of availability, run for each person a tick
+-- evaluates and for each hour of the better moment's look-ahead.
+CREATE FUNCTION dionysus_internal."rhythm_at"(
+	"hours" smallint[], /* Vec < i16 > */
+	"activity" double precision[], /* Vec < f64 > */
+	"misses" double precision[], /* Vec < f64 > */
+	"hour_of_week" INT, /* i32 */
+	"weekend" bool /* bool */
+) RETURNS double precision[] /* Vec < f64 > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'rhythm_at_wrapper';
+COMMENT ON FUNCTION dionysus_internal.rhythm_at(smallint[], double precision[], double precision[], integer, boolean) IS
+    'What a person''s rhythm rows (hours of the week, activity, misses, in one order) say of one hour of their week: {learned in [0, 1], contacts missed there}. availability blends it with the prior.';
+GRANT EXECUTE ON FUNCTION dionysus_internal.rhythm_at(smallint[], double precision[], double precision[], integer, boolean) TO dionysus_driver;
+CREATE OR REPLACE FUNCTION dionysus_internal.availability(who text, at timestamptz)
+    RETURNS TABLE (belief double precision, confidence double precision, learned double precision, prior double precision)
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    p dionysus.people;
+    weekend boolean;
+    local_hour int;
+    hours smallint[];
+    activity double precision[];
+    misses double precision[];
+    total double precision;
+    -- What their rhythm says of this hour (the library's rhythm_at): {learned, missed}.
+    here double precision[];
+    days_known double precision;
+BEGIN
+    SELECT * INTO p FROM dionysus.people x WHERE x.person = who;
+    p.time_zone := coalesce(p.time_zone, 'UTC');
+    local_hour := extract(hour FROM at AT TIME ZONE p.time_zone)::int;
+    weekend := extract(isodow FROM at AT TIME ZONE p.time_zone) > 5;
+    prior := CASE WHEN dionysus_internal.in_quiet_hours(p, local_hour) THEN dionysus_internal.prior_setting(p, 'prior_quiet')
+                  WHEN NOT weekend AND local_hour >= dionysus_internal.prior_setting(p, 'workday_start_hour')
+                       AND local_hour < dionysus_internal.prior_setting(p, 'workday_end_hour')
+                       THEN dionysus_internal.prior_setting(p, 'prior_workday')
+                  ELSE dionysus_internal.prior_setting(p, 'prior_free') END;
+    -- Their (at most 168) hours in one read; the three arrays in one order (one aggregation).
+    SELECT array_agg(x.hour_of_week), array_agg(x.activity), array_agg(x.misses), sum(x.activity)
+      INTO hours, activity, misses, total
+      FROM dionysus.person_rhythm x WHERE x.person = who;
+    here := dionysus_internal.rhythm_at(hours, activity, misses, dionysus_internal.hour_of_week(at, p.time_zone), weekend);
+    learned := coalesce(here[1], 0); -- (NULL: no rows, nothing learned)
+    days_known := greatest(0, extract(epoch FROM at - coalesce(p.first_message_at, at)) / 86400.0);
+    confidence := least(1.0, coalesce(total, 0) / dionysus_internal.proactive_setting('rhythm_confident_after'))
+                  * least(1.0, days_known / dionysus_internal.proactive_setting('rhythm_confident_days'))
+                  * power(0.5, least(1000, greatest(0, extract(epoch FROM at - coalesce(p.last_message_at, at)) / 86400.0)
+                                           / dionysus_internal.proactive_setting('rhythm_confidence_days')));
+    belief := (confidence * learned + (1 - confidence) * prior)
+              * (1 - least(0.8, dionysus_internal.proactive_setting('miss_weight') * coalesce(here[2], 0)));
+    RETURN NEXT;
+END $$;
+
 -- Last of all (keep it last: a section added after it must come before it): the tables this
 -- update created are marked for pg_dump as a fresh install marks them (sql/030_backup.sql), the
 -- shipped ones with their restore trigger. Idempotent for the tables marked before.

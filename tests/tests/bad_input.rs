@@ -36,6 +36,10 @@ const CASES: &[(&str, &str, &str)] = &[
     ("SELECT dionysus.add_triple('a', 'likes', 'tea', confidence => 9)", "22023", "\"confidence\""),
     ("SELECT dionysus.link_concept(gen_random_uuid(), 'x')", "P0002", "\"memory_id\""),
     ("SELECT dionysus.recompute_neighborhoods(0)", "22023", "\"batch\""),
+    ("SELECT dionysus_internal.rhythm_at('{200}', '{1}', '{0}', 5, false)", "22023", "\"hours\""),
+    ("SELECT dionysus_internal.rhythm_at('{1}', '{1,2}', '{0}', 5, false)", "22023", "\"activity\""),
+    ("SELECT dionysus_internal.rhythm_at('{1}', '{1}', '{0}', 168, false)", "22023", "\"hour_of_week\""),
+    ("SELECT dionysus_internal.rhythm_at('{1,NULL}', '{1,2}', '{0,0}', 5, false)", "22004", "\"hours[]\""),
     ("SELECT dionysus.embed(NULL)", "22004", "\"content\""),
     // The conversation organ.
     ("SELECT dionysus.log_message('', 'm', 'c', 'a', 'hi')", "22023", "\"platform\""),
