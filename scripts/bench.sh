@@ -5,6 +5,7 @@
 #   scripts/bench.sh driver [N] [M]     the driver's overhead per message at N memories (100000)
 #   scripts/bench.sh fortnight [DAYS]   the proactive mind over a simulated fortnight (14)
 #   scripts/bench.sh lives [DAYS]       the proactive mind over a fortnight of seven different lives (14)
+#   scripts/bench.sh leave [P] [T]      a person leaving (forget_person) among P people of T turns each, and the same unindexed (20, 2500)
 #   scripts/bench.sh agents [N] [Q]     chat_context with/without its archetype; recall over MCP vs SQL (10000)
 #   scripts/bench.sh reindex [N]        a re-index: vectors/s, the swap, recall during the build (10000)
 #   scripts/bench.sh model [URL MODEL [KEY]]  a model against a fixed conversation set (#35): extraction precision/recall,
@@ -50,6 +51,7 @@ case "${1:-all}" in
   driver) $bench driver "${2:-100000}" "${3:-200}" ;;
   fortnight) $bench fortnight "${2:-14}" ;;
   lives) $bench lives "${2:-14}" ;;
+  leave) $bench leave "${2:-20}" "${3:-2500}" ;;
   agents) $bench agents "${2:-10000}" "${3:-200}" ;;
   all)
     $bench locomo "$dev_split"
@@ -61,7 +63,8 @@ case "${1:-all}" in
     $bench reindex 10000
     $bench decay 100000
     $bench people 1000
+    $bench leave 20 2500
     $bench working_memory 10000
     $bench context 100000 ;;
-  *) echo "usage: scripts/bench.sh locomo [PATH] [--json] | recall [N] [Q] | driver [N] [M] | fortnight [DAYS] | lives [DAYS] | agents [N] [Q] | reindex [N] | embed [R] [T] | model [URL MODEL [KEY]] | decay [N] | people [P] | working_memory [N] | context [N] | all" >&2; exit 2 ;;
+  *) echo "usage: scripts/bench.sh locomo [PATH] [--json] | recall [N] [Q] | driver [N] [M] | fortnight [DAYS] | lives [DAYS] | leave [P] [T] | agents [N] [Q] | reindex [N] | embed [R] [T] | model [URL MODEL [KEY]] | decay [N] | people [P] | working_memory [N] | context [N] | all" >&2; exit 2 ;;
 esac

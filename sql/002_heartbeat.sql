@@ -289,6 +289,8 @@ CREATE TABLE heartbeat_log (
 COMMENT ON TABLE heartbeat_log IS 'One row per heartbeat (§7.3): energy, snapshots, decision, actions with cost and result, narrative.';
 CREATE INDEX heartbeat_log_number ON heartbeat_log (heartbeat_number DESC);
 CREATE INDEX heartbeat_log_started ON heartbeat_log (started_at DESC);
+-- Its foreign keys, indexed (001).
+CREATE INDEX heartbeat_log_memory_id ON heartbeat_log (memory_id) WHERE memory_id IS NOT NULL;
 
 -- ---------------------------------------------------------------------------------------
 -- The driver's work queue: actions that need the LLM or the network.

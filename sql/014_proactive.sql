@@ -317,6 +317,8 @@ CREATE INDEX contact_evaluations_messages ON contact_evaluations (person, decide
 -- refer to each other.
 ALTER TABLE outbox ADD CONSTRAINT outbox_contact_id_fkey
     FOREIGN KEY (contact_id) REFERENCES contact_evaluations (id) ON DELETE SET NULL DEFERRABLE INITIALLY DEFERRED;
+-- Its foreign keys, indexed (001).
+CREATE INDEX contact_evaluations_outbox_id ON contact_evaluations (outbox_id) WHERE outbox_id IS NOT NULL;
 
 -- ---------------------------------------------------------------------------------------
 -- Helpers

@@ -58,6 +58,9 @@ CREATE TABLE north_stars (
 COMMENT ON TABLE north_stars IS 'What matters most to each person: protected facts (never decayed, superseded or deleted by anything automatic), retired only by their word.';
 CREATE UNIQUE INDEX north_stars_once ON north_stars (person, lower(btrim(content))) WHERE status = 'active';
 CREATE INDEX north_stars_person ON north_stars (person) WHERE status = 'active';
+-- Its foreign keys, indexed (001).
+CREATE INDEX north_stars_memory_id ON north_stars (memory_id);
+CREATE INDEX north_stars_origin_message_id ON north_stars (origin_message_id) WHERE origin_message_id IS NOT NULL;
 
 -- The memory behind an active north star changes only by the person's word: retire_north_star
 -- retires the north star first, and only then may its memory be archived.
@@ -203,6 +206,9 @@ CREATE TABLE feedback (
 COMMENT ON TABLE feedback IS 'Invisible feedback: a person''s reply to one of Dionysus''s messages (or a command, or a dream item''s button). Never in the message log, never answered.';
 CREATE INDEX feedback_recent ON feedback (created_at DESC);
 CREATE INDEX feedback_person ON feedback (person, created_at DESC);
+-- Its foreign keys, indexed (001).
+CREATE INDEX feedback_about_message_id ON feedback (about_message_id) WHERE about_message_id IS NOT NULL;
+CREATE INDEX feedback_about_outbox_id ON feedback (about_outbox_id) WHERE about_outbox_id IS NOT NULL;
 
 -- Stores feedback about one of Dionysus's messages to this person: `about` is its platform id
 -- (NULL: the last message Dionysus sent them). A message sent to someone else is not theirs to
@@ -310,6 +316,8 @@ CREATE TABLE objectives (
 );
 COMMENT ON TABLE objectives IS 'The person''s objectives: what they are working toward, extracted from their turns; theirs, not Dionysus''s goals.';
 CREATE INDEX objectives_person ON objectives (person, status);
+-- Its foreign keys, indexed (001).
+CREATE INDEX objectives_origin_message_id ON objectives (origin_message_id) WHERE origin_message_id IS NOT NULL;
 
 -- One objective from an extraction: the same objective said again (cosine similarity ≥ 0.85
 -- to one of theirs) updates it — saliency, status — instead of adding a second.
@@ -516,6 +524,8 @@ CREATE TABLE dreams (
     note        text                  -- what it found, or why it proposes nothing
 );
 COMMENT ON TABLE dreams IS 'One nightly dream per local date: what it reviewed since, and what it found.';
+-- Its foreign keys, indexed (001).
+CREATE INDEX dreams_work_id ON dreams (work_id) WHERE work_id IS NOT NULL;
 
 CREATE TABLE proposals (
     id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -540,8 +550,12 @@ CREATE TABLE proposals (
 );
 COMMENT ON TABLE proposals IS 'What a dream proposes about Dionysus itself (a template, the extraction, an archetype), pending until the person approves or rejects it.';
 CREATE INDEX proposals_pending ON proposals (created_at) WHERE status IN ('pending', 'discussing');
+-- Its foreign keys, indexed (001).
+CREATE INDEX proposals_dream_id ON proposals (dream_id) WHERE dream_id IS NOT NULL;
 -- Feedback (above) may be about a proposal: its key, now that proposals exist.
 ALTER TABLE feedback ADD CONSTRAINT feedback_about_proposal_fkey FOREIGN KEY (about_proposal_id) REFERENCES proposals (id) ON DELETE SET NULL;
+-- Indexed, as every foreign key (001).
+CREATE INDEX feedback_about_proposal_id ON feedback (about_proposal_id) WHERE about_proposal_id IS NOT NULL;
 
 -- A decision stands: status moves pending → discussing → approved | rejected, never back, and a
 -- decided proposal's decision (who, when, what it applied) does not change afterwards, whoever
@@ -581,6 +595,8 @@ CREATE TABLE person_prompt_templates (
 );
 COMMENT ON TABLE person_prompt_templates IS 'A person''s own versions of a prompt template (approved dream proposals of theirs): used for them instead of the shared one, for nobody else.';
 CREATE UNIQUE INDEX person_prompt_templates_one_active ON person_prompt_templates (person, key) WHERE active;
+-- Its foreign keys, indexed (001).
+CREATE INDEX person_prompt_templates_proposal_id ON person_prompt_templates (proposal_id) WHERE proposal_id IS NOT NULL;
 
 -- The template as used for this person: their own active version, else the shared one.
 CREATE FUNCTION prompt_template(key text, person text) RETURNS jsonb

@@ -43,6 +43,8 @@ CREATE INDEX mirror_items_created ON mirror_items (created_at);
 -- Feedback given through an item's Feedback button is about that item (feedback.about_mirror_item_id, 017).
 ALTER TABLE feedback ADD CONSTRAINT feedback_about_mirror_item_id_fkey
     FOREIGN KEY (about_mirror_item_id) REFERENCES mirror_items (id) ON DELETE SET NULL;
+-- Indexed, as every foreign key (001).
+CREATE INDEX feedback_about_mirror_item_id ON feedback (about_mirror_item_id) WHERE about_mirror_item_id IS NOT NULL;
 
 INSERT INTO proactive_config (key, value, description) VALUES
     ('mirror_retention_days', 14, 'dream-channel items (and their prompts) are kept this many days'),

@@ -102,6 +102,8 @@ CREATE TABLE reindex_extractions (
     PRIMARY KEY (run_id, message_id)
 );
 COMMENT ON TABLE reindex_extractions IS 'A building run''s new extractions of the person''s turns, applied by the swap.';
+-- Its foreign keys, indexed (001).
+CREATE INDEX reindex_extractions_message_id ON reindex_extractions (message_id);
 
 -- Facts of a turn the person forgot: the turn's next reading, or another turn's, must not
 -- bring them back. Only a hash of the words is kept: forgetting erases the text.

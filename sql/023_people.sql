@@ -106,6 +106,8 @@ CREATE TABLE person_relations (
 );
 COMMENT ON TABLE person_relations IS 'How two people in a person''s life relate: kind, sentiment −1…1, confidence, source (said or inferred: an inference never overwrites what was said), the turn it came from, last update.';
 CREATE INDEX person_relations_to ON person_relations (to_id);
+-- Its foreign keys, indexed (001).
+CREATE INDEX person_relations_message_id ON person_relations (message_id) WHERE message_id IS NOT NULL;
 
 -- Where each thing known about someone came from: the turn, and what it said.
 CREATE TABLE person_sources (
@@ -118,6 +120,8 @@ CREATE TABLE person_sources (
 );
 COMMENT ON TABLE person_sources IS 'Where each thing known about someone came from: what (named, alias, relation, feeling, trait, topic, merged, related), its value and the turn.';
 CREATE INDEX person_sources_person ON person_sources (known_person_id, at);
+-- Its foreign keys, indexed (001).
+CREATE INDEX person_sources_message_id ON person_sources (message_id) WHERE message_id IS NOT NULL;
 
 -- A name's key: lower case, single spaces, no surrounding punctuation, no possessive "'s", a
 -- leading "my"/"our" dropped ("My Mother's," → "mother").

@@ -67,6 +67,10 @@ CREATE TABLE open_threads (
 COMMENT ON TABLE open_threads IS 'What a person''s conversations left unresolved (the extraction''s threads.opened), theirs until a turn or the person closes it; carried into their next session while younger than open_thread_days.';
 CREATE UNIQUE INDEX open_threads_one_open ON open_threads (person, thread_key) WHERE status = 'open';
 CREATE INDEX open_threads_of_person ON open_threads (person, touched_at DESC) WHERE status = 'open';
+-- Its foreign keys, indexed (001).
+CREATE INDEX open_threads_closed_by ON open_threads (closed_by) WHERE closed_by IS NOT NULL;
+CREATE INDEX open_threads_episode_id ON open_threads (episode_id) WHERE episode_id IS NOT NULL;
+CREATE INDEX open_threads_opened_by ON open_threads (opened_by) WHERE opened_by IS NOT NULL;
 
 -- ---------------------------------------------------------------------------------------
 -- Working memories: one per person per episode while it is open.
@@ -127,6 +131,8 @@ CREATE TABLE working_memory_sessions (
 );
 COMMENT ON TABLE working_memory_sessions IS 'The record of each cleared working memory: focus, turns, the items it held at the end (kind, id, relevance, uses), the threads left open, evictions.';
 CREATE INDEX working_memory_sessions_person ON working_memory_sessions (person, ended_at DESC);
+-- Its foreign keys, indexed (001).
+CREATE INDEX working_memory_sessions_episode_id ON working_memory_sessions (episode_id) WHERE episode_id IS NOT NULL;
 
 -- ---------------------------------------------------------------------------------------
 -- Helpers

@@ -61,6 +61,8 @@ CREATE TRIGGER context_budgets_keep_shipped BEFORE DELETE ON context_budgets
 -- An archetype's budget_task (017) names one of these; the key is added here, where the budgets are.
 ALTER TABLE context_archetypes ADD CONSTRAINT context_archetypes_budget_task_fkey
     FOREIGN KEY (budget_task) REFERENCES context_budgets (task) ON UPDATE CASCADE;
+-- Indexed, as every foreign key (001).
+CREATE INDEX context_archetypes_budget_task ON context_archetypes (budget_task);
 
 -- A context fitted into its task's budget (or into budget tokens when given).
 CREATE FUNCTION dionysus_internal.fit_task_context(context jsonb, task text, budget integer DEFAULT NULL) RETURNS jsonb

@@ -407,6 +407,36 @@ async fn the_worker_leaves_an_old_schema_alone_and_says_so_once() {
     }
 }
 
+/// Every foreign key has an index leading with its columns (sql/001's rule): deleting a row a key
+/// points at (a person leaving, retention, decay) finds the references by index. Without them
+/// `forget_person` read the whole message log twice for each of the person's turns.
+#[tokio::test]
+async fn every_foreign_key_is_served_by_an_index() {
+    let db = TestDb::new("fk_indexes").await;
+    let unserved: Vec<String> = db
+        .client
+        .query(
+            "SELECT c.conrelid::regclass::text || ' (' || (SELECT string_agg(a.attname, ', ' ORDER BY k.n) \
+                                                          FROM unnest(c.conkey) WITH ORDINALITY k(att, n) \
+                                                          JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.att) \
+                    || ') -> ' || c.confrelid::regclass::text \
+               FROM pg_constraint c \
+              WHERE c.contype = 'f' AND c.connamespace = 'dionysus'::regnamespace \
+                AND NOT EXISTS (SELECT 1 FROM pg_index i \
+                                 WHERE i.indrelid = c.conrelid \
+                                   AND (SELECT array_agg(x ORDER BY x) FROM unnest((i.indkey::int2[])[0:cardinality(c.conkey) - 1]) x) \
+                                       = (SELECT array_agg(x ORDER BY x) FROM unnest(c.conkey) x)) \
+              ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(unserved.is_empty(), "foreign keys no index leads with: {unserved:?}");
+}
+
 /// `\df+ dionysus.*` is the reference: it lists the API and only the API, each function with
 /// its comment; the helpers live in dionysus_internal, documented too.
 #[tokio::test]

@@ -23,6 +23,8 @@ mod decay;
 mod embed;
 #[path = "bench/fortnight.rs"]
 mod fortnight;
+#[path = "bench/leave.rs"]
+mod leave;
 #[path = "bench/lives.rs"]
 mod lives;
 #[path = "bench/people.rs"]
@@ -72,12 +74,15 @@ async fn main() {
         }
         Some("fortnight") => fortnight::fortnight(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(14)).await,
         Some("lives") => lives::lives(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(14)).await,
+        Some("leave") => {
+            leave::leave(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(20), args.get(3).and_then(|s| s.parse().ok()).unwrap_or(2_500)).await
+        }
         Some("agents") => {
             let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000);
             let q: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(200);
             context_and_mcp(n, q).await
         }
-        _ => eprintln!("usage: dionysus-bench locomo PATH [--json] | recall N [QUERIES] | driver N [MESSAGES] | fortnight [DAYS] | lives [DAYS] | agents N [QUERIES] | reindex N | embed [ROUNDS] [TURNS] | decay N | people [P] | working_memory [N] | context [N]"),
+        _ => eprintln!("usage: dionysus-bench locomo PATH [--json] | recall N [QUERIES] | driver N [MESSAGES] | fortnight [DAYS] | lives [DAYS] | leave [PEOPLE] [TURNS] | agents N [QUERIES] | reindex N | embed [ROUNDS] [TURNS] | decay N | people [P] | working_memory [N] | context [N]"),
     }
 }
 
