@@ -245,7 +245,11 @@ CREATE TABLE triples (
 COMMENT ON TABLE triples IS 'Subject–predicate–object statements over entities, with provenance.';
 -- One triple per statement and privacy.
 CREATE UNIQUE INDEX triples_identity ON triples (subject_id, predicate, object_id, (coalesce(private_to, '{}'::text[])));
-CREATE INDEX triples_object ON triples (object_id);
+-- A turn's context reads the triples about the entities it names that its person may see
+-- (triples_seen, 013): by subject or object, and privacy key, so one person's turn never reads
+-- everyone's "user" triples (a person's own facts about themselves are all about 'user').
+CREATE INDEX triples_subject_seen ON triples (subject_id, (coalesce(private_to, '{}'::text[])));
+CREATE INDEX triples_object_seen ON triples (object_id, (coalesce(private_to, '{}'::text[])));
 -- Its foreign keys, indexed (001).
 CREATE INDEX triples_memory_id ON triples (memory_id) WHERE memory_id IS NOT NULL;
 

@@ -488,8 +488,7 @@ BEGIN
     -- Deeper archetypes follow the graph further: each hop adds the other ends of the triples found.
     FOR hop IN 2..depth LOOP
         ents := ents || array(SELECT DISTINCT CASE WHEN t.subject_id = ANY(ents) THEN t.object_id ELSE t.subject_id END
-                                FROM dionysus.triples t
-                               WHERE (t.subject_id = ANY(ents) OR t.object_id = ANY(ents)) AND dionysus_internal.visible_to(t.private_to, viewer)
+                                FROM dionysus_internal.triples_seen(ents, viewer) t
                                LIMIT 50);
     END LOOP;
     IF depth = 0 THEN
@@ -498,8 +497,7 @@ BEGIN
     SELECT coalesce(jsonb_agg(jsonb_build_object('subject', s.name, 'predicate', t.predicate, 'object', o.name,
                                                  'confidence', t.confidence) ORDER BY t.confidence DESC, t.updated_at DESC), '[]'::jsonb)
       INTO trips
-      FROM (SELECT * FROM dionysus.triples
-             WHERE (subject_id = ANY(ents) OR object_id = ANY(ents)) AND dionysus_internal.visible_to(private_to, viewer)
+      FROM (SELECT * FROM dionysus_internal.triples_seen(ents, viewer)
              ORDER BY confidence DESC, updated_at DESC LIMIT 20) t
       JOIN dionysus.entities s ON s.id = t.subject_id JOIN dionysus.entities o ON o.id = t.object_id;
 

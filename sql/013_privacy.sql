@@ -29,6 +29,22 @@ CREATE FUNCTION dionysus_internal.visible_to(private_to text[], person text) RET
 COMMENT ON FUNCTION dionysus_internal.visible_to(text[], text) IS
     'Whether a person may see something private to private_to: it is private to nobody, or to nobody but them.';
 
+-- The triples about these entities that a person may see, found by index (001): by subject and
+-- by object, each under the two privacy keys visible_to lets through (nobody's, theirs alone; a
+-- stored private_to is NULL or sorted, distinct names: add_triple), checked by visible_to again.
+CREATE FUNCTION dionysus_internal.triples_seen(ents uuid[], viewer text) RETURNS SETOF dionysus.triples
+    LANGUAGE sql STABLE AS $$
+    SELECT u.* FROM (
+        SELECT t.* FROM dionysus.triples t
+         WHERE t.subject_id = ANY (ents) AND coalesce(t.private_to, '{}'::text[]) IN ('{}'::text[], ARRAY[viewer])
+        UNION
+        SELECT t.* FROM dionysus.triples t
+         WHERE t.object_id = ANY (ents) AND coalesce(t.private_to, '{}'::text[]) IN ('{}'::text[], ARRAY[viewer])) u
+     WHERE dionysus_internal.visible_to(u.private_to, viewer)
+$$;
+COMMENT ON FUNCTION dionysus_internal.triples_seen(uuid[], text) IS
+    'The triples in which any of these entities is subject or object that the person may see (visible_to), found by index: a turn never reads other people''s private triples.';
+
 -- The privacy of something made of two things: the people of both (NULL when neither is private).
 CREATE FUNCTION dionysus_internal.privacy_union(a text[], b text[]) RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE

@@ -3182,6 +3182,187 @@ CREATE INDEX working_memory_sessions_episode_id ON working_memory_sessions (epis
 CREATE INDEX procedure_activations_message_id ON procedure_activations (message_id) WHERE message_id IS NOT NULL;
 CREATE INDEX context_archetypes_budget_task ON context_archetypes (budget_task);
 
+-- A turn's context read every triple about 'user' (all people's facts about themselves) and then
+-- kept the ones its person may see: 6.7 ms a call at 14,000 triples of 50 people, twice a turn.
+-- triples_seen finds the visible ones by index.
+DROP INDEX triples_object;
+CREATE INDEX triples_subject_seen ON triples (subject_id, (coalesce(private_to, '{}'::text[])));
+CREATE INDEX triples_object_seen ON triples (object_id, (coalesce(private_to, '{}'::text[])));
+-- The triples about these entities that a person may see, found by index (001): by subject and
+-- by object, each under the two privacy keys visible_to lets through (nobody's, theirs alone; a
+-- stored private_to is NULL or sorted, distinct names: add_triple), checked by visible_to again.
+CREATE FUNCTION dionysus_internal.triples_seen(ents uuid[], viewer text) RETURNS SETOF dionysus.triples
+    LANGUAGE sql STABLE AS $$
+    SELECT u.* FROM (
+        SELECT t.* FROM dionysus.triples t
+         WHERE t.subject_id = ANY (ents) AND coalesce(t.private_to, '{}'::text[]) IN ('{}'::text[], ARRAY[viewer])
+        UNION
+        SELECT t.* FROM dionysus.triples t
+         WHERE t.object_id = ANY (ents) AND coalesce(t.private_to, '{}'::text[]) IN ('{}'::text[], ARRAY[viewer])) u
+     WHERE dionysus_internal.visible_to(u.private_to, viewer)
+$$;
+COMMENT ON FUNCTION dionysus_internal.triples_seen(uuid[], text) IS
+    'The triples in which any of these entities is subject or object that the person may see (visible_to), found by index: a turn never reads other people''s private triples.';
+GRANT EXECUTE ON FUNCTION dionysus_internal.triples_seen(uuid[], text) TO dionysus_driver;
+CREATE OR REPLACE FUNCTION chat_context(message_id uuid, max_memories integer DEFAULT 8, max_turns integer DEFAULT 12,
+                             use_archetype boolean DEFAULT true, budget integer DEFAULT NULL)
+    RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+    m dionysus.messages;
+    turns jsonb;
+    in_view uuid[];
+    mems jsonb;
+    words text[];
+    grams text[];
+    ents uuid[];
+    trips jsonb;
+    viewer text;
+    shape jsonb;
+    threshold double precision;
+    depth integer := 1;
+    hop integer;
+    wmem jsonb;
+    -- A context with memories is a turn of the conversation (the extraction's asks for none),
+    -- whatever an archetype narrows them to.
+    steps boolean := coalesce(max_memories, 0) > 0;
+    -- The budget's task (027): an archetype's, else casual chat.
+    task text := 'chat';
+BEGIN
+    IF message_id IS NULL THEN
+        RAISE EXCEPTION 'dionysus: argument "message_id" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF max_memories IS NULL OR max_memories < 0 OR max_memories > 100 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "max_memories": % is outside [0, 100]', max_memories USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_turns IS NULL OR max_turns < 0 OR max_turns > 200 THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "max_turns": % is outside [0, 200]', max_turns USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF budget IS NOT NULL AND (budget < 100 OR budget > 200000) THEN
+        RAISE EXCEPTION 'dionysus: invalid argument "budget": % tokens is outside [100, 200000]', budget USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT * INTO m FROM dionysus.messages x WHERE x.id = chat_context.message_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dionysus: argument "message_id": no message with id %', message_id USING ERRCODE = 'no_data_found';
+    END IF;
+    viewer := coalesce(m.person, 'nobody:');
+    -- The kind of message decides the shape of its context (017): its archetype's turns,
+    -- memories, similarity threshold and triple depth, within the arguments (the operator's
+    -- caps); the arguments alone when no archetype is near enough.
+    IF use_archetype THEN
+        shape := dionysus.match_archetype((SELECT x.embedding FROM dionysus.memories x WHERE x.id = m.memory_id), m.person);
+        IF shape ->> 'name' IS NOT NULL THEN
+            max_turns := least(max_turns, (shape ->> 'turns')::int);
+            max_memories := least(max_memories, (shape ->> 'memories')::int);
+            threshold := (shape ->> 'similarity_threshold')::float8;
+            depth := (shape ->> 'triple_depth')::int;
+            task := coalesce((SELECT a.budget_task FROM dionysus.context_archetypes a
+                               WHERE a.name = shape ->> 'name' AND a.active AND (a.person IS NULL OR a.person = m.person)
+                               ORDER BY a.person NULLS LAST LIMIT 1), task);
+        END IF;
+    END IF;
+
+    -- The turns before it in its channel: a lived turn's are the lived ones and its person's own
+    -- imported history; an imported turn's, its person's imported turns only (another person's
+    -- import may use the same channel name). Someone else's words in a history are marked so.
+    -- A turn's shorter levels are its memory's (027; a memory that faded already is one).
+    SELECT coalesce(jsonb_agg(jsonb_build_object('role', CASE WHEN t.is_bot THEN 'assistant' WHEN t.other THEN 'other' ELSE 'user' END,
+                                                 'content', t.content, 'at', t.created_at, 'proactive', t.is_proactive,
+                                                 'summary', t.summary, 'micro', t.micro)
+                              ORDER BY t.created_at, t.id), '[]'::jsonb),
+           array_agg(t.memory_id) FILTER (WHERE t.memory_id IS NOT NULL)
+      INTO turns, in_view
+      FROM (SELECT x.id, x.is_bot, x.created_at, x.is_proactive, x.memory_id,
+                   CASE WHEN x.import_id IS NULL THEN x.content ELSE coalesce(mm.content, x.content) END AS content,
+                   x.import_id IS NOT NULL AND mm.metadata ->> 'role' = 'other' AS other,
+                   CASE mm.stage WHEN 'fresh' THEN mm.summary WHEN 'fading' THEN mm.content END AS summary,
+                   CASE mm.stage WHEN 'distant' THEN mm.content ELSE mm.micro END AS micro
+              FROM dionysus.messages x
+              LEFT JOIN dionysus.memories mm ON mm.id = x.memory_id
+             WHERE x.platform = m.platform AND x.channel_id = m.channel_id AND x.id <> m.id
+               AND (x.created_at, x.id) < (m.created_at, m.id)
+               AND ((x.import_id IS NULL AND m.import_id IS NULL) OR (x.import_id IS NOT NULL AND x.person = m.person))
+             ORDER BY x.created_at DESC, x.id DESC LIMIT max_turns) t;
+    in_view := coalesce(in_view, '{}') || m.memory_id;
+
+    IF max_memories > 0 THEN
+        SELECT coalesce(jsonb_agg(jsonb_build_object(
+                   'id', r.memory_id, 'content', r.content, 'type', r.type, 'created_at', r.created_at,
+                   'score', round(r.score::numeric, 4), 'found_by', r.found_by,
+                   'fact', f.memory_id IS NOT NULL, 'subject', f.subject,
+                   'role', x.role, 'stage', mm.stage, 'summary', mm.summary, 'micro', mm.micro) ORDER BY r.score DESC), '[]'::jsonb)
+          INTO mems
+          FROM (SELECT * FROM dionysus.recall(m.content, max_memories + cardinality(in_view), person => viewer)
+                 WHERE NOT (memory_id = ANY(in_view))
+                   -- What meaning alone found must be near enough; what words or links found stays.
+                   AND (threshold IS NULL OR found_by <> 'vector' OR vector_score >= threshold)
+                 ORDER BY score DESC LIMIT max_memories) r
+          LEFT JOIN dionysus.facts f ON f.memory_id = r.memory_id
+          LEFT JOIN dionysus.memories mm ON mm.id = r.memory_id
+          LEFT JOIN LATERAL (SELECT CASE WHEN y.is_bot THEN 'assistant' ELSE 'user' END AS role
+                               FROM dionysus.messages y WHERE y.memory_id = r.memory_id LIMIT 1) x ON true;
+    ELSE
+        mems := '[]'::jsonb;
+    END IF;
+    -- The session's working memory (025): a context with memories is a turn of the conversation
+    -- and steps it; the extraction's (no memories) only reads it.
+    wmem := dionysus_internal.working_memory_turn(m, mems, in_view, steps);
+
+    -- Entities named in the message: its words, word pairs and triples, matched against the
+    -- entities' normalised names; plus the subjects of recalled facts, and the person.
+    words := array(SELECT w FROM regexp_split_to_table(lower(m.content), '[^[:alnum:]_''-]+') w WHERE w <> '');
+    grams := words
+          || array(SELECT words[i] || ' ' || words[i + 1] FROM generate_series(1, cardinality(words) - 1) i)
+          || array(SELECT words[i] || ' ' || words[i + 1] || ' ' || words[i + 2] FROM generate_series(1, cardinality(words) - 2) i)
+          || array(SELECT lower(btrim(e ->> 'subject')) FROM jsonb_array_elements(mems) e WHERE e ->> 'subject' IS NOT NULL)
+          || ARRAY['user'];
+    ents := array(SELECT id FROM dionysus.entities WHERE name_key = ANY(grams));
+    -- Deeper archetypes follow the graph further: each hop adds the other ends of the triples found.
+    FOR hop IN 2..depth LOOP
+        ents := ents || array(SELECT DISTINCT CASE WHEN t.subject_id = ANY(ents) THEN t.object_id ELSE t.subject_id END
+                                FROM dionysus_internal.triples_seen(ents, viewer) t
+                               LIMIT 50);
+    END LOOP;
+    IF depth = 0 THEN
+        ents := '{}';
+    END IF;
+    SELECT coalesce(jsonb_agg(jsonb_build_object('subject', s.name, 'predicate', t.predicate, 'object', o.name,
+                                                 'confidence', t.confidence) ORDER BY t.confidence DESC, t.updated_at DESC), '[]'::jsonb)
+      INTO trips
+      FROM (SELECT * FROM dionysus_internal.triples_seen(ents, viewer)
+             ORDER BY confidence DESC, updated_at DESC LIMIT 20) t
+      JOIN dionysus.entities s ON s.id = t.subject_id JOIN dionysus.entities o ON o.id = t.object_id;
+
+    -- Within the task's budget (027): each item at the richest level that fits, the rest cut,
+    -- and what was included and cut said under context_budget.
+    RETURN dionysus_internal.fit_task_context(jsonb_build_object(
+        'message', jsonb_build_object('id', m.id, 'content', m.content, 'at', m.created_at, 'channel_id', m.channel_id,
+                                      'platform', m.platform, 'person', m.person),
+        'now', now(),
+        'recent_turns', turns,
+        'memories', mems,
+        'triples', trips,
+        -- The people in their life the message names, with how they relate (023_people.sql).
+        'people', CASE WHEN m.person IS NULL THEN '[]'::jsonb ELSE dionysus_internal.people_in_context(m.person, grams) END,
+        'goals', coalesce((SELECT jsonb_agg(jsonb_build_object('id', g.id, 'title', g.title) ORDER BY g.last_touched DESC)
+                             FROM dionysus.goals g WHERE g.priority = 'active' AND dionysus_internal.visible_to(g.private_to, viewer)),
+                          '[]'::jsonb),
+        -- What matters most to them (017), in every context; and what they are working toward.
+        'north_stars', coalesce((SELECT jsonb_agg(n.content ORDER BY n.created_at) FROM dionysus.person_north_stars(viewer) n), '[]'::jsonb),
+        'objectives', coalesce((SELECT jsonb_agg(jsonb_build_object('description', o.description, 'saliency', round(o.saliency::numeric, 2)))
+                                  FROM (SELECT * FROM dionysus.person_objectives(viewer) LIMIT 5) o), '[]'::jsonb),
+        'archetype', shape,
+        -- What this session holds in mind: its focus, open threads, and what earlier turns
+        -- brought up that this one did not (NULL outside a person's open session).
+        'working_memory', wmem), task, budget);
+END $$;
+
+-- CREATE OR REPLACE dropped chat_context's settings: pgvector's schema back on its search_path (900_api.sql).
+DO $$
+BEGIN
+    EXECUTE format('ALTER FUNCTION dionysus.chat_context(uuid, integer, integer, boolean, integer) SET search_path = pg_catalog, dionysus, %I',
+                   (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'));
+END $$;
+
 -- Last of all (keep it last: a section added after it must come before it): the tables this
 -- update created are marked for pg_dump as a fresh install marks them (sql/030_backup.sql), the
 -- shipped ones with their restore trigger. Idempotent for the tables marked before.
