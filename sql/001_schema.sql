@@ -125,6 +125,8 @@ COMMENT ON TABLE episodes IS
 -- At most one open episode per source and person; writers of different sources never wait on each other.
 CREATE UNIQUE INDEX episodes_one_open_per_source ON episodes (source, person) NULLS NOT DISTINCT WHERE ended_at IS NULL;
 CREATE INDEX episodes_started ON episodes (started_at DESC);
+-- Ended and not yet summarised: the scheduler looks for them every few seconds (012).
+CREATE INDEX episodes_unsummarized ON episodes (ended_at) WHERE summary IS NULL AND ended_at IS NOT NULL;
 
 -- ---------------------------------------------------------------------------------------
 -- Memories

@@ -168,6 +168,8 @@ CREATE TABLE energy_ledger (
 );
 COMMENT ON TABLE energy_ledger IS 'Every change of energy, with the heartbeat and action it belongs to.';
 CREATE INDEX energy_ledger_heartbeat ON energy_ledger (heartbeat_id);
+-- What retention prunes (prune_history, 011), found by index: the maintenance pass asks every 30 s.
+CREATE INDEX energy_ledger_at ON energy_ledger (at);
 
 -- ---------------------------------------------------------------------------------------
 -- Goals (§4, appendix A).
@@ -289,6 +291,10 @@ CREATE TABLE heartbeat_log (
 COMMENT ON TABLE heartbeat_log IS 'One row per heartbeat (§7.3): energy, snapshots, decision, actions with cost and result, narrative.';
 CREATE INDEX heartbeat_log_number ON heartbeat_log (heartbeat_number DESC);
 CREATE INDEX heartbeat_log_started ON heartbeat_log (started_at DESC);
+-- The open ones (the scheduler looks for stalled ones every few seconds) and the finished ones
+-- by age (retention, 011), each by index.
+CREATE INDEX heartbeat_log_open ON heartbeat_log (heartbeat_number) WHERE status IN ('in_flight', 'committed');
+CREATE INDEX heartbeat_log_done ON heartbeat_log ((coalesce(ended_at, started_at))) WHERE status IN ('finished', 'recovered');
 -- Its foreign keys, indexed (001).
 CREATE INDEX heartbeat_log_memory_id ON heartbeat_log (memory_id) WHERE memory_id IS NOT NULL;
 
@@ -326,6 +332,8 @@ CREATE TABLE work_queue (
 COMMENT ON TABLE work_queue IS 'Actions for the driver (LLM or network), claimed with SKIP LOCKED, each with an idempotency key.';
 CREATE INDEX work_queue_pending ON work_queue (priority DESC, created_at, id) WHERE status IN ('pending', 'claimed');
 CREATE INDEX work_queue_heartbeat ON work_queue (heartbeat_id) WHERE heartbeat_id IS NOT NULL;
+-- Finished work by age (retention, 011).
+CREATE INDEX work_queue_done ON work_queue ((coalesce(completed_at, created_at))) WHERE status IN ('done', 'failed');
 
 -- ---------------------------------------------------------------------------------------
 -- The outbox: messages for the person (or the public) that the driver delivers.
@@ -365,4 +373,6 @@ CREATE TABLE outbox (
 );
 COMMENT ON TABLE outbox IS 'Messages for the person (or public, after approval) that the driver delivers: pending → sent/failed.';
 CREATE INDEX outbox_pending ON outbox (created_at) WHERE status = 'pending';
+-- Delivered or failed messages by age (retention, 011).
+CREATE INDEX outbox_done ON outbox ((coalesce(sent_at, created_at))) WHERE status IN ('sent', 'failed');
 

@@ -38,6 +38,8 @@ CREATE INDEX messages_channel ON messages (platform, channel_id, created_at DESC
 ALTER TABLE outbox ADD CONSTRAINT outbox_reply_to_fkey FOREIGN KEY (reply_to) REFERENCES messages (id) ON DELETE SET NULL;
 CREATE INDEX messages_memory ON messages (memory_id);
 CREATE INDEX messages_person ON messages (created_at) WHERE NOT is_bot;
+-- A person's turns, newest first (their latest turns for a message to them, a contact's context).
+CREATE INDEX messages_person_at ON messages (person, created_at DESC);
 -- Its foreign keys, indexed (001).
 CREATE INDEX messages_prev_message_id ON messages (prev_message_id) WHERE prev_message_id IS NOT NULL;
 CREATE INDEX messages_reply_to ON messages (reply_to) WHERE reply_to IS NOT NULL;

@@ -249,6 +249,8 @@ COMMENT ON TABLE events IS 'The event queue (CRITICAL 0 … IDLE 4): merged, dro
 CREATE INDEX events_queued ON events (priority, at) WHERE status = 'queued';
 CREATE INDEX events_type_at ON events (type, at);
 CREATE INDEX events_scheduled ON events (at) WHERE status = 'scheduled';
+-- Handled events by age (retention, 011).
+CREATE INDEX events_handled ON events (at) WHERE status NOT IN ('queued', 'scheduled');
 
 -- Every event that did not reach processing, by why and priority.
 CREATE TABLE event_counters (
@@ -313,6 +315,7 @@ CREATE INDEX contact_evaluations_open ON contact_evaluations (at) WHERE outcome 
 -- silence counts against it. Without it each read visits every evaluation of theirs kept (one
 -- each quarter hour, for retention_days).
 CREATE INDEX contact_evaluations_messages ON contact_evaluations (person, decided_at DESC) WHERE decision = 'message';
+CREATE INDEX contact_evaluations_at ON contact_evaluations (at); -- (retention, 011)
 -- outbox.contact_id (002) names the evaluation that made a message; checked at commit, as the two
 -- refer to each other.
 ALTER TABLE outbox ADD CONSTRAINT outbox_contact_id_fkey

@@ -64,6 +64,7 @@ CREATE TABLE rule_firings (
 );
 COMMENT ON TABLE rule_firings IS 'Every rule pass that fired: the values the conditions read, and what each rule changed or made.';
 CREATE INDEX rule_firings_person ON rule_firings (person, at DESC);
+CREATE INDEX rule_firings_at ON rule_firings (at); -- (retention, 011)
 
 CREATE TABLE learning_log (
     id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -3363,6 +3363,20 @@ BEGIN
                    (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'));
 END $$;
 
+-- What runs every few seconds over history, by index: retention's pass (every 30 s) read each
+-- history table whole, the scheduler's tick (every 10 s) every episode and every heartbeat, and
+-- a message to a person (their latest turns) the message log.
+CREATE INDEX energy_ledger_at ON energy_ledger (at);
+CREATE INDEX heartbeat_log_open ON heartbeat_log (heartbeat_number) WHERE status IN ('in_flight', 'committed');
+CREATE INDEX heartbeat_log_done ON heartbeat_log ((coalesce(ended_at, started_at))) WHERE status IN ('finished', 'recovered');
+CREATE INDEX work_queue_done ON work_queue ((coalesce(completed_at, created_at))) WHERE status IN ('done', 'failed');
+CREATE INDEX outbox_done ON outbox ((coalesce(sent_at, created_at))) WHERE status IN ('sent', 'failed');
+CREATE INDEX events_handled ON events (at) WHERE status NOT IN ('queued', 'scheduled');
+CREATE INDEX rule_firings_at ON rule_firings (at);
+CREATE INDEX episodes_unsummarized ON episodes (ended_at) WHERE summary IS NULL AND ended_at IS NOT NULL;
+CREATE INDEX messages_person_at ON messages (person, created_at DESC);
+CREATE INDEX contact_evaluations_at ON contact_evaluations (at);
+
 -- Last of all (keep it last: a section added after it must come before it): the tables this
 -- update created are marked for pg_dump as a fresh install marks them (sql/030_backup.sql), the
 -- shipped ones with their restore trigger. Idempotent for the tables marked before.
