@@ -12,8 +12,8 @@
 --
 -- Every foreign key has an index on its column, beside its table ("its foreign keys, indexed"):
 -- deleting a row it points at (a person leaving, retention, decay) then finds the references by
--- index. Without them a person leaving read the message log once for each of their turns (26 s
--- for 2,500 of 50,000 turns). A test holds every key to it (upgrade.rs).
+-- index. Without them a person leaving read the message log twice for each of their turns (28 s
+-- for 2,500 of 50,000 turns: scripts/bench.sh leave). A test holds every key to it (upgrade.rs).
 --
 -- Organisation:
 --   enumerations · the clock · episodes · memories · episode membership · facts · entities/triples
@@ -126,7 +126,7 @@ COMMENT ON TABLE episodes IS
 CREATE UNIQUE INDEX episodes_one_open_per_source ON episodes (source, person) NULLS NOT DISTINCT WHERE ended_at IS NULL;
 CREATE INDEX episodes_started ON episodes (started_at DESC);
 -- Ended and not yet summarised: the scheduler looks for them every few seconds (012).
-CREATE INDEX episodes_unsummarized ON episodes (ended_at) WHERE summary IS NULL AND ended_at IS NOT NULL;
+CREATE INDEX episodes_unsummarized ON episodes (ended_at) WHERE summary IS NULL AND ended_at IS NOT NULL AND memory_count > 0;
 
 -- ---------------------------------------------------------------------------------------
 -- Memories

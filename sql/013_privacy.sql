@@ -32,6 +32,7 @@ COMMENT ON FUNCTION dionysus_internal.visible_to(text[], text) IS
 -- The triples about these entities that a person may see, found by index (001): by subject and
 -- by object, each under the two privacy keys visible_to lets through (nobody's, theirs alone; a
 -- stored private_to is NULL or sorted, distinct names: add_triple), checked by visible_to again.
+-- (A row written otherwise, '{a,a}', could only be missed here, never shown to another.)
 CREATE FUNCTION dionysus_internal.triples_seen(ents uuid[], viewer text) RETURNS SETOF dionysus.triples
     LANGUAGE sql STABLE AS $$
     SELECT u.* FROM (

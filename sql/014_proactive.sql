@@ -226,6 +226,8 @@ CREATE TABLE person_signals (
 );
 COMMENT ON TABLE person_signals IS 'What a person said about contact (busy, asleep, away, stop checking in), held until it expires or they write again.';
 CREATE INDEX person_signals_open ON person_signals (person) WHERE ended_at IS NULL;
+-- Its foreign keys, indexed (001).
+CREATE INDEX person_signals_person ON person_signals (person);
 
 -- ---------------------------------------------------------------------------------------
 -- Events
@@ -314,7 +316,7 @@ CREATE INDEX contact_evaluations_open ON contact_evaluations (at) WHERE outcome 
 -- The contacts sent to a person, newest first: their next message answers the last one, and
 -- silence counts against it. Without it each read visits every evaluation of theirs kept (one
 -- each quarter hour, for retention_days).
-CREATE INDEX contact_evaluations_messages ON contact_evaluations (person, decided_at DESC) WHERE decision = 'message';
+CREATE INDEX contact_evaluations_messages ON contact_evaluations (person, decided_at DESC, recorded_at DESC) WHERE decision = 'message';
 CREATE INDEX contact_evaluations_at ON contact_evaluations (at); -- (retention, 011)
 -- outbox.contact_id (002) names the evaluation that made a message; checked at commit, as the two
 -- refer to each other.

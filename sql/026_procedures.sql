@@ -74,6 +74,7 @@ CREATE INDEX procedure_activations_unscored ON procedure_activations (episode_id
 CREATE INDEX procedure_activations_procedure ON procedure_activations (procedure_id, activated_at DESC);
 -- Its foreign keys, indexed (001).
 CREATE INDEX procedure_activations_message_id ON procedure_activations (message_id) WHERE message_id IS NOT NULL;
+CREATE INDEX procedure_activations_episode_id ON procedure_activations (episode_id) WHERE episode_id IS NOT NULL;
 
 ALTER TABLE working_memory_items ADD CONSTRAINT working_memory_items_procedure_fkey
     FOREIGN KEY (procedure_id) REFERENCES procedures (id) ON DELETE CASCADE;

@@ -93,7 +93,7 @@ impl TestDb {
     pub async fn hold_worker_off(&self) {
         let admin = connect("postgres").await;
         admin.batch_execute(&format!("ALTER DATABASE {} SET dionysus.worker_paused = on", self.name)).await.unwrap();
-        for _ in 0..600 {
+        for _ in 0..1200 {
             let passes: i64 = admin
                 .query_one(
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND backend_type LIKE 'dionysus %'",
@@ -107,7 +107,7 @@ impl TestDb {
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
-        panic!("a background pass stayed connected to {} for 30 s", self.name);
+        panic!("a background pass stayed connected to {} for 60 s", self.name);
     }
 }
 

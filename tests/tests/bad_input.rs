@@ -40,6 +40,7 @@ const CASES: &[(&str, &str, &str)] = &[
     ("SELECT dionysus_internal.rhythm_at('{1}', '{1,2}', '{0}', 5, false)", "22023", "\"activity\""),
     ("SELECT dionysus_internal.rhythm_at('{1}', '{1}', '{0}', 168, false)", "22023", "\"hour_of_week\""),
     ("SELECT dionysus_internal.rhythm_at('{1,NULL}', '{1,2}', '{0,0}', 5, false)", "22004", "\"hours[]\""),
+    ("SELECT dionysus_internal.rhythm_at('{3,3}', '{1,2}', '{0,0}', 5, false)", "22023", "\"hours\""),
     ("SELECT dionysus.embed(NULL)", "22004", "\"content\""),
     // The conversation organ.
     ("SELECT dionysus.log_message('', 'm', 'c', 'a', 'hi')", "22023", "\"platform\""),

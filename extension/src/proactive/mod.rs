@@ -102,6 +102,10 @@ pub mod dionysus_internal {
         if let Some(h) = hours.iter().find(|h| !(0..168).contains(*h)) {
             crate::errors::invalid_arg("hours", format!("{h} is not an hour of the week (0 to 167)"));
         }
+        let mut seen = [false; 168];
+        if let Some(h) = hours.iter().find(|&&h| std::mem::replace(&mut seen[h as usize], true)) {
+            crate::errors::invalid_arg("hours", format!("hour {h} is given twice (one row an hour, as person_rhythm keeps them)"));
+        }
         if !(0..168).contains(&hour_of_week) {
             crate::errors::invalid_arg("hour_of_week", format!("{hour_of_week} is not an hour of the week (0 to 167)"));
         }

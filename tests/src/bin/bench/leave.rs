@@ -1,8 +1,9 @@
 //! A person leaving (`forget_person`) in a log of many people's turns, with every foreign key
 //! indexed and, in the same run, with the indexes on the message log's keys dropped (the schema
 //! before 0.20.0): deleting each of the person's turns then read the whole log for the turns
-//! that point at it (prev_message_id, reply_to). The turns are written directly (no embedding):
-//! the figure is the erasure, not the fill.
+//! that point at it (prev_message_id, reply_to). The turns (theirs and the companion's to them,
+//! alternating) are written directly, with no memories (no embedding): the figure is the
+//! erasure of a log, not the fill.
 use dionysus_tests::TestDb;
 use std::time::Instant;
 
@@ -14,7 +15,7 @@ pub async fn leave(people: usize, turns: usize) {
     let t = Instant::now();
     c.batch_execute(&format!(
         "INSERT INTO dionysus.messages (id, platform, platform_message_id, channel_id, author_id, is_bot, content, created_at, person, prev_message_id)
-         SELECT id, 'bench', 'm' || n, 'dm:p' || p, CASE WHEN n % 2 = 0 THEN 'p' || p ELSE 'bot' END, n % 2 = 1,
+         SELECT id, 'bench', 'm' || n, 'dm:p' || p, CASE WHEN (n / {people}) % 2 = 0 THEN 'p' || p ELSE 'bot' END, (n / {people}) % 2 = 1,
                 'turn ' || n || ' of person ' || p, now() - make_interval(secs => {total} - n), 'bench:p' || p,
                 lag(id) OVER (PARTITION BY p ORDER BY n)
            FROM (SELECT gen_random_uuid() AS id, n, n % {people} AS p FROM generate_series(1, {total}) n) x

@@ -362,6 +362,7 @@ pub async fn lives(days: i64) {
         .map(|rows| rows.iter().map(|r| (r.get(0), r.get(1))).collect())
         .unwrap_or_default();
     println!("| the nurse's \"call Mia on Sunday at 18:00\" | {rules:?} | sent once, then done |");
+    db.hold_worker_off().await; // (its own passes would compete for the locks timed)
     history_figures(c, days).await;
     for (i, l) in people.iter().enumerate() {
         let when: Vec<String> = tally[i].contacts.iter().map(|(d, m, s)| format!("{d} {:02}:{:02}{}", m / 60, m % 60, match s { State::Asleep => "z", State::Busy => "b", State::Free => "" })).collect();
