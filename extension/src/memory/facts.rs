@@ -173,12 +173,16 @@ fn triples_about(
     let person = validate::optional_text("person", person);
     let rows = Spi::connect(|c| {
         c.select(
-            "SELECT t.id, s.name, t.predicate, o.name, t.confidence::float8, t.source, t.memory_id \
-             FROM dionysus.triples t \
-             JOIN dionysus.entities s ON s.id = t.subject_id JOIN dionysus.entities o ON o.id = t.object_id \
-             WHERE (s.name_key = lower(btrim(regexp_replace($1, '\\s+', ' ', 'g'))) \
-                    OR o.name_key = lower(btrim(regexp_replace($1, '\\s+', ' ', 'g')))) \
-               AND ($2::text IS NULL OR t.private_to IS NULL OR t.private_to <@ ARRAY[$2::text]) \
+            // A person's view by index (triples_seen, 013): every person's facts about themselves
+            // are about 'user', and reading them all to keep one person's grew with everyone's.
+            "WITH e AS (SELECT array_agg(x.id) AS ids FROM dionysus.entities x \
+                         WHERE x.name_key = lower(btrim(regexp_replace($1, '\\s+', ' ', 'g')))), \
+                  t AS (SELECT v.* FROM e, dionysus_internal.triples_seen(e.ids, $2::text) v WHERE $2::text IS NOT NULL \
+                        UNION ALL \
+                        SELECT x.* FROM e, dionysus.triples x \
+                         WHERE $2::text IS NULL AND (x.subject_id = ANY (e.ids) OR x.object_id = ANY (e.ids))) \
+             SELECT t.id, s.name, t.predicate, o.name, t.confidence::float8, t.source, t.memory_id \
+             FROM t JOIN dionysus.entities s ON s.id = t.subject_id JOIN dionysus.entities o ON o.id = t.object_id \
              ORDER BY t.confidence DESC, t.updated_at DESC",
             None,
             &[name.into(), person.into()],
