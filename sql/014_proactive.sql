@@ -855,14 +855,17 @@ BEGIN
     END IF;
     -- Task pressure is state the rules move (015): open requests make it build over hours.
     task := p.task_pressure;
-    FOR w IN SELECT * FROM dionysus.contact_weights ORDER BY input LOOP
+    -- Each weight with what their answers taught about it (015's person_contact_weights), in one read.
+    FOR w IN SELECT cw.input, cw.weight, cw.description, coalesce(f.factor, 1) AS learned
+               FROM dionysus.contact_weights cw
+               LEFT JOIN dionysus.person_contact_weights f ON f.person = who AND f.input = cw.input
+              ORDER BY cw.input LOOP
         v := CASE w.input
                  WHEN 'social_debt' THEN p.social_debt
                  WHEN 'acquaintance' THEN 1.0 / (1 + p.turns / dionysus_internal.proactive_setting('acquaintance_turns'))
                  WHEN 'task_pressure' THEN task
                  WHEN 'curiosity' THEN p.curiosity END;
-        -- What their answers taught about this reason to write (015's person_contact_weights).
-        factor := coalesce((SELECT f.factor FROM dionysus.person_contact_weights f WHERE f.person = who AND f.input = w.input), 1);
+        factor := w.learned;
         ins := ins || jsonb_build_object('input', w.input, 'value', round(v::numeric, 3), 'weight', round((w.weight * factor)::numeric, 3),
                                          'learned_factor', round(factor::numeric, 3),
                                          'contribution', round((v * w.weight * factor)::numeric, 3), 'why', w.description);

@@ -264,73 +264,46 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION dionysus_internal.check_rule_intents(jsonb) IS 'Checks a rule''s intents (1 to 8, each adjust, create_objective, schedule_event or request_contact with its bounds); errors name the intent.';
 
--- Whether a (checked) condition holds for these values. A value unknown at this moment (no
--- contact yet, no person) makes its comparison false.
-CREATE FUNCTION dionysus_internal.rule_holds(cond jsonb, vals jsonb) RETURNS boolean
-    LANGUAGE plpgsql IMMUTABLE AS $$
-DECLARE
-    c jsonb;
-    l double precision;
-    r double precision;
+-- The values rules read, for each of several people (a NULL one: nobody in particular) at one
+-- instant, in their order; the event's if one triggered the pass. One statement for a tick's
+-- people (the rules' pass reads them all at once); rule_values is one person's.
+CREATE FUNCTION dionysus_internal.rule_values_of(persons text[], t timestamptz, has_event boolean DEFAULT false,
+                                                 event_priority smallint DEFAULT NULL, event_merged integer DEFAULT NULL)
+    RETURNS TABLE (person text, vals jsonb) LANGUAGE plpgsql STABLE
+    -- (One plan kept: the planner preferred a custom plan for each array of people, 0.25 ms a
+    -- tick spent planning; a SQL function in FROM was planned again at every call too.)
+    SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
-    IF cond IS NULL OR cond = '{}'::jsonb THEN
-        RETURN true;
-    ELSIF cond ? 'all' THEN
-        FOR c IN SELECT * FROM jsonb_array_elements(cond -> 'all') LOOP
-            IF NOT dionysus_internal.rule_holds(c, vals) THEN RETURN false; END IF;
-        END LOOP;
-        RETURN true;
-    ELSIF cond ? 'any' THEN
-        FOR c IN SELECT * FROM jsonb_array_elements(cond -> 'any') LOOP
-            IF dionysus_internal.rule_holds(c, vals) THEN RETURN true; END IF;
-        END LOOP;
-        RETURN false;
-    ELSIF cond ? 'not' THEN
-        RETURN NOT dionysus_internal.rule_holds(cond -> 'not', vals);
-    END IF;
-    l := (vals ->> (cond ->> 'var'))::float8;
-    r := (cond ->> 'value')::float8;
-    IF l IS NULL THEN
-        RETURN false;
-    END IF;
-    RETURN CASE cond ->> 'op' WHEN '<' THEN l < r WHEN '<=' THEN l <= r WHEN '>' THEN l > r WHEN '>=' THEN l >= r
-                              WHEN '=' THEN l = r WHEN '!=' THEN l <> r ELSE false END;
+    RETURN QUERY
+    SELECT u.who,
+           jsonb_build_object('agent.vitality', a.vitality, 'agent.asleep', CASE WHEN a.mode = 'asleep' THEN 1 ELSE 0 END)
+           || CASE WHEN has_event THEN jsonb_build_object('event.priority', event_priority, 'event.merged', event_merged) ELSE '{}' END
+           || CASE WHEN p.person IS NULL THEN '{}' ELSE jsonb_strip_nulls(jsonb_build_object(
+                  'person.social_debt', round(p.social_debt::numeric, 4), 'person.curiosity', round(p.curiosity::numeric, 4),
+                  'person.task_pressure', round(p.task_pressure::numeric, 4), 'person.restraint', round(p.restraint::numeric, 4),
+                  'person.mood', round(p.mood::numeric, 3),
+                  'person.hours_since_message', round((extract(epoch FROM t - p.last_message_at) / 3600)::numeric, 2),
+                  'person.hours_since_contact', round((extract(epoch FROM t - p.last_contact_at) / 3600)::numeric, 2),
+                  'person.ignored_in_row', p.ignored_in_row, 'person.turns', p.turns,
+                  'person.open_requests', (SELECT count(*) FROM dionysus.goals g
+                                            WHERE g.source = 'user_request' AND g.priority IN ('active', 'queued') AND g.private_to = ARRAY[u.who]),
+                  'person.open_objectives', (SELECT count(*) FROM dionysus.objectives o
+                                              WHERE o.person = u.who AND o.status = 'pending' AND o.saliency >= 0.5),
+                  'person.local_hour', extract(hour FROM t AT TIME ZONE p.time_zone)::int,
+                  'person.local_dow', extract(isodow FROM t AT TIME ZONE p.time_zone)::int,
+                  'person.local_day', extract(day FROM t AT TIME ZONE p.time_zone)::int)) END
+      FROM unnest(persons) WITH ORDINALITY u(who, o)
+      LEFT JOIN dionysus.agent_state a ON a.id = 1
+      LEFT JOIN dionysus.people p ON p.person = u.who
+     ORDER BY u.o;
 END $$;
-COMMENT ON FUNCTION dionysus_internal.rule_holds(jsonb, jsonb) IS 'Whether a checked condition holds for the values (an unknown value makes its comparison false).';
+COMMENT ON FUNCTION dionysus_internal.rule_values_of(text[], timestamptz, boolean, smallint, integer) IS 'The values rules read for each of several people (a NULL one: nobody in particular) at an instant, in their order: the agent''s, the event''s, the person''s.';
 
 -- The values a rule reads, for one person (or none) at one instant.
 CREATE FUNCTION dionysus_internal.rule_values(who text, t timestamptz, ev dionysus.events DEFAULT NULL) RETURNS jsonb
-    LANGUAGE plpgsql STABLE AS $$
-DECLARE
-    p dionysus.people;
-    a dionysus.agent_state;
-    v jsonb;
-    local timestamp;
-BEGIN
-    SELECT * INTO a FROM dionysus.agent_state WHERE id = 1;
-    v := jsonb_build_object('agent.vitality', a.vitality, 'agent.asleep', CASE WHEN a.mode = 'asleep' THEN 1 ELSE 0 END);
-    IF ev.id IS NOT NULL THEN
-        v := v || jsonb_build_object('event.priority', ev.priority, 'event.merged', ev.merged);
-    END IF;
-    SELECT * INTO p FROM dionysus.people x WHERE x.person = who;
-    IF FOUND THEN
-        local := t AT TIME ZONE p.time_zone;
-        v := v || jsonb_strip_nulls(jsonb_build_object(
-            'person.social_debt', round(p.social_debt::numeric, 4), 'person.curiosity', round(p.curiosity::numeric, 4),
-            'person.task_pressure', round(p.task_pressure::numeric, 4), 'person.restraint', round(p.restraint::numeric, 4),
-            'person.mood', round(p.mood::numeric, 3),
-            'person.hours_since_message', round((extract(epoch FROM t - p.last_message_at) / 3600)::numeric, 2),
-            'person.hours_since_contact', round((extract(epoch FROM t - p.last_contact_at) / 3600)::numeric, 2),
-            'person.ignored_in_row', p.ignored_in_row, 'person.turns', p.turns,
-            'person.open_requests', (SELECT count(*) FROM dionysus.goals g
-                                      WHERE g.source = 'user_request' AND g.priority IN ('active', 'queued') AND g.private_to = ARRAY[who]),
-            'person.open_objectives', (SELECT count(*) FROM dionysus.objectives o
-                                        WHERE o.person = who AND o.status = 'pending' AND o.saliency >= 0.5),
-            'person.local_hour', extract(hour FROM local)::int, 'person.local_dow', extract(isodow FROM local)::int,
-            'person.local_day', extract(day FROM local)::int));
-    END IF;
-    RETURN v;
-END $$;
+    LANGUAGE sql STABLE AS $$
+    SELECT v.vals FROM dionysus_internal.rule_values_of(ARRAY[who], t, ev.id IS NOT NULL, ev.priority, ev.merged) v
+$$;
 COMMENT ON FUNCTION dionysus_internal.rule_values(text, timestamptz, dionysus.events) IS 'The values rules read for one person (or none) at an instant.';
 
 -- Run the active rules of one trigger for each of several people in turn (a tick: everyone who
@@ -339,202 +312,19 @@ COMMENT ON FUNCTION dionysus_internal.rule_values(text, timestamptz, dionysus.ev
 -- schedule_event, request_contact) and write the pass down. One person after another exactly:
 -- a rule everyone shares (a built-in) has counted its firing before the next person's
 -- conditions read it. What the passes change is written once for all of them, a statement per
--- table (a tick wrote four statements a person), and before a rule makes something, so that
--- what it makes sees everything before it. The caller holds agent_state.
+-- table (write_rule_passes), and before a rule makes something, so that what it makes sees
+-- everything before it. The walk is the library's (rule_passes: in PL/pgSQL it was half of a
+-- tick); its statements are these tables'. The caller holds agent_state.
 CREATE FUNCTION dionysus_internal.run_rules_for(on_trigger text, persons text[], hours double precision DEFAULT 0,
                                                 ev dionysus.events DEFAULT NULL)
     RETURNS integer LANGUAGE plpgsql AS $$
-DECLARE
-    t timestamptz := dionysus.clock_now();
-    -- Every rule of the trigger these people may fire, in firing order, as the passes use them.
-    rules dionysus.mind_rules[];
-    -- The rules fired since the last write, and how often.
-    used_ids bigint[] := '{}';
-    used_n integer[] := '{}';
-    pos integer;
-    who text;
-    vals jsonb;
-    r dionysus.mind_rules;
-    rv jsonb;
-    fired_rules dionysus.mind_rules[];
-    fired_at integer[];
-    it jsonb;
-    fired jsonb;
-    effects jsonb;
-    target text;
-    before double precision;
-    after double precision;
-    w double precision;
-    made uuid;
-    requested boolean;
-    has_person boolean;
-    -- The values adjustments move, kept here and written back once.
-    st jsonb;
-    i integer;
-    k integer;
-    makes_objective boolean;
-    makes boolean;
-    n integer := 0;
-    -- Written at the end (or before a rule makes something): each person's moved values, the log.
-    moved_people text[] := '{}';
-    moved_values jsonb[] := '{}';
-    log_people text[] := '{}';
-    log_inputs jsonb[] := '{}';
-    log_fired jsonb[] := '{}';
 BEGIN
     IF on_trigger IS NULL OR persons IS NULL THEN
         RAISE EXCEPTION 'dionysus: invalid argument "%": must not be null', CASE WHEN on_trigger IS NULL THEN 'on_trigger' ELSE 'persons' END
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    IF EXISTS (SELECT 1 FROM unnest(persons) x GROUP BY x HAVING count(*) > 1) THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "persons": each person once' USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    SELECT coalesce(array_agg(m ORDER BY m.weight DESC, m.id), '{}') INTO rules FROM dionysus.mind_rules m
-     WHERE m.status = 'active' AND m.trigger = on_trigger AND (m.person IS NULL OR m.person = ANY (persons))
-       AND (m.ends_at IS NULL OR m.ends_at > t);
-    FOREACH who IN ARRAY persons LOOP
-        CONTINUE WHEN cardinality(rules) = 0;
-        vals := dionysus_internal.rule_values(who, t, ev);
-        has_person := who IS NOT NULL AND vals ? 'person.turns';
-        fired_rules := '{}';
-        fired_at := '{}';
-        fired := '[]'::jsonb;
-        requested := false;
-        makes_objective := false;
-        makes := false;
-        FOR k IN 1 .. cardinality(rules) LOOP
-            r := rules[k];
-            CONTINUE WHEN r.status <> 'active' OR (r.person IS NOT NULL AND r.person IS DISTINCT FROM who);
-            rv := vals || jsonb_build_object('rule.hours_since_fired', coalesce(round((extract(epoch FROM t - r.last_used_at) / 3600)::numeric, 2), 1000000),
-                                             'rule.times_fired', r.use_count);
-            IF dionysus_internal.rule_holds(r.condition, rv) THEN
-                fired_rules := fired_rules || r;
-                fired_at := fired_at || k;
-                -- (Most rules only adjust: one look at their intents, a second only for one that makes.)
-                IF jsonb_path_exists(r.intents, '$[*] ? (exists(@.create_objective) || exists(@.schedule_event) || exists(@.request_contact))') THEN
-                    makes := true;
-                    makes_objective := makes_objective OR jsonb_path_exists(r.intents, '$[*].create_objective');
-                END IF;
-            END IF;
-        END LOOP;
-        CONTINUE WHEN cardinality(fired_rules) = 0;
-        -- Lock order: the goals lock (4) before the person's row (6), if a rule will make an objective.
-        IF makes_objective THEN
-            PERFORM pg_advisory_xact_lock(hashtextextended('dionysus.goals', 0));
-        END IF;
-        -- Adjustments first, each scaled by the rule's weight, in weight order, on the values as
-        -- the previous adjustment left them.
-        SELECT jsonb_build_object('person.social_debt', x.social_debt, 'person.curiosity', x.curiosity, 'person.task_pressure', x.task_pressure,
-                                  'person.restraint', x.restraint)
-          INTO st FROM dionysus.people x WHERE x.person = who;
-        st := coalesce(st, '{}'::jsonb) || jsonb_build_object('agent.vitality', (SELECT vitality FROM dionysus.agent_state WHERE id = 1));
-        FOREACH r IN ARRAY fired_rules LOOP
-            effects := '[]'::jsonb;
-            w := r.weight;
-            -- (The intents walked by index: a query per rule and kind of intent cost more than the rest.)
-            FOR k IN 0 .. jsonb_array_length(r.intents) - 1 LOOP
-                it := r.intents -> k;
-                CONTINUE WHEN NOT it ? 'adjust';
-                target := it ->> 'adjust';
-                IF NOT st ? target THEN
-                    CONTINUE; -- a person's value, and no person
-                END IF;
-                before := (st ->> target)::float8;
-                after := least(1, greatest(0, CASE
-                    WHEN it ? 'by' THEN before + w * (it ->> 'by')::float8
-                    WHEN it ? 'to' THEN before + w * ((it ->> 'to')::float8 - before)
-                    -- (The exponent bounded: exp() raises an error where it underflows, so a tick after
-                    -- two months without one, the server down, failed, and failed again every tick.)
-                    ELSE (it ->> 'toward')::float8 + (before - (it ->> 'toward')::float8)
-                         * exp(-least(700, greatest(-700, w * (it ->> 'per_hour')::float8 * hours))) END));
-                st := jsonb_set(st, ARRAY[target], to_jsonb(after));
-                effects := effects || jsonb_build_object('adjust', target, 'before', round(before::numeric, 4), 'after', round(after::numeric, 4));
-            END LOOP;
-            fired := fired || jsonb_build_object('rule', r.id, 'name', r.name, 'weight', round(r.weight::numeric, 3), 'effects', effects);
-        END LOOP;
-        IF has_person THEN
-            moved_people := moved_people || who;
-            moved_values := moved_values || st;
-        END IF;
-        -- Vitality at once: the next person's values read it.
-        UPDATE dionysus.agent_state SET vitality = (st ->> 'agent.vitality')::float8 WHERE id = 1 AND vitality <> (st ->> 'agent.vitality')::float8;
-        IF makes THEN
-            -- What a rule makes sees everything before it: the passes so far are written first.
-            PERFORM dionysus_internal.write_rule_passes(t, on_trigger, ev.id, used_ids, used_n, moved_people, moved_values, log_people, log_inputs, log_fired);
-            used_ids := '{}';
-            used_n := '{}';
-            moved_people := '{}';
-            moved_values := '{}';
-            log_people := '{}';
-            log_inputs := '{}';
-            log_fired := '{}';
-            -- Then what the rules make: objectives, scheduled events, a contact the person asked for.
-            FOR i IN 1 .. cardinality(fired_rules) LOOP
-                r := fired_rules[i];
-                effects := fired[i - 1] -> 'effects';
-                CONTINUE WHEN NOT jsonb_path_exists(r.intents, '$[*] ? (exists(@.create_objective) || exists(@.schedule_event) || exists(@.request_contact))');
-                FOR k IN 0 .. jsonb_array_length(r.intents) - 1 LOOP
-                    it := r.intents -> k;
-                    IF it ? 'create_objective' AND has_person THEN
-                        SELECT g.id INTO made FROM dionysus.goals g
-                         WHERE g.title = btrim(it ->> 'create_objective') AND g.private_to = ARRAY[who] AND g.priority IN ('active', 'queued');
-                        IF made IS NULL THEN
-                            made := dionysus.create_goal(btrim(it ->> 'create_objective'), 'set up by the rule "' || r.name || '"', 'user_request',
-                                                         private_to => ARRAY[who]);
-                        END IF;
-                        effects := effects || jsonb_build_object('create_objective', it ->> 'create_objective', 'goal_id', made);
-                    END IF;
-                END LOOP;
-                FOR k IN 0 .. jsonb_array_length(r.intents) - 1 LOOP
-                    it := r.intents -> k;
-                    CONTINUE WHEN NOT it ? 'schedule_event';
-                    INSERT INTO dionysus.events (source, type, priority, person, payload, at, status)
-                    VALUES ('internal', it ->> 'schedule_event', coalesce((it ->> 'priority')::int, 2), who,
-                            jsonb_build_object('rule', r.id), t + make_interval(secs => (it ->> 'in_minutes')::float8 * 60), 'scheduled');
-                    effects := effects || jsonb_build_object('schedule_event', it ->> 'schedule_event', 'in_minutes', (it ->> 'in_minutes')::float8);
-                END LOOP;
-                FOR k IN 0 .. jsonb_array_length(r.intents) - 1 LOOP
-                    it := r.intents -> k;
-                    IF it ? 'request_contact' AND has_person AND NOT requested THEN
-                        requested := true;
-                        UPDATE dionysus.people x SET contact_request = jsonb_build_object('about', it ->> 'request_contact', 'rule', r.id, 'rule_name', r.name, 'at', t),
-                               next_check_at = t
-                         WHERE x.person = who;
-                        effects := effects || jsonb_build_object('request_contact', it ->> 'request_contact');
-                    END IF;
-                END LOOP;
-                fired := jsonb_set(fired, ARRAY[(i - 1)::text, 'effects'], effects);
-            END LOOP;
-        END IF;
-        -- Used: every rule counts its use; learned rules strengthen; a one-off is done (as the
-        -- next person reads them; written relative to the row, which another session may change).
-        FOREACH k IN ARRAY fired_at LOOP
-            r := rules[k];
-            r.use_count := r.use_count + 1;
-            r.last_used_at := t;
-            IF r.once THEN
-                r.status := 'done';
-                r.ended_at := t;
-            END IF;
-            IF r.learned THEN
-                r.weight := least(1, r.weight + dionysus_internal.proactive_setting('rule_strengthen') * (1 - r.weight));
-            END IF;
-            rules[k] := r;
-            pos := array_position(used_ids, r.id);
-            IF pos IS NULL THEN
-                used_ids := used_ids || r.id;
-                used_n := used_n || 1;
-            ELSE
-                used_n[pos] := used_n[pos] + 1;
-            END IF;
-        END LOOP;
-        log_people := log_people || who;
-        log_inputs := log_inputs || vals;
-        log_fired := log_fired || fired;
-        n := n + cardinality(fired_rules);
-    END LOOP;
-    PERFORM dionysus_internal.write_rule_passes(t, on_trigger, ev.id, used_ids, used_n, moved_people, moved_values, log_people, log_inputs, log_fired);
-    RETURN n;
+    -- (Each person once: rule_passes refuses a person given twice, 22023.)
+    RETURN dionysus_internal.rule_passes(on_trigger, persons, hours, ev.id, ev.priority, ev.merged);
 END $$;
 COMMENT ON FUNCTION dionysus_internal.run_rules_for(text, text[], double precision, dionysus.events) IS
     'Runs the active rules of a trigger for each person in turn (a NULL person: nobody in particular): conditions read once, intents applied in a fixed order (adjust, create_objective, schedule_event, request_contact), each pass logged, rules counted and learned ones strengthened; a shared rule''s use counts before the next person; written a statement per table.';

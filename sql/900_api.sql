@@ -175,13 +175,15 @@ COMMENT ON FUNCTION action_schema() IS
 COMMENT ON FUNCTION dionysus_internal.shipped_prompt(text, integer) IS
     'The text of a shipped version of a prompt template (sql/prompts/<key>.txt, older versions sql/prompts/superseded/<key>.v<N>.txt), compiled into the library: the rows of prompt_templates a fresh install inserts. 22023 for a version never shipped.';
 
--- proactive/: the proactive mind's settings, read once a transaction (014)
+-- proactive/: the proactive mind's settings, read once a transaction (014); the rules' passes (015)
 COMMENT ON FUNCTION dionysus_internal.proactive_setting(text) IS
     'One value of proactive_config (42704 naming an unknown key, 22004 a null one), read once a transaction: a change made in the same transaction is read at once, another''s from the next transaction.';
 COMMENT ON FUNCTION dionysus_internal.forget_proactive_settings() IS
     'Forgets the proactive_config values this transaction read (the trigger proactive_config_changed calls it).';
 COMMENT ON FUNCTION dionysus_internal.rhythm_at(smallint[], double precision[], double precision[], integer, boolean) IS
     'What a person''s rhythm rows (hours of the week, activity, misses, in one order) say of one hour of their week: {learned in [0, 1], contacts missed there}. availability blends it with the prior.';
+COMMENT ON FUNCTION dionysus_internal.rule_passes(text, text[], double precision, bigint, smallint, integer) IS
+    'run_rules_for''s passes after its checks: for each person in turn (NULL: nobody in particular) the values read once, every condition checked, adjustments by weight, what the rules make, the uses counted, the passes written (write_rule_passes); the number of rules fired.';
 
 -- context/: token counts and budgets (027)
 COMMENT ON FUNCTION count_tokens(text) IS 'The tokens of a text by the embedding model''s WordPiece tokenizer, never truncated (four bytes a token without tokenizer.json).';

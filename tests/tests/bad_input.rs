@@ -41,6 +41,10 @@ const CASES: &[(&str, &str, &str)] = &[
     ("SELECT dionysus_internal.rhythm_at('{1}', '{1}', '{0}', 168, false)", "22023", "\"hour_of_week\""),
     ("SELECT dionysus_internal.rhythm_at('{1,NULL}', '{1,2}', '{0,0}', 5, false)", "22004", "\"hours[]\""),
     ("SELECT dionysus_internal.rhythm_at('{3,3}', '{1,2}', '{0,0}', 5, false)", "22023", "\"hours\""),
+    ("SELECT dionysus_internal.rule_passes(NULL, '{}', 0, NULL, NULL, NULL)", "22004", "\"on_trigger\""),
+    ("SELECT dionysus_internal.rule_passes('tick', NULL, 0, NULL, NULL, NULL)", "22004", "\"persons\""),
+    ("SELECT dionysus_internal.rule_passes('tick', '{a,b,a}', 0, NULL, NULL, NULL)", "22023", "\"persons\""),
+    ("SELECT dionysus_internal.run_rules_for('tick', '{a,a}', 0)", "22023", "\"persons\""),
     ("SELECT dionysus.embed(NULL)", "22004", "\"content\""),
     // The conversation organ.
     ("SELECT dionysus.log_message('', 'm', 'c', 'a', 'hi')", "22023", "\"platform\""),

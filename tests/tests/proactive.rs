@@ -1047,6 +1047,61 @@ async fn a_tick_runs_each_persons_rules_in_turn_and_writes_each_rule_once() {
     );
 }
 
+/// The rules' pass (the library's walk) computes and rounds as PostgreSQL does: an adjustment
+/// toward a value by the hour is the float8 the SQL expression gives, the log's before, after
+/// and weight are round(x::numeric, 4 or 3) as text (float8 to numeric keeps 15 digits first),
+/// and rule.hours_since_fired is rounded to the hundredth before a condition reads it.
+#[tokio::test]
+async fn the_rules_pass_computes_and_rounds_as_postgres_does() {
+    let db = TestDb::new("pro_rules_numbers").await;
+    db.hold_worker_off().await;
+    let c = &db.client;
+    at(c, "2026-11-23 12:00+00").await;
+    c.execute("SELECT dionysus.log_message('test', 'ada', 'dm:ada', 'ada', 'hello there')", &[]).await.unwrap();
+    c.batch_execute("UPDATE dionysus.people SET curiosity = 0.7123456789012345 WHERE person = 'test:ada'").await.unwrap();
+    // Fired 1 h 0 min 18 s ago: 1.005 hours, 1.01 once rounded (a float comparison says 1.005 < 1.01).
+    c.batch_execute(
+        "INSERT INTO dionysus.mind_rules (name, person, trigger, condition, intents, origin, description, created_at, weight, last_used_at)
+         VALUES ('drift', 'test:ada', 'probe', '{\"var\": \"rule.hours_since_fired\", \"op\": \">=\", \"value\": 1.01}',
+                 '[{\"adjust\": \"person.curiosity\", \"toward\": 0.2, \"per_hour\": 0.9}, {\"adjust\": \"person.social_debt\", \"to\": 0.33333}]',
+                 'learned', 'a probe', now(), 0.123456789, dionysus.clock_now() - interval '1 hour 18 seconds')",
+    )
+    .await
+    .unwrap();
+    let fired = count(c, "SELECT dionysus_internal.run_rules_for('probe', ARRAY['test:ada'], 3.7)").await;
+    assert_eq!(fired, 1, "the condition on the rounded hours did not hold");
+    let row = c
+        .query_one(
+            "WITH e AS (SELECT f -> 'effects' -> 0 AS e0, f -> 'effects' -> 1 AS e1, f ->> 'weight' AS w
+                          FROM dionysus.rule_firings r, jsonb_array_elements(r.fired) f WHERE r.trigger = 'probe'),
+                  want AS (SELECT least(1, greatest(0, 0.2 + (0.7123456789012345::float8 - 0.2) * exp(-(0.123456789::float8 * 0.9 * 3.7)))) AS cur)
+             SELECT p.curiosity = want.cur, p.curiosity::text || ' against ' || want.cur::text,
+                    e.e0 ->> 'before' = round(0.7123456789012345::float8::numeric, 4)::text,
+                    e.e0 ->> 'after' = round(want.cur::numeric, 4)::text,
+                    e.e1 ->> 'after' = round((0 + 0.123456789::float8 * (0.33333 - 0))::numeric, 4)::text,
+                    e.w = round(0.123456789::float8::numeric, 3)::text, e.e0::text || ' ' || e.e1::text || ' ' || e.w
+               FROM dionysus.people p, want, e WHERE p.person = 'test:ada'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let seen: String = row.get(6);
+    assert!(row.get::<_, bool>(0), "curiosity {}", row.get::<_, String>(1));
+    assert!(row.get::<_, bool>(2) && row.get::<_, bool>(3) && row.get::<_, bool>(4), "{seen}");
+    assert!(row.get::<_, bool>(5), "weight {seen}");
+    // The learned rule strengthened by rule_strengthen, and counted.
+    let strengthened = c
+        .query_one(
+            "SELECT m.weight = least(1, 0.123456789::float8 + dionysus_internal.proactive_setting('rule_strengthen') * (1 - 0.123456789::float8)), m.use_count
+               FROM dionysus.mind_rules m WHERE m.name = 'drift'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert!(strengthened.get::<_, bool>(0));
+    assert_eq!(strengthened.get::<_, i64>(1), 1);
+}
+
 /// A rule the person takes back while a tick is running stays taken back: the pass adds its
 /// firings to the rule's row as it then is, and never writes the rule as the pass first read it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

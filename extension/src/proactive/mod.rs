@@ -5,6 +5,8 @@
 //! rolls back forgets what it read.
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
+
+pub mod rules;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -53,6 +55,11 @@ fn load() -> HashMap<String, f64> {
     })
 }
 
+/// One value of proactive_config, as `proactive_setting` reads it.
+pub fn setting(key: &str) -> f64 {
+    dionysus_internal::proactive_setting(Some(key))
+}
+
 #[pg_schema]
 pub mod dionysus_internal {
     use super::*;
@@ -60,7 +67,7 @@ pub mod dionysus_internal {
     /// One value of proactive_config; an unknown key is an error naming it (42704), a null one
     /// 22004. Parallel restricted: a worker would read the table under a snapshot of its own.
     #[pg_extern(stable, parallel_restricted)]
-    fn proactive_setting(setting_key: Option<&str>) -> f64 {
+    pub(crate) fn proactive_setting(setting_key: Option<&str>) -> f64 {
         let Some(key) = setting_key else { crate::errors::null_arg("setting_key") };
         if SETTINGS.with(|s| s.borrow().is_none()) {
             let read = load(); // (the query runs with nothing borrowed)

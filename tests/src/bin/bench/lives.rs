@@ -176,6 +176,8 @@ pub async fn lives(days: i64) {
     let mut replies_due: Vec<(usize, i64, &'static str)> = vec![];
     let mut planned: Vec<(usize, i64)> = vec![]; // (person, absolute UTC minute)
     let mut tick_ms = vec![];
+    // (people the tick evaluated, its time): a tick's cost is mostly the people it evaluates.
+    let mut tick_by_evaluated: Vec<(i64, f64)> = vec![];
     let mut seen_sent = 0;
     let mut last_said = 0;
     let start = Instant::now();
@@ -246,8 +248,10 @@ pub async fn lives(days: i64) {
         }
         if c.query_one("SELECT dionysus_internal.proactive_tick_due()", &[]).await.unwrap().get::<_, bool>(0) {
             let t = Instant::now();
-            c.batch_execute("SELECT dionysus.proactive_tick()").await.unwrap();
-            tick_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+            let r: serde_json::Value = c.query_one("SELECT dionysus.proactive_tick()", &[]).await.unwrap().get(0);
+            let ms = t.elapsed().as_secs_f64() * 1000.0;
+            tick_ms.push(ms);
+            tick_by_evaluated.push((r["evaluated"].as_i64().unwrap_or(0), ms));
         }
         contact::decide_open(&mind).await;
         let sent = channel.sent();
@@ -356,6 +360,13 @@ pub async fn lives(days: i64) {
     println!("|---|---|---|");
     println!("| model calls per unsolicited contact | {:.2} ({proactive_calls} for {all_n}) | ≤ 2 |", proactive_calls as f64 / all_n.max(1) as f64);
     println!("| proactive_tick | p50 {p50:.2} ms, p95 {p95:.2} ms over {} ticks | ≤ 5 ms |", tick_ms.len());
+    for (what, range) in [("nobody", 0..=0), ("1–3 people", 1..=3), ("4 or more", 4..=i64::MAX)] {
+        let mut ms: Vec<f64> = tick_by_evaluated.iter().filter(|(n, _)| range.contains(n)).map(|&(_, ms)| ms).collect();
+        if !ms.is_empty() {
+            let (a, b) = p50_p95(&mut ms);
+            println!("| proactive_tick evaluating {what} | p50 {a:.2} ms, p95 {b:.2} ms over {} ticks | ≤ 5 ms |", ms.len());
+        }
+    }
     let rules: Vec<(String, String)> = c
         .query("SELECT name, status || ' (' || repeats || ')' FROM dionysus.person_rules('test:nurse') WHERE origin = 'person'", &[])
         .await
