@@ -178,23 +178,38 @@ thread_local! {
     static PLANS: RefCell<Vec<Option<pgrx::spi::OwnedPreparedStatement>>> = RefCell::new((0..STATEMENTS.len()).map(|_| None).collect());
 }
 
+/// Gives a plan back to its slot however the statement ends: an error unwinds through here,
+/// and the plan stays cached (never freed in the middle of the error's cleanup).
+struct Lent(usize, Option<pgrx::spi::OwnedPreparedStatement>);
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if let Some(stmt) = self.1.take() {
+            PLANS.with(|p| {
+                if let Ok(mut p) = p.try_borrow_mut() {
+                    p[self.0] = Some(stmt);
+                }
+            });
+        }
+    }
+}
+
 /// Runs statement `i` with its cached plan and maps its rows.
 fn run<R>(i: usize, args: &[DatumWithOid<'_>], mut row: impl FnMut(pgrx::spi::SpiHeapTupleData) -> R) -> Vec<R> {
     Spi::connect_mut(|client| {
-        let stmt = match PLANS.with(|p| p.borrow_mut()[i].take()) {
-            Some(s) => s,
-            None => {
+        let taken = PLANS.with(|p| p.borrow_mut()[i].take());
+        let stmt = Lent(
+            i,
+            Some(taken.unwrap_or_else(|| {
                 let oids: Vec<pgrx::PgOid> = args.iter().map(|a| pgrx::PgOid::from(a.oid())).collect();
                 client
                     .prepare_mut(STATEMENTS[i], &oids)
                     .unwrap_or_else(|e| pgrx::error!("dionysus: preparing a rules statement: {e}"))
                     .keep()
-            }
-        };
-        let out: Vec<R> =
-            client.update(&stmt, None, args).unwrap_or_else(|e| pgrx::error!("dionysus: {e}")).map(&mut row).collect();
-        PLANS.with(|p| p.borrow_mut()[i] = Some(stmt));
-        out
+            })),
+        );
+        let plan = stmt.1.as_ref().expect("a plan");
+        client.update(plan, None, args).unwrap_or_else(|e| pgrx::error!("dionysus: {e}")).map(&mut row).collect()
     })
 }
 
