@@ -319,11 +319,7 @@ CREATE FUNCTION dionysus_internal.run_rules_for(on_trigger text, persons text[],
                                                 ev dionysus.events DEFAULT NULL)
     RETURNS integer LANGUAGE plpgsql AS $$
 BEGIN
-    IF on_trigger IS NULL OR persons IS NULL THEN
-        RAISE EXCEPTION 'dionysus: invalid argument "%": must not be null', CASE WHEN on_trigger IS NULL THEN 'on_trigger' ELSE 'persons' END
-            USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    -- (Each person once: rule_passes refuses a person given twice, 22023.)
+    -- (rule_passes refuses a NULL trigger or people, 22004, and a person given twice, 22023.)
     RETURN dionysus_internal.rule_passes(on_trigger, persons, hours, ev.id, ev.priority, ev.merged);
 END $$;
 COMMENT ON FUNCTION dionysus_internal.run_rules_for(text, text[], double precision, dionysus.events) IS

@@ -175,19 +175,43 @@ fn run_cached<R>(
     mut row: impl FnMut(pgrx::spi::SpiHeapTupleData) -> Option<R>,
 ) -> Vec<R> {
     Spi::connect_mut(|client| {
-        PLANS.with(|plans| {
-            let mut plans = plans.borrow_mut();
-            if !plans.contains_key(query) {
+        // The plan is lent to the statement, not borrowed from the map while it runs: a
+        // statement that calls back into a cached query (a function the statement runs) finds
+        // the map free, and an error unwinding through here gives the plan back (never freed
+        // in the middle of the error's cleanup).
+        let taken = PLANS.with(|plans| plans.borrow_mut().remove_entry(query));
+        let (key, taken) = match taken {
+            Some((key, stmt)) => (key, Some(stmt)),
+            None => (query.to_string(), None),
+        };
+        let lent = Lent(
+            key,
+            Some(taken.unwrap_or_else(|| {
                 let oids: Vec<pgrx::PgOid> = args.iter().map(|a| pgrx::PgOid::from(a.oid())).collect();
                 let stmt = if mutating { client.prepare_mut(query, &oids) } else { client.prepare(query, &oids) }
                     .unwrap_or_else(|e| pgrx::error!("dionysus: preparing a query: {e}"));
-                plans.insert(query.to_string(), stmt.keep());
-            }
-            let stmt = &plans[query];
-            let table = if mutating { client.update(stmt, None, args) } else { client.select(stmt, None, args) };
-            table.unwrap_or_else(|e| pgrx::error!("dionysus: {e}")).filter_map(&mut row).collect()
-        })
+                stmt.keep()
+            })),
+        );
+        let stmt = lent.1.as_ref().expect("a plan");
+        let table = if mutating { client.update(stmt, None, args) } else { client.select(stmt, None, args) };
+        table.unwrap_or_else(|e| pgrx::error!("dionysus: {e}")).filter_map(&mut row).collect()
     })
+}
+
+/// A cached plan lent to one statement: back in the map however the statement ends.
+struct Lent(String, Option<pgrx::spi::OwnedPreparedStatement>);
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if let Some(stmt) = self.1.take() {
+            PLANS.with(|plans| {
+                if let Ok(mut plans) = plans.try_borrow_mut() {
+                    plans.insert(std::mem::take(&mut self.0), stmt);
+                }
+            });
+        }
+    }
 }
 
 /// The first column of the first row, or None when the query returns no row (or NULL).

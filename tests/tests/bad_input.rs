@@ -45,6 +45,8 @@ const CASES: &[(&str, &str, &str)] = &[
     ("SELECT dionysus_internal.rule_passes('tick', NULL, 0, NULL, NULL, NULL)", "22004", "\"persons\""),
     ("SELECT dionysus_internal.rule_passes('tick', '{a,b,a}', 0, NULL, NULL, NULL)", "22023", "\"persons\""),
     ("SELECT dionysus_internal.run_rules_for('tick', '{a,a}', 0)", "22023", "\"persons\""),
+    ("SELECT dionysus_internal.run_rules_for(NULL, '{a}', 0)", "22004", "\"on_trigger\""),
+    ("SELECT dionysus_internal.run_rules_for('tick', NULL, 0)", "22004", "\"persons\""),
     ("SELECT dionysus.embed(NULL)", "22004", "\"content\""),
     // The conversation organ.
     ("SELECT dionysus.log_message('', 'm', 'c', 'a', 'hi')", "22023", "\"platform\""),

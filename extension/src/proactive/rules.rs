@@ -8,7 +8,6 @@ use pgrx::datum::{DatumWithOid, TimestampWithTimeZone};
 use pgrx::prelude::*;
 use pgrx::Uuid;
 use serde_json::{Map, Value};
-use std::cell::RefCell;
 
 /// One rule of the pass, as the passes change it (use, strength, a one-off done).
 struct Rule {
@@ -135,8 +134,7 @@ fn json_str(s: &str) -> String {
     serde_json::to_string(s).expect("a string")
 }
 
-/// 015's statements, prepared once a backend. A plan is taken out while it runs, so a
-/// statement that comes back here (a rule's goal, its trigger) finds the cache free.
+/// 015's statements, each through the backend's plan cache (spi_util::write_prepared).
 const STATEMENTS: [&str; 12] = [
     // 0: the rules of the trigger these people may fire, in firing order
     "SELECT m.id, m.name, m.person, m.condition::text, m.intents::text, m.weight, m.once, m.learned, m.use_count, \
@@ -174,43 +172,9 @@ const STATEMENTS: [&str; 12] = [
     "SELECT dionysus.clock_now()",
 ];
 
-thread_local! {
-    static PLANS: RefCell<Vec<Option<pgrx::spi::OwnedPreparedStatement>>> = RefCell::new((0..STATEMENTS.len()).map(|_| None).collect());
-}
-
-/// Gives a plan back to its slot however the statement ends: an error unwinds through here,
-/// and the plan stays cached (never freed in the middle of the error's cleanup).
-struct Lent(usize, Option<pgrx::spi::OwnedPreparedStatement>);
-
-impl Drop for Lent {
-    fn drop(&mut self) {
-        if let Some(stmt) = self.1.take() {
-            PLANS.with(|p| {
-                if let Ok(mut p) = p.try_borrow_mut() {
-                    p[self.0] = Some(stmt);
-                }
-            });
-        }
-    }
-}
-
-/// Runs statement `i` with its cached plan and maps its rows.
+/// Runs statement `i` through the plan cache and maps its rows.
 fn run<R>(i: usize, args: &[DatumWithOid<'_>], mut row: impl FnMut(pgrx::spi::SpiHeapTupleData) -> R) -> Vec<R> {
-    Spi::connect_mut(|client| {
-        let taken = PLANS.with(|p| p.borrow_mut()[i].take());
-        let stmt = Lent(
-            i,
-            Some(taken.unwrap_or_else(|| {
-                let oids: Vec<pgrx::PgOid> = args.iter().map(|a| pgrx::PgOid::from(a.oid())).collect();
-                client
-                    .prepare_mut(STATEMENTS[i], &oids)
-                    .unwrap_or_else(|e| pgrx::error!("dionysus: preparing a rules statement: {e}"))
-                    .keep()
-            })),
-        );
-        let plan = stmt.1.as_ref().expect("a plan");
-        client.update(plan, None, args).unwrap_or_else(|e| pgrx::error!("dionysus: {e}")).map(&mut row).collect()
-    })
+    crate::spi_util::write_prepared(STATEMENTS[i], args, |r| Some(row(r)))
 }
 
 fn col<T: FromDatum + IntoDatum>(t: &pgrx::spi::SpiHeapTupleData, i: usize) -> Option<T> {
