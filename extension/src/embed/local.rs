@@ -283,6 +283,36 @@ mod tests {
         }
     }
 
+    /// Every instruction set this CPU runs (AVX-512, AVX2, portable: CI's machine may take
+    /// another than this one's), each against candle's reference vectors, one batch of mixed
+    /// lengths: the kernels differ per set, attention's products too.
+    #[pg_test]
+    fn every_instruction_set_matches_candles_reference() {
+        use crate::embed::encoder::Isa;
+        #[derive(serde::Deserialize)]
+        struct Reference {
+            text: String,
+            vector: Vec<f32>,
+        }
+        let reference: Vec<Reference> = serde_json::from_str(include_str!("reference_vectors.json")).expect("the reference vectors");
+        let texts: Vec<&str> = reference.iter().map(|r| r.text.as_str()).collect();
+        let mut model = super::load(&crate::embed::model_path()).expect("the model is installed");
+        let mut ran = 0;
+        for isa in [Isa::Avx512, Isa::Avx2, Isa::Portable] {
+            if !isa.supported() {
+                continue;
+            }
+            model.encoder.set_isa(isa).unwrap();
+            let batch = model.embed_with(Engine::Native, &texts).unwrap();
+            for (i, (v, r)) in batch.iter().zip(&reference).enumerate() {
+                let c = cosine(v, &r.vector);
+                assert!(c >= 0.9999, "{isa:?}: text {i} ({:.30}): cosine {c} to candle's", r.text);
+            }
+            ran += 1;
+        }
+        assert!(ran >= 1, "the portable kernels at least");
+    }
+
     /// The encoder against candle itself (a build with the `candle` feature), text by text, on
     /// texts that reach its edges: no words, one character, unicode, one past the 256-token
     /// truncation; then a batch of mixed lengths (several packed passes) in its order.
