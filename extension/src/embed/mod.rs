@@ -7,7 +7,7 @@ pub mod http;
 pub mod local;
 
 use crate::errors;
-use crate::settings::{self, EMBEDDING_API_KEY, EMBEDDING_MODEL, EMBEDDING_PROVIDER, EMBEDDING_TIMEOUT_MS, EMBEDDING_URL, MODEL_PATH};
+use crate::settings::{self, EMBEDDING_API_KEY, EMBEDDING_MODEL, EMBEDDING_PRECISION, EMBEDDING_PROVIDER, EMBEDDING_TIMEOUT_MS, EMBEDDING_URL, MODEL_PATH};
 use pgrx::prelude::*;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -57,18 +57,38 @@ pub struct Spec {
     pub model: String,
     #[serde(default)]
     pub model_path: String,
+    /// The local model's int8 form ("int8"), or the model as published (empty: every spec
+    /// written before int8 existed, and f32 now, serialise as they did).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub precision: String,
+}
+
+/// The precision `dionysus.embedding_precision` names for the local model ("" for f32).
+fn precision_setting() -> String {
+    match settings::string(&EMBEDDING_PRECISION).trim().to_ascii_lowercase().as_str() {
+        "" | "f32" => String::new(),
+        "int8" => "int8".into(),
+        other => errors::invalid_arg("dionysus.embedding_precision", format!("unknown precision '{other}' (expected 'f32' or 'int8')")),
+    }
 }
 
 impl Spec {
     /// The model the `dionysus.embedding_*` settings name.
     pub fn from_settings() -> Spec {
         match provider() {
-            Provider::Local => Spec { provider: "local".into(), url: String::new(), model: String::new(), model_path: model_path().display().to_string() },
+            Provider::Local => Spec {
+                provider: "local".into(),
+                url: String::new(),
+                model: String::new(),
+                model_path: model_path().display().to_string(),
+                precision: precision_setting(),
+            },
             Provider::Http => Spec {
                 provider: "http".into(),
                 url: settings::string(&EMBEDDING_URL),
                 model: settings::string(&EMBEDDING_MODEL),
                 model_path: String::new(),
+                precision: String::new(),
             },
         }
     }
@@ -76,7 +96,10 @@ impl Spec {
     /// The cache key's model part: provider plus model identity.
     pub fn key(&self) -> String {
         match self.provider.as_str() {
-            "local" => format!("local:{}", PathBuf::from(&self.model_path).file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()),
+            "local" => {
+                let name = PathBuf::from(&self.model_path).file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                if self.precision.is_empty() { format!("local:{name}") } else { format!("local:{name}:{}", self.precision) }
+            }
             _ => format!("http:{}", self.model),
         }
     }
@@ -190,7 +213,12 @@ pub fn compute_with(spec: &Spec, texts: &[&str], expected: Option<usize>) -> Vec
                     "Fetch it again with scripts/fetch-model.sh.",
                 ),
             });
-            (model.embed(texts).unwrap_or_else(|e| errors::embedding_failed(format!("local embedding failed: {e}"))), "local")
+            let precision = match spec.precision.as_str() {
+                "" => local::Precision::F32,
+                "int8" => local::Precision::Int8,
+                other => errors::embedding_failed(format!("the model spec names an unknown precision '{other}'")),
+            };
+            (model.embed(texts, precision).unwrap_or_else(|e| errors::embedding_failed(format!("local embedding failed: {e}"))), "local")
         }
         "http" => {
             // The key is the settings' endpoint's: never sent to another host (the store's
