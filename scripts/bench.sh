@@ -32,7 +32,9 @@ scripts/cluster.sh stop "$DATA"
 # DIONYSUS_BENCH_REUSE=1: the cluster and the stores the benches keep (locomo_keep_*, recall_keep_N)
 # stay for the next run; otherwise every run starts from an empty cluster.
 [ "${DIONYSUS_BENCH_REUSE:-0}" = 1 ] || rm -rf "$DATA"
-scripts/cluster.sh start "$DATA" "$PORT" "shared_buffers = 512MB" "maintenance_work_mem = 512MB" "dionysus.worker_interval = 3600"
+# DIONYSUS_BENCH_PRECISION=int8: every store the run makes holds the local model's int8 form.
+scripts/cluster.sh start "$DATA" "$PORT" "shared_buffers = 512MB" "maintenance_work_mem = 512MB" "dionysus.worker_interval = 3600" \
+  "dionysus.embedding_precision = '${DIONYSUS_BENCH_PRECISION:-f32}'"
 trap 'scripts/cluster.sh stop "$DATA"' EXIT
 export DIONYSUS_TEST_CONNINFO="host=127.0.0.1 port=$PORT user=postgres"
 bench=target/release/dionysus-bench

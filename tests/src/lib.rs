@@ -109,6 +109,12 @@ impl TestDb {
         }
         panic!("a background pass stayed connected to {} for 60 s", self.name);
     }
+
+    /// Lets the background passes visit this database again (after hold_worker_off).
+    pub async fn let_worker_run(&self) {
+        let admin = connect("postgres").await;
+        admin.batch_execute(&format!("ALTER DATABASE {} RESET dionysus.worker_paused", self.name)).await.unwrap();
+    }
 }
 
 /// A passed test's database is dropped: the preloaded launcher visits every database one after

@@ -186,6 +186,9 @@ async fn a_model_of_another_width_replaces_every_vector_in_one_swap() {
 
     // A censor made with the old model (its trigger embedded at 384).
     c.batch_execute("SELECT dionysus.add_censor('violin recital', 'a test censor', 'warn')").await.unwrap();
+    // This session steps the run: a background pass would otherwise embed and swap as soon as
+    // the extraction below is in, before the writer further down opens its transaction.
+    db.hold_worker_off().await;
     let started: Value = one(c, "SELECT dionysus.reindex_start()").await;
     assert_eq!(started["model"], json!("http:bag-16"), "{started}");
     // While the run builds, live writes embed with the store's model (384), settings or not.
@@ -218,7 +221,8 @@ async fn a_model_of_another_width_replaces_every_vector_in_one_swap() {
     }
     let status: Value = one(c, "SELECT dionysus.reindex_status()").await;
     assert_eq!(status["result"]["width_changed"], json!(true), "{status}");
-    // The old model's sentence vectors went with the swap; the new model's follow.
+    // The old model's sentence vectors went with the swap; the new model's follow (a pass makes them).
+    db.let_worker_run().await;
     until(
         c,
         "(SELECT count(*) FROM dionysus.memory_sentences) = 2 AND NOT EXISTS (SELECT 1 FROM dionysus.memory_sentences WHERE vector_dims(embedding) <> 16)",
@@ -407,4 +411,78 @@ async fn what_the_person_decided_stays_and_the_driver_cannot_forge_a_run() {
     assert_eq!((third["status"].clone(), third["resumed"].clone()), (json!("building"), json!(false)), "started again: {third}");
     let after: Vec<String> = c.query(active_facts, &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
     assert_eq!(after, facts);
+}
+
+/// The local model's int8 form (#37) is another model to the store: setting
+/// `dionysus.embedding_precision = 'int8'` changes nothing stored until `reindex` moves the
+/// store to it (same width: the vectors only, in one swap); then every vector is the int8
+/// model's, recall answers as before, and going back to f32 takes a re-index again. A
+/// precision it does not know is refused naming the setting.
+#[tokio::test]
+async fn a_move_to_the_int8_model_goes_through_a_reindex_and_keeps_recall() {
+    let db = TestDb::new("reindex_int8").await;
+    let c = &db.client;
+    let facts = [
+        "Ada keeps bees at the bottom of her garden",
+        "Ada's brother moved to Lisbon last spring",
+        "Ada plays the cello every Sunday morning",
+        "The spare key is under the blue flower pot",
+    ];
+    for f in facts {
+        c.execute("SELECT dionysus.remember($1)", &[&f]).await.unwrap();
+    }
+    let questions = ["Which insects does Ada look after?", "Where does her brother live now?", "Where is the spare key?"];
+    let mut before = Vec::new();
+    for q in questions {
+        before.push(one::<String>(c, &format!("SELECT content FROM dionysus.recall('{q}', 1)")).await);
+    }
+    let f32_key: String = one(c, "SELECT dionysus.embedding_info() ->> 'model_key'").await;
+    assert!(f32_key.starts_with("local:") && !f32_key.ends_with(":int8"), "{f32_key}");
+
+    c.batch_execute("SET dionysus.embedding_precision = 'int8'").await.unwrap();
+    let info: Value = one(c, "SELECT dionysus.embedding_info()").await;
+    assert_eq!(info["model_key"], json!(format!("{f32_key}:int8")), "{info}");
+    assert_eq!(info["store_model_key"], json!(f32_key), "{info}");
+    assert_eq!(info["reindex_needed"], json!(true), "{info}");
+    // Until the run, writes embed with the store's model: the f32 vector.
+    let early: uuid::Uuid = one(c, "SELECT dionysus.remember('Ada bakes bread on Fridays')").await;
+    // Every session embeds with the store's model, whatever its own setting: f32 here.
+    let f32_vector: String = one(c, "SELECT dionysus.embed_real('Ada bakes bread on Fridays')::vector::text").await;
+    let same: f64 = one(c, &format!("SELECT (embedding <=> '{f32_vector}')::float8 FROM dionysus.memories WHERE id = '{early}'")).await;
+    assert!(same < 1e-6, "a write before the re-index has the store's f32 vector (distance {same})");
+
+    let started: Value = one(c, "SELECT dionysus.reindex_start()").await;
+    assert_eq!(started["model"], json!(format!("{f32_key}:int8")), "{started}");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let step: Option<Value> = one(c, "SELECT dionysus_internal.reindex_step(500)").await;
+        if one::<String>(c, "SELECT dionysus.reindex_status() ->> 'status'").await == "swapped" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no swap within 120 s: {step:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let info: Value = one(c, "SELECT dionysus.embedding_info()").await;
+    assert_eq!(info["store_model_key"], json!(format!("{f32_key}:int8")), "{info}");
+    assert_eq!(info["reindex_needed"], json!(false), "{info}");
+    // Every memory's vector is now the int8 model's of its words (not the f32 one it had).
+    let off: i64 = one(c, "SELECT count(*) FROM dionysus.memories WHERE (embedding <=> dionysus.embed_real(content)::vector) > 1e-6").await;
+    assert_eq!(off, 0, "memories whose vector is not the int8 model's");
+    let moved: f64 = one(c, &format!("SELECT (embedding <=> dionysus.embed_real('Ada bakes bread on Fridays')::vector)::float8 FROM dionysus.memories WHERE id = '{early}'")).await;
+    assert!(moved < 1e-6, "{moved}");
+    let apart: f64 = one(c, &format!("SELECT (embedding <=> '{f32_vector}')::float8 FROM dionysus.memories WHERE id = '{early}'")).await;
+    assert!(apart > 1e-6 && apart < 0.02, "the int8 vector is near the f32 one, not it (distance {apart})");
+    c.batch_execute("SET dionysus.embedding_precision = 'f32'").await.unwrap();
+    let info: Value = one(c, "SELECT dionysus.embedding_info()").await;
+    assert_eq!(info["reindex_needed"], json!(true), "back to f32 takes a re-index: {info}");
+    c.batch_execute("SET dionysus.embedding_precision = 'int8'").await.unwrap();
+    for (q, was) in questions.iter().zip(&before) {
+        let now: String = one(c, &format!("SELECT content FROM dionysus.recall('{q}', 1)")).await;
+        assert_eq!(&now, was, "{q}");
+    }
+
+    c.batch_execute("SET dionysus.embedding_precision = 'int4'").await.unwrap();
+    let (code, msg) = expect_error(c, "SELECT dionysus.embed('anything')").await;
+    assert_eq!(code, "22023", "{msg}");
+    assert!(msg.contains("dionysus.embedding_precision") && msg.contains("int4"), "{msg}");
 }
