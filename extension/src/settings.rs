@@ -6,7 +6,7 @@ use std::ffi::CString;
 pub static EMBEDDING_PROVIDER: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"local"));
 pub static MODEL_PATH: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 pub static EMBEDDING_ENGINE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"native"));
-pub static EMBEDDING_PRECISION: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"f32"));
+pub static EMBEDDING_PRECISION: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"auto"));
 pub static EMBEDDING_URL: GucSetting<Option<CString>> =
     GucSetting::<Option<CString>>::new(Some(c"http://127.0.0.1:11434/v1/embeddings"));
 pub static EMBEDDING_MODEL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"all-minilm"));
@@ -49,8 +49,8 @@ pub fn register() {
     );
     GucRegistry::define_string_guc(
         c"dionysus.embedding_precision",
-        c"How the local model multiplies: 'f32' (the model as published) or 'int8' (int8 weights, about twice the speed on a CPU with AVX-512 VNNI).",
-        c"int8 vectors differ from f32's (cosine 0.987-0.9999, median 0.9987; LoCoMo recall in the book's Benchmarks): they are another model to the store, under the key local:all-MiniLM-L6-v2:int8. A store keeps the model that made its vectors until `dionysus reindex` moves it to the one set here.",
+        c"How the local model multiplies: 'auto' (the store's own; a new store int8 where the CPU has AVX-512 VNNI, else f32), 'f32' (the model as published) or 'int8' (int8 weights, about 2.4x f32's speed with VNNI).",
+        c"int8 vectors differ from f32's (cosine 0.987-0.9999, median 0.9987; LoCoMo recall the same to 0.005, in the book's Benchmarks): they are another model to the store, under the key local:all-MiniLM-L6-v2:int8. A store keeps the model that made its vectors until `dionysus reindex` moves it to the one set here.",
         &EMBEDDING_PRECISION,
         GucContext::Suset,
         GucFlags::default(),

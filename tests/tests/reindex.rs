@@ -329,7 +329,10 @@ async fn what_the_person_decided_stays_and_the_driver_cannot_forge_a_run() {
     let (code, _) = expect_error(&driver, "SELECT dionysus.embedding_store_adopt(true)").await;
     assert_eq!(code, "42501");
     let started: Value = one(&driver, "SELECT dionysus.reindex_start('driver')").await;
-    assert_eq!(started["model"], json!("local:all-MiniLM-L6-v2"), "{started}");
+    // The store's own model (f32, or its int8 form where the CPU has VNNI), rebuilt as it is.
+    let store: String = one(&driver, "SELECT dionysus.embedding_info() ->> 'store_model_key'").await;
+    assert!(store.starts_with("local:all-MiniLM-L6-v2"), "{store}");
+    assert_eq!(started["model"], json!(store), "{started}");
     assert_eq!(started["queued"], json!(5), "{started}");
     let run = started["run_id"].as_str().unwrap().to_string();
     for sql in [
@@ -416,12 +419,20 @@ async fn what_the_person_decided_stays_and_the_driver_cannot_forge_a_run() {
 /// The local model's int8 form (#37) is another model to the store: setting
 /// `dionysus.embedding_precision = 'int8'` changes nothing stored until `reindex` moves the
 /// store to it (same width: the vectors only, in one swap); then every vector is the int8
-/// model's, recall answers as before, and going back to f32 takes a re-index again. A
-/// precision it does not know is refused naming the setting.
+/// model's, recall answers as before, and going back to f32 takes a re-index again; `auto`
+/// (the default) is always the store's own. A precision it does not know is refused naming
+/// the setting.
 #[tokio::test]
 async fn a_move_to_the_int8_model_goes_through_a_reindex_and_keeps_recall() {
     let db = TestDb::new("reindex_int8").await;
     let c = &db.client;
+    // An f32 store whatever this CPU (a new store on a CPU with VNNI starts as int8): adopted
+    // while it holds nothing.
+    c.batch_execute("SET dionysus.embedding_precision = 'f32'; SELECT dionysus.embedding_store_adopt(); RESET dionysus.embedding_precision")
+        .await
+        .unwrap();
+    let auto: Value = one(c, "SELECT dionysus.embedding_info()").await;
+    assert_eq!(auto["reindex_needed"], json!(false), "'auto' is the store's own precision: {auto}");
     let facts = [
         "Ada keeps bees at the bottom of her garden",
         "Ada's brother moved to Lisbon last spring",
@@ -475,6 +486,10 @@ async fn a_move_to_the_int8_model_goes_through_a_reindex_and_keeps_recall() {
     c.batch_execute("SET dionysus.embedding_precision = 'f32'").await.unwrap();
     let info: Value = one(c, "SELECT dionysus.embedding_info()").await;
     assert_eq!(info["reindex_needed"], json!(true), "back to f32 takes a re-index: {info}");
+    c.batch_execute("SET dionysus.embedding_precision = 'auto'").await.unwrap();
+    let info: Value = one(c, "SELECT dionysus.embedding_info()").await;
+    assert_eq!(info["model_key"], json!(format!("{f32_key}:int8")), "'auto' follows the store: {info}");
+    assert_eq!(info["reindex_needed"], json!(false), "{info}");
     c.batch_execute("SET dionysus.embedding_precision = 'int8'").await.unwrap();
     for (q, was) in questions.iter().zip(&before) {
         let now: String = one(c, &format!("SELECT content FROM dionysus.recall('{q}', 1)")).await;

@@ -24,6 +24,10 @@
 //! entry's target features, and a running scalar sum keeps a loop from vectorising (GELU
 //! alone went from 1.8 s to 0.6 s of 2,760 chat turns that way).
 //!
+//! The projections and the feed-forward also run in int8 (`Precision::Int8`, the model's
+//! quantised form, a store's model of its own): the same panels as int8, four inputs a lane,
+//! against each token row quantised to u8; VNNI sums 64 products an instruction.
+//!
 //! No Postgres here: the caller passes its interrupt check, run before every layer.
 use safetensors::{Dtype, SafeTensors};
 

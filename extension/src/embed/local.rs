@@ -89,6 +89,12 @@ pub fn engine() -> Engine {
 }
 
 /// The backend's model, loading it on first use (or when `dionysus.model_path` changed).
+/// Whether this CPU runs the int8 form fast (AVX-512 VNNI): what `auto` precision picks for a
+/// new store.
+pub fn int8_is_fast() -> bool {
+    super::encoder::Isa::detect() == super::encoder::Isa::Vnni
+}
+
 pub fn model(path: &Path) -> Result<Rc<LocalModel>, LoadError> {
     MODEL.with(|cell| {
         if let Some(m) = cell.borrow().as_ref() {
