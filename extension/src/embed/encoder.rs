@@ -63,13 +63,15 @@ impl Isa {
     pub fn detect() -> Isa {
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx512f") {
+            // The AVX-512 entries enable AVX2 and FMA too (the odd panel, the int8 fallback).
+            let avx2 = std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
+            if avx2 && std::arch::is_x86_feature_detected!("avx512f") {
                 if std::arch::is_x86_feature_detected!("avx512bw") && std::arch::is_x86_feature_detected!("avx512vnni") {
                     return Isa::Vnni;
                 }
                 return Isa::Avx512;
             }
-            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            if avx2 {
                 return Isa::Avx2;
             }
         }
@@ -196,7 +198,8 @@ impl Quantised {
                 let y = (v - lo) * inv;
                 let y = if y > 0.0 { y } else { 0.0 };
                 let y = if y < 255.0 { y } else { 255.0 };
-                // SAFETY: y is in [0, 255] (NaN-free: the rows come out of layer norms and GELU).
+                // SAFETY: y is in [0, 255]: the compares send a NaN (an infinite row makes inv 0,
+                // and (v − lo)·0 NaN) to 0, anything above to 255.
                 *q = unsafe { ((y + ROUND) - ROUND).to_int_unchecked::<i32>() } as u8;
             }
             self.step.push(step);
@@ -458,6 +461,9 @@ impl Encoder {
         let mut start = 0;
         for ids in texts {
             let n = ids.len();
+            if n == 0 {
+                continue; // (no tokens: nothing to attend to; another tokenizer might give none)
+            }
             let np = n.div_ceil(PANEL) * PANEL;
             let qkv = &qkv[start * stride..][..n * stride];
             let context = &mut context[start * h..][..n * h];
@@ -507,7 +513,9 @@ trait Kernels {
 fn linear_q_fits(l: &Linear, q: &Quantised, rows: usize, out: &[f32]) {
     assert!(
         q.x.len() >= rows * l.padded && q.step.len() >= rows && q.min.len() >= rows && out.len() >= rows * l.outputs
-            && l.q.len() == l.outputs * l.padded && l.outputs % PANEL == 0,
+            && l.q.len() == l.outputs * l.padded && l.outputs % PANEL == 0
+            && l.padded % 4 == 0 && l.padded >= l.inputs
+            && l.b.len() >= l.outputs && l.scale.len() >= l.outputs && l.colsum.len() >= l.outputs,
         "an int8 product does not fit its buffers"
     );
 }
@@ -1022,11 +1030,14 @@ fn erf(x: f32) -> f32 {
 /// give ~1e-38 instead of 0, which nothing here can tell apart.
 #[inline(always)]
 fn exp(x: f32) -> f32 {
-    let x = x.clamp(-87.0, 88.0);
+    // Compares, not f32::clamp: a NaN (an overflowed score from a broken model file) becomes
+    // -87 here, so the conversion below is always in range.
+    let x = if x > -87.0 { x } else { -87.0 };
+    let x = if x < 88.0 { x } else { 88.0 };
     let n = (x * std::f32::consts::LOG2_E + ROUND) - ROUND;
     let r = x - n * 0.693_359_4 + n * 2.121_944_4e-4;
     let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r + 1.666_666_5e-1) * r + 0.5;
-    // SAFETY: n is an integer in [-126, 127] (x was clamped). (`as i32` saturates, a compare and
+    // SAFETY: n is an integer in [-126, 127] (x was clamped, NaN included). (`as i32` saturates, a compare and
     // select more per value that kept GELU from vectorising as well.)
     (p * r * r + r + 1.0) * f32::from_bits(((unsafe { n.to_int_unchecked::<i32>() } + 127) << 23) as u32)
 }
