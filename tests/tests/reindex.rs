@@ -41,6 +41,19 @@ async fn recalled(c: &Client, query: &str, person: &str) -> Vec<String> {
 }
 
 /// The message log as it is: every column of every turn, hashed.
+/// Steps the building run from this session (a background pass may step it too) until it has
+/// swapped, by `deadline`.
+async fn step_until_swapped(c: &Client, deadline: Instant) {
+    loop {
+        let step: Option<Value> = one(c, "SELECT dionysus_internal.reindex_step(500)").await;
+        if one::<String>(c, "SELECT dionysus.reindex_status() ->> 'status'").await == "swapped" {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no swap by the deadline: {step:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn log_fingerprint(c: &Client) -> String {
     one(c, "SELECT md5(coalesce(string_agg(m::text, '|' ORDER BY m.id), '')) FROM dionysus.messages m").await
 }
@@ -211,14 +224,7 @@ async fn a_model_of_another_width_replaces_every_vector_in_one_swap() {
     }
     writer.batch_execute("COMMIT").await.unwrap();
     // The maintenance pass (or this session: one step at a time either way) embeds, then swaps.
-    loop {
-        let step: Option<Value> = one(c, "SELECT dionysus_internal.reindex_step(500)").await;
-        if one::<String>(c, "SELECT dionysus.reindex_status() ->> 'status'").await == "swapped" {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no swap within 120 s: {step:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    step_until_swapped(c, deadline).await;
     let status: Value = one(c, "SELECT dionysus.reindex_status()").await;
     assert_eq!(status["result"]["width_changed"], json!(true), "{status}");
     // The old model's sentence vectors went with the swap; the new model's follow (a pass makes them).
@@ -465,14 +471,7 @@ async fn a_move_to_the_int8_model_goes_through_a_reindex_and_keeps_recall() {
     let started: Value = one(c, "SELECT dionysus.reindex_start()").await;
     assert_eq!(started["model"], json!(format!("{f32_key}:int8")), "{started}");
     let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let step: Option<Value> = one(c, "SELECT dionysus_internal.reindex_step(500)").await;
-        if one::<String>(c, "SELECT dionysus.reindex_status() ->> 'status'").await == "swapped" {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no swap within 120 s: {step:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    step_until_swapped(c, deadline).await;
     let info: Value = one(c, "SELECT dionysus.embedding_info()").await;
     assert_eq!(info["store_model_key"], json!(format!("{f32_key}:int8")), "{info}");
     assert_eq!(info["reindex_needed"], json!(false), "{info}");

@@ -643,13 +643,20 @@ mod x86 {
     fn linear_q256(l: &Linear, q: &Quantised, rows: usize, out: &mut [f32]) {
         linear_q_fits(l, q, rows, out);
         for panel in 0..l.outputs / PANEL {
-            let mut r = 0;
-            while r < rows {
-                let t = (rows - r).min(2);
-                // SAFETY: sizes as linear_q_fits asserted; AVX2 in every entry that calls it.
-                unsafe { by_rows!(t, block_q256::<_>(l, q, panel, r, out), 1 2) };
-                r += t;
-            }
+            one_panel_q256(l, q, rows, out, panel);
+        }
+    }
+
+    /// One panel against every token row, two rows a block (callers checked linear_q_fits).
+    #[inline(always)]
+    fn one_panel_q256(l: &Linear, q: &Quantised, rows: usize, out: &mut [f32], panel: usize) {
+        let mut r = 0;
+        while r < rows {
+            let t = (rows - r).min(2);
+            // SAFETY: sizes as linear_q_fits asserted; AVX2 in every entry that calls it
+            // (forward_avx2, forward_avx512 and forward_vnni).
+            unsafe { by_rows!(t, block_q256::<_>(l, q, panel, r, out), 1 2) };
+            r += t;
         }
     }
 
@@ -725,13 +732,7 @@ mod x86 {
                 panel += 2;
             }
             if panel < panels {
-                let mut r = 0;
-                while r < rows {
-                    let t = (rows - r).min(2);
-                    // SAFETY: as above (AVX2 is part of forward_vnni's features).
-                    unsafe { by_rows!(t, block_q256::<_>(l, q, panel, r, out), 1 2) };
-                    r += t;
-                }
+                one_panel_q256(l, q, rows, out, panel);
             }
         }
     }

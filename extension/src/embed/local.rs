@@ -262,6 +262,17 @@ mod tests {
     use super::{Engine, Precision};
     use pgrx::prelude::*;
 
+    #[derive(serde::Deserialize)]
+    struct Reference {
+        text: String,
+        vector: Vec<f32>,
+    }
+
+    /// The vectors candle made of texts at the edges (reference_vectors.json).
+    fn reference() -> Vec<Reference> {
+        serde_json::from_str(include_str!("reference_vectors.json")).expect("the reference vectors")
+    }
+
     fn cosine(a: &[f32], b: &[f32]) -> f32 {
         let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
         let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -274,12 +285,7 @@ mod tests {
     /// character, unicode, past the 256-token truncation, a question, chat turns.
     #[pg_test]
     fn native_vectors_match_candles_reference() {
-        #[derive(serde::Deserialize)]
-        struct Reference {
-            text: String,
-            vector: Vec<f32>,
-        }
-        let reference: Vec<Reference> = serde_json::from_str(include_str!("reference_vectors.json")).expect("the reference vectors");
+        let reference = reference();
         assert!(reference.len() >= 8 && reference.iter().all(|r| r.vector.len() == super::DIMENSIONS));
         let model = super::model(&crate::embed::model_path()).expect("the model is installed");
         let texts: Vec<&str> = reference.iter().map(|r| r.text.as_str()).collect();
@@ -300,12 +306,7 @@ mod tests {
     #[pg_test]
     fn every_instruction_set_matches_candles_reference() {
         use crate::embed::encoder::Isa;
-        #[derive(serde::Deserialize)]
-        struct Reference {
-            text: String,
-            vector: Vec<f32>,
-        }
-        let reference: Vec<Reference> = serde_json::from_str(include_str!("reference_vectors.json")).expect("the reference vectors");
+        let reference = reference();
         let texts: Vec<&str> = reference.iter().map(|r| r.text.as_str()).collect();
         let mut model = super::load(&crate::embed::model_path()).expect("the model is installed");
         let mut ran = 0;
@@ -333,12 +334,7 @@ mod tests {
     #[pg_test]
     fn int8_vectors_are_near_f32_and_the_same_on_every_instruction_set() {
         use crate::embed::encoder::Isa;
-        #[derive(serde::Deserialize)]
-        struct Reference {
-            text: String,
-            vector: Vec<f32>,
-        }
-        let reference: Vec<Reference> = serde_json::from_str(include_str!("reference_vectors.json")).expect("the reference vectors");
+        let reference = reference();
         let texts: Vec<&str> = reference.iter().map(|r| r.text.as_str()).collect();
         let mut model = super::load(&crate::embed::model_path()).expect("the model is installed");
         let mut first: Option<(Isa, Vec<Vec<f32>>)> = None;

@@ -67,36 +67,51 @@ pub struct Spec {
 /// `auto`, the default, never makes a store's model look out of date: it is the local store's
 /// own precision, and for a store not made yet (CREATE EXTENSION) int8 where this CPU has
 /// VNNI, where int8 is fast (about 2.4× f32), f32 elsewhere (int8 would be no faster there).
-fn precision_setting() -> String {
+/// `stored` gives the local store's precision (None: no local store), asked only for `auto`.
+fn precision_setting(stored: impl FnOnce() -> Option<String>) -> String {
     match settings::string(&EMBEDDING_PRECISION).trim().to_ascii_lowercase().as_str() {
         "f32" => String::new(),
         "int8" => "int8".into(),
-        "" | "auto" => {
-            let stored = crate::spi_util::select_prepared(
-                "SELECT coalesce(spec ->> 'precision', '') FROM dionysus.embedding_store WHERE id = 1 AND spec ->> 'provider' = 'local'",
-                &[],
-                |row| row.get::<String>(1).ok().flatten(),
-            );
-            match stored.into_iter().next() {
-                Some(p) => p,
-                None if local::int8_is_fast() => "int8".into(),
-                None => String::new(),
-            }
-        }
+        "" | "auto" => match stored() {
+            Some(p) => p,
+            None if local::int8_is_fast() => "int8".into(),
+            None => String::new(),
+        },
         other => errors::invalid_arg("dionysus.embedding_precision", format!("unknown precision '{other}' (expected 'auto', 'f32' or 'int8')")),
     }
+}
+
+/// The local store's precision, read from embedding_store (None: no store, or not local).
+fn stored_precision() -> Option<String> {
+    crate::spi_util::select_prepared(
+        "SELECT coalesce(spec ->> 'precision', '') FROM dionysus.embedding_store WHERE id = 1 AND spec ->> 'provider' = 'local'",
+        &[],
+        |row| row.get::<String>(1).ok().flatten(),
+    )
+    .into_iter()
+    .next()
+}
+
+/// The same of a store's spec already read (live() has it: no second query on the hot path).
+fn precision_of(spec: &serde_json::Value) -> Option<String> {
+    (spec["provider"] == "local").then(|| spec["precision"].as_str().unwrap_or_default().to_string())
 }
 
 impl Spec {
     /// The model the `dionysus.embedding_*` settings name.
     pub fn from_settings() -> Spec {
+        Spec::from_settings_with(stored_precision)
+    }
+
+    /// As from_settings, `stored` giving the local store's precision when `auto` asks.
+    fn from_settings_with(stored: impl FnOnce() -> Option<String>) -> Spec {
         match provider() {
             Provider::Local => Spec {
                 provider: "local".into(),
                 url: String::new(),
                 model: String::new(),
                 model_path: model_path().display().to_string(),
-                precision: precision_setting(),
+                precision: precision_setting(stored),
             },
             Provider::Http => Spec {
                 provider: "http".into(),
@@ -141,8 +156,8 @@ pub fn model_key() -> String {
 /// and the swap takes it exclusively: a vector made with the old model is either written
 /// before the swap (and replaced by it) or not at all.
 fn live() -> (Spec, usize) {
-    let settings = Spec::from_settings();
     let mut store = read_store(false);
+    let settings = Spec::from_settings_with(|| store.as_ref().and_then(|(_, _, pgrx::JsonB(spec), _)| precision_of(spec)));
     if let Some((_, _, _, true)) = store {
         let free = crate::spi_util::first_or_none::<bool>(
             "SELECT pg_try_advisory_xact_lock_shared(hashtextextended('dionysus.reindex_vectors', 0))",
